@@ -1,0 +1,110 @@
+"""The benchmark's fixed strings and constants, read from the package data.
+
+`spec/protocol.json` and `spec/official_filter_ids.json` are the authors' data (see NOTICE);
+they are loaded here once and exposed as typed, read-only values so that no other module ever
+retypes a hint, a keyword or a filter id.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+#: Scenario short names, in the paper's order.
+SCENARIOS: tuple[str, ...] = ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO")
+
+
+@cache
+def _load(name: str) -> dict[str, Any]:
+    with resources.files("proactivebench.spec").joinpath(name).open(encoding="utf-8") as f:
+        return json.load(f)
+
+
+def raw_protocol() -> dict[str, Any]:
+    """The parsed `protocol.json` (do not mutate)."""
+    return _load("protocol.json")
+
+
+@dataclass(frozen=True)
+class ScenarioStrings:
+    """Per-scenario protocol strings of `protocol.json`."""
+
+    short: str
+    stem: str
+    dataset_file: str
+    pre_prompt: str | None
+    hint_prompt: str | dict[str, str]
+    reference_prompt: str | None
+    cot_prompt: str | None
+    oeg_proactive_count: int
+
+
+@cache
+def scenario_strings(short: str) -> ScenarioStrings:
+    """Strings of one scenario; raises KeyError for an unknown short name."""
+    entry = raw_protocol()["scenarios"][short]
+    return ScenarioStrings(
+        short=short,
+        stem=entry["dataset_name"],
+        dataset_file=entry["dataset_file"],
+        pre_prompt=entry["pre_prompt"],
+        hint_prompt=entry["hint_prompt"],
+        reference_prompt=entry["reference_prompt"],
+        cot_prompt=entry["cot_prompt"],
+        oeg_proactive_count=entry["oeg_proactive_count"],
+    )
+
+
+@cache
+def stem_to_short() -> dict[str, str]:
+    """Map data file stems (e.g. ``coco2014``) to short names (``COCO``)."""
+    return {scenario_strings(s).stem: s for s in SCENARIOS}
+
+
+@cache
+def action_keywords() -> tuple[tuple[str, str], ...]:
+    """(keyword, ACTION) pairs in the order the protocol checks them."""
+    return tuple((kw, action) for kw, action in raw_protocol()["action_keywords"])
+
+
+@cache
+def fixed_action_space(short: str) -> tuple[str, ...]:
+    """The action space of a scenario whose actions do not depend on the record (not COCO)."""
+    space = raw_protocol()["action_spaces"][short]
+    if not isinstance(space, list):
+        raise ValueError(f"{short} has a per-record action space")
+    return tuple(space)
+
+
+@cache
+def abstain_markers() -> tuple[str, ...]:
+    return tuple(raw_protocol()["abstain_markers"])
+
+
+@cache
+def mcqa_strings() -> dict[str, Any]:
+    return dict(raw_protocol()["mcqa"])
+
+
+@cache
+def oeg_strings() -> dict[str, Any]:
+    return dict(raw_protocol()["oeg"])
+
+
+@cache
+def oeg_fixed_answers() -> dict[str, str]:
+    return dict(raw_protocol()["oeg_fixed_answers"])
+
+
+@cache
+def resize_short_edge() -> dict[str, int]:
+    return dict(raw_protocol()["resize_short_edge"])
+
+
+@cache
+def official_filter_ids(stem: str) -> frozenset[int]:
+    """Sample ids of the official test filter for one data file stem."""
+    return frozenset(_load("official_filter_ids.json")["ids"].get(stem, ()))

@@ -1,0 +1,269 @@
+"""Typed records of the official `*_preprocessed.jsonl` files, with located validation.
+
+One dataclass per scenario (the common fields of SCENARIOS.md §2 plus the scenario's extras).
+`parse_record` turns one decoded JSON line into a record or raises a `DataError` naming the
+file, line and field, so that a malformed data set ends in one readable message instead of a
+`KeyError` deep inside an episode. Records never touch images: paths are only formatted.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any, ClassVar
+
+from proactivebench.errors import DataError
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a record came from, for error messages and reports."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """Fields common to every scenario."""
+
+    scenario: ClassVar[str] = ""
+    #: Placeholder names `image_template` may use in this scenario.
+    template_fields: ClassVar[frozenset[str]] = frozenset({"image"})
+
+    id: int
+    image_template: str
+    first_image: int
+    num_images: int
+    reference_image: int | str
+    prompt: str
+    options: tuple[str, ...]
+    categories: tuple[str, ...]
+    answer: str
+    source: Source = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RODRecord(Record):
+    scenario: ClassVar[str] = "ROD"
+
+
+@dataclass(frozen=True)
+class VSODRecord(Record):
+    scenario: ClassVar[str] = "VSOD"
+    strong_occlusions: bool = False
+
+
+@dataclass(frozen=True)
+class MVPNRecord(Record):
+    scenario: ClassVar[str] = "MVP-N"
+    template_fields: ClassVar[frozenset[str]] = frozenset({"image", "informative"})
+    valid_images: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class INCRecord(Record):
+    scenario: ClassVar[str] = "IN-C"
+    template_fields: ClassVar[frozenset[str]] = frozenset({"level"})
+    quality_answer: str = ""
+
+
+@dataclass(frozen=True)
+class QDRecord(Record):
+    scenario: ClassVar[str] = "QD"
+
+
+@dataclass(frozen=True)
+class CITRecord(Record):
+    scenario: ClassVar[str] = "CIT"
+    step_size: int = 1
+    max_steps: int = 1
+
+
+@dataclass(frozen=True)
+class Crop:
+    """COCO's starting crop, in the record's own terms (see SCENARIOS.md §5, COCO)."""
+
+    top: float
+    left: float
+    height: float
+    width: float
+
+
+@dataclass(frozen=True)
+class COCORecord(Record):
+    scenario: ClassVar[str] = "COCO"
+    template_fields: ClassVar[frozenset[str]] = frozenset()
+    direction: str = "zoom"
+    granularity: int = 1
+    horizontal_step: float = 0.0
+    vertical_step: float = 0.0
+    crop: Crop = Crop(0.0, 0.0, 0.0, 0.0)
+
+    @property
+    def moves(self) -> frozenset[str]:
+        """The direction's parts: ``{"zoom"}`` or a subset of up/down/left/right."""
+        return frozenset(self.direction.split("_"))
+
+
+RECORD_TYPES: dict[str, type[Record]] = {
+    cls.scenario: cls
+    for cls in (RODRecord, VSODRecord, MVPNRecord, INCRecord, QDRecord, CITRecord, COCORecord)
+}
+
+_COCO_DIRECTIONS = frozenset({"up", "down", "left", "right"})
+
+
+class _Fields:
+    """Typed access to one JSON object; every failure is a `DataError` at file:line/field."""
+
+    def __init__(self, obj: dict[str, Any], source: Source) -> None:
+        self.obj = obj
+        self.source = source
+
+    def error(self, name: str, message: str) -> DataError:
+        return DataError(message, path=self.source.path, line=self.source.line, field=name)
+
+    def get(self, name: str) -> Any:
+        if name not in self.obj:
+            raise self.error(name, "missing")
+        return self.obj[name]
+
+    def int(self, name: str, minimum: int | None = None) -> int:
+        value = self.get(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(name, f"expected an integer, got {type(value).__name__} {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.error(name, f"must be >= {minimum}, got {value}")
+        return value
+
+    def number(self, name: str, container: dict[str, Any] | None = None) -> float:
+        """A JSON number; `container` is a nested object (the field name keeps its dotted path)."""
+        value = self.get(name) if container is None else container[name.rpartition(".")[2]]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(name, f"expected a number, got {type(value).__name__} {value!r}")
+        return value
+
+    def str(self, name: str) -> str:
+        value = self.get(name)
+        if not isinstance(value, str):
+            raise self.error(name, f"expected a string, got {type(value).__name__}")
+        return value
+
+    def bool(self, name: str) -> bool:
+        value = self.get(name)
+        if not isinstance(value, bool):
+            raise self.error(name, f"expected true or false, got {value!r}")
+        return value
+
+    def str_list(self, name: str, *, nonempty: bool = True) -> tuple[str, ...]:
+        value = self.get(name)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(name, "expected a list of strings")
+        if nonempty and not value:
+            raise self.error(name, "must not be empty")
+        return tuple(value)
+
+    def int_list(self, name: str) -> tuple[int, ...]:
+        value = self.get(name)
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise self.error(name, "expected a list of integers")
+        return tuple(value)
+
+
+def _check_template(f: _Fields, template: str, allowed: frozenset[str]) -> None:
+    """Refuse templates that cannot be formatted or that point outside the data dir."""
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise f.error("image_template", f"not a valid format string: {exc}") from None
+    unknown = {n for n in names if n not in allowed}
+    if unknown:
+        raise f.error(
+            "image_template",
+            f"unknown placeholder(s) {sorted(unknown)}; this scenario fills {sorted(allowed)}",
+        )
+    path = PurePosixPath(template.replace("\\", "/"))
+    if path.is_absolute() or template.startswith(("/", "\\")) or ":" in path.parts[0]:
+        raise f.error("image_template", f"must be relative to the data dir, got {template!r}")
+    if ".." in path.parts:
+        raise f.error("image_template", f"must not leave the data dir ('..'): {template!r}")
+
+
+def parse_record(scenario: str, obj: Any, source: Source) -> Record:
+    """Validate one decoded JSON line of `scenario`'s file and build its typed record."""
+    if not isinstance(obj, dict):
+        raise DataError(
+            f"expected a JSON object, got {type(obj).__name__}", path=source.path, line=source.line
+        )
+    cls = RECORD_TYPES[scenario]
+    f = _Fields(obj, source)
+    template = f.str("image_template")
+    _check_template(f, template, cls.template_fields)
+    categories = f.str_list("categories")
+    answer = f.str("answer")
+    if answer not in categories:
+        raise f.error("answer", f"{answer!r} is not one of the categories")
+    reference = f.get("reference_image")
+    if isinstance(reference, bool) or not isinstance(reference, int | str):
+        raise f.error("reference_image", "expected an integer or a string")
+    common: dict[str, Any] = dict(
+        id=f.int("id"),
+        image_template=template,
+        first_image=f.int("first_image"),
+        num_images=f.int("num_images", minimum=1),
+        reference_image=reference,
+        prompt=f.str("prompt"),
+        options=f.str_list("options", nonempty=False),
+        categories=categories,
+        answer=answer,
+        source=source,
+    )
+    extra: dict[str, Any] = {}
+    if cls is VSODRecord:
+        extra["strong_occlusions"] = f.bool("strong_occlusions")
+    elif cls is MVPNRecord:
+        valid = f.int_list("valid_images")
+        if len(valid) < common["num_images"]:
+            raise f.error(
+                "valid_images",
+                f"needs at least num_images={common['num_images']} entries, has {len(valid)}",
+            )
+        extra["valid_images"] = valid
+    elif cls is INCRecord:
+        extra["quality_answer"] = f.str("quality_answer")
+    elif cls is CITRecord:
+        extra["step_size"] = f.int("step_size", minimum=1)
+        extra["max_steps"] = f.int("max_steps", minimum=1)
+    elif cls is COCORecord:
+        direction = f.str("direction")
+        parts = direction.split("_")
+        if direction != "zoom" and (
+            not set(parts) <= _COCO_DIRECTIONS or len(set(parts)) != len(parts)
+        ):
+            raise f.error(
+                "direction",
+                f"expected 'zoom' or up/down/left/right joined by '_', got {direction!r}",
+            )
+        crop = f.get("crop")
+        if not isinstance(crop, dict):
+            raise f.error("crop", "expected an object {top, left, height, width}")
+        for key in ("top", "left", "height", "width"):
+            if key not in crop:
+                raise f.error(f"crop.{key}", "missing")
+        extra.update(
+            direction=direction,
+            granularity=f.int("granularity", minimum=1),
+            horizontal_step=f.number("horizontal_step"),
+            vertical_step=f.number("vertical_step"),
+            crop=Crop(
+                **{k: f.number(f"crop.{k}", crop) for k in ("top", "left", "height", "width")}
+            ),
+        )
+    return cls(**common, **extra)

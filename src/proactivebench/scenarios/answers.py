@@ -1,0 +1,69 @@
+"""Reading a model's answer against one group of options (SCENARIOS.md §4).
+
+Total by construction: any string, however long or strange, yields a verdict. The two
+normalisations reproduce the reference package's text handling exactly (its regular expression,
+`str.lower`, `str.strip`, and removal of plain spaces only), because the reported numbers
+depend on them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+GroupVerdict = Literal["correct", "wrong", "mismatch"]
+
+# Everything up to and including the last "<capital letter>." on the first line, and the
+# whitespace after it: "B. Move the block" -> "Move the block".
+_LETTER_PREFIX = re.compile(r"^.*[A-Z]\.\s*")
+
+
+def normalize_full(text: str) -> str:
+    """The full-text form compared in step 1: prefix dropped, lowercased, no spaces."""
+    return _LETTER_PREFIX.sub("", text, count=1).lower().strip().replace(" ", "")
+
+
+def letter_of(text: str) -> str | None:
+    """The answer read as a letter (step 2): text before the first '.', if one character."""
+    head = text.split(".", 1)[0].lower().strip()
+    return head if len(head) == 1 else None
+
+
+def option_letter(index: int) -> str:
+    """The letter shown for the option at `index` of the whole list (A, B, ...)."""
+    return chr(65 + index)
+
+
+@dataclass(frozen=True)
+class GroupReading:
+    verdict: GroupVerdict
+    #: The option the answer designates (correct or wrong), None on a mismatch.
+    chosen: str | None = None
+
+
+def read_group(
+    answer: str, entries: Sequence[str], correct: Sequence[str], shift: int = 0
+) -> GroupReading:
+    """Judge `answer` against `entries`, of which `correct` are right at this state.
+
+    `shift` is the index of the group's first entry in the shown list, so that letters count
+    from the start of the whole option list (categories come after the action options).
+    """
+    full = normalize_full(answer)
+    normalized = [normalize_full(e) for e in entries]
+    if full in normalized:
+        chosen = entries[normalized.index(full)]
+        if full in {normalize_full(c) for c in correct}:
+            return GroupReading("correct", chosen)
+        return GroupReading("wrong", chosen)
+    letter = letter_of(answer)
+    if letter is None:
+        return GroupReading("mismatch")
+    letters = [option_letter(i + shift).lower() for i in range(len(entries))]
+    if letter not in letters:
+        return GroupReading("mismatch")
+    chosen = entries[letters.index(letter)]
+    correct_letters = {letters[entries.index(c)] for c in correct if c in entries}
+    return GroupReading("correct" if letter in correct_letters else "wrong", chosen)

@@ -1,0 +1,286 @@
+"""The generic ProactiveBench episode: a pure, deterministic state machine over text answers.
+
+Shaped like a Gymnasium environment for text actions: `obs = episode.reset()`, then
+`step = episode.step(answer_text)` until `step.done`. Observations are plain data (prompt,
+options, a declarative image *view*) so they can be logged, hashed, sent to a worker and
+rendered later. Each scenario subclass supplies only what differs (SCENARIOS.md §5): which
+image a state shows, which action options are valid and correct, and what an action does.
+Nothing here reads a file or knows about models.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from proactivebench.protocol import scenario_strings
+from proactivebench.records import Record
+from proactivebench.scenarios.actions import action_of, is_abstention
+from proactivebench.scenarios.answers import read_group
+
+Verdict = Literal["correct", "proactive", "wrong", "mismatch"]
+VERDICTS: tuple[Verdict, ...] = ("correct", "proactive", "wrong", "mismatch")
+
+Box = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class View:
+    """An image as the model sees it: a file under the data dir plus declarative transforms.
+
+    `crop` is a PIL box (left, top, right, bottom), applied first; `resize_short_edge`
+    then scales the image so that its shorter side has that many pixels.
+    """
+
+    image: str
+    crop: Box | None = None
+    resize_short_edge: int | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one turn shows, plus the answer key (never sent to a model)."""
+
+    scenario: str
+    sample_id: int
+    #: 1-based turn number.
+    turn: int
+    #: Question text: pre-prompt, record prompt and hint, without the options block.
+    prompt: str
+    #: Shown options: valid action options first, then the categories.
+    options: tuple[str, ...]
+    #: How many of `options` are action options (the categories' letters start after them).
+    num_action_options: int
+    view: View
+    #: Answer key: action options that are correct at this state.
+    correct_actions: tuple[str, ...]
+    #: Answer key: categories that are correct at this state (empty on ROD's first turn).
+    correct_categories: tuple[str, ...]
+
+    @property
+    def action_options(self) -> tuple[str, ...]:
+        return self.options[: self.num_action_options]
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return self.options[self.num_action_options :]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Outcome of one answer."""
+
+    verdict: Verdict
+    done: bool
+    #: Whether the episode succeeded; final once `done`.
+    correct: bool
+    #: The next observation, or None when the episode is over.
+    observation: Observation | None
+    #: Details: the option read, the action carried out, per-group readings, a reason.
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Episode:
+    """One sample played as a multi-turn MCQA episode (or one reference turn)."""
+
+    scenario: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        record: Record,
+        *,
+        hint: bool = False,
+        reference: bool = False,
+        random_actions: bool = False,
+        seed: int = 0,
+        resize_short_edge: int | None = None,
+    ) -> None:
+        self.record = record
+        self.hint = hint
+        self.reference = reference
+        self.random_actions = random_actions
+        self.resize_short_edge = resize_short_edge
+        # Seeded per sample so a random-action run does not depend on the order of episodes.
+        self._rng = random.Random(f"{seed}:{self.scenario}:{record.id}")
+        self.reset()
+
+    # ----- the public contract -------------------------------------------------------------
+
+    def reset(self) -> Observation:
+        """Start (or restart) the episode and return the first observation."""
+        self.num_turns = 0
+        self.image_id: int | str = self.record.first_image
+        self.last_action: str | None = None
+        self.done = False
+        self.correct = False
+        self._reset_state()
+        self._observation = self._observe()
+        return self._observation
+
+    @property
+    def observation(self) -> Observation:
+        """The observation the next answer responds to."""
+        if self.done:
+            raise RuntimeError("the episode is over")
+        return self._observation
+
+    @property
+    def max_steps(self) -> int:
+        return 1 if self.reference else self._max_steps()
+
+    def step(self, answer: str) -> StepResult:
+        """Read `answer` (any text), advance the state, and say what happened."""
+        if self.done:
+            raise RuntimeError("step() called on a finished episode; call reset()")
+        obs = self._observation
+        actions = obs.action_options
+        action_reading = read_group(answer, actions, obs.correct_actions, shift=0)
+        category_reading = read_group(
+            answer, obs.categories, obs.correct_categories, shift=len(actions)
+        )
+        self.num_turns += 1
+        info: dict[str, Any] = {
+            "action_reading": action_reading.verdict,
+            "category_reading": category_reading.verdict,
+        }
+        verdict: Verdict
+        if category_reading.verdict == "correct":
+            verdict, self.correct, self.done = "correct", True, True
+            info["chosen"] = category_reading.chosen
+        elif action_reading.verdict == "correct":
+            info["chosen"] = action_reading.chosen
+            verdict = self._act(str(action_reading.chosen), info)
+        else:
+            wrong = "wrong" in (action_reading.verdict, category_reading.verdict)
+            verdict, self.done = ("wrong" if wrong else "mismatch"), True
+            info["chosen"] = category_reading.chosen or action_reading.chosen
+        if self.num_turns >= self.max_steps:
+            self.done = True
+        next_obs = None
+        if not self.done:
+            self._observation = next_obs = self._observe()
+        return StepResult(verdict, self.done, self.correct, next_obs, info)
+
+    def oracle_answer(self) -> str:
+        """The best move now: the category once it is correct, else a correct action option."""
+        obs = self.observation
+        if obs.correct_categories:
+            return obs.correct_categories[0]
+        if obs.correct_actions:
+            return obs.correct_actions[0]
+        return ""
+
+    # ----- shared mechanics ----------------------------------------------------------------
+
+    def _act(self, option: str, info: dict[str, Any]) -> Verdict:
+        """Carry out the action an accepted option names; a failed mapping ends the episode."""
+        space = self.action_space()
+        if self.random_actions:
+            action: str | None = self._rng.choice(space)
+        else:
+            action, reason = action_of(option, space)
+            if action is None:
+                info["reason"] = reason
+                self.done = True
+                return "mismatch"
+        info["action"] = action
+        if self.num_turns >= self.max_steps:
+            return "proactive"  # the step limit ends the episode before the move is made
+        self.last_action = action
+        if not self._transition(action):
+            info["reason"] = "the random action leaves the video"
+            self.done = True
+        return "proactive"
+
+    def _observe(self) -> Observation:
+        record = self.record
+        if self.reference:
+            actions: list[str] = []
+            correct_actions: list[str] = []
+            view = self._reference_view()
+        else:
+            actions = self._valid_options()
+            correct_actions = self._correct_options(actions)
+            view = self._view()
+        if self.resize_short_edge and view.crop is None:
+            view = View(view.image, None, self.resize_short_edge)
+        category_ok = self.reference or self._category_allowed()
+        return Observation(
+            scenario=self.scenario,
+            sample_id=record.id,
+            turn=self.num_turns + 1,
+            prompt=self.prompt_text(),
+            options=(*actions, *record.categories),
+            num_action_options=len(actions),
+            view=view,
+            correct_actions=tuple(correct_actions),
+            correct_categories=(record.answer,) if category_ok else (),
+        )
+
+    def prompt_text(self) -> str:
+        """Pre-prompt + prompt (+ hint), as in SCENARIOS.md §3."""
+        strings = scenario_strings(self.scenario)
+        prompt = self.record.prompt
+        if self.reference and strings.reference_prompt is not None:
+            prompt = strings.reference_prompt
+        if strings.pre_prompt:
+            prompt = f"{strings.pre_prompt} {prompt}"
+        if self.hint:
+            prompt = f"{prompt} {self.hint_text()}"
+        return prompt
+
+    def hint_text(self) -> str:
+        hint = scenario_strings(self.scenario).hint_prompt
+        assert isinstance(hint, str), "scenarios with several hints override hint_text()"
+        return hint
+
+    @property
+    def is_last_turn(self) -> bool:
+        """Whether the coming turn is the last one the step limit allows."""
+        return self.num_turns + 1 >= self.max_steps
+
+    # ----- what scenarios define -----------------------------------------------------------
+
+    def _reset_state(self) -> None:
+        """Reset scenario-specific state (COCO's steps)."""
+
+    def _max_steps(self) -> int:
+        return self.record.num_images
+
+    def action_space(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def _image_path(self, image_id: int | str) -> str:
+        """The relative path of image `image_id` for this scenario's template."""
+        return self.record.image_template.format(image=image_id)
+
+    def _view(self) -> View:
+        return View(self._image_path(self.image_id))
+
+    def _reference_view(self) -> View:
+        return View(self._image_path(self.record.reference_image))
+
+    def _valid_options(self) -> list[str]:
+        """Action options shown at this state (CIT and COCO prune some)."""
+        return list(self.record.options)
+
+    def _correct_options(self, valid: list[str]) -> list[str]:
+        """Correct action options among `valid` at this state."""
+        if self._actions_allowed():
+            return [o for o in valid if not is_abstention(o)]
+        return []
+
+    def _actions_allowed(self) -> bool:
+        return True
+
+    def _category_allowed(self) -> bool:
+        return True
+
+    def _transition(self, action: str) -> bool:
+        """Apply `action`; return False when the episode must stop (random CIT)."""
+        raise NotImplementedError
+
+    def reachable_images(self) -> list[str]:
+        """Every image path an episode of this record may show (for checks before a run)."""
+        raise NotImplementedError

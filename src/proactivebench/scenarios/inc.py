@@ -1,0 +1,42 @@
+"""IN-C (ImageNet-C): a corrupted image and the one enhancement that undoes the corruption."""
+
+from __future__ import annotations
+
+from proactivebench.protocol import fixed_action_space
+from proactivebench.records import INCRecord
+from proactivebench.scenarios.actions import is_abstention
+from proactivebench.scenarios.base import Episode
+
+
+class INCEpisode(Episode):
+    """Each enhancement lowers the severity level by one; only `quality_answer` is correct."""
+
+    scenario = "IN-C"
+    record: INCRecord
+
+    def action_space(self) -> tuple[str, ...]:
+        return fixed_action_space("IN-C")
+
+    def _image_path(self, image_id: int | str) -> str:
+        return self.record.image_template.format(level=image_id)
+
+    def _actions_allowed(self) -> bool:
+        return not self.is_last_turn
+
+    def _correct_options(self, valid: list[str]) -> list[str]:
+        if not self._actions_allowed():
+            return []
+        quality = self.record.quality_answer
+        if quality in valid:
+            return [quality]
+        # Random-action ablation on a record whose options lack its quality answer.
+        return [o for o in valid if not is_abstention(o)] if self.random_actions else []
+
+    def _transition(self, action: str) -> bool:
+        self.image_id = int(self.image_id) - 1
+        return True
+
+    def reachable_images(self) -> list[str]:
+        record = self.record
+        levels = [record.first_image - t for t in range(record.num_images)]
+        return sorted({self._image_path(x) for x in [*levels, record.reference_image]})

@@ -1,0 +1,30 @@
+"""QD (QuickDraw): a sketch drawn stroke by stroke."""
+
+from __future__ import annotations
+
+from proactivebench.protocol import fixed_action_space
+from proactivebench.scenarios.base import Episode
+
+
+class QDEpisode(Episode):
+    """DETAILS shows the next, more complete drawing; last turn: only the category."""
+
+    scenario = "QD"
+
+    def action_space(self) -> tuple[str, ...]:
+        return fixed_action_space("QD")
+
+    def _image_path(self, image_id: int | str) -> str:
+        return self.record.image_template.format(image=str(image_id).zfill(4))
+
+    def _actions_allowed(self) -> bool:
+        return not self.is_last_turn
+
+    def _transition(self, action: str) -> bool:
+        self.image_id = int(self.image_id) + 1
+        return True
+
+    def reachable_images(self) -> list[str]:
+        record = self.record
+        ids = [record.first_image + t for t in range(record.num_images)]
+        return sorted({self._image_path(i) for i in [*ids, record.reference_image]})

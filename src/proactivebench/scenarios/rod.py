@@ -1,0 +1,46 @@
+"""ROD (Realistic Occlusion Dataset): an object hidden behind blocks that can be moved."""
+
+from __future__ import annotations
+
+from proactivebench.protocol import fixed_action_space
+from proactivebench.scenarios.base import Episode
+
+#: An image of the official data that is broken; the reference swaps in its neighbours.
+_BROKEN = "natural_bluebl_greenr-banana-s6"
+
+
+class RODEpisode(Episode):
+    """LEFT/RIGHT move through the frames cyclically; nothing is visible on the first turn."""
+
+    scenario = "ROD"
+
+    def action_space(self) -> tuple[str, ...]:
+        return fixed_action_space("ROD")
+
+    def _image_path(self, image_id: int | str) -> str:
+        path = super()._image_path(image_id)
+        if _BROKEN in path:
+            twin = "s5" if self.last_action == "LEFT" else "s7"
+            path = path.replace("s6", twin)
+        return path
+
+    def _category_allowed(self) -> bool:
+        # On the first turn the object cannot be seen: only a move is a correct answer.
+        return self.num_turns > 0
+
+    def _transition(self, action: str) -> bool:
+        delta = -1 if action == "LEFT" else 1
+        self.image_id = (int(self.image_id) + delta) % self.record.num_images
+        return True
+
+    def reachable_images(self) -> list[str]:
+        n = self.record.num_images
+        paths = {super(RODEpisode, self)._image_path(i) for i in range(n)}
+        paths.add(super()._image_path(self.record.reference_image))
+        fixed = set()
+        for p in paths:
+            if _BROKEN in p:
+                fixed.update({p.replace("s6", "s5"), p.replace("s6", "s7")})
+            else:
+                fixed.add(p)
+        return sorted(fixed)

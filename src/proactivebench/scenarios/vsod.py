@@ -1,0 +1,27 @@
+"""VSOD (OcclusionDataSet-MM20): a video frame with something in front of the object."""
+
+from __future__ import annotations
+
+from proactivebench.protocol import fixed_action_space
+from proactivebench.scenarios.base import Episode
+
+
+class VSODEpisode(Episode):
+    """REWIND/FORWARD move one frame, cyclically; actions and category always correct."""
+
+    scenario = "VSOD"
+
+    def action_space(self) -> tuple[str, ...]:
+        return fixed_action_space("VSOD")
+
+    def _image_path(self, image_id: int | str) -> str:
+        return self.record.image_template.format(image=str(image_id).zfill(4))
+
+    def _transition(self, action: str) -> bool:
+        delta = -1 if action == "REWIND" else 1
+        self.image_id = (int(self.image_id) + delta) % self.record.num_images
+        return True
+
+    def reachable_images(self) -> list[str]:
+        ids = [*range(self.record.num_images), self.record.reference_image]
+        return sorted({self._image_path(i) for i in ids})

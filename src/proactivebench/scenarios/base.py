@@ -282,5 +282,11 @@ class Episode:
         raise NotImplementedError
 
     def reachable_images(self) -> list[str]:
-        """Every image path an episode of this record may show (for checks before a run)."""
+        """Every image path a (non-reference) episode of this record may show."""
         raise NotImplementedError
+
+    def image_paths(self) -> list[str]:
+        """Every image path this episode, in its mode, may show: checked before a run starts."""
+        if self.reference:
+            return [self._reference_view().image]
+        return self.reachable_images()

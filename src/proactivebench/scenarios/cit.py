@@ -50,4 +50,4 @@ class CITEpisode(Episode):
         reach = range(-record.max_steps, record.max_steps + 1)
         frames = {record.first_image + k * record.step_size for k in reach}
         frames = {f for f in frames if 0 <= f < record.num_images} | {record.first_image}
-        return sorted({self._image_path(f) for f in [*frames, record.reference_image]})
+        return sorted({self._image_path(f) for f in frames})

@@ -38,5 +38,4 @@ class INCEpisode(Episode):
 
     def reachable_images(self) -> list[str]:
         record = self.record
-        levels = [record.first_image - t for t in range(record.num_images)]
-        return sorted({self._image_path(x) for x in [*levels, record.reference_image]})
+        return [self._image_path(record.first_image - t) for t in range(record.num_images)]

@@ -40,5 +40,4 @@ class MVPNEpisode(Episode):
         n = record.num_images
         paths = {self._path(record.first_image, n == 1)}
         paths.update(self._path(record.valid_images[t], t == n - 1) for t in range(1, n))
-        paths.add(self._path(record.reference_image, True))
         return sorted(paths)

@@ -26,5 +26,4 @@ class QDEpisode(Episode):
 
     def reachable_images(self) -> list[str]:
         record = self.record
-        ids = [record.first_image + t for t in range(record.num_images)]
-        return sorted({self._image_path(i) for i in [*ids, record.reference_image]})
+        return [self._image_path(record.first_image + t) for t in range(record.num_images)]

@@ -34,13 +34,11 @@ class RODEpisode(Episode):
         return True
 
     def reachable_images(self) -> list[str]:
-        n = self.record.num_images
-        paths = {super(RODEpisode, self)._image_path(i) for i in range(n)}
-        paths.add(super()._image_path(self.record.reference_image))
-        fixed = set()
-        for p in paths:
-            if _BROKEN in p:
-                fixed.update({p.replace("s6", "s5"), p.replace("s6", "s7")})
+        paths = set()
+        for frame in range(self.record.num_images):
+            path = self.record.image_template.format(image=frame)
+            if _BROKEN in path:
+                paths.update({path.replace("s6", "s5"), path.replace("s6", "s7")})
             else:
-                fixed.add(p)
-        return sorted(fixed)
+                paths.add(path)
+        return sorted(paths)

@@ -23,5 +23,4 @@ class VSODEpisode(Episode):
         return True
 
     def reachable_images(self) -> list[str]:
-        ids = [*range(self.record.num_images), self.record.reference_image]
-        return sorted({self._image_path(i) for i in ids})
+        return [self._image_path(i) for i in range(self.record.num_images)]

@@ -1,0 +1,193 @@
+"""The `proactivebench` command: parses arguments and calls the library, nothing more."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.metrics import Summary
+from proactivebench.models import SPEC_HELP, load_model
+from proactivebench.protocol import SCENARIOS
+
+console = Console(stderr=True)
+out = Console()
+
+
+def summary_table(summary: Summary, title: str | None = None) -> Table:
+    """Per-scenario n, accuracy and ps rate, and their average over scenarios."""
+    table = Table(title=title or summary.model)
+    for name, justify in (
+        ("scenario", "left"),
+        ("n", "right"),
+        ("accuracy %", "right"),
+        ("ps rate", "right"),
+        ("errors", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for short, score in summary.scenarios.items():
+        table.add_row(
+            short, str(score.n), f"{score.accuracy:.1f}", f"{score.ps_rate:.2f}", str(score.errors)
+        )
+    average = summary.average
+    if average is not None:
+        table.add_section()
+        table.add_row(
+            "average",
+            str(average.n),
+            f"{average.accuracy:.1f}",
+            f"{average.ps_rate:.2f}",
+            str(average.errors),
+            style="bold",
+        )
+    return table
+
+
+@contextmanager
+def episode_progress(label: str) -> Iterator[tuple[Callable[..., None], Callable[..., None]]]:
+    """A progress bar fed by the runner's `on_start` / `on_result` callbacks."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} ep/s  errors {task.fields[errors]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(label, total=None, rate="-", errors=0)
+        errors = 0
+
+        def on_start(total: int, done: int) -> None:
+            progress.update(task, total=total, completed=done)
+
+        def on_result(result: dict[str, Any]) -> None:
+            nonlocal errors
+            errors += bool(result.get("error"))
+            elapsed = progress.tasks[task].elapsed or 0.0
+            speed = progress.tasks[task].speed
+            rate = f"{speed:.1f}" if speed else (f"{1 / elapsed:.1f}" if elapsed else "-")
+            progress.update(task, advance=1, rate=rate, errors=errors)
+
+        yield on_start, on_result
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="proactivebench")
+def cli() -> None:
+    """Measure and train proactiveness in multimodal LLMs (ProactiveBench)."""
+
+
+@cli.command("eval")
+@click.option(
+    "--data",
+    "data_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Data directory in the official layout (<stem>_preprocessed.jsonl + images).",
+)
+@click.option("--model", "model_spec", required=True, help=f"Model spec: {SPEC_HELP}.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Run directory; rerunning the same command resumes it.",
+)
+@click.option(
+    "--scenarios",
+    default=None,
+    help=f"Comma-separated short names ({','.join(SCENARIOS)}); default: all present.",
+)
+@click.option("--hint", is_flag=True, help="Append the scenario's hint to every prompt.")
+@click.option("--reference", is_flag=True, help="Reference (upper-bound) mode: one clear turn.")
+@click.option("--random-actions", is_flag=True, help="Carry out a random action (ablation).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N per scenario.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of random baselines and random actions.",
+)
+@click.option("--all-samples", is_flag=True, help="Do not apply the official test filter.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Episodes in flight at once.",
+)
+def eval_command(
+    data_dir: Path,
+    model_spec: str,
+    out_dir: Path,
+    scenarios: str | None,
+    hint: bool,
+    reference: bool,
+    random_actions: bool,
+    limit: int | None,
+    seed: int,
+    all_samples: bool,
+    concurrency: int,
+) -> None:
+    """Play the benchmark's episodes with a model and score them."""
+    from proactivebench.runner import EvalSettings, evaluate
+
+    model = load_model(model_spec, seed=seed)
+    settings = EvalSettings(
+        hint=hint,
+        reference=reference,
+        random_actions=random_actions,
+        seed=seed,
+        limit=limit,
+        all_samples=all_samples,
+        scenarios=tuple(s.strip() for s in scenarios.split(",")) if scenarios else None,
+    )
+    with episode_progress(model.name) as (on_start, on_result):
+        outcome = evaluate(
+            data_dir,
+            model,
+            out_dir,
+            settings,
+            concurrency=concurrency,
+            on_start=on_start,
+            on_result=on_result,
+        )
+    out.print(summary_table(outcome.summary))
+    out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors become one message and a non-zero exit, never a traceback."""
+    try:
+        cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        console.print("interrupted; rerun the same command to resume")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ProactiveBenchError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

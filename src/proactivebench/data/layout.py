@@ -1,0 +1,171 @@
+"""Loading a data directory in the official layout: `<data_dir>/<stem>_preprocessed.jsonl`.
+
+The official test set keeps only the ids of `official_filter_ids.json` and drops records with
+`strong_occlusions`; a directory made by our generator carries `synth_manifest.json`, which
+turns the id filter off. Records are validated on load (every problem located at
+file:line/field); images are never opened here, only their paths checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from proactivebench.errors import DataError, DataErrors
+from proactivebench.protocol import SCENARIOS, official_filter_ids, scenario_strings, stem_to_short
+from proactivebench.records import Record, Source, VSODRecord, parse_record
+
+SUFFIX = "_preprocessed.jsonl"
+#: Written by the synthetic generator; its presence means the official id filter does not apply.
+MANIFEST = "synth_manifest.json"
+
+
+def scenario_file(data_dir: Path, short: str) -> Path:
+    return data_dir / scenario_strings(short).dataset_file
+
+
+def is_synthetic(data_dir: Path) -> bool:
+    return (data_dir / MANIFEST).is_file()
+
+
+def scenarios_present(data_dir: Path) -> list[str]:
+    """Short names of the scenarios whose file exists, in the paper's order.
+
+    A `*_preprocessed.jsonl` file whose stem names no scenario is an error, not something to
+    skip silently: it is usually a typo or a file from another benchmark version.
+    """
+    if not data_dir.is_dir():
+        raise DataError("data directory not found", path=str(data_dir))
+    known = stem_to_short()
+    for path in sorted(data_dir.glob(f"*{SUFFIX}")):
+        stem = path.name.removesuffix(SUFFIX)
+        if stem not in known:
+            raise DataError(
+                f"unknown scenario file stem {stem!r}; known: {', '.join(sorted(known))}",
+                path=str(path),
+            )
+    return [s for s in SCENARIOS if scenario_file(data_dir, s).is_file()]
+
+
+def parse_scenario_names(names: str | Iterable[str] | None, data_dir: Path) -> list[str]:
+    """Resolve a `--scenarios` value (comma-separated short names) against the data dir."""
+    present = scenarios_present(data_dir)
+    if names is None:
+        if not present:
+            raise DataError(f"no '*{SUFFIX}' files found", path=str(data_dir))
+        return present
+    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
+    wanted = [n for n in wanted if n]
+    by_upper = {s.upper(): s for s in SCENARIOS}
+    chosen = []
+    for name in wanted:
+        short = by_upper.get(name.upper())
+        if short is None:
+            raise DataError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
+        if short not in present:
+            raise DataError(
+                f"scenario {short} has no data file here", path=str(scenario_file(data_dir, short))
+            )
+        if short not in chosen:
+            chosen.append(short)
+    return chosen
+
+
+def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]:
+    """Parse every line of one scenario file; problems are collected, not raised."""
+    records: list[Record] = []
+    problems: list[DataError] = []
+    seen: dict[int, int] = {}
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        return [], [DataError(f"cannot read: {exc.strerror}", path=str(path))]
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            source = Source(str(path), number)
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(DataError(f"invalid JSON: {exc.msg}", path=str(path), line=number))
+                continue
+            try:
+                record = parse_record(short, obj, source)
+            except DataError as exc:
+                problems.append(exc)
+                continue
+            if record.id in seen:
+                problems.append(
+                    DataError(
+                        f"duplicate id {record.id} (first on line {seen[record.id]})",
+                        path=str(path),
+                        line=number,
+                        field="id",
+                    )
+                )
+                continue
+            seen[record.id] = number
+            records.append(record)
+    return records, problems
+
+
+def apply_official_filter(records: Sequence[Record], short: str) -> list[Record]:
+    """Keep the official test ids and drop strongly occluded VSOD samples."""
+    keep = official_filter_ids(scenario_strings(short).stem)
+    return [
+        r
+        for r in records
+        if r.id in keep and not (isinstance(r, VSODRecord) and r.strong_occlusions)
+    ]
+
+
+@dataclass
+class Dataset:
+    """Validated records of the chosen scenarios of one data directory."""
+
+    root: Path
+    records: dict[str, list[Record]]
+    synthetic: bool
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.records.values())
+
+
+def load_dataset(
+    data_dir: str | os.PathLike[str],
+    scenarios: str | Iterable[str] | None = None,
+    *,
+    all_samples: bool = False,
+) -> Dataset:
+    """Load and validate; raise `DataErrors` listing every malformed record."""
+    root = Path(data_dir)
+    chosen = parse_scenario_names(scenarios, root)
+    synthetic = is_synthetic(root)
+    records: dict[str, list[Record]] = {}
+    problems: list[DataError] = []
+    for short in chosen:
+        found, bad = read_records(scenario_file(root, short), short)
+        problems.extend(bad)
+        if not (all_samples or synthetic):
+            found = apply_official_filter(found, short)
+        records[short] = found
+    if problems:
+        raise DataErrors(problems)
+    return Dataset(root=root, records=records, synthetic=synthetic)
+
+
+def resolve_image(root: Path, relative: str) -> Path:
+    """The file of an image path, refusing anything that leads outside the data dir.
+
+    Symbolic links are followed before the check, so a link pointing out is refused too.
+    """
+    path = root / relative
+    base = root.resolve()
+    resolved = path.resolve()
+    if not resolved.is_relative_to(base):
+        raise DataError(f"image path leaves the data dir: {relative!r}")
+    return resolved

@@ -1,0 +1,67 @@
+"""The model protocol: an async batch of chat requests in, texts out.
+
+Every backend (baselines, replayed answers, HTTP servers, local `transformers` models, a user's
+callable) implements `Model.generate`. A request carries the chat messages *and* the current
+observation: real models only see the messages; baselines read the observation's answer key,
+which is how an oracle can play the benchmark without an image ever being decoded.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from proactivebench.protocol import mcqa_strings
+from proactivebench.scenarios import Observation
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Decoding settings; greedy with the protocol's 50 new tokens unless overridden."""
+
+    max_tokens: int = field(default_factory=lambda: int(mcqa_strings()["max_new_tokens"]))
+    temperature: float = 0.0
+    top_p: float | None = None
+    #: Backend-specific extras (e.g. `{"seed": 1}`), passed through untouched.
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {"max_tokens": self.max_tokens, "temperature": self.temperature}
+        if self.top_p is not None:
+            settings["top_p"] = self.top_p
+        settings.update(dict(self.extra))
+        return settings
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: Sequence[dict[str, Any]]
+    observation: Observation
+    decoding: Decoding = field(default_factory=Decoding)
+
+
+@dataclass
+class Completion:
+    text: str
+    usage: dict[str, int] | None = None
+    latency_s: float = 0.0
+
+
+class Model(abc.ABC):
+    """A chat model that answers a batch of requests."""
+
+    #: Stable identifier, recorded in results and used in cache keys.
+    name: str = "model"
+    #: Whether requests must carry decodable images (False for baselines and replay).
+    needs_images: bool = True
+    #: How many requests one `generate` call takes at most (1: no batching).
+    max_batch: int = 1
+
+    @abc.abstractmethod
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """One completion per request, in order."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Release connections or devices."""

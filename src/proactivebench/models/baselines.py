@@ -1,0 +1,78 @@
+"""Reference players that need no model: upper and lower bounds and sanity checks.
+
+They read the observation (and its answer key) instead of the image, so they run at the speed
+of the episode engine. Random choices are seeded per (seed, scenario, sample, turn): a rerun,
+a resumed run or a different concurrency gives the same answers.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.scenarios import Observation
+from proactivebench.scenarios.actions import is_abstention
+
+
+class Baseline(Model):
+    needs_images = False
+    max_batch = 1024
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def rng(self, obs: Observation) -> random.Random:
+        return random.Random(f"{self.name}:{self.seed}:{obs.scenario}:{obs.sample_id}:{obs.turn}")
+
+    def answer(self, obs: Observation) -> str:
+        raise NotImplementedError
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return [Completion(self.answer(r.observation)) for r in requests]
+
+
+class Oracle(Baseline):
+    """The best move: a correct action while the category is not yet correct, else the category.
+
+    Scores 100 % with the fewest turns the protocol allows.
+    """
+
+    name = "baseline:oracle"
+
+    def answer(self, obs: Observation) -> str:
+        if obs.correct_categories:
+            return obs.correct_categories[0]
+        return obs.correct_actions[0] if obs.correct_actions else ""
+
+
+class RandomChoice(Baseline):
+    """Uniform over the shown options (actions, abstentions and categories alike)."""
+
+    name = "baseline:random"
+
+    def answer(self, obs: Observation) -> str:
+        return self.rng(obs).choice(obs.options)
+
+
+class Reactive(Baseline):
+    """Answers a category at once, uniformly: what a model that never asks does at chance."""
+
+    name = "baseline:reactive"
+
+    def answer(self, obs: Observation) -> str:
+        return self.rng(obs).choice(obs.categories)
+
+
+class Abstain(Baseline):
+    """Always abstains: picks a shown "I cannot answer"-style option; scores 0 %."""
+
+    name = "baseline:abstain"
+
+    def answer(self, obs: Observation) -> str:
+        return next((o for o in obs.options if is_abstention(o)), "I cannot answer.")
+
+
+BASELINES: dict[str, type[Baseline]] = {
+    cls.name.split(":", 1)[1]: cls for cls in (Oracle, RandomChoice, Reactive, Abstain)
+}

@@ -1,0 +1,78 @@
+"""Answers replayed from a JSONL file: re-score saved outputs, or script an episode by hand.
+
+Each line: `{"scenario": "ROD", "sample_id": 12, "answers": ["B", "dog"]}`; turn k gets
+`answers[k-1]`, and `""` once they run out (or for an episode the file does not mention).
+Other keys are ignored, so a results file of another tool can be replayed after renaming.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from proactivebench.errors import DataError, DataErrors
+from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.protocol import SCENARIOS
+
+
+def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:
+    """Parse and validate a replay file; every problem is reported with its line."""
+    by_name = {s.upper(): s for s in SCENARIOS}
+    scripts: dict[tuple[str, int], list[str]] = {}
+    problems: list[DataError] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"cannot read replay file: {exc.strerror}", path=str(path)) from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+
+        def problem(msg: str, field: str | None = None, n: int = number) -> None:
+            problems.append(DataError(msg, path=str(path), line=n, field=field))
+
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problem(f"invalid JSON: {exc.msg}")
+            continue
+        if not isinstance(obj, dict):
+            problem("expected a JSON object")
+            continue
+        scenario = obj.get("scenario")
+        sample_id = obj.get("sample_id")
+        answers = obj.get("answers")
+        if not isinstance(scenario, str) or scenario.upper() not in by_name:
+            known = ", ".join(SCENARIOS)
+            problem(f"unknown scenario {scenario!r}; choose from {known}", "scenario")
+        elif isinstance(sample_id, bool) or not isinstance(sample_id, int):
+            problem("expected an integer", "sample_id")
+        elif not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+            problem("expected a list of strings", "answers")
+        else:
+            key = (by_name[scenario.upper()], sample_id)
+            if key in scripts:
+                problem(f"a second script for {key[0]} sample {sample_id}")
+            scripts[key] = answers
+    if problems:
+        raise DataErrors(problems)
+    return scripts
+
+
+class Replay(Model):
+    needs_images = False
+    max_batch = 1024
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.name = f"replay:{self.path.name}"
+        self.scripts = read_replay(self.path)
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        out = []
+        for request in requests:
+            obs = request.observation
+            answers = self.scripts.get((obs.scenario, obs.sample_id), [])
+            out.append(Completion(answers[obs.turn - 1] if obs.turn <= len(answers) else ""))
+        return out

@@ -1,0 +1,316 @@
+"""The evaluation engine: plays episodes against a model and records every one as it ends.
+
+Episodes are independent and their turns sequential, so up to `concurrency` episodes are in
+flight at once; a model that accepts batches gets the turns that are ready together. Each
+finished episode is appended to `RUN_DIR/results.jsonl` and fsynced, and a rerun of the same
+run skips what is already there, so a crash loses at most the episodes in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proactivebench.data.layout import Dataset, load_dataset, resolve_image
+from proactivebench.errors import DataError, DataErrors, ProactiveBenchError
+from proactivebench.metrics import Summary, summarize
+from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.prompting import turn_messages
+from proactivebench.records import Record
+from proactivebench.scenarios import Episode, Observation, make_episode
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+RUN_CONFIG = "run.json"
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """What defines a run; a resumed run must have the same."""
+
+    hint: bool = False
+    reference: bool = False
+    random_actions: bool = False
+    seed: int = 0
+    limit: int | None = None
+    all_samples: bool = False
+    scenarios: tuple[str, ...] | None = None
+    decoding: Decoding = field(default_factory=Decoding)
+
+    def episode_options(self) -> dict[str, Any]:
+        return {
+            "hint": self.hint,
+            "reference": self.reference,
+            "random_actions": self.random_actions,
+            "seed": self.seed,
+        }
+
+
+class RunMismatchError(ProactiveBenchError):
+    """The run directory holds a run of another model, data set or settings."""
+
+
+def select_records(dataset: Dataset, limit: int | None) -> list[Record]:
+    """The records to play, scenario by scenario in file order, `limit` per scenario."""
+    chosen: list[Record] = []
+    for records in dataset.records.values():
+        chosen.extend(records if limit is None else records[:limit])
+    return chosen
+
+
+def check_images(root: Path, episodes: Iterable[Episode]) -> list[DataError]:
+    """Every image the episodes may show must exist inside the data dir, before the run.
+
+    Problems name the record (file:line) and the path, so a half-extracted download is
+    reported up front instead of surfacing as errors halfway through a long run.
+    """
+    problems: list[DataError] = []
+    seen: set[str] = set()
+    for episode in episodes:
+        source = episode.record.source
+        for relative in episode.image_paths():
+            if relative in seen:
+                continue
+            try:
+                exists = resolve_image(root, relative).is_file()
+            except DataError as exc:
+                problems.append(DataError(exc.message, path=source.path, line=source.line))
+                continue
+            if not exists:
+                problems.append(
+                    DataError(f"image not found: {relative}", path=source.path, line=source.line)
+                )
+            else:
+                seen.add(relative)
+    return problems
+
+
+class _Batcher:
+    """Collects the requests that are ready and hands them to the model in batches."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.queue: asyncio.Queue[tuple[ChatRequest, asyncio.Future[Completion]]] = asyncio.Queue()
+
+    async def submit(self, request: ChatRequest) -> Completion:
+        if self.model.max_batch <= 1:
+            return (await self.model.generate([request]))[0]
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        await self.queue.put((request, future))
+        return await future
+
+    async def serve(self) -> None:
+        while True:
+            batch = [await self.queue.get()]
+            # Let the other episodes reach their next request before the batch goes out.
+            await asyncio.sleep(0)
+            while len(batch) < self.model.max_batch and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            try:
+                completions = await self.model.generate([r for r, _ in batch])
+                if len(completions) != len(batch):
+                    raise RuntimeError(
+                        f"model returned {len(completions)} answers for {len(batch)} requests"
+                    )
+            except Exception as exc:  # the episodes waiting on this batch record the error
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), completion in zip(batch, completions, strict=True):
+                if not future.done():
+                    future.set_result(completion)
+
+
+async def play_episode(
+    episode: Episode, ask: Callable[[ChatRequest], Any], decoding: Decoding
+) -> dict[str, Any]:
+    """Play one episode to its end; the result line of `results.jsonl`."""
+    record = episode.record
+    result: dict[str, Any] = {"scenario": record.scenario, "sample_id": record.id}
+    trace: list[dict[str, Any]] = []
+    try:
+        while not episode.done:
+            obs = episode.observation
+            completion: Completion = await ask(ChatRequest(turn_messages(obs), obs, decoding))
+            answer = completion.text if isinstance(completion.text, str) else ""
+            step = episode.step(answer)
+            trace.append(_trace_entry(obs, answer, step.verdict, step.info))
+    except Exception as exc:
+        # A failure of the model call (after its own retries) is an error on this episode,
+        # never a wrong answer: it is recorded and left out of the metrics.
+        result.update(error=f"{type(exc).__name__}: {exc}", num_turns=len(trace), trace=trace)
+        return result
+    result.update(
+        correct=episode.correct,
+        num_turns=episode.num_turns,
+        proactive_suggestions=episode.num_turns - 1,
+        trace=trace,
+    )
+    return result
+
+
+def _trace_entry(obs: Observation, answer: str, verdict: str, info: dict[str, Any]) -> dict:
+    entry: dict[str, Any] = {
+        "turn": obs.turn,
+        "image": obs.view.image,
+        "crop": list(obs.view.crop) if obs.view.crop is not None else None,
+        "prompt": obs.prompt,
+        "options": list(obs.options),
+        "answer": answer,
+        "verdict": verdict,
+    }
+    if obs.view.resize_short_edge:
+        entry["resize_short_edge"] = obs.view.resize_short_edge
+    for key in ("action", "reason"):
+        if key in info:
+            entry[key] = info[key]
+    return entry
+
+
+class ResultsFile:
+    """`results.jsonl`: one line per finished episode, appended, flushed and fsynced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._repair_tail()
+        self._handle = path.open("a", encoding="utf-8")
+
+    def _repair_tail(self) -> None:
+        """Drop a last line cut short by a crash, so appending cannot glue two records."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with self.path.open("r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, result: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(result, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The complete lines of a results file (a torn last line is ignored)."""
+    if not path.exists():
+        return []
+    results = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            results.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return results
+
+
+def _run_identity(data_dir: Path, model: Model, settings: EvalSettings) -> dict[str, Any]:
+    """What makes two runs' episodes comparable: data, model and the settings that change play.
+
+    `limit`, `scenarios` and `all_samples` only choose *which* episodes run, so a run may be
+    resumed with a larger selection (e.g. after a `--limit` trial).
+    """
+    return {
+        "data_dir": str(data_dir.resolve()),
+        "model": model.name,
+        "settings": {**settings.episode_options(), "decoding": settings.decoding.as_dict()},
+    }
+
+
+def _claim_run_dir(out_dir: Path, config: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / RUN_CONFIG
+    if path.exists():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous != config:
+            raise RunMismatchError(
+                f"{out_dir} holds a run with other settings ({path}); "
+                "use another --out to start a new run, or the same options to resume"
+            )
+        return
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+@dataclass
+class RunOutcome:
+    summary: Summary
+    out_dir: Path
+    resumed: int
+
+
+async def _run_async(
+    episodes: Sequence[Episode],
+    model: Model,
+    results: ResultsFile,
+    decoding: Decoding,
+    concurrency: int,
+    on_result: Callable[[dict[str, Any]], None],
+) -> None:
+    batcher = _Batcher(model)
+    server = asyncio.create_task(batcher.serve())
+    pending = iter(episodes)
+
+    async def worker() -> None:
+        for episode in pending:
+            result = await play_episode(episode, batcher.submit, decoding)
+            results.append(result)
+            on_result(result)
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    finally:
+        server.cancel()
+        await model.aclose()
+
+
+def evaluate(
+    data_dir: str | os.PathLike[str],
+    model: Model,
+    out_dir: str | os.PathLike[str],
+    settings: EvalSettings | None = None,
+    *,
+    concurrency: int = 8,
+    on_start: Callable[[int, int], None] | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> RunOutcome:
+    """Run (or resume) an evaluation and write `results.jsonl` and `summary.json`.
+
+    `on_start(total, already_done)` and `on_result(result_line)` let a caller draw progress.
+    """
+    settings = settings or EvalSettings()
+    root = Path(data_dir)
+    out = Path(out_dir)
+    dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
+    options = settings.episode_options()
+    episodes = [make_episode(r, **options) for r in select_records(dataset, settings.limit)]
+    problems = check_images(root, episodes)
+    if problems:
+        raise DataErrors(problems)
+    _claim_run_dir(out, _run_identity(root, model, settings))
+    results_path = out / RESULTS
+    done = {(r["scenario"], r["sample_id"]) for r in read_results(results_path)}
+    todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
+    if on_start:
+        on_start(len(episodes), len(episodes) - len(todo))
+    results = ResultsFile(results_path)
+    try:
+        asyncio.run(
+            _run_async(
+                todo, model, results, settings.decoding, concurrency, on_result or (lambda r: None)
+            )
+        )
+    finally:
+        results.close()
+    wanted = {(e.scenario, e.record.id) for e in episodes}
+    lines = [r for r in read_results(results_path) if (r["scenario"], r["sample_id"]) in wanted]
+    summary = summarize(lines, model=model.name)
+    (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
+    return RunOutcome(summary=summary, out_dir=out, resumed=len(episodes) - len(todo))

@@ -1,0 +1,74 @@
+"""Answer reading (SCENARIOS.md §4) on hand-worked examples."""
+
+import pytest
+
+from proactivebench.scenarios.actions import action_of, is_abstention
+from proactivebench.scenarios.answers import letter_of, normalize_full, read_group
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("B. Move the block", "movetheblock"),
+        ("  Dog ", "dog"),
+        ("A. B. cup", "cup"),  # up to the *last* capital-letter-dot
+        ("The answer is C.  Banana", "banana"),
+        ("hot dog", "hotdog"),
+        ("x.\nA. dog", "x.\na.dog"),  # the prefix rule reads the first line only
+        ("a. dog", "a.dog"),  # lowercase letters are not a prefix
+        ("", ""),
+    ],
+)
+def test_normalize_full(text: str, expected: str) -> None:
+    assert normalize_full(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("B", "b"), ("b. dog", "b"), (" C .", "c"), ("AB", None), ("", None), ("dog", None)],
+)
+def test_letter_of(text: str, expected: str | None) -> None:
+    assert letter_of(text) == expected
+
+
+ACTIONS = ["Move the blocks to the left.", "Move the blocks to the right.", "I cannot answer."]
+CATS = ["apple", "banana", "cup"]
+
+
+def test_full_text_beats_letters() -> None:
+    r = read_group("Move the blocks to the right.", ACTIONS, ACTIONS[:2])
+    assert (r.verdict, r.chosen) == ("correct", ACTIONS[1])
+    assert read_group("i cannot answer.", ACTIONS, ACTIONS[:2]).verdict == "wrong"
+
+
+def test_letters_are_shifted_past_the_action_options() -> None:
+    # Shown list: A, B, C = actions; D, E, F = categories.
+    assert read_group("E", CATS, ["banana"], shift=3).verdict == "correct"
+    assert read_group("D.", CATS, ["banana"], shift=3).verdict == "wrong"
+    assert read_group("A", CATS, ["banana"], shift=3).verdict == "mismatch"
+    assert read_group("A", ACTIONS, ACTIONS[:2]).chosen == ACTIONS[0]
+    assert read_group("C", ACTIONS, ACTIONS[:2]).verdict == "wrong"
+
+
+def test_unknown_text_is_a_mismatch() -> None:
+    assert read_group("a pineapple", CATS, ["cup"]).verdict == "mismatch"
+    assert read_group("", CATS, ["cup"]).verdict == "mismatch"
+
+
+def test_action_keywords() -> None:
+    assert action_of("Move the blocks to the left.", ("LEFT", "RIGHT")) == ("LEFT", "")
+    # Two keywords of one action ("details", "drawing") give that action.
+    assert action_of("Add more details to the drawing.", ("DETAILS",))[0] == "DETAILS"
+    # Keywords outside the action space are ignored ("up" is not an IN-C action).
+    assert action_of("Speed up the deblur.", ("BLUR", "NOISE"))[0] == "BLUR"
+    none, reason = action_of("Do something.", ("LEFT", "RIGHT"))
+    assert none is None and "no action" in reason
+    two, reason = action_of(
+        "Remove the JPEG compression artifacts.", ("JPEG_COMPRESSION", "ARTIFACTS")
+    )
+    assert two is None and "several" in reason
+
+
+def test_abstention() -> None:
+    assert is_abstention("I cannot answer.") and is_abstention("I DO NOT know")
+    assert not is_abstention("Rewind the video.")

@@ -1,0 +1,169 @@
+"""End-to-end evaluation: baselines, replay, results files, resume, episode errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from handmade import full_dataset
+from proactivebench.models import load_model
+from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.protocol import SCENARIOS
+from proactivebench.runner import EvalSettings, evaluate, read_results
+from test_loading import eval_args, run_cli
+
+#: Fewest turns the protocol allows for a correct answer: ROD hides the object on turn 1.
+MIN_TURNS = {s: 2 if s == "ROD" else 1 for s in SCENARIOS}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return full_dataset(tmp_path_factory.mktemp("data"))
+
+
+def lines(run: Path) -> list[dict]:
+    return read_results(run / "results.jsonl")
+
+
+def test_oracle_is_perfect_with_fewest_turns(data: Path, tmp_path: Path) -> None:
+    outcome = evaluate(data, load_model("baseline:oracle"), tmp_path)
+    results = lines(tmp_path)
+    assert len(results) == 15
+    for r in results:
+        assert r["correct"] is True
+        assert r["num_turns"] == MIN_TURNS[r["scenario"]]
+        assert r["proactive_suggestions"] == r["num_turns"] - 1
+    for short, score in outcome.summary.scenarios.items():
+        assert score.accuracy == 100.0 and score.ps_rate == MIN_TURNS[short] - 1
+
+
+@pytest.mark.parametrize("mode", [{"hint": True}, {"reference": True}, {"random_actions": True}])
+def test_oracle_is_perfect_in_every_mode(data: Path, tmp_path: Path, mode: dict) -> None:
+    outcome = evaluate(data, load_model("baseline:oracle"), tmp_path, EvalSettings(**mode))
+    assert all(s.accuracy == 100.0 for s in outcome.summary.scenarios.values())
+    if mode.get("reference"):
+        assert all(r["num_turns"] == 1 for r in lines(tmp_path))
+
+
+def test_abstain_scores_zero(data: Path, tmp_path: Path) -> None:
+    outcome = evaluate(data, load_model("baseline:abstain"), tmp_path)
+    assert all(s.accuracy == 0.0 and s.ps_rate == 0.0 for s in outcome.summary.scenarios.values())
+    assert all(r["trace"][0]["verdict"] == "wrong" for r in lines(tmp_path))
+
+
+def test_replay_reproduces_a_hand_made_script(data: Path, tmp_path: Path) -> None:
+    script = tmp_path / "answers.jsonl"
+    rows = [
+        {"scenario": "ROD", "sample_id": 0, "answers": ["B", "cup"], "note": "ignored"},
+        {"scenario": "ROD", "sample_id": 1, "answers": ["cup"]},
+        {"scenario": "VSOD", "sample_id": 6, "answers": ["Rewind the video.", "A", "H"]},
+        {"scenario": "MVP-N", "sample_id": 5, "answers": ["A", "A", "A"]},
+        {"scenario": "IN-C", "sample_id": 2, "answers": ["Deblur the image.", "banana"]},
+    ]
+    script.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    outcome = evaluate(data, load_model(f"replay:{script}"), run)
+    got = {(r["scenario"], r["sample_id"]): (r["correct"], r["num_turns"]) for r in lines(run)}
+    assert got[("ROD", 0)] == (True, 2)
+    assert got[("ROD", 1)] == (False, 1)
+    assert got[("VSOD", 6)] == (True, 3)
+    assert got[("VSOD", 9)] == (False, 1)  # not in the script: "" is a mismatch
+    assert got[("MVP-N", 5)] == (False, 3)
+    assert got[("IN-C", 2)] == (True, 2)
+    scores = {k: (v.accuracy, v.ps_rate) for k, v in outcome.summary.scenarios.items()}
+    assert scores == {
+        "ROD": (50.0, 0.5),
+        "VSOD": (50.0, 1.0),
+        "MVP-N": (0.0, 1.0),
+        "IN-C": (50.0, 0.5),
+        "QD": (0.0, 0.0),
+        "CIT": (0.0, 0.0),
+        "COCO": (0.0, 0.0),
+    }
+    average = outcome.summary.average
+    assert average is not None and average.accuracy == pytest.approx(150 / 7)
+    rod0 = next(r for r in lines(run) if (r["scenario"], r["sample_id"]) == ("ROD", 0))
+    first, second = rod0["trace"]
+    assert first["image"] == "ROD/0/2.png" and second["image"] == "ROD/0/3.png"
+    assert first["answer"] == "B" and first["verdict"] == "proactive"
+    assert first["action"] == "RIGHT" and first["crop"] is None
+    assert first["prompt"] == "What object is behind the blocks?"
+    assert first["options"][:2] == ["Move the blocks to the left.", "Move the blocks to the right."]
+    assert second["verdict"] == "correct"
+
+
+def test_coco_trace_records_the_crop(data: Path, tmp_path: Path) -> None:
+    evaluate(data, load_model("baseline:oracle"), tmp_path, EvalSettings(scenarios=("COCO",)))
+    crops = {r["sample_id"]: r["trace"][0]["crop"] for r in lines(tmp_path)}
+    assert crops[0] == [49.5, 40.0, 120.0, 90.0]
+    assert crops[2] == [49.5, 35.75, 190.5, 134.25]
+
+
+def test_cli_eval_writes_results_summary_and_table(data: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    code, text = run_cli(eval_args(data, run, "--scenarios", "ROD,COCO", "--limit", "1"), capsys)
+    assert code == 0
+    assert "ROD" in text and "COCO" in text and "average" in text and "100.0" in text
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scenarios"]["ROD"] == {"n": 1, "accuracy": 100.0, "ps_rate": 1.0, "errors": 0}
+    assert summary["scenarios"]["COCO"]["n"] == 1 and "VSOD" not in summary["scenarios"]
+
+
+def test_rerun_resumes_without_repeating(data: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
+    first = (run / "results.jsonl").read_text()
+    # A crash mid-write leaves a torn last line: it is dropped, not glued to the next record.
+    with (run / "results.jsonl").open("a") as f:
+        f.write('{"scenario": "ROD", "sam')
+    assert run_cli(eval_args(data, run), capsys)[0] == 0
+    results = lines(run)
+    keys = [(r["scenario"], r["sample_id"]) for r in results]
+    assert len(keys) == len(set(keys)) == 15
+    assert (run / "results.jsonl").read_text().startswith(first)
+
+
+def test_run_dir_of_other_settings_is_refused(data: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
+    code, text = run_cli(eval_args(data, run, "--limit", "1", "--hint"), capsys)
+    assert code != 0 and "other settings" in text
+
+
+class Flaky(Model):
+    """Fails on every ROD request: a backend whose retries are exhausted."""
+
+    name = "flaky"
+    needs_images = False
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        obs = requests[0].observation
+        if obs.scenario == "ROD":
+            raise ConnectionError("server unreachable")
+        return [Completion(obs.correct_categories[0])]
+
+
+def test_a_failing_model_call_is_an_episode_error_not_a_wrong_answer(data, tmp_path) -> None:
+    outcome = evaluate(data, Flaky(), tmp_path)
+    rod = [r for r in lines(tmp_path) if r["scenario"] == "ROD"]
+    assert all("server unreachable" in r["error"] and "correct" not in r for r in rod)
+    assert outcome.summary.scenarios["ROD"].n == 0 and outcome.summary.scenarios["ROD"].errors == 2
+    assert outcome.summary.scenarios["VSOD"].accuracy == 100.0
+
+
+def test_random_baselines_are_seeded(data: Path, tmp_path: Path) -> None:
+    def answers(seed: int, run: str) -> list:
+        evaluate(
+            data,
+            load_model("baseline:random", seed=seed),
+            tmp_path / run,
+            EvalSettings(seed=seed),
+            concurrency=3,
+        )
+        return sorted(json.dumps(r, sort_keys=True) for r in lines(tmp_path / run))
+
+    assert answers(1, "a") == answers(1, "b")
+    assert answers(1, "a") != answers(2, "c")

@@ -1,0 +1,178 @@
+"""Loading the official layout: filter, validation messages, paths that must stay inside."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from handmade import coco, full_dataset, rod, vsod, write_dataset
+from proactivebench.cli import main
+from proactivebench.data.layout import MANIFEST, load_dataset
+from proactivebench.errors import DataError, DataErrors
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+        raise SystemExit(0)
+    captured = capsys.readouterr()
+    return int(exit_info.value.code or 0), captured.out + captured.err
+
+
+def eval_args(data: Path, out: Path, *extra: str) -> list[str]:
+    return ["eval", "--data", str(data), "--model", "baseline:oracle", "--out", str(out), *extra]
+
+
+def test_official_filter_and_strong_occlusions(tmp_path: Path) -> None:
+    write_dataset(
+        tmp_path,
+        {
+            # 6 and 9 are official VSOD ids, 7 is not; 9 is strongly occluded.
+            "VSOD": [vsod(6), vsod(7), vsod(9, strong_occlusions=True)],
+            "ROD": [rod(0), rod(1000)],  # 1000 is not an official id
+        },
+    )
+    data = load_dataset(tmp_path)
+    assert [r.id for r in data.records["VSOD"]] == [6]
+    assert [r.id for r in data.records["ROD"]] == [0]
+    everything = load_dataset(tmp_path, all_samples=True)
+    assert [r.id for r in everything.records["VSOD"]] == [6, 7, 9]
+    assert list(everything.records) == ["ROD", "VSOD"]  # paper order, not file order
+
+
+def test_manifest_turns_the_id_filter_off(tmp_path: Path) -> None:
+    write_dataset(tmp_path, {"ROD": [rod(1000)]})
+    assert load_dataset(tmp_path).records["ROD"] == []
+    (tmp_path / MANIFEST).write_text("{}")
+    assert [r.id for r in load_dataset(tmp_path).records["ROD"]] == [1000]
+
+
+def test_scenario_selection(tmp_path: Path) -> None:
+    full_dataset(tmp_path)
+    assert list(load_dataset(tmp_path, "coco, rod").records) == ["COCO", "ROD"]
+    with pytest.raises(DataError, match="unknown scenario 'XYZ'"):
+        load_dataset(tmp_path, "XYZ")
+
+
+def _problems(tmp_path: Path, lines: list[str]) -> list[str]:
+    path = tmp_path / "Realistic-Occlusion-Dataset_preprocessed.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataErrors) as info:
+        load_dataset(tmp_path, all_samples=True)
+    return [str(p) for p in info.value.problems]
+
+
+def test_every_malformed_record_is_located(tmp_path: Path) -> None:
+    good = rod(0)
+    missing = {k: v for k, v in rod(1).items() if k != "answer"}
+    problems = _problems(
+        tmp_path,
+        [
+            json.dumps(good),
+            "{not json",
+            json.dumps(missing),
+            json.dumps(rod(2, num_images="four")),
+            json.dumps(rod(3, answer="zebra")),
+            json.dumps([1, 2]),
+            json.dumps(rod(0)),
+            json.dumps(rod(4, image_template="../outside/{image}.png")),
+            json.dumps(rod(5, image_template="/etc/{image}")),
+            json.dumps(rod(6, image_template="ROD/{level}.png")),
+        ],
+    )
+    name = "Realistic-Occlusion-Dataset_preprocessed.jsonl"
+    expected = [
+        (":2:", "invalid JSON"),
+        (":3: field 'answer'", "missing"),
+        (":4: field 'num_images'", "expected an integer"),
+        (":5: field 'answer'", "not one of the categories"),
+        (":6:", "expected a JSON object"),
+        (":7: field 'id'", "duplicate id 0"),
+        (":8: field 'image_template'", "must not leave the data dir"),
+        (":9: field 'image_template'", "must be relative"),
+        (":10: field 'image_template'", "unknown placeholder"),
+    ]
+    assert len(problems) == len(expected)
+    for problem, (where, what) in zip(problems, expected, strict=True):
+        assert name + where in problem and what in problem, problem
+
+
+def test_coco_fields_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "coco2014_preprocessed.jsonl"
+    bad = [coco(0, direction="sideways"), coco(1, crop={"top": 1, "left": 2, "height": 3})]
+    path.write_text("".join(json.dumps(o) + "\n" for o in bad))
+    with pytest.raises(DataErrors) as info:
+        load_dataset(tmp_path, all_samples=True)
+    text = str(info.value)
+    assert ":1: field 'direction'" in text and ":2: field 'crop.width': missing" in text
+
+
+def test_cli_reports_malformed_data_without_traceback(tmp_path, capsys) -> None:
+    data = tmp_path / "data"
+    write_dataset(data, {"ROD": [rod(0)]})
+    with (data / "Realistic-Occlusion-Dataset_preprocessed.jsonl").open("a") as f:
+        f.write('{"id": 1, "oops": true}\n')
+    code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
+    assert code != 0
+    assert (
+        "Realistic-Occlusion-Dataset_preprocessed.jsonl:2: field 'image_template': missing" in text
+    )
+    assert "Traceback" not in text
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_cli_unknown_scenario_file_and_name(tmp_path, capsys) -> None:
+    data = full_dataset(tmp_path / "data")
+    code, text = run_cli(eval_args(data, tmp_path / "r1", "--scenarios", "ROD,NOPE"), capsys)
+    assert code != 0 and "unknown scenario 'NOPE'" in text
+    (data / "Mystery_preprocessed.jsonl").write_text("")
+    code, text = run_cli(eval_args(data, tmp_path / "r2"), capsys)
+    assert code != 0 and "unknown scenario file stem 'Mystery'" in text
+
+
+def test_missing_image_is_reported_before_the_run(tmp_path, capsys) -> None:
+    data = full_dataset(tmp_path / "data")
+    (data / "ROD/1/3.png").unlink()
+    code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
+    assert code != 0
+    assert "Realistic-Occlusion-Dataset_preprocessed.jsonl:2" in text
+    assert "image not found: ROD/1/3.png" in text
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_link_leading_out_of_the_data_dir_is_refused(tmp_path, capsys) -> None:
+    data = full_dataset(tmp_path / "data")
+    secret = tmp_path / "secret.png"
+    secret.write_bytes((data / "ROD/0/1.png").read_bytes())
+    (data / "ROD/0/1.png").unlink()
+    os.symlink(secret, data / "ROD/0/1.png")
+    code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
+    assert code != 0 and "leaves the data dir" in text and "ROD/0/1.png" in text
+
+
+def test_unknown_model_and_missing_dir(tmp_path, capsys) -> None:
+    data = full_dataset(tmp_path / "data")
+    args = ["eval", "--data", str(data), "--model", "gpt:x", "--out", str(tmp_path / "r")]
+    code, text = run_cli(args, capsys)
+    assert code != 0 and "unknown model kind 'gpt'" in text
+    code, text = run_cli(eval_args(tmp_path / "nowhere", tmp_path / "r"), capsys)
+    assert code != 0 and "data directory not found" in text
+
+
+def test_real_process_exit_code_and_no_traceback(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_dataset(data, {"ROD": [rod(0)]})
+    (data / "Realistic-Occlusion-Dataset_preprocessed.jsonl").write_text("[[[\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "proactivebench.cli", *eval_args(data, tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and ":1: invalid JSON" in proc.stderr

@@ -1,0 +1,311 @@
+"""Hand-computed episodes for every scenario rule of SCENARIOS.md §3-5."""
+
+from __future__ import annotations
+
+import pytest
+
+from handmade import ABSTAIN, CATS, INC_OPTIONS, record
+from proactivebench.protocol import scenario_strings
+from proactivebench.scenarios import make_episode
+
+
+def play(episode, answers):
+    """Feed answers until the episode ends; returns the verdicts and the views seen."""
+    verdicts, images = [], []
+    for answer in answers:
+        images.append(episode.observation.view.image)
+        verdicts.append(episode.step(answer).verdict)
+        if episode.done:
+            break
+    return verdicts, images
+
+
+# ----- ROD ----------------------------------------------------------------------------------
+
+
+def test_rod_first_turn_category_fails() -> None:
+    ep = make_episode(record("ROD"))
+    obs = ep.reset()
+    assert obs.correct_categories == ()
+    step = ep.step("cup")  # correct category, but nothing can be seen yet
+    assert (step.verdict, step.done, step.correct, ep.num_turns) == ("wrong", True, False, 1)
+
+
+def test_rod_move_then_answer() -> None:
+    ep = make_episode(record("ROD"))  # 4 frames, first_image 2
+    assert ep.observation.view.image == "ROD/0/2.png"
+    # Options A, B = moves; C, D = abstentions; E.. = categories (cup = G).
+    assert ep.step("A").verdict == "proactive"  # LEFT: 2 -> 1
+    assert ep.observation.view.image == "ROD/0/1.png"
+    assert ep.observation.correct_categories == ("cup",)
+    step = ep.step("G")
+    assert (step.verdict, step.correct, ep.num_turns) == ("correct", True, 2)
+
+
+def test_rod_moves_wrap_around_and_hit_the_step_limit() -> None:
+    ep = make_episode(record("ROD", first_image=0))
+    verdicts, images = play(ep, ["B. Move the blocks to the right."] * 10)
+    assert images == ["ROD/0/0.png", "ROD/0/1.png", "ROD/0/2.png", "ROD/0/3.png"]
+    assert verdicts == ["proactive"] * 4
+    assert ep.done and not ep.correct and ep.num_turns == 4  # num_images steps
+    ep = make_episode(record("ROD", first_image=0))
+    ep.step("Move the blocks to the left.")
+    assert ep.observation.view.image == "ROD/0/3.png"  # 0 - 1 mod 4
+
+
+def test_rod_broken_banana_frame_is_swapped_by_last_action() -> None:
+    template = "ROD/natural_bluebl_greenr-banana-s6/{image}.png"
+    ep = make_episode(record("ROD", image_template=template, first_image=1))
+    assert ep.observation.view.image == "ROD/natural_bluebl_greenr-banana-s7/1.png"
+    ep.step("Move the blocks to the left.")
+    assert ep.observation.view.image == "ROD/natural_bluebl_greenr-banana-s5/0.png"
+    ep.step("Move the blocks to the right.")
+    assert ep.observation.view.image == "ROD/natural_bluebl_greenr-banana-s7/1.png"
+
+
+def test_rod_abstaining_fails() -> None:
+    ep = make_episode(record("ROD"))
+    assert ep.step("C").verdict == "wrong"
+    assert ep.done and not ep.correct
+
+
+def test_rod_reference_mode() -> None:
+    ep = make_episode(record("ROD"), reference=True)
+    obs = ep.observation
+    assert obs.view.image == "ROD/0/ref.png"
+    assert obs.options == tuple(CATS) and obs.num_action_options == 0
+    assert obs.prompt == scenario_strings("ROD").reference_prompt
+    step = ep.step("C")  # letters start at A over the categories: C = cup
+    assert (step.verdict, step.correct, step.done, ep.num_turns) == ("correct", True, True, 1)
+
+
+# ----- VSOD ---------------------------------------------------------------------------------
+
+
+def test_vsod_prompt_and_cyclic_rewind() -> None:
+    ep = make_episode(record("VSOD"), hint=True)
+    strings = scenario_strings("VSOD")
+    expected = f"{strings.pre_prompt} What is the object? {strings.hint_prompt}"
+    assert ep.observation.prompt == expected
+    assert ep.observation.view.image == "VSOD/6/0000.png"
+    assert ep.step("Rewind the video.").verdict == "proactive"
+    assert ep.observation.view.image == "VSOD/6/0002.png"  # 0 - 1 mod 3
+    assert ep.step("Wait for the occlusion to disappear.").verdict == "proactive"
+    assert ep.observation.view.image == "VSOD/6/0000.png"
+    assert ep.step("dog").verdict == "correct"
+    assert ep.correct and ep.num_turns == 3
+
+
+def test_vsod_category_at_once() -> None:
+    ep = make_episode(record("VSOD"))
+    assert ep.step("H").verdict == "correct"  # 4 options + dog is the 4th category
+
+
+# ----- MVP-N --------------------------------------------------------------------------------
+
+
+def test_mvpn_views_and_last_turn() -> None:
+    ep = make_episode(record("MVP-N"))  # 3 turns, valid_images [7, 3, 9, 1]
+    verdicts, images = play(ep, ["A", "A", "A"])
+    assert images == ["MVP-N/5/0_0007.png", "MVP-N/5/0_0003.png", "MVP-N/5/1_0009.png"]
+    # On the last turn only the category is correct: rotating again fails.
+    assert verdicts == ["proactive", "proactive", "wrong"]
+    assert not ep.correct and ep.num_turns == 3
+
+
+def test_mvpn_answer_on_last_informative_view() -> None:
+    ep = make_episode(record("MVP-N"))
+    ep.step("Rotate the object.")
+    ep.step("Rotate the object.")
+    assert ep.observation.correct_actions == ()
+    assert ep.step("apple").verdict == "correct"
+    assert ep.num_turns == 3
+
+
+def test_mvpn_reference_is_informative() -> None:
+    ep = make_episode(record("MVP-N"), reference=True)
+    assert ep.observation.view.image == "MVP-N/5/1_0009.png"
+
+
+# ----- IN-C ---------------------------------------------------------------------------------
+
+
+def test_inc_only_the_quality_answer_is_correct() -> None:
+    ep = make_episode(record("IN-C"))
+    assert ep.observation.correct_actions == ("Deblur the image.",)
+    assert ep.step("Increase the brightness.").verdict == "wrong"
+    assert ep.done and not ep.correct
+
+
+def test_inc_levels_go_down_and_last_turn_is_category_only() -> None:
+    ep = make_episode(record("IN-C"))  # 5 turns from level 5
+    verdicts, images = play(ep, ["D"] * 5)  # D = "Deblur the image."
+    assert images == [f"IN-C/2/{level}.png" for level in (5, 4, 3, 2, 1)]
+    assert verdicts == ["proactive"] * 4 + ["wrong"]
+
+
+def test_inc_random_actions_without_quality_option() -> None:
+    rec = record("IN-C", quality_answer="Sharpen it.")
+    plain = make_episode(rec)
+    assert plain.observation.correct_actions == ()
+    ablation = make_episode(rec, random_actions=True)
+    assert ablation.observation.correct_actions == tuple(INC_OPTIONS)
+
+
+# ----- QD -----------------------------------------------------------------------------------
+
+
+def test_qd_details_then_category() -> None:
+    ep = make_episode(record("QD"))
+    verdicts, images = play(ep, ["A", "A", "dog"])
+    assert images == ["QD/0/0000.png", "QD/0/0001.png", "QD/0/0002.png"]
+    assert verdicts == ["proactive", "proactive", "correct"]
+
+
+def test_qd_last_turn_action_fails() -> None:
+    ep = make_episode(record("QD"))
+    assert play(ep, ["A", "A", "A"])[0] == ["proactive", "proactive", "wrong"]
+
+
+# ----- CIT ----------------------------------------------------------------------------------
+
+
+def test_cit_rewind_pruned_near_the_start() -> None:
+    ep = make_episode(record("CIT"))  # frame 1, step 3: 1 - 3 < 0
+    obs = ep.observation
+    assert obs.action_options == ("Wait for the object to appear.", *ABSTAIN)
+    assert obs.view.image == "CIT/0/1.png"
+    # Letters: A = wait, B, C = abstain, D.. = categories.
+    assert ep.step("A").verdict == "proactive"
+    assert ep.observation.view.image == "CIT/0/4.png"
+    # Both moves shown again: A rewind, B wait, C, D abstain, E apple, F banana, G cup.
+    assert ep.observation.action_options[0] == "Rewind the video."
+    assert ep.step("F").verdict == "wrong"
+    ep = make_episode(record("CIT"))
+    ep.step("A")
+    assert ep.step("G").verdict == "correct"
+
+
+def test_cit_wait_pruned_near_the_end() -> None:
+    ep = make_episode(record("CIT", first_image=8))  # 8 + 3 >= 10
+    obs = ep.observation
+    assert obs.action_options == ("Rewind the video.", *ABSTAIN)
+    assert ep.step("Wait for the object to appear.").verdict == "mismatch"  # not shown
+    ep = make_episode(record("CIT", first_image=8))
+    assert ep.step("Rewind the video.").verdict == "proactive"
+    assert ep.observation.view.image == "CIT/0/5.png"
+
+
+def test_cit_step_limit_from_record() -> None:
+    ep = make_episode(record("CIT", first_image=0, max_steps=3))
+    verdicts, images = play(ep, ["Wait for the object to appear."] * 5)
+    assert images == ["CIT/0/0.png", "CIT/0/3.png", "CIT/0/6.png"]
+    assert verdicts == ["proactive"] * 3 and not ep.correct and ep.num_turns == 3
+
+
+def test_cit_random_move_leaving_the_video_stops() -> None:
+    stops = 0
+    for seed in range(40):
+        ep = make_episode(record("CIT", first_image=1), random_actions=True, seed=seed)
+        assert "Rewind the video." in ep.observation.action_options  # nothing pruned
+        step = ep.step("Rewind the video.")
+        if step.done:
+            stops += 1
+            assert step.info["action"] == "REWIND" and not step.correct
+        else:
+            assert step.info["action"] == "FORWARD"
+            assert ep.observation.view.image == "CIT/0/4.png"
+    assert 0 < stops < 40
+
+
+def test_random_actions_are_seeded() -> None:
+    def trajectory(seed: int) -> list[str]:
+        ep = make_episode(record("ROD"), random_actions=True, seed=seed)
+        return play(ep, ["A"] * 4)[1]
+
+    assert trajectory(3) == trajectory(3)
+    assert len({tuple(trajectory(s)) for s in range(12)}) > 1
+
+
+# ----- COCO ---------------------------------------------------------------------------------
+
+
+def test_coco_left_crops_and_pruning() -> None:
+    ep = make_episode(record("COCO", direction="left"))  # granularity 2, h 10.5
+    assert ep.max_steps == 2
+    obs = ep.observation
+    # The first turn already uses one step: left = 60 - 10.5; right/bottom stay width/height.
+    assert obs.view.crop == (49.5, 40.0, 120.0, 90.0)
+    assert obs.action_options == ("Move the camera to the left.", *ABSTAIN)
+    assert ep.step("A").verdict == "proactive"
+    obs = ep.observation
+    assert obs.view.crop == (39.0, 40.0, 120.0, 90.0)  # h = 10.5 / 1 * 2 = 21
+    assert obs.action_options == tuple(ABSTAIN)  # h >= max_h = 21: left/right pruned
+    assert ep.step("Move the camera to the left.").verdict == "mismatch"
+
+
+def test_coco_diagonal() -> None:
+    ep = make_episode(record("COCO", direction="up_right"))
+    assert ep.max_steps == 4 and ep.action_space() == ("UP", "RIGHT")
+    assert ep.observation.view.crop == (60.0, 35.75, 130.5, 90.0)
+    ep.step("Move the camera up.")  # v = 4.25 * 2 = 8.5
+    assert ep.observation.view.crop == (60.0, 31.5, 130.5, 90.0)
+    assert ep.observation.action_options == ("Move the camera to the right.", *ABSTAIN)
+    ep.step("Move the camera to the right.")  # h = 21
+    assert ep.observation.view.crop == (60.0, 31.5, 141.0, 90.0)
+    assert ep.observation.action_options == tuple(ABSTAIN)
+    assert ep.step("apple").verdict == "correct" and ep.num_turns == 3
+
+
+def test_coco_zoom_crop_adds_the_offsets() -> None:
+    ep = make_episode(record("COCO", direction="zoom"), hint=True)
+    assert ep.observation.prompt.endswith(scenario_strings("COCO").hint_prompt["zoom"])
+    # (left - h, top - v, width + h + left, height + v + top)
+    assert ep.observation.view.crop == (49.5, 35.75, 190.5, 134.25)
+    ep.step("Move farther from the object.")
+    assert ep.observation.view.crop == (39.0, 31.5, 201.0, 138.5)
+
+
+@pytest.mark.parametrize(
+    ("step", "granularity", "pruned"), [(0.1, 2, True), (0.7, 3, False), (0.1, 3, False)]
+)
+def test_coco_zoom_pruning_uses_float_equality(step: float, granularity: int, pruned: bool) -> None:
+    # 0.7, granularity 3 (4 turns): h = 0.7 -> 1.4 -> 2.0999999999999996 -> 2.7999999999999994,
+    # not 0.7 * 4 = 2.8, so the zoom option is still shown on the last turn. 0.1, granularity 2:
+    # h = 0.1 -> 0.2 -> 0.30000000000000004 == 0.1 * 3, so it is pruned. 0.1, granularity 3:
+    # h ends at 0.4000000000000001 != 0.4: shown.
+    rec = record(
+        "COCO", direction="zoom", granularity=granularity, horizontal_step=step, vertical_step=step
+    )
+    ep = make_episode(rec)
+    for _ in range(granularity):
+        assert ep.step("Move farther from the object.").verdict == "proactive"
+    shown = "Move farther from the object." in ep.observation.action_options
+    assert shown is not pruned
+    assert ep.is_last_turn
+
+
+def test_coco_reference_shows_the_whole_image() -> None:
+    ep = make_episode(record("COCO"), reference=True)
+    assert ep.observation.view.crop is None
+    assert ep.observation.view.image == "COCO/0.png"
+
+
+def test_move_hint_for_directions() -> None:
+    ep = make_episode(record("COCO", direction="down"), hint=True)
+    assert ep.observation.prompt.endswith(scenario_strings("COCO").hint_prompt["move"])
+
+
+# ----- keyword failures (SCENARIOS.md §8) ---------------------------------------------------
+
+
+def test_option_without_keyword_is_a_mismatch_not_a_crash() -> None:
+    ep = make_episode(record("ROD", options=["Lift the blocks.", *ABSTAIN]))
+    step = ep.step("Lift the blocks.")
+    assert step.verdict == "mismatch" and step.done and "names no action" in step.info["reason"]
+
+
+def test_option_with_two_actions_is_a_mismatch() -> None:
+    ep = make_episode(record("ROD", options=["Move to the left or to the right.", *ABSTAIN]))
+    step = ep.step("A")
+    assert step.verdict == "mismatch" and "several" in step.info["reason"]

@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.data.layout import Dataset, load_dataset, resolve_image
-from proactivebench.errors import DataError, DataErrors, ProactiveBenchError
+from proactivebench.data.images import ImageStore
+from proactivebench.data.layout import Dataset, load_dataset
+from proactivebench.data.validate import check_images
+from proactivebench.errors import DataErrors, ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.prompting import turn_messages
@@ -61,33 +63,6 @@ def select_records(dataset: Dataset, limit: int | None) -> list[Record]:
     for records in dataset.records.values():
         chosen.extend(records if limit is None else records[:limit])
     return chosen
-
-
-def check_images(root: Path, episodes: Iterable[Episode]) -> list[DataError]:
-    """Every image the episodes may show must exist inside the data dir, before the run.
-
-    Problems name the record (file:line) and the path, so a half-extracted download is
-    reported up front instead of surfacing as errors halfway through a long run.
-    """
-    problems: list[DataError] = []
-    seen: set[str] = set()
-    for episode in episodes:
-        source = episode.record.source
-        for relative in episode.image_paths():
-            if relative in seen:
-                continue
-            try:
-                exists = resolve_image(root, relative).is_file()
-            except DataError as exc:
-                problems.append(DataError(exc.message, path=source.path, line=source.line))
-                continue
-            if not exists:
-                problems.append(
-                    DataError(f"image not found: {relative}", path=source.path, line=source.line)
-                )
-            else:
-                seen.add(relative)
-    return problems
 
 
 class _Batcher:
@@ -300,6 +275,7 @@ def evaluate(
     todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
     if on_start:
         on_start(len(episodes), len(episodes) - len(todo))
+    model.bind_images(ImageStore(root))
     results = ResultsFile(results_path)
     try:
         asyncio.run(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proactivebench.data.images import ImageStore
 from proactivebench.protocol import mcqa_strings
 from proactivebench.scenarios import Observation
 
@@ -58,6 +59,12 @@ class Model(abc.ABC):
     needs_images: bool = True
     #: How many requests one `generate` call takes at most (1: no batching).
     max_batch: int = 1
+    #: Where image parts' views are decoded and encoded; set by the runner (`bind_images`).
+    images: ImageStore | None = None
+
+    def bind_images(self, store: ImageStore) -> None:
+        """Give the backend the data set's shared image cache before a run."""
+        self.images = store
 
     @abc.abstractmethod
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:

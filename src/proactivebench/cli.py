@@ -174,6 +174,26 @@ def eval_command(
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
 
 
+@cli.group()
+def data() -> None:
+    """Get, make and check benchmark data."""
+
+
+@data.command("validate")
+@click.argument("data_dir", type=click.Path(path_type=Path))
+def data_validate(data_dir: Path) -> None:
+    """Check every record and every image a data directory refers to."""
+    from proactivebench.data.validate import validate_dataset
+
+    count, problems = validate_dataset(data_dir)
+    for problem in problems:
+        out.print(escape(str(problem)), highlight=False, soft_wrap=True)
+    if problems:
+        console.print(f"[red]{len(problems)} problem(s)[/red] in {escape(str(data_dir))}")
+        sys.exit(1)
+    out.print(f"{count} records checked, every image present: {data_dir} is valid")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one message and a non-zero exit, never a traceback."""
     try:

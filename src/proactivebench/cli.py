@@ -59,6 +59,28 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
     return table
 
 
+def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
+    """Accuracy and ps rate of several runs side by side, one row per scenario."""
+    table = Table(title=title)
+    table.add_column("scenario")
+    for name in summaries:
+        table.add_column(f"{name}\nacc % | ps", justify="right")
+    rows = {s: [] for s in SCENARIOS}
+    averages = []
+    for summary in summaries.values():
+        for short in SCENARIOS:
+            score = summary.scenarios.get(short)
+            rows[short].append(f"{score.accuracy:5.1f} | {score.ps_rate:.2f}" if score else "-")
+        avg = summary.average
+        averages.append(f"{avg.accuracy:5.1f} | {avg.ps_rate:.2f}" if avg else "-")
+    for short, cells in rows.items():
+        if any(c != "-" for c in cells):
+            table.add_row(short, *cells)
+    table.add_section()
+    table.add_row("average", *averages, style="bold")
+    return table
+
+
 @contextmanager
 def episode_progress(label: str) -> Iterator[tuple[Callable[..., None], Callable[..., None]]]:
     """A progress bar fed by the runner's `on_start` / `on_result` callbacks."""
@@ -174,9 +196,55 @@ def eval_command(
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
 
 
+@cli.command("demo")
+@click.option("--per-scenario", type=click.IntRange(min=1), default=25, show_default=True,
+              help="Synthetic samples per scenario.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def demo_command(per_scenario: int, seed: int) -> None:
+    """Offline: generate a synthetic ProactiveBench once and score the built-in baselines."""
+    from proactivebench.demo import DEMO_BASELINES, cache_root, ensure_synthetic, run_demo
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("synthetic data", total=per_scenario * len(SCENARIOS))
+        data_dir = ensure_synthetic(per_scenario, seed,
+                                    progress=lambda n: progress.update(task, advance=n))
+        progress.update(task, completed=per_scenario * len(SCENARIOS))
+        tasks = {n: progress.add_task(f"baseline:{n}", total=None) for n in DEMO_BASELINES}
+        runs_dir = cache_root() / "runs" / f"demo-seed{seed}-n{per_scenario}"
+        outcomes = run_demo(
+            data_dir, runs_dir, seed=seed,
+            on_start=lambda n, total, done: progress.update(tasks[n], total=total, completed=done),
+            on_result=lambda n, r: progress.update(tasks[n], advance=1),
+        )
+    out.print(comparison_table({f"baseline:{n}": o.summary for n, o in outcomes.items()},
+                               title=f"Synthetic ProactiveBench, {per_scenario} per scenario"))
+    out.print(f"data:    {data_dir}")
+    out.print(f"results: {runs_dir}/<baseline>/results.jsonl (summary.json beside each)")
+
+
 @cli.group()
 def data() -> None:
     """Get, make and check benchmark data."""
+
+
+@data.command("synth")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
+              help="Directory to write (official layout + synth_manifest.json).")
+@click.option("--per-scenario", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--split", type=click.Choice(["test", "train"]), default="test", show_default=True)
+def data_synth(out_dir: Path, per_scenario: int, seed: int, split: str) -> None:
+    """Generate a synthetic ProactiveBench of all seven scenarios."""
+    from proactivebench.data.synth import generate
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"synth {split}", total=per_scenario * len(SCENARIOS))
+        manifest = generate(out_dir, per_scenario=per_scenario, seed=seed, split=split,
+                            progress=lambda n: progress.update(task, advance=n))
+    counts = ", ".join(f"{k} {v}" for k, v in manifest["counts"].items())
+    out.print(f"wrote {out_dir}: {counts}")
 
 
 @data.command("validate")

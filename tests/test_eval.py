@@ -167,3 +167,28 @@ def test_random_baselines_are_seeded(data: Path, tmp_path: Path) -> None:
 
     assert answers(1, "a") == answers(1, "b")
     assert answers(1, "a") != answers(2, "c")
+
+
+class Looks(Model):
+    """Decodes every image it is shown, as a real backend does, then answers like an oracle."""
+
+    name = "looks"
+    needs_images = True
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        assert self.images is not None
+        obs = requests[0].observation
+        for part in requests[0].messages[0]["content"]:
+            if part["type"] == "image":
+                self.images.image(part["view"])
+        return [Completion((obs.correct_categories or obs.correct_actions)[0])]
+
+
+def test_an_undecodable_image_is_an_error_on_its_episode(tmp_path: Path) -> None:
+    data = full_dataset(tmp_path / "data")
+    (data / "QD/2/0000.png").write_bytes(b"not a png at all")
+    outcome = evaluate(data, Looks(), tmp_path / "run")
+    qd = {r["sample_id"]: r for r in lines(tmp_path / "run") if r["scenario"] == "QD"}
+    assert "cannot decode image QD/2/0000.png" in qd[2]["error"]
+    assert qd[0]["correct"] is True
+    assert outcome.summary.scenarios["QD"].errors == 1 and outcome.summary.scenarios["QD"].n == 1

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary
-from proactivebench.models import SPEC_HELP, load_model
+from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.protocol import SCENARIOS
 
 console = Console(stderr=True)
@@ -81,19 +81,38 @@ def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     return table
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` -> (I, N) with 0 <= I < N."""
+    index, sep, count = text.partition("/")
+    try:
+        shard = (int(index), int(count))
+    except ValueError:
+        raise click.BadParameter(f"expected I/N, got {text!r}", param_hint="--shard") from None
+    if not sep or not 0 <= shard[0] < shard[1]:
+        raise click.BadParameter(f"need 0 <= I < N, got {text!r}", param_hint="--shard")
+    return shard
+
+
 @contextmanager
-def episode_progress(label: str) -> Iterator[tuple[Callable[..., None], Callable[..., None]]]:
-    """A progress bar fed by the runner's `on_start` / `on_result` callbacks."""
+def episode_progress(
+    label: str, stats: Callable[[], dict[str, int]] = dict
+) -> Iterator[tuple[Callable[..., None], Callable[..., None]]]:
+    """A progress bar fed by the runner's `on_start` / `on_result` callbacks.
+
+    Shows episodes/s, episodes that ended in an error, and the backend's retries.
+    """
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} ep/s  errors {task.fields[errors]}"),
+        TextColumn(
+            "{task.fields[rate]} ep/s  errors {task.fields[errors]}  retries {task.fields[retries]}"
+        ),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(label, total=None, rate="-", errors=0)
+        task = progress.add_task(label, total=None, rate="-", errors=0, retries=0)
         errors = 0
 
         def on_start(total: int, done: int) -> None:
@@ -105,7 +124,8 @@ def episode_progress(label: str) -> Iterator[tuple[Callable[..., None], Callable
             elapsed = progress.tasks[task].elapsed or 0.0
             speed = progress.tasks[task].speed
             rate = f"{speed:.1f}" if speed else (f"{1 / elapsed:.1f}" if elapsed else "-")
-            progress.update(task, advance=1, rate=rate, errors=errors)
+            retries = stats().get("retries", 0)
+            progress.update(task, advance=1, rate=rate, errors=errors, retries=retries)
 
         yield on_start, on_result
 
@@ -156,6 +176,18 @@ def cli() -> None:
     show_default=True,
     help="Episodes in flight at once.",
 )
+@click.option("--shard", default=None, metavar="I/N", help="Play slice I of N (0 <= I < N).")
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="SQLite response cache [default: the user cache dir's responses.sqlite].",
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Default: 50.")
+@click.option("--temperature", type=float, default=None, help="Default: 0 (greedy).")
+@click.option("--top-p", type=float, default=None)
 def eval_command(
     data_dir: Path,
     model_spec: str,
@@ -168,12 +200,29 @@ def eval_command(
     seed: int,
     all_samples: bool,
     concurrency: int,
+    shard: str | None,
+    cache_path: Path | None,
+    no_cache: bool,
+    max_tokens: int | None,
+    temperature: float | None,
+    top_p: float | None,
 ) -> None:
     """Play the benchmark's episodes with a model and score them."""
+    from proactivebench.models.cache import ResponseCache
+    from proactivebench.paths import response_cache_path
     from proactivebench.runner import EvalSettings, evaluate
 
     model = load_model(model_spec, seed=seed)
+    decoding = Decoding()
+    decoding = Decoding(
+        max_tokens=max_tokens if max_tokens is not None else decoding.max_tokens,
+        temperature=temperature if temperature is not None else decoding.temperature,
+        top_p=top_p,
+    )
+    use_cache = model.needs_images and not no_cache  # baselines answer faster than a lookup
+    cache = ResponseCache(cache_path or response_cache_path()) if use_cache else None
     settings = EvalSettings(
+        decoding=decoding,
         hint=hint,
         reference=reference,
         random_actions=random_actions,
@@ -182,13 +231,16 @@ def eval_command(
         all_samples=all_samples,
         scenarios=tuple(s.strip() for s in scenarios.split(",")) if scenarios else None,
     )
-    with episode_progress(model.name) as (on_start, on_result):
+    with episode_progress(model.name, lambda: getattr(model, "stats", {})) as callbacks:
+        on_start, on_result = callbacks
         outcome = evaluate(
             data_dir,
             model,
             out_dir,
             settings,
             concurrency=concurrency,
+            shard=parse_shard(shard) if shard else None,
+            cache=cache,
             on_start=on_start,
             on_result=on_result,
         )
@@ -196,29 +248,59 @@ def eval_command(
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
 
 
+@cli.command("merge")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path))
+def merge_command(run_dirs: tuple[Path, ...], out_dir: Path) -> None:
+    """Join the run directories of the shards of one run."""
+    from proactivebench.runner import merge_runs
+
+    summary = merge_runs(run_dirs, out_dir)
+    out.print(summary_table(summary))
+    out.print(f"results: {out_dir / 'results.jsonl'}")
+
+
 @cli.command("demo")
-@click.option("--per-scenario", type=click.IntRange(min=1), default=25, show_default=True,
-              help="Synthetic samples per scenario.")
+@click.option(
+    "--per-scenario",
+    type=click.IntRange(min=1),
+    default=25,
+    show_default=True,
+    help="Synthetic samples per scenario.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 def demo_command(per_scenario: int, seed: int) -> None:
     """Offline: generate a synthetic ProactiveBench once and score the built-in baselines."""
-    from proactivebench.demo import DEMO_BASELINES, cache_root, ensure_synthetic, run_demo
+    from proactivebench.demo import DEMO_BASELINES, ensure_synthetic, run_demo
+    from proactivebench.paths import cache_root
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         task = progress.add_task("synthetic data", total=per_scenario * len(SCENARIOS))
-        data_dir = ensure_synthetic(per_scenario, seed,
-                                    progress=lambda n: progress.update(task, advance=n))
+        data_dir = ensure_synthetic(
+            per_scenario, seed, progress=lambda n: progress.update(task, advance=n)
+        )
         progress.update(task, completed=per_scenario * len(SCENARIOS))
         tasks = {n: progress.add_task(f"baseline:{n}", total=None) for n in DEMO_BASELINES}
         runs_dir = cache_root() / "runs" / f"demo-seed{seed}-n{per_scenario}"
         outcomes = run_demo(
-            data_dir, runs_dir, seed=seed,
+            data_dir,
+            runs_dir,
+            seed=seed,
             on_start=lambda n, total, done: progress.update(tasks[n], total=total, completed=done),
             on_result=lambda n, r: progress.update(tasks[n], advance=1),
         )
-    out.print(comparison_table({f"baseline:{n}": o.summary for n, o in outcomes.items()},
-                               title=f"Synthetic ProactiveBench, {per_scenario} per scenario"))
+    out.print(
+        comparison_table(
+            {f"baseline:{n}": o.summary for n, o in outcomes.items()},
+            title=f"Synthetic ProactiveBench, {per_scenario} per scenario",
+        )
+    )
     out.print(f"data:    {data_dir}")
     out.print(f"results: {runs_dir}/<baseline>/results.jsonl (summary.json beside each)")
 
@@ -229,8 +311,13 @@ def data() -> None:
 
 
 @data.command("synth")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path),
-              help="Directory to write (official layout + synth_manifest.json).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Directory to write (official layout + synth_manifest.json).",
+)
 @click.option("--per-scenario", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--split", type=click.Choice(["test", "train"]), default="test", show_default=True)
@@ -238,11 +325,21 @@ def data_synth(out_dir: Path, per_scenario: int, seed: int, split: str) -> None:
     """Generate a synthetic ProactiveBench of all seven scenarios."""
     from proactivebench.data.synth import generate
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         task = progress.add_task(f"synth {split}", total=per_scenario * len(SCENARIOS))
-        manifest = generate(out_dir, per_scenario=per_scenario, seed=seed, split=split,
-                            progress=lambda n: progress.update(task, advance=n))
+        manifest = generate(
+            out_dir,
+            per_scenario=per_scenario,
+            seed=seed,
+            split=split,
+            progress=lambda n: progress.update(task, advance=n),
+        )
     counts = ", ".join(f"{k} {v}" for k, v in manifest["counts"].items())
     out.print(f"wrote {out_dir}: {counts}")
 

@@ -9,24 +9,17 @@ baseline runs resume, so a second `proactivebench demo` is instant.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from platformdirs import user_cache_dir
-
 from proactivebench.data.layout import MANIFEST
 from proactivebench.models import load_model
+from proactivebench.paths import cache_root
 from proactivebench.runner import RunOutcome, evaluate
 
 DEMO_BASELINES = ("oracle", "reactive", "random", "abstain")
-
-
-def cache_root() -> Path:
-    """Where generated data and demo runs live (`PROACTIVEBENCH_CACHE` overrides)."""
-    return Path(os.environ.get("PROACTIVEBENCH_CACHE") or user_cache_dir("proactivebench"))
 
 
 def ensure_synthetic(

@@ -22,7 +22,9 @@ from proactivebench.data.validate import check_images
 from proactivebench.errors import DataErrors, ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.models.cache import CachedModel, ResponseCache
 from proactivebench.prompting import turn_messages
+from proactivebench.protocol import SCENARIOS
 from proactivebench.records import Record
 from proactivebench.scenarios import Episode, Observation, make_episode
 
@@ -57,11 +59,19 @@ class RunMismatchError(ProactiveBenchError):
     """The run directory holds a run of another model, data set or settings."""
 
 
-def select_records(dataset: Dataset, limit: int | None) -> list[Record]:
-    """The records to play, scenario by scenario in file order, `limit` per scenario."""
+def select_records(
+    dataset: Dataset, limit: int | None, shard: tuple[int, int] | None = None
+) -> list[Record]:
+    """The records to play: scenario by scenario in file order, `limit` per scenario, then
+    every N-th one from I when `shard` = (I, N), so that the N shards partition the run."""
     chosen: list[Record] = []
     for records in dataset.records.values():
         chosen.extend(records if limit is None else records[:limit])
+    if shard is not None:
+        index, count = shard
+        if not 0 <= index < count:
+            raise ProactiveBenchError(f"shard {index}/{count}: need 0 <= I < N")
+        chosen = chosen[index::count]
     return chosen
 
 
@@ -253,11 +263,15 @@ def evaluate(
     settings: EvalSettings | None = None,
     *,
     concurrency: int = 8,
+    shard: tuple[int, int] | None = None,
+    cache: ResponseCache | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunOutcome:
     """Run (or resume) an evaluation and write `results.jsonl` and `summary.json`.
 
+    `shard` = (I, N) plays the I-th of N disjoint slices (join them with `merge_runs`);
+    `cache` answers repeated requests of image-reading backends from a `ResponseCache`.
     `on_start(total, already_done)` and `on_result(result_line)` let a caller draw progress.
     """
     settings = settings or EvalSettings()
@@ -265,7 +279,8 @@ def evaluate(
     out = Path(out_dir)
     dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
     options = settings.episode_options()
-    episodes = [make_episode(r, **options) for r in select_records(dataset, settings.limit)]
+    records = select_records(dataset, settings.limit, shard)
+    episodes = [make_episode(r, **options) for r in records]
     problems = check_images(root, episodes)
     if problems:
         raise DataErrors(problems)
@@ -275,6 +290,8 @@ def evaluate(
     todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
     if on_start:
         on_start(len(episodes), len(episodes) - len(todo))
+    if cache is not None and model.needs_images:
+        model = CachedModel(model, cache)
     model.bind_images(ImageStore(root))
     results = ResultsFile(results_path)
     try:
@@ -290,3 +307,45 @@ def evaluate(
     summary = summarize(lines, model=model.name)
     (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
     return RunOutcome(summary=summary, out_dir=out, resumed=len(episodes) - len(todo))
+
+
+def merge_runs(
+    run_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
+) -> Summary:
+    """Join the run directories of shards (or of interrupted pieces) of one run into `out_dir`.
+
+    The runs must share data, model and settings; an episode present in several is kept once.
+    """
+    if not run_dirs:
+        raise ProactiveBenchError("merge needs at least one run directory")
+    identity: dict[str, Any] | None = None
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    for run in map(Path, run_dirs):
+        config_path = run / RUN_CONFIG
+        if not config_path.is_file():
+            raise ProactiveBenchError(f"{run} is not a run directory (no {RUN_CONFIG})")
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        if identity is None:
+            identity = config
+        elif config != identity:
+            raise RunMismatchError(f"{run} holds a run with other data, model or settings")
+        for result in read_results(run / RESULTS):
+            merged.setdefault((result["scenario"], result["sample_id"]), result)
+    out = Path(out_dir)
+    if (out / RESULTS).exists():
+        raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")
+    _claim_run_dir(out, identity or {})
+    ordered = sorted(merged.values(), key=_result_order)
+    with (out / RESULTS).open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered)
+    summary = summarize(ordered, model=str((identity or {}).get("model", "")))
+    (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def _result_order(result: dict[str, Any]) -> tuple[int, int]:
+    scenario = result["scenario"]
+    return (
+        SCENARIOS.index(scenario) if scenario in SCENARIOS else len(SCENARIOS),
+        result["sample_id"],
+    )

@@ -1,0 +1,126 @@
+"""A persistent response cache: the same request to the same model is answered once.
+
+Keys hash the model name, the messages (images by the SHA-256 of their file plus their
+transform, so an edited image file misses) and the decoding settings. Values are the
+completion text and usage. SQLite in WAL mode, so shards running side by side on one machine
+can share one cache file. Reruns, resumed runs and re-scorings become free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from proactivebench.data.images import ImageStore
+from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.scenarios import View
+
+
+def _canonical_part(part: dict[str, Any], images: ImageStore) -> dict[str, Any]:
+    view = part.get("view")
+    if part.get("type") == "image" and isinstance(view, View):
+        return {
+            "type": "image",
+            "sha256": images.file_hash(view),
+            "crop": list(view.crop) if view.crop else None,
+            "resize_short_edge": view.resize_short_edge,
+        }
+    return part
+
+
+def request_key(model_name: str, request: ChatRequest, images: ImageStore) -> str:
+    """A stable hash of everything that determines the model's answer."""
+    messages = []
+    for message in request.messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [_canonical_part(p, images) for p in content]
+        messages.append({**message, "content": content})
+    payload = {
+        "model": model_name,
+        "messages": messages,
+        "decoding": request.decoding.as_dict(),
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Key → (text, usage) in one SQLite file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses "
+            "(key TEXT PRIMARY KEY, text TEXT NOT NULL, usage TEXT, created REAL)"
+        )
+        self._db.commit()
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT text, usage FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return Completion(text=row[0], usage=json.loads(row[1]) if row[1] else None)
+
+    def put(self, key: str, completion: Completion) -> None:
+        usage = json.dumps(completion.usage) if completion.usage else None
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                (key, completion.text, usage, time.time()),
+            )
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedModel(Model):
+    """Wraps a backend: cached requests are answered from the cache, the rest go through."""
+
+    def __init__(self, inner: Model, cache: ResponseCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name
+        self.needs_images = inner.needs_images
+        self.max_batch = inner.max_batch
+        self.hits = 0
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {**getattr(self.inner, "stats", {}), "cache_hits": self.hits}
+
+    def bind_images(self, store: ImageStore) -> None:
+        super().bind_images(store)
+        self.inner.bind_images(store)
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        assert self.images is not None, "bind_images() before generate()"
+        keys = [request_key(self.name, r, self.images) for r in requests]
+        answers: list[Completion | None] = [self.cache.get(k) for k in keys]
+        missing = [i for i, a in enumerate(answers) if a is None]
+        self.hits += len(requests) - len(missing)
+        if missing:
+            fresh = await self.inner.generate([requests[i] for i in missing])
+            for i, completion in zip(missing, fresh, strict=True):
+                self.cache.put(keys[i], completion)
+                answers[i] = completion
+        return [a for a in answers if a is not None]
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+        self.cache.close()

@@ -1,0 +1,119 @@
+"""Sharded runs and their merge; the response cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from handmade import full_dataset
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.models import load_model
+from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.cache import ResponseCache
+from proactivebench.runner import EvalSettings, RunMismatchError, evaluate, merge_runs, read_results
+from test_loading import eval_args, run_cli
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return full_dataset(tmp_path_factory.mktemp("data"))
+
+
+def keyed(run: Path) -> dict[tuple[str, int], str]:
+    return {
+        (r["scenario"], r["sample_id"]): json.dumps(r, sort_keys=True)
+        for r in read_results(run / "results.jsonl")
+    }
+
+
+def test_shards_partition_the_run_and_merge_back(data: Path, tmp_path: Path, capsys) -> None:
+    model = "baseline:random"
+    whole = tmp_path / "whole"
+    evaluate(data, load_model(model, seed=4), whole, EvalSettings(seed=4))
+    shards = []
+    for i in range(3):
+        run = tmp_path / f"shard{i}"
+        args = eval_args(data, run, "--shard", f"{i}/3", "--seed", "4")
+        args[args.index("baseline:oracle")] = model
+        assert run_cli(args, capsys)[0] == 0
+        shards.append(run)
+    parts = [set(keyed(s)) for s in shards]
+    assert all(parts) and sum(len(p) for p in parts) == len(set().union(*parts)) == 15
+    code, text = run_cli(["merge", *map(str, shards), "--out", str(tmp_path / "merged")], capsys)
+    assert code == 0 and "average" in text
+    assert keyed(tmp_path / "merged") == keyed(whole)
+    merged = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    assert merged == json.loads((whole / "summary.json").read_text())
+
+
+def test_merge_refuses_runs_of_other_settings(data: Path, tmp_path: Path) -> None:
+    evaluate(data, load_model("baseline:oracle"), tmp_path / "a")
+    evaluate(data, load_model("baseline:oracle"), tmp_path / "b", EvalSettings(hint=True))
+    with pytest.raises(RunMismatchError):
+        merge_runs([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
+    with pytest.raises(ProactiveBenchError, match="not a run directory"):
+        merge_runs([tmp_path / "nothing"], tmp_path / "m2")
+
+
+def test_bad_shard_spec(data: Path, tmp_path: Path, capsys) -> None:
+    code, text = run_cli(eval_args(data, tmp_path / "r", "--shard", "3/3"), capsys)
+    assert code != 0 and "0 <= I < N" in text
+
+
+class Counting(Model):
+    """Answers by reading the image's mean brightness, and counts its calls."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        assert self.images is not None
+        self.calls += len(requests)
+        out = []
+        for r in requests:
+            view = r.messages[0]["content"][0]["view"]
+            level = int(np.asarray(self.images.image(view)).mean())
+            out.append(Completion(f"answer {level}", usage={"prompt_tokens": 1}))
+        return out
+
+
+def test_cache_makes_a_rerun_free_and_misses_on_changed_images(data: Path, tmp_path: Path) -> None:
+    data = Path(shutil.copytree(data, tmp_path / "data"))  # this test edits an image
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    first = Counting()
+    evaluate(data, first, tmp_path / "one", cache=cache)
+    # Identical requests (same prompt, same image bytes) are asked once even within a run.
+    assert 0 < first.calls < 15
+    cache = ResponseCache(tmp_path / "cache.sqlite")  # reopened, as by a new process
+    second = Counting()
+    evaluate(data, second, tmp_path / "two", cache=cache)
+    assert second.calls == 0
+    assert keyed(tmp_path / "one") == keyed(tmp_path / "two")
+    # Another decoding setting is another request.
+    third = Counting()
+    settings = EvalSettings(
+        scenarios=("ROD",), decoding=EvalSettings().decoding.__class__(max_tokens=7)
+    )
+    evaluate(
+        data, third, tmp_path / "three", settings, cache=ResponseCache(tmp_path / "cache.sqlite")
+    )
+    assert third.calls == 1  # the two ROD episodes ask the same (blank images alike)
+    # An edited image file is a different request too.
+    Image.new("RGB", (200, 160), (10, 200, 30)).save(data / "QD/0/0000.png")
+    fourth = Counting()
+    evaluate(
+        data,
+        fourth,
+        tmp_path / "four",
+        EvalSettings(scenarios=("QD",)),
+        cache=ResponseCache(tmp_path / "cache.sqlite"),
+    )
+    assert fourth.calls == 1

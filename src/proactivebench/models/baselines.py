@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.scenarios import Observation
 from proactivebench.scenarios.actions import is_abstention
+from proactivebench.scenarios.base import best_move
 
 
 class Baseline(Model):
@@ -41,9 +42,7 @@ class Oracle(Baseline):
     name = "baseline:oracle"
 
     def answer(self, obs: Observation) -> str:
-        if obs.correct_categories:
-            return obs.correct_categories[0]
-        return obs.correct_actions[0] if obs.correct_actions else ""
+        return best_move(obs)
 
 
 class RandomChoice(Baseline):

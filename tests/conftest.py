@@ -9,3 +9,15 @@ import pytest
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PROACTIVEBENCH_CACHE", str(tmp_path_factory.mktemp("user-cache")))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory):
+    """A tiny random LLaVA-style checkpoint on disk, built once per session (see tiny_vlm.py)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tiny_vlm import build_tiny_vlm
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        return build_tiny_vlm(tmp_path_factory.mktemp("tiny-vlm"))

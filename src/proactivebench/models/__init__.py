@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.baselines import BASELINES
 from proactivebench.models.replay import Replay
 
-SPEC_HELP = "baseline:oracle|random|reactive|abstain, replay:FILE"
+SPEC_HELP = (
+    "baseline:oracle|random|reactive|abstain, replay:FILE, hf:PATH_OR_ID, "
+    "python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
+)
 
 
-def load_model(spec: str, *, seed: int = 0) -> Model:
+def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     """Build the model a spec names, e.g. `baseline:oracle` or `replay:answers.jsonl`."""
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
@@ -21,7 +27,28 @@ def load_model(spec: str, *, seed: int = 0) -> Model:
         return BASELINES[rest](seed=seed)
     if kind == "replay":
         return Replay(rest)
+    if kind == "hf":
+        from proactivebench.models.hf import HFModel  # lazy: torch loads only when asked
+
+        return HFModel(rest, seed=seed, **_checked(options, HFModel))
+    if kind == "python":
+        from proactivebench.models.python_callable import PythonCallable
+
+        return PythonCallable(rest, seed=seed, **_checked(options, PythonCallable))
     raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}; known: {SPEC_HELP}")
+
+
+def _checked(options: dict[str, Any], backend: type) -> dict[str, Any]:
+    """The options, or one clear error naming those the backend's keyword arguments lack."""
+    parameters = inspect.signature(backend).parameters.values()
+    known = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name != "seed"]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ModelSpecError(
+            f"unknown option(s) {', '.join(unknown)} for {backend.__name__}; "
+            f"known: {', '.join(known)}"
+        )
+    return options
 
 
 __all__ = ["ChatRequest", "Completion", "Decoding", "Model", "load_model"]

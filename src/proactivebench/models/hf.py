@@ -1,0 +1,273 @@
+"""Local Hugging Face `transformers` vision-language models: the `hf:PATH_OR_ID` backend.
+
+Any checkpoint that `AutoModelForImageTextToText` and `AutoProcessor` load and whose processor
+has a chat template works the same way (LLaVA(-OneVision), Qwen2.5-VL, InternVL3-hf, Gemma 3,
+SmolVLM, ...): our messages become the standard multimodal chat format — each image part a
+`{"type": "image"}` placeholder, with the view's PIL image handed to the processor in the same
+order — and the processor's own template turns them into the model's prompt. We never write
+model-specific glue, so a new architecture works as soon as `transformers` supports it.
+
+Batches are padded on the LEFT, so every row's generated tokens start at the same column and a
+batch yields exactly what each request would alone. Generation is greedy unless the decoding
+asks for a temperature. `torch` and `transformers` are imported only when a model is loaded,
+so the core package installs and imports without them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.scenarios import View
+
+EXTRA_HINT = "install the extra: pip install 'proactivebench[hf]'"
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+
+HFMessage = dict[str, Any]
+
+
+class HFBackendError(ProactiveBenchError):
+    """The `hf` backend cannot start: extra not installed, bad path, bad option."""
+
+
+def to_hf_conversation(
+    messages: Sequence[dict[str, Any]], image_of: Callable[[View], Image.Image]
+) -> tuple[list[HFMessage], list[Image.Image]]:
+    """Our chat messages in the `transformers` multimodal chat format, and their images in order.
+
+    Every content becomes a list of parts (string contents too): multimodal chat templates
+    iterate over parts, and a bare string would be iterated character by character by some.
+    """
+    conversation: list[HFMessage] = []
+    images: list[Image.Image] = []
+    for message in messages:
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        converted: list[dict[str, Any]] = []
+        for part in parts:
+            kind = part.get("type")
+            if kind == "image":
+                images.append(image_of(part["view"]))
+                converted.append({"type": "image"})
+            elif kind == "text":
+                converted.append({"type": "text", "text": part["text"]})
+            else:
+                raise ValueError(f"the hf backend cannot send a message part of type {kind!r}")
+        conversation.append({"role": message["role"], "content": converted})
+    return conversation, images
+
+
+def _import_backend() -> tuple[Any, Any]:
+    """`torch` and `transformers`, or an error that says which extra to install."""
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise HFBackendError(f"the hf backend needs {exc.name or 'torch'}; {EXTRA_HINT}") from None
+    return torch, transformers
+
+
+def _torch_dtype(torch: Any, dtype: str) -> Any:
+    if dtype not in DTYPES:
+        raise HFBackendError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    return "auto" if dtype == "auto" else getattr(torch, dtype)
+
+
+def _placement(torch: Any, device: str) -> tuple[str, bool]:
+    """Where to put the model, and whether `from_pretrained` can place it (`accelerate`).
+
+    `auto` is the first GPU when there is one (every GPU, sharded, when `accelerate` is there),
+    else the CPU. Without `accelerate` a `device_map` is refused, so the model is loaded and
+    then moved.
+    """
+    has_accelerate = importlib.util.find_spec("accelerate") is not None
+    if device == "auto":
+        if torch.cuda.is_available():
+            return ("auto" if has_accelerate else "cuda:0"), has_accelerate
+        device = "cpu"
+    try:
+        torch.device(device)
+    except (RuntimeError, ValueError):
+        raise HFBackendError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
+    return device, has_accelerate and device != "cpu"
+
+
+def _describe_load_error(path: str, exc: Exception) -> str:
+    looks_local = path.startswith((".", "/", "~")) or Path(path).exists()
+    if looks_local and not Path(path).expanduser().exists():
+        return f"cannot load hf model {path!r}: no such directory"
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"cannot load hf model {path!r}: {first_line}"
+
+
+class HFModel(Model):
+    """A local `transformers` VLM; `max_batch` requests are generated together."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        seed: int = 0,
+        device: str = "auto",
+        dtype: str = "auto",
+        attn_implementation: str | None = None,
+        trust_remote_code: bool = False,
+        max_batch: int = 8,
+    ) -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise HFBackendError(f"max_batch must be a positive integer, not {max_batch!r}")
+        self.path = path
+        self.name = f"hf:{path}"
+        self.seed = seed
+        self.max_batch = max_batch
+        self._lock = threading.Lock()
+        self.torch, transformers = _import_backend()
+        self.processor, self.model = self._load(
+            transformers, device, dtype, attn_implementation, trust_remote_code
+        )
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        # Left padding: all prompts end in the same column, where generation starts.
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    def _load(
+        self,
+        transformers: Any,
+        device: str,
+        dtype: str,
+        attn_implementation: str | None,
+        trust_remote_code: bool,
+    ) -> tuple[Any, Any]:
+        torch_dtype = _torch_dtype(self.torch, dtype)
+        target, place_on_load = _placement(self.torch, device)
+        kwargs: dict[str, Any] = {"dtype": torch_dtype, "trust_remote_code": trust_remote_code}
+        if attn_implementation:
+            kwargs["attn_implementation"] = attn_implementation
+        if place_on_load:
+            kwargs["device_map"] = target
+        try:
+            processor = transformers.AutoProcessor.from_pretrained(
+                self.path, trust_remote_code=trust_remote_code
+            )
+            model = transformers.AutoModelForImageTextToText.from_pretrained(self.path, **kwargs)
+        except Exception as exc:  # any failure to load is the user's path, id or checkpoint
+            raise HFBackendError(_describe_load_error(self.path, exc)) from None
+        if not place_on_load:
+            model = model.to(target)
+        if getattr(processor, "chat_template", None) is None:
+            raise HFBackendError(
+                f"hf model {self.path!r} has no chat template; add chat_template.jinja to it"
+            )
+        return processor, model.eval()
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """Generate in a worker thread, so the event loop keeps serving other episodes."""
+        completions: list[Completion | None] = [None] * len(requests)
+        for indices in _batches(requests, self.max_batch):
+            chunk = [requests[i] for i in indices]
+            outputs = await asyncio.to_thread(self._generate_locked, chunk)
+            for i, completion in zip(indices, outputs, strict=True):
+                completions[i] = completion
+        return [c for c in completions if c is not None]
+
+    def _generate_locked(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        # One model, one generation at a time: unbatched callers reach here concurrently.
+        with self._lock:
+            return self._generate_batch(requests)
+
+    def _generate_batch(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        started = time.perf_counter()
+        inputs = self._encode(requests)
+        decoding = requests[0].decoding
+        with self.torch.inference_mode():
+            output = self.model.generate(**inputs, **self._generate_kwargs(decoding))
+        prompt_len = inputs["input_ids"].shape[1]
+        new_tokens = output[:, prompt_len:]
+        texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        latency = time.perf_counter() - started
+        prompt_counts = inputs["attention_mask"].sum(dim=1).tolist()
+        return [
+            Completion(
+                text=text,
+                usage={
+                    "prompt_tokens": int(prompt_counts[row]),
+                    "completion_tokens": self._count_generated(new_tokens[row].tolist()),
+                },
+                latency_s=latency,
+            )
+            for row, text in enumerate(texts)
+        ]
+
+    def _encode(self, requests: Sequence[ChatRequest]) -> Any:
+        """Prompts rendered by the processor's chat template, images attached, left-padded."""
+        if self.images is None:
+            raise ProactiveBenchError("the hf backend has no image store; call bind_images first")
+        conversations, images = [], []
+        for request in requests:
+            conversation, request_images = to_hf_conversation(request.messages, self.images.image)
+            conversations.append(conversation)
+            images.append(request_images)
+        prompts = self.processor.apply_chat_template(
+            conversations, add_generation_prompt=True, tokenize=False
+        )
+        # As `apply_chat_template(tokenize=True)` does: a template that writes the BOS itself
+        # must not get a second one from the tokenizer.
+        bos = self.tokenizer.bos_token
+        add_special = not (bos and prompts[0].startswith(bos))
+        inputs = self.processor(
+            text=prompts,
+            images=images if any(images) else None,
+            padding=True,
+            add_special_tokens=add_special,
+            return_tensors="pt",
+        )
+        return inputs.to(self.model.device, dtype=self.model.dtype)
+
+    def _generate_kwargs(self, decoding: Decoding) -> dict[str, Any]:
+        extra = dict(decoding.extra)
+        seed = extra.pop("seed", self.seed)
+        kwargs: dict[str, Any] = {"max_new_tokens": decoding.max_tokens}
+        if decoding.temperature > 0:
+            self.torch.manual_seed(int(seed))
+            kwargs.update(do_sample=True, temperature=decoding.temperature)
+            if decoding.top_p is not None:
+                kwargs["top_p"] = decoding.top_p
+        else:
+            # Greedy, whatever sampling defaults the checkpoint's generation config carries.
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if self.model.generation_config.pad_token_id is None:
+            kwargs["pad_token_id"] = self.tokenizer.pad_token_id
+        kwargs.update(extra)
+        return kwargs
+
+    def _count_generated(self, tokens: list[int]) -> int:
+        """New tokens up to and including the first stop token; the padding after it is not."""
+        stops = self.model.generation_config.eos_token_id
+        stops = set(stops if isinstance(stops, list) else [stops]) - {None}
+        stops.add(self.tokenizer.pad_token_id)
+        for position, token in enumerate(tokens):
+            if token in stops:
+                return position + 1
+        return len(tokens)
+
+
+def _batches(requests: Sequence[ChatRequest], size: int) -> list[list[int]]:
+    """Indices grouped by decoding settings (one `generate` call each), at most `size` each."""
+    groups: dict[str, list[int]] = {}
+    for i, request in enumerate(requests):
+        groups.setdefault(repr(request.decoding), []).append(i)
+    return [
+        indices[start : start + size]
+        for indices in groups.values()
+        for start in range(0, len(indices), size)
+    ]

@@ -1,0 +1,156 @@
+"""A user's Python function as the model: the `python:module:function` backend.
+
+The spec names a function in an importable module (`python:my_agent:answer`, the current
+directory is importable) or in a file (`python:path/to/agent.py:answer`). The contract:
+
+    def answer(messages: list[dict], observation: Observation) -> str
+
+or the same as `async def`. It is called once per turn and returns the answer text.
+
+- `messages` is the chat in the OpenAI shape, a fresh copy per call. Text parts are
+  `{"type": "text", "text": str}`; an image part is `{"type": "image", "view": View,
+  "image": PIL.Image.Image}` — `view` says which file and transform, `image` is the decoded RGB
+  picture the model would see (shared cache: copy it before changing it).
+- `observation` is the turn's `proactivebench.scenarios.Observation` (prompt, options, turn,
+  ...). It also holds the answer key, which is how the built-in baselines play; a function
+  meant to be *measured* should read only the messages.
+
+A sync function runs in a worker thread, one call at a time, so code that is not thread-safe
+(a local model) is safe; pass `parallel=True` to let sync calls overlap (I/O-bound code). An
+async function is awaited directly, as many at once as the run's concurrency. An exception it
+raises, or a return value that is not a string, is recorded as an error on that episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+from proactivebench.errors import ModelSpecError
+from proactivebench.models.base import ChatRequest, Completion, Model
+
+
+def parse_target(value: str) -> tuple[str, str]:
+    """`module:function` or `path/to/file.py:function` → (module or path, function)."""
+    target, sep, function = value.rpartition(":")
+    if not sep or not target or not function:
+        raise ModelSpecError(
+            f"python model spec needs MODULE:FUNCTION or FILE.py:FUNCTION, got {value!r}"
+        )
+    return target, function
+
+
+def _is_file_target(target: str) -> bool:
+    return target.endswith(".py") or "/" in target or os.sep in target
+
+
+def _import_file(path: Path) -> Any:
+    """Import a Python file as a module of its own, named after a hash of its location."""
+    if not path.is_file():
+        raise ModelSpecError(f"python model file not found: {path}")
+    digest = sha256(str(path.resolve()).encode()).hexdigest()[:8]
+    name = f"_proactivebench_user_{path.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModelSpecError(f"cannot import {path} as Python code")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_module(name: str) -> Any:
+    # Like `python -m` and uvicorn: a module in the current directory is importable, even
+    # from the console script (whose sys.path does not hold the current directory).
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(name)
+
+
+def load_callable(value: str) -> Callable[..., Any]:
+    """The function a `python:` spec names; every failure is one clear `ModelSpecError`."""
+    target, function = parse_target(value)
+    try:
+        module = _import_file(Path(target)) if _is_file_target(target) else _import_module(target)
+    except ModelSpecError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
+            raise ModelSpecError(f"python model module {target!r} not found") from None
+        raise ModelSpecError(f"importing {target!r} failed: {exc}") from None
+    except Exception as exc:  # the user's module raised while it was being imported
+        raise ModelSpecError(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for attribute in function.split("."):
+        obj = getattr(obj, attribute, None)
+        if obj is None:
+            raise ModelSpecError(f"{target!r} has no attribute {function!r}")
+    if not callable(obj):
+        raise ModelSpecError(f"{target}:{function} is not callable")
+    return obj
+
+
+class PythonCallable(Model):
+    """Calls the user's function once per request (no batching)."""
+
+    max_batch = 1
+
+    def __init__(self, value: str, *, seed: int = 0, parallel: bool = False) -> None:
+        self.name = f"python:{value}"
+        self.seed = seed
+        self.fn = load_callable(value)
+        self.is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+            getattr(self.fn, "__call__", None)  # noqa: B004 - an async __call__ on an instance
+        )
+        self._lock: threading.Lock | None = None if parallel else threading.Lock()
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return [await self._answer(request) for request in requests]
+
+    async def _answer(self, request: ChatRequest) -> Completion:
+        messages = self._messages(request)
+        started = time.perf_counter()
+        if self.is_async:
+            text = await self.fn(messages, request.observation)
+        else:
+            text = await asyncio.to_thread(self._call_sync, messages, request)
+        if inspect.isawaitable(text):  # a sync wrapper that hands back a coroutine
+            text = await text
+        if not isinstance(text, str):
+            raise TypeError(f"{self.name} returned {type(text).__name__}, expected str")
+        return Completion(text=text, latency_s=time.perf_counter() - started)
+
+    def _call_sync(self, messages: list[dict[str, Any]], request: ChatRequest) -> Any:
+        if self._lock is None:
+            return self.fn(messages, request.observation)
+        with self._lock:
+            return self.fn(messages, request.observation)
+
+    def _messages(self, request: ChatRequest) -> list[dict[str, Any]]:
+        """A copy of the messages the function may keep or change; images decoded."""
+        messages = []
+        for message in request.messages:
+            content = message.get("content")
+            if isinstance(content, list):
+                content = [self._part(part) for part in content]
+            messages.append({**message, "content": content})
+        return messages
+
+    def _part(self, part: dict[str, Any]) -> dict[str, Any]:
+        if part.get("type") != "image" or self.images is None:
+            return dict(part)
+        return {**part, "image": self.images.image(part["view"])}

@@ -1,0 +1,206 @@
+"""The `hf:` backend on a tiny random LLaVA-style checkpoint, loaded by path like a real one.
+
+Covers what a user relies on: every scenario runs end to end, answers are the model's raw text,
+left-padded batches give what each request gives alone, and each image part reaches the model
+as one image, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from PIL import Image
+
+from handmade import full_dataset
+from proactivebench.data.images import ImageStore
+from proactivebench.data.layout import load_dataset
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.models import load_model
+from proactivebench.models.base import ChatRequest, Decoding
+from proactivebench.models.hf import HFModel, to_hf_conversation
+from proactivebench.prompting import turn_messages
+from proactivebench.protocol import SCENARIOS
+from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.scenarios import View, make_episode
+from tiny_vlm import IMAGE_TOKENS
+
+VERDICTS = {"correct", "proactive", "wrong", "mismatch"}
+SHORT = Decoding(max_tokens=6)
+
+
+@pytest.fixture(scope="module")
+def model(tiny_vlm_dir: Path) -> HFModel:
+    loaded = load_model(f"hf:{tiny_vlm_dir}", device="cpu", dtype="float32")
+    assert isinstance(loaded, HFModel)
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return full_dataset(tmp_path_factory.mktemp("data"))
+
+
+def first_turn_requests(data: Path, decoding: Decoding = SHORT) -> list[ChatRequest]:
+    """The first request of every episode of the data set: prompts of many lengths."""
+    requests = []
+    for records in load_dataset(data).records.values():
+        for record in records:
+            obs = make_episode(record).reset()
+            requests.append(ChatRequest(turn_messages(obs), obs, decoding))
+    return requests
+
+
+def generate(model: HFModel, requests: list[ChatRequest]) -> list[Any]:
+    return asyncio.run(model.generate(requests))
+
+
+def test_loads_a_checkpoint_by_path(model: HFModel, tiny_vlm_dir: Path) -> None:
+    assert model.name == f"hf:{tiny_vlm_dir}"
+    assert model.max_batch == 8 and model.needs_images
+    assert model.tokenizer.padding_side == "left"
+    assert str(model.model.device) == "cpu"
+
+
+def test_evaluate_plays_every_scenario_with_raw_answers(
+    model: HFModel, data: Path, tmp_path: Path
+) -> None:
+    evaluate(data, model, tmp_path, EvalSettings(decoding=SHORT))
+    results = read_results(tmp_path / "results.jsonl")
+    assert {r["scenario"] for r in results} == set(SCENARIOS) and len(results) == 15
+    for r in results:
+        assert "error" not in r, r
+        assert r["trace"] and all(t["verdict"] in VERDICTS for t in r["trace"])
+    # The trace keeps exactly what the model wrote for that prompt, undecorated.
+    model.bind_images(ImageStore(data))
+    expected = {
+        (req.observation.scenario, req.observation.sample_id): generate(model, [req])[0].text
+        for req in first_turn_requests(data)
+    }
+    got = {(r["scenario"], r["sample_id"]): r["trace"][0]["answer"] for r in results}
+    assert got == expected
+    assert any(answer.strip() for answer in got.values())
+
+
+def test_batched_generation_equals_one_at_a_time(model: HFModel, data: Path) -> None:
+    model.bind_images(ImageStore(data))
+    requests = first_turn_requests(data)
+    batched = generate(model, requests)  # 15 requests: batches of 8 and 7, left-padded
+    alone = [generate(model, [r])[0] for r in requests]
+    assert [c.text for c in batched] == [c.text for c in alone]
+    assert [c.usage for c in batched] == [c.usage for c in alone]
+    prompt_lengths = {c.usage["prompt_tokens"] for c in alone}
+    assert len(prompt_lengths) > 1, "the batch must need padding for this test to mean anything"
+    for c in batched:
+        assert 0 < c.usage["completion_tokens"] <= SHORT.max_tokens and c.latency_s > 0
+
+
+def test_each_image_part_reaches_the_model_in_order(
+    model: HFModel, data: Path, tmp_path: Path
+) -> None:
+    Image.new("RGB", (40, 30), (0, 0, 0)).save(tmp_path / "black.png")
+    Image.new("RGB", (40, 30), (255, 255, 255)).save(tmp_path / "white.png")
+    model.bind_images(ImageStore(tmp_path))
+    black, white = View("black.png"), View("white.png")
+    obs = first_turn_requests(data)[0].observation
+
+    def user(*views: View) -> list[dict]:
+        parts: list[dict] = [{"type": "image", "view": v} for v in views]
+        return [{"role": "user", "content": [*parts, {"type": "text", "text": "Which?"}]}]
+
+    requests = [
+        ChatRequest(user(black), obs, SHORT),
+        ChatRequest(
+            [*user(white), {"role": "assistant", "content": "A"}, *user(black)], obs, SHORT
+        ),
+    ]
+    pixels_seen: list[Any] = []
+    ids_seen: list[Any] = []
+
+    def on_vision(_module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+        pixels_seen.append((args[0] if args else kwargs["pixel_values"]).clone())
+
+    def on_forward(_module: Any, _args: tuple, kwargs: dict[str, Any]) -> None:
+        ids_seen.append(kwargs["input_ids"].clone())
+
+    hooks = [
+        model.model.model.vision_tower.register_forward_pre_hook(on_vision, with_kwargs=True),
+        model.model.register_forward_pre_hook(on_forward, with_kwargs=True),
+    ]
+    try:
+        generate(model, requests)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(pixels_seen) == 1  # one batch, its images encoded once
+    pixels, ids = pixels_seen[0], ids_seen[0]  # the prefill holds the whole prompt
+    assert pixels.shape[0] == 3
+    means = pixels.flatten(1).mean(dim=1).tolist()
+    assert means[0] < 0 < means[1] and means[2] < 0  # black, then white, then black
+    image_token = model.model.config.image_token_id
+    assert (ids == image_token).sum(dim=1).tolist() == [IMAGE_TOKENS, 2 * IMAGE_TOKENS]
+
+
+def test_forced_answers_play_multi_turn_episodes(
+    model: HFModel, data: Path, tmp_path: Path
+) -> None:
+    """Decoding extras reach `generate`: biased to answer "B", episodes take actions."""
+    tokenizer = model.tokenizer
+    b = tokenizer.convert_tokens_to_ids("B")
+    eos = tokenizer.eos_token_id
+    bias = [[[b], 50.0], [[b, eos], 100.0]]
+    settings = EvalSettings(
+        decoding=Decoding(max_tokens=4, extra=(("sequence_bias", bias),)), scenarios=("ROD",)
+    )
+    evaluate(data, model, tmp_path, settings)
+    results = read_results(tmp_path / "results.jsonl")
+    assert results and all("error" not in r for r in results)
+    answers = [t["answer"] for r in results for t in r["trace"]]
+    assert set(answers) == {"B"}
+    assert max(r["num_turns"] for r in results) > 1
+
+
+def test_conversation_conversion_keeps_order_and_roles() -> None:
+    views = [View("a.png"), View("b.png")]
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "image", "view": views[0]}]},
+        {"role": "assistant", "content": "A"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Now?"}, {"type": "image", "view": views[1]}],
+        },
+    ]
+    conversation, images = to_hf_conversation(messages, lambda v: v.image)  # type: ignore[arg-type, return-value]
+    assert images == ["a.png", "b.png"]
+    assert conversation == [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": [{"type": "image"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A"}]},
+        {"role": "user", "content": [{"type": "text", "text": "Now?"}, {"type": "image"}]},
+    ]
+
+
+def test_a_bad_path_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ProactiveBenchError, match="no such directory"):
+        load_model(f"hf:{tmp_path / 'missing'}")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProactiveBenchError, match="cannot load hf model"):
+        load_model(f"hf:{tmp_path / 'empty'}")
+
+
+def test_bad_options_are_clear_errors(tiny_vlm_dir: Path) -> None:
+    with pytest.raises(ProactiveBenchError, match="unknown option"):
+        load_model(f"hf:{tiny_vlm_dir}", precision="fp8")
+    with pytest.raises(ProactiveBenchError, match="unknown dtype"):
+        load_model(f"hf:{tiny_vlm_dir}", dtype="fp8")
+    with pytest.raises(ProactiveBenchError, match="unknown device"):
+        load_model(f"hf:{tiny_vlm_dir}", device="toaster")
+    with pytest.raises(ProactiveBenchError, match="max_batch"):
+        load_model(f"hf:{tiny_vlm_dir}", max_batch=0)

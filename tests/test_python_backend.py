@@ -1,0 +1,207 @@
+"""The `python:` backend: a user's function, sync or async, named by module or by file."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from handmade import full_dataset
+from proactivebench.data.images import ImageStore
+from proactivebench.data.layout import load_dataset
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.models import load_model
+from proactivebench.models.base import ChatRequest
+from proactivebench.models.python_callable import PythonCallable
+from proactivebench.prompting import turn_messages
+from proactivebench.protocol import SCENARIOS
+from proactivebench.runner import evaluate, read_results
+from proactivebench.scenarios import make_episode
+from test_loading import eval_args, run_cli
+
+#: Plays the best move from the observation's answer key: every episode must end correct.
+ORACLE = """
+def best(observation):
+    if observation.correct_categories:
+        return observation.correct_categories[0]
+    return observation.correct_actions[0]
+"""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return full_dataset(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(autouse=True)
+def _restore_import_state(monkeypatch: pytest.MonkeyPatch):
+    """User modules imported by a test, and sys.path entries it adds, do not outlive it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def write_module(directory: Path, body: str, name: str | None = None) -> Path:
+    name = name or f"agent_{uuid.uuid4().hex[:8]}"
+    path = directory / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def outcomes(run: Path) -> dict[tuple[str, int], dict]:
+    return {(r["scenario"], r["sample_id"]): r for r in read_results(run / "results.jsonl")}
+
+
+def test_sync_function_from_a_module(data: Path, tmp_path: Path, monkeypatch) -> None:
+    module = write_module(
+        tmp_path, ORACLE + "\ndef answer(messages, observation):\n    return best(observation)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = load_model(f"python:{module.stem}:answer")
+    assert model.name == f"python:{module.stem}:answer"
+    outcome = evaluate(data, model, tmp_path / "run")
+    results = outcomes(tmp_path / "run")
+    assert len(results) == 15 and all(r["correct"] is True for r in results.values())
+    assert set(outcome.summary.scenarios) == set(SCENARIOS)
+
+
+def test_async_function_from_a_file_sees_messages_and_images(data: Path, tmp_path: Path) -> None:
+    module = write_module(
+        tmp_path,
+        ORACLE
+        + """
+import asyncio
+SEEN = []
+
+async def answer(messages, observation):
+    await asyncio.sleep(0)
+    SEEN.append(messages)
+    return best(observation)
+""",
+    )
+    model = load_model(f"python:{module}:answer")
+    evaluate(data, model, tmp_path / "run")
+    assert all(r["correct"] is True for r in outcomes(tmp_path / "run").values())
+    seen = model.fn.__globals__["SEEN"]  # type: ignore[attr-defined]
+    assert len(seen) == sum(r["num_turns"] for r in outcomes(tmp_path / "run").values())
+    image_part, text_part = seen[0][0]["content"]
+    assert seen[0][0]["role"] == "user" and text_part["type"] == "text"
+    assert image_part["type"] == "image" and image_part["image"].mode == "RGB"
+    expected = ImageStore(data).image(image_part["view"])
+    assert image_part["image"].tobytes() == expected.tobytes()
+
+
+def test_function_in_the_current_directory_is_importable(tmp_path: Path, monkeypatch) -> None:
+    module = write_module(tmp_path, "def answer(messages, observation):\n    return 'A'\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert load_model(f"python:{module.stem}:answer").name.endswith(":answer")
+
+
+def test_exceptions_and_bad_returns_are_episode_errors(data: Path, tmp_path: Path) -> None:
+    module = write_module(
+        tmp_path,
+        ORACLE
+        + """
+def answer(messages, observation):
+    if observation.scenario == "ROD":
+        raise ValueError("no idea about blocks")
+    if observation.scenario == "QD":
+        return None
+    return best(observation)
+""",
+    )
+    evaluate(data, load_model(f"python:{module}:answer"), tmp_path / "run")
+    for (scenario, _), result in outcomes(tmp_path / "run").items():
+        if scenario == "ROD":
+            assert result["error"] == "ValueError: no idea about blocks"
+        elif scenario == "QD":
+            assert (
+                result["error"].startswith("TypeError:") and "returned NoneType" in result["error"]
+            )
+        else:
+            assert "error" not in result and result["correct"] is True
+
+
+def test_sync_calls_take_turns_unless_parallel(data: Path, tmp_path: Path) -> None:
+    module = write_module(
+        tmp_path,
+        """
+import threading, time
+LOCK = threading.Lock()
+STATE = {"inside": 0, "most": 0}
+
+def answer(messages, observation):
+    with LOCK:
+        STATE["inside"] += 1
+        STATE["most"] = max(STATE["most"], STATE["inside"])
+    time.sleep(0.02)
+    with LOCK:
+        STATE["inside"] -= 1
+    return "A"
+""",
+    )
+    obs = make_episode(load_dataset(data).records["ROD"][0]).reset()
+    request = ChatRequest(turn_messages(obs), obs)
+
+    def most_at_once(parallel: bool) -> int:
+        model = PythonCallable(f"{module}:answer", parallel=parallel)
+        model.bind_images(ImageStore(data))
+        state = model.fn.__globals__["STATE"]  # type: ignore[attr-defined]
+        state["most"] = 0
+
+        async def many() -> None:
+            await asyncio.gather(*(model.generate([request]) for _ in range(4)))
+
+        asyncio.run(many())
+        return state["most"]
+
+    assert most_at_once(parallel=False) == 1
+    assert most_at_once(parallel=True) > 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("python:no_such_module_xyz:answer", "module 'no_such_module_xyz' not found"),
+        ("python:missing/agent.py:answer", "file not found"),
+        ("python:json:no_such_function", "has no attribute 'no_such_function'"),
+        ("python:json:__doc__", "is not callable"),
+        ("python:json", "needs MODULE:FUNCTION"),
+    ],
+)
+def test_bad_specs_are_clear_errors(spec: str, message: str) -> None:
+    with pytest.raises(ProactiveBenchError, match=message):
+        load_model(spec)
+
+
+def test_a_module_that_fails_to_import_is_a_clear_error(tmp_path: Path) -> None:
+    broken = write_module(tmp_path, "import no_such_dependency_xyz\n")
+    with pytest.raises(ProactiveBenchError, match=r"importing .* failed: No module named"):
+        load_model(f"python:{broken}:answer")
+    raising = write_module(tmp_path, "raise RuntimeError('boom')\n")
+    with pytest.raises(ProactiveBenchError, match="failed: RuntimeError: boom"):
+        load_model(f"python:{raising}:answer")
+    with pytest.raises(ProactiveBenchError, match="unknown option"):
+        load_model("python:json:dumps", threads=4)
+
+
+def test_cli_runs_a_python_function_and_reports_a_bad_one(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    module = write_module(
+        tmp_path, ORACLE + "\ndef answer(messages, observation):\n    return best(observation)\n"
+    )
+    args = eval_args(data, tmp_path / "run", "--limit", "1")
+    args[args.index("baseline:oracle")] = f"python:{module}:answer"
+    code, text = run_cli(args, capsys)
+    assert code == 0 and "100.0" in text
+    args[args.index(f"python:{module}:answer")] = f"python:{module}:nope"
+    code, text = run_cli(args, capsys)
+    assert code != 0 and "has no attribute 'nope'" in text and "Traceback" not in text

@@ -359,6 +359,42 @@ def data_validate(data_dir: Path) -> None:
     out.print(f"{count} records checked, every image present: {data_dir} is valid")
 
 
+@data.command("download")
+@click.option(
+    "--dir",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to put the data; default: 'official' in the user cache (PROACTIVEBENCH_CACHE).",
+)
+@click.option(
+    "--repo",
+    "repo_id",
+    default="tdemin16/ProactiveBench",
+    show_default=True,
+    help="Dataset repo on the Hub (HF_ENDPOINT selects the Hub).",
+)
+@click.option("--revision", default=None, help="Branch, tag or commit; default: main.")
+def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> None:
+    """Download the official test data and validate it; rerun to resume an interrupted one."""
+    from proactivebench.data.download import byte_progress, download_dataset
+
+    with byte_progress(console) as on_progress:
+        report = download_dataset(
+            data_dir, repo_id=repo_id, revision=revision, on_progress=on_progress
+        )
+    where = escape(str(report.data_dir))
+    summary = f"{repo_id}@{report.commit[:12]}: {report.summary()}"
+    out.print(f"data in {where} ({summary})", highlight=False, soft_wrap=True)
+    for problem in report.problems:
+        out.print(escape(str(problem)), highlight=False, soft_wrap=True)
+    if report.problems:
+        console.print(f"[red]{len(report.problems)} problem(s)[/red] in {where}")
+        sys.exit(1)
+    valid = f"{report.records} records checked, every image present: {where} is valid"
+    out.print(valid, highlight=False, soft_wrap=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one message and a non-zero exit, never a traceback."""
     try:

@@ -11,7 +11,7 @@ from proactivebench.models.baselines import BASELINES
 from proactivebench.models.replay import Replay
 
 SPEC_HELP = (
-    "baseline:oracle|random|reactive|abstain, replay:FILE, hf:PATH_OR_ID, "
+    "baseline:oracle|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], hf:PATH_OR_ID, "
     "python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
 )
 
@@ -27,6 +27,10 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
         return BASELINES[rest](seed=seed)
     if kind == "replay":
         return Replay(rest)
+    if kind == "openai":
+        from proactivebench.models.openai_compat import OpenAICompatible
+
+        return OpenAICompatible.from_spec(rest, seed=seed, **_checked(options, OpenAICompatible))
     if kind == "hf":
         from proactivebench.models.hf import HFModel  # lazy: torch loads only when asked
 

@@ -1,0 +1,30 @@
+"""Errors a model backend raises once it gives up on a request.
+
+The runner records them on the episode (never as a wrong answer) and the CLI prints them as one
+line, so their messages say where and why — and never carry a credential.
+"""
+
+from __future__ import annotations
+
+from proactivebench.errors import ProactiveBenchError
+
+
+class ModelError(ProactiveBenchError):
+    """A model call that failed for good: retries exhausted, or a fault retrying cannot fix.
+
+    `endpoint` is the base URL (or other location) that answered last, `status` its HTTP status
+    when there was one, and `retryable` whether the last fault was of a transient kind.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str | None = None,
+        status: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.status = status
+        self.retryable = retryable

@@ -1,0 +1,412 @@
+"""A fake OpenAI-compatible chat-completions server for offline tests and benchmarks.
+
+Answers are a deterministic function of the request (model, message texts, image bytes), so a
+run against it is reproducible whatever the concurrency, the retries or the replica that served
+a turn. Faults are injected by a schedule (the first requests) or a seeded probability: HTTP
+500, 429 with `Retry-After`, 400, a hang longer than the client's timeout, a connection closed
+before or in the middle of the response, malformed JSON, empty `choices`, missing content.
+
+Standard library only: a `ThreadingHTTPServer` (one thread per connection, keep-alive), which
+sustains hundreds of concurrent requests that each sleep for the configured latency. Run it in
+a thread (`FakeOpenAI`) or, to share the CPU with a client as a real server would, in another
+process (`ServerProcess`, or `python tests/openai_server.py --latency 0.05`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import hashlib
+import json
+import random
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+#: Every fault the server can inject; "http400" is the only one a client must not retry.
+FAULTS = (
+    "http500",
+    "http429",
+    "timeout",
+    "drop",
+    "disconnect",
+    "malformed",
+    "empty",
+    "no_content",
+)
+NON_RETRYABLE = ("http400",)
+
+_OPTION_LINE = re.compile(r"^([A-Z])\. (.+)$", re.MULTILINE)
+
+
+@dataclass
+class ServerConfig:
+    """What the server answers and how badly it behaves."""
+
+    #: Seconds each chat request takes before its answer.
+    latency: float = 0.0
+    #: Probability that a chat request (after the schedule) gets a fault from `fault_kinds`.
+    fault_rate: float = 0.0
+    fault_kinds: tuple[str, ...] = FAULTS
+    #: Faults (or None) for the first chat requests, in arrival order.
+    schedule: list[str | None] = field(default_factory=list)
+    seed: int = 0
+    #: The `Retry-After` header value sent with 429s (seconds or an HTTP date).
+    retry_after: str = "0.2"
+    #: How long a "timeout" fault keeps the client waiting (longer than its timeout).
+    hang: float = 2.0
+    #: When set, requests must carry `Authorization: Bearer <api_key>`.
+    api_key: str | None = None
+    #: Oracle mode: the answer for a request fingerprint (see `fingerprint`).
+    answers: dict[str, str] = field(default_factory=dict)
+    #: Keep every request (headers and body) in `FakeOpenAI.requests` for assertions.
+    record: bool = True
+    model_id: str = "fake-vlm"
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    #: Header names lowercased.
+    headers: dict[str, str]
+    body: Any
+    fault: str | None
+    time: float
+
+
+# ----- what the server answers ------------------------------------------------------------------
+
+
+def decode_data_url(url: str) -> tuple[str, bytes]:
+    """(mime type, bytes) of a `data:<mime>;base64,<payload>` URL; ValueError otherwise."""
+    match = re.match(r"data:([\w/+.-]+);base64,(.*)\Z", url, re.DOTALL)
+    if not match:
+        raise ValueError(f"not a base64 data URL: {url[:40]!r}")
+    return match.group(1), base64.b64decode(match.group(2), validate=True)
+
+
+def _image_digest(url: str) -> str:
+    try:
+        return hashlib.sha256(decode_data_url(url)[1]).hexdigest()
+    except ValueError:
+        return hashlib.sha256(url.encode()).hexdigest()
+
+
+def fingerprint(messages: list[dict[str, Any]]) -> str:
+    """A hash of what a model sees: roles, texts, and the decoded bytes of every image."""
+    seen: list[Any] = []
+    for message in messages:
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        for part in parts:
+            if part.get("type") == "image_url":
+                seen.append([message.get("role"), "image", _image_digest(part["image_url"]["url"])])
+            else:
+                seen.append([message.get("role"), "text", part.get("text")])
+    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+    return ""
+
+
+def hashed_answer(model: str, messages: list[dict[str, Any]]) -> str:
+    """One of the shown options, chosen by a hash; as a letter, "B. text" or the bare text."""
+    digest = hashlib.sha256(f"{model}\n{fingerprint(messages)}".encode()).digest()
+    options = _OPTION_LINE.findall(last_user_text(messages))
+    if not options:
+        return "A"
+    letter, text = options[int.from_bytes(digest[:4], "big") % len(options)]
+    return [letter, f"{letter}. {text}", text][digest[4] % 3]
+
+
+# ----- the HTTP side ----------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Without TCP_NODELAY, a body sent after its headers waits for the client's delayed ACK:
+    # 40 ms more per request, which would hide the latency being measured.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read no logs
+        pass
+
+    def do_GET(self) -> None:
+        app = self.server.app
+        app.record(self, None, None)
+        if not self.path.rstrip("/").endswith("/models"):
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        if not self._authorized():
+            return None
+        return self._json(200, {"object": "list", "data": [{"id": app.config.model_id}]})
+
+    def do_POST(self) -> None:
+        app = self.server.app
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            app.record(self, None, None)
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            app.record(self, None, None)
+            return self._json(400, {"error": {"message": "request body is not JSON"}})
+        fault = app.next_fault()
+        app.record(self, body, fault)
+        if not self._authorized():
+            return None
+        with app.busy():
+            if app.config.latency:
+                time.sleep(app.config.latency)
+            if fault is not None:
+                return self._fault(fault)
+            return self._json(200, app.completion(body))
+
+    # ----- responses ----------------------------------------------------------------------------
+
+    def _authorized(self) -> bool:
+        key = self.server.app.config.api_key
+        if key is None or self.headers.get("authorization") == f"Bearer {key}":
+            return True
+        got = self.headers.get("authorization", "").removeprefix("Bearer ")
+        # Echo the key as some servers do: a client must keep it out of its messages.
+        self._json(401, {"error": {"message": f"Incorrect API key provided: {got}."}})
+        return False
+
+    def _json(self, status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), extra)
+
+    def _send(self, status: int, data: bytes, extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _fault(self, kind: str) -> None:
+        config = self.server.app.config
+        if kind == "http500":
+            return self._json(500, {"error": {"message": "internal error (injected)"}})
+        if kind == "http429":
+            return self._json(
+                429,
+                {"error": {"message": "rate limited (injected)"}},
+                {"retry-after": config.retry_after},
+            )
+        if kind == "http400":
+            return self._json(400, {"error": {"message": "invalid image (injected)"}})
+        if kind == "malformed":
+            return self._send(200, b'{"id": "x", "choices": [{"message": ')
+        if kind == "empty":
+            return self._json(200, {"id": "x", "object": "chat.completion", "choices": []})
+        if kind == "no_content":
+            return self._json(200, {"choices": [{"index": 0, "message": {"role": "assistant"}}]})
+        self.close_connection = True
+        if kind == "timeout":
+            time.sleep(config.hang)
+        elif kind == "drop":
+            data = b'{"choices": [{"message": {"content": "A"}}]}'
+            self.send_response(200)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:10])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        # "disconnect" (and a "timeout" that is over): close without a response.
+        return None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 1024
+    app: FakeOpenAI
+
+
+class FakeOpenAI:
+    """The server on 127.0.0.1 and a free port, in a background thread."""
+
+    def __init__(self, config: ServerConfig | None = None, **options: Any) -> None:
+        self.config = config or ServerConfig(**options)
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        self._count = 0
+        self.in_flight = 0
+        #: Most chat requests handled at once: shows the client's concurrency.
+        self.peak_in_flight = 0
+        self._httpd: _Server | None = None
+        self._port: int | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----- lifecycle ------------------------------------------------------------------------------
+
+    def start(self, port: int = 0) -> FakeOpenAI:
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
+        self._httpd.app = self
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The port it listens (or, once stopped, listened) on."""
+        assert self._port is not None, "server not started"
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The base URL a client appends `/chat/completions` to."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # ----- behaviour ------------------------------------------------------------------------------
+
+    @property
+    def chat_requests(self) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+
+    def next_fault(self) -> str | None:
+        with self._lock:
+            index = self._count
+            self._count += 1
+        config = self.config
+        if index < len(config.schedule):
+            return config.schedule[index]
+        if config.fault_rate <= 0:
+            return None
+        rng = random.Random(f"{config.seed}:{index}")
+        return rng.choice(config.fault_kinds) if rng.random() < config.fault_rate else None
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def record(self, handler: _Handler, body: Any, fault: str | None) -> None:
+        if not self.config.record:
+            return
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        entry = Recorded(handler.command, handler.path, headers, body, fault, time.monotonic())
+        with self._lock:
+            self.requests.append(entry)
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body.get("messages") or []
+        model = str(body.get("model", ""))
+        answer = self.config.answers.get(fingerprint(messages)) or hashed_answer(model, messages)
+        prompt_tokens = len(json.dumps(messages)) // 4
+        completion_tokens = max(1, len(answer) // 4)
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+# ----- in another process -----------------------------------------------------------------------
+
+
+class ServerProcess:
+    """The server in a child process, so that it competes for the CPU like a real one."""
+
+    def __init__(self, latency: float = 0.0, answers: Path | None = None) -> None:
+        self.args = [sys.executable, str(Path(__file__).resolve()), "--latency", str(latency)]
+        if answers is not None:
+            self.args += ["--answers", str(answers)]
+        self.process: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def __enter__(self) -> ServerProcess:
+        self.process = subprocess.Popen(
+            self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("URL "):
+            self.process.kill()
+            raise RuntimeError(f"fake server did not start: {line!r}")
+        self.url = line.split()[1]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # the child stops when its stdin closes
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--answers", type=Path, help="JSON object: fingerprint -> answer")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    answers = json.loads(args.answers.read_text()) if args.answers else {}
+    server = FakeOpenAI(latency=args.latency, answers=answers, record=False).start(args.port)
+    print(f"URL {server.url}", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.stdin.read()  # until the parent closes our stdin (or ^D)
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

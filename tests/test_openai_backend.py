@@ -1,0 +1,399 @@
+"""The OpenAI-compatible backend end to end, against the fake server of `openai_server.py`.
+
+Offline: every server listens on 127.0.0.1. Retries use a fast policy so that a run with
+injected faults takes seconds; what is checked is that faults change nothing in the results,
+that a fault retrying cannot fix becomes an episode error, and that the API key goes nowhere
+but the bearer header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import io
+import json
+import logging
+import random
+import secrets
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+
+from handmade import full_dataset
+from openai_server import FAULTS, FakeOpenAI, decode_data_url
+from proactivebench.data.images import ImageStore, apply_view
+from proactivebench.data.layout import load_dataset
+from proactivebench.errors import ModelSpecError, ProactiveBenchError
+from proactivebench.models import load_model, openai_compat
+from proactivebench.models.base import ChatRequest, Decoding
+from proactivebench.models.errors import ModelError
+from proactivebench.models.openai_compat import (
+    DEFAULT_BASE_URL,
+    OpenAICompatible,
+    RetryPolicy,
+    parse_retry_after,
+)
+from proactivebench.prompting import turn_messages
+from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.scenarios import View, make_episode
+from test_loading import run_cli
+
+FAST = RetryPolicy(max_retries=6, base_delay=0.02, max_delay=1.0)
+MODEL = "test-vlm"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The hand-made data set, every image repainted so that its pixels identify it."""
+    root = full_dataset(tmp_path_factory.mktemp("data"))
+    for n, path in enumerate(sorted(root.rglob("*.png"))):
+        coarse = np.random.default_rng(n).integers(0, 256, (8, 10, 3), dtype=np.uint8)
+        with Image.open(path) as image:
+            size = image.size
+        # Smooth (upscaled) noise: unique per file, and JPEG keeps it close.
+        Image.fromarray(coarse).resize(size, Image.Resampling.BILINEAR).save(path)
+    return root
+
+
+@pytest.fixture
+def server() -> Any:
+    with FakeOpenAI(latency=0.01) as fake:
+        yield fake
+
+
+def backend(*urls: str, **options: Any) -> OpenAICompatible:
+    options.setdefault("timeout", 2.0)
+    options.setdefault("retry", FAST)
+    return OpenAICompatible(MODEL, endpoints=list(urls), **options)
+
+
+def result_lines(run: Path) -> list[str]:
+    """Episode lines in a canonical order: they are appended as episodes finish."""
+    return sorted(json.dumps(r, sort_keys=True) for r in read_results(run / "results.jsonl"))
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def first_request(data: Path, scenario: str = "COCO", **decoding: Any) -> ChatRequest:
+    record = load_dataset(data, (scenario,)).records[scenario][0]
+    obs = make_episode(record).observation
+    return ChatRequest(turn_messages(obs), obs, Decoding(**decoding))
+
+
+def generate(model: OpenAICompatible, data: Path, requests: list[ChatRequest]) -> list[Any]:
+    model.bind_images(ImageStore(data))
+
+    async def run() -> list[Any]:
+        try:
+            return await asyncio.gather(*(model.generate([r]) for r in requests))
+        finally:
+            await model.aclose()
+
+    return [completions[0] for completions in asyncio.run(run())]
+
+
+# ----- specs and options ----------------------------------------------------------------------
+
+
+def test_spec_names_model_and_url() -> None:
+    model = load_model("openai:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:8000/v1/")
+    assert isinstance(model, OpenAICompatible)
+    assert model.model == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert model.urls == ["http://127.0.0.1:8000/v1"]
+    assert model.name == "openai:Qwen/Qwen2.5-VL-7B-Instruct"
+    assert model.max_batch == 1 and model.needs_images
+    hosted = load_model("openai:gpt-4o")
+    assert isinstance(hosted, OpenAICompatible) and hosted.urls == [DEFAULT_BASE_URL]
+
+
+def test_options_through_load_model() -> None:
+    model = load_model(
+        "openai:m@http://a:1/v1",
+        endpoints="http://b:2/v1/chat/completions,http://a:1/v1",
+        image_format="png",
+        api_key_env="MY_KEY",
+        timeout=5,
+        max_retries=2,
+        concurrency=4,
+    )
+    assert isinstance(model, OpenAICompatible)
+    assert model.urls == ["http://a:1/v1", "http://b:2/v1"]
+    assert model.image_format == "PNG" and model.name == "openai:m[png]"
+    assert model.retry.max_retries == 2 and model.concurrency == 4 and model.timeout == 5
+    for bad in ({"image_format": "gif"}, {"colour": "red"}, {"endpoints": "ftp://x"}):
+        with pytest.raises(ModelSpecError):
+            load_model("openai:m", **bad)
+
+
+def test_retry_after_seconds_and_http_date() -> None:
+    now = time.time()
+    date = email.utils.formatdate(now + 30, usegmt=True)
+    assert parse_retry_after(httpx.Headers({"retry-after": "2.5"})) == 2.5
+    assert parse_retry_after(httpx.Headers({"retry-after": date}), now) == pytest.approx(30, abs=1)
+    assert parse_retry_after(httpx.Headers({"retry-after-ms": "250"})) == 0.25
+    assert parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
+    rng = random.Random(0)
+    policy = RetryPolicy(max_retries=3, base_delay=0.1, max_delay=5.0)
+    assert 2.0 <= policy.delay(0, 2.0, rng) <= 2.1
+    assert policy.delay(0, 3600.0, rng) == 5.0  # bounded: one header cannot stall a run
+    assert all(0 <= policy.delay(k, None, rng) <= min(5.0, 0.1 * 2**k) for k in range(10))
+
+
+# ----- requests and answers -------------------------------------------------------------------
+
+
+def test_request_body_usage_and_latency(data: Path, server: FakeOpenAI) -> None:
+    decoding = {"max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "extra": (("seed", 3),)}
+    (completion,) = generate(backend(server.url), data, [first_request(data, **decoding)])
+    (request,) = server.chat_requests
+    body = request.body
+    assert body["model"] == MODEL
+    assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"]) == (
+        7,
+        0.5,
+        0.9,
+        3,
+    )
+    image, text = body["messages"][0]["content"]
+    assert image["type"] == "image_url" and image["image_url"]["url"].startswith("data:image/jpeg")
+    assert text["type"] == "text" and "Options:" in text["text"]
+    assert completion.text
+    assert completion.usage["total_tokens"] == (
+        completion.usage["prompt_tokens"] + completion.usage["completion_tokens"]
+    )
+    assert completion.latency_s >= 0.01
+
+
+def test_greedy_50_tokens_by_default(data: Path, tmp_path: Path, server: FakeOpenAI) -> None:
+    evaluate(data, backend(server.url), tmp_path, concurrency=4)
+    bodies = [r.body for r in server.chat_requests]
+    assert bodies and all(b["temperature"] == 0.0 and b["max_tokens"] == 50 for b in bodies)
+    assert all("top_p" not in b for b in bodies)
+    assert not any("error" in r for r in read_results(tmp_path / "results.jsonl"))
+
+
+def test_concurrency_is_bounded_by_the_semaphore(data: Path) -> None:
+    requests = [first_request(data)] * 64
+    with FakeOpenAI(latency=0.2) as fake:
+        generate(backend(fake.url, concurrency=64), data, requests)
+        assert fake.peak_in_flight == 64
+    with FakeOpenAI(latency=0.05) as fake:
+        generate(backend(fake.url, concurrency=8), data, requests[:24])
+        assert fake.peak_in_flight == 8
+
+
+# ----- faults -----------------------------------------------------------------------------------
+
+
+def test_injected_faults_change_nothing(data: Path, tmp_path: Path) -> None:
+    with FakeOpenAI(latency=0.01) as fake:
+        evaluate(data, backend(fake.url), tmp_path / "clean", concurrency=6)
+        clean_requests = len(fake.chat_requests)
+    # Every kind once (every other request), then 20 % of the rest, all kinds mixed.
+    schedule: list[str | None] = [k for kind in FAULTS for k in (kind, None)]
+    with FakeOpenAI(latency=0.01, schedule=schedule, fault_rate=0.2, seed=7, hang=1.0) as fake:
+        model = backend(fake.url, timeout=0.5)
+        evaluate(data, model, tmp_path / "faulty", concurrency=6)
+        faults = [r.fault for r in fake.chat_requests if r.fault]
+    assert set(faults) == set(FAULTS)
+    assert result_lines(tmp_path / "faulty") == result_lines(tmp_path / "clean")
+    assert not any("error" in r for r in read_results(tmp_path / "faulty" / "results.jsonl"))
+    assert model.stats["retries"] == len(faults)
+    assert model.stats["requests"] == clean_requests and model.stats["failures"] == 0
+
+
+def test_retry_after_is_honoured(data: Path, tmp_path: Path) -> None:
+    with FakeOpenAI(schedule=["http429"], retry_after="0.6") as fake:
+        model = backend(fake.url)
+        evaluate(data, model, tmp_path, EvalSettings(scenarios=("QD",), limit=1), concurrency=1)
+        first, second = fake.chat_requests[:2]
+    assert first.fault == "http429" and second.fault is None
+    assert second.time - first.time >= 0.6
+    assert model.stats["retries"] == 1
+
+
+def test_non_retryable_400_is_an_episode_error(data: Path, tmp_path: Path) -> None:
+    with FakeOpenAI(schedule=["http400"]) as fake:
+        model = backend(fake.url)
+        outcome = evaluate(data, model, tmp_path, concurrency=1)
+    results = read_results(tmp_path / "results.jsonl")
+    errors = [r["error"] for r in results if "error" in r]
+    assert len(results) == 15 and len(errors) == 1
+    assert "ModelError" in errors[0] and "HTTP 400" in errors[0]
+    assert "invalid image (injected)" in errors[0] and "not retried" in errors[0]
+    assert fake.url in errors[0]
+    assert model.stats["retries"] == 0 and model.stats["failures"] == 1
+    assert outcome.summary.average is not None and outcome.summary.average.errors == 1
+
+
+def test_retries_exhausted_raise_a_clear_model_error(data: Path) -> None:
+    with FakeOpenAI(schedule=["malformed", "empty", "no_content"]) as fake:
+        model = backend(fake.url, max_retries=2)
+        with pytest.raises(ModelError) as info:
+            generate(model, data, [first_request(data)])
+    error = info.value
+    assert isinstance(error, ProactiveBenchError) and error.retryable
+    assert "gave up after 3 attempts" in str(error) and fake.url in str(error)
+    assert "no message content" in str(error) and error.endpoint == fake.url
+
+
+def test_unreachable_server_records_errors(data: Path, tmp_path: Path) -> None:
+    url = closed_port_url()
+    model = backend(url, retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05))
+    outcome = evaluate(data, model, tmp_path, concurrency=8)
+    errors = [r.get("error", "") for r in read_results(tmp_path / "results.jsonl")]
+    assert len(errors) == 15
+    assert all("cannot connect" in e and url in e and "after 3 attempts" in e for e in errors)
+    assert sum(s.errors for s in outcome.summary.scenarios.values()) == 15
+
+
+def test_cli_on_an_unreachable_server_ends_with_the_error_summary(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    """Decided: a run whose every episode errors still ends normally, its summary counting
+    the errors per scenario; each reason is in `results.jsonl`. Rerunning retries them."""
+    fast = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.02)
+    monkeypatch.setattr(openai_compat, "DEFAULT_RETRY", fast)
+    run = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--out", str(run), "--no-cache", "--scenarios", "ROD"]
+    code, text = run_cli([*args, "--model", f"openai:{MODEL}@{closed_port_url()}"], capsys)
+    assert code == 0 and "Traceback" not in text
+    assert "ROD" in text and "errors" in text
+    errors = [r["error"] for r in read_results(run / "results.jsonl")]
+    assert len(errors) == 2 and all("cannot connect" in e for e in errors)
+    assert json.loads((run / "summary.json").read_text())["scenarios"]["ROD"]["errors"] == 2
+
+
+# ----- replicas -------------------------------------------------------------------------------
+
+
+def test_requests_spread_over_replicas(data: Path, tmp_path: Path) -> None:
+    with FakeOpenAI(latency=0.01) as one:
+        evaluate(data, backend(one.url), tmp_path / "single", concurrency=6)
+    for balance in ("least-in-flight", "round-robin"):
+        with FakeOpenAI(latency=0.01) as a, FakeOpenAI(latency=0.01) as b:
+            model = backend(a.url, b.url, balance=balance)
+            evaluate(data, model, tmp_path / balance, concurrency=6)
+            counts = len(a.chat_requests), len(b.chat_requests)
+        assert min(counts) > 0, balance
+        assert model.requests_by_endpoint == {a.url: counts[0], b.url: counts[1]}
+        if balance == "round-robin":
+            assert abs(counts[0] - counts[1]) <= 1
+        assert result_lines(tmp_path / balance) == result_lines(tmp_path / "single")
+
+
+def test_a_failing_replica_is_retried_elsewhere(data: Path, tmp_path: Path) -> None:
+    dead = closed_port_url()
+    with FakeOpenAI(latency=0.01) as live:
+        model = backend(dead, live.url, balance="round-robin")
+        evaluate(data, model, tmp_path, concurrency=4)
+    results = read_results(tmp_path / "results.jsonl")
+    assert len(results) == 15 and not any("error" in r for r in results)
+    assert model.requests_by_endpoint[dead] > 0 and model.stats["retries"] > 0
+
+
+# ----- the API key ------------------------------------------------------------------------------
+
+
+def _leaks(key: str, *places: Path) -> list[str]:
+    found = []
+    for place in places:
+        files = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file()]
+        found += [str(f) for f in files if key.encode() in f.read_bytes()]
+    return found
+
+
+def test_api_key_is_sent_as_bearer_and_written_nowhere(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog, monkeypatch
+) -> None:
+    key = f"sk-test-{secrets.token_hex(16)}"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setattr(openai_compat, "DEFAULT_RETRY", FAST)
+    caplog.set_level(logging.DEBUG)
+    run, cache = tmp_path / "run", tmp_path / "cache.sqlite"
+    schedule = ["http500", "drop", "http429", "malformed"]
+    with FakeOpenAI(api_key=key, schedule=schedule, retry_after="0.05") as fake:
+        spec = f"openai:{MODEL}@{fake.url}"
+        args = ["eval", "--data", str(data), "--model", spec, "--out", str(run)]
+        code, text = run_cli([*args, "--cache", str(cache)], capsys)
+        received = {r.headers.get("authorization") for r in fake.chat_requests}
+    assert code == 0
+    assert received == {f"Bearer {key}"}
+    assert not any("error" in r for r in read_results(run / "results.jsonl"))
+    assert key not in text and key not in caplog.text
+    assert _leaks(key, run, cache) == []
+
+    # A server that refuses the key and echoes it back: the error names the variable, not it.
+    with FakeOpenAI(api_key="another-key") as fake:
+        model = load_model(f"openai:{MODEL}@{fake.url}")
+        assert key not in repr(model) and key not in model.name
+        outcome = evaluate(data, model, tmp_path / "refused", concurrency=4)
+    errors = [r["error"] for r in read_results(tmp_path / "refused" / "results.jsonl")]
+    assert len(errors) == 15 == sum(s.errors for s in outcome.summary.scenarios.values())
+    assert all("HTTP 401" in e and "$OPENAI_API_KEY" in e and "***" in e for e in errors)
+    assert _leaks(key, tmp_path / "refused") == [] and key not in caplog.text
+
+
+# ----- images -----------------------------------------------------------------------------------
+
+
+def _received_images(fake: FakeOpenAI) -> list[tuple[str, Image.Image]]:
+    images = []
+    for request in fake.chat_requests:
+        for message in request.body["messages"]:
+            for part in message["content"]:
+                if part["type"] == "image_url":
+                    mime, raw = decode_data_url(part["image_url"]["url"])
+                    images.append((mime, Image.open(io.BytesIO(raw)).convert("RGB")))
+    return images
+
+
+def _shown_views(run: Path) -> dict[View, np.ndarray]:
+    """Every view the traces say was shown, with the pixels it should have."""
+    views = {}
+    for result in read_results(run / "results.jsonl"):
+        for turn in result["trace"]:
+            crop = tuple(turn["crop"]) if turn["crop"] is not None else None
+            views[View(turn["image"], crop, turn.get("resize_short_edge"))] = None
+    data = json.loads((run / "run.json").read_text())["data_dir"]
+    shown = {}
+    for view in views:
+        with Image.open(Path(data) / view.image) as image:
+            shown[view] = np.asarray(apply_view(image.convert("RGB"), view))
+    return shown
+
+
+@pytest.mark.parametrize("image_format", ["png", "jpeg"])
+def test_images_arrive_as_data_urls_of_the_views(
+    data: Path, tmp_path: Path, image_format: str
+) -> None:
+    with FakeOpenAI() as fake:
+        evaluate(data, backend(fake.url, image_format=image_format), tmp_path, concurrency=4)
+        received = _received_images(fake)
+    shown = _shown_views(tmp_path)
+    assert len(received) == len(fake.chat_requests) >= len(shown)
+    matched: set[View] = set()
+    for mime, image in received:
+        assert mime == f"image/{image_format}"
+        pixels = np.asarray(image).astype(int)
+        same_size = [v for v, p in shown.items() if p.shape == pixels.shape]
+        error = {v: np.abs(shown[v].astype(int) - pixels).mean() for v in same_size}
+        best = min(error, key=error.__getitem__)
+        assert error[best] == 0 if image_format == "png" else error[best] < 3
+        matched.add(best)
+    assert matched == set(shown)
+    coco = [v for v in shown if v.image.startswith("COCO/")]
+    assert len(coco) >= 3 and all(v.crop is not None for v in coco)
+    with Image.open(data / coco[0].image) as full:
+        assert shown[coco[0]].shape[:2] != (full.height, full.width)  # the crop is applied

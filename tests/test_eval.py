@@ -192,3 +192,18 @@ def test_an_undecodable_image_is_an_error_on_its_episode(tmp_path: Path) -> None
     assert "cannot decode image QD/2/0000.png" in qd[2]["error"]
     assert qd[0]["correct"] is True
     assert outcome.summary.scenarios["QD"].errors == 1 and outcome.summary.scenarios["QD"].n == 1
+
+
+def test_model_options_are_typed_and_checked(data: Path, tmp_path: Path, capsys) -> None:
+    from proactivebench.cli import parse_model_options
+
+    assert parse_model_options(("max_batch=16", "dtype=bfloat16", "flag=true", "a-b=1.5")) == {
+        "max_batch": 16,
+        "dtype": "bfloat16",
+        "flag": True,
+        "a_b": 1.5,
+    }
+    code, text = run_cli(eval_args(data, tmp_path / "r", "--model-option", "x=1"), capsys)
+    assert code != 0 and "take no options" in text
+    code, text = run_cli(eval_args(data, tmp_path / "r", "--model-option", "novalue"), capsys)
+    assert code != 0 and "KEY=VALUE" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -79,6 +80,23 @@ def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     table.add_section()
     table.add_row("average", *averages, style="bold")
     return table
+
+
+def parse_model_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs -> keyword options; values that parse as JSON are typed (8, true)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(
+                f"expected KEY=VALUE, got {pair!r}", param_hint="--model-option"
+            )
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        options[key.strip().replace("-", "_")] = value
+    return options
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -176,6 +194,19 @@ def cli() -> None:
     show_default=True,
     help="Episodes in flight at once.",
 )
+@click.option(
+    "--endpoints",
+    default=None,
+    help="openai: comma-separated base URLs of replicas to spread requests over.",
+)
+@click.option(
+    "--model-option",
+    "model_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Backend option, repeatable (e.g. dtype=bfloat16, max_batch=16, image_format=PNG, "
+    "api_key_env=MY_KEY, timeout=60, max_retries=8); VALUE is read as JSON when it parses.",
+)
 @click.option("--shard", default=None, metavar="I/N", help="Play slice I of N (0 <= I < N).")
 @click.option(
     "--cache",
@@ -200,6 +231,8 @@ def eval_command(
     seed: int,
     all_samples: bool,
     concurrency: int,
+    endpoints: str | None,
+    model_options: tuple[str, ...],
     shard: str | None,
     cache_path: Path | None,
     no_cache: bool,
@@ -212,7 +245,10 @@ def eval_command(
     from proactivebench.paths import response_cache_path
     from proactivebench.runner import EvalSettings, evaluate
 
-    model = load_model(model_spec, seed=seed)
+    options = parse_model_options(model_options)
+    if endpoints:
+        options["endpoints"] = endpoints
+    model = load_model(model_spec, seed=seed, **options)
     decoding = Decoding()
     decoding = Decoding(
         max_tokens=max_tokens if max_tokens is not None else decoding.max_tokens,

@@ -11,8 +11,8 @@ from proactivebench.models.baselines import BASELINES
 from proactivebench.models.replay import Replay
 
 SPEC_HELP = (
-    "baseline:oracle|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], hf:PATH_OR_ID, "
-    "python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
+    "baseline:oracle|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], "
+    "hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
 )
 
 
@@ -21,6 +21,8 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise ModelSpecError(f"model spec {spec!r} is not KIND:VALUE; known: {SPEC_HELP}")
+    if kind in ("baseline", "replay") and options:
+        raise ModelSpecError(f"{kind} models take no options (got {', '.join(sorted(options))})")
     if kind == "baseline":
         if rest not in BASELINES:
             raise ModelSpecError(f"unknown baseline {rest!r}; choose from {', '.join(BASELINES)}")

@@ -1,0 +1,146 @@
+"""A procedural, offline and deterministic ProactiveBench: all seven scenarios, any size.
+
+`generate` writes a data directory in the official layout (`<stem>_preprocessed.jsonl` plus
+images) and `synth_manifest.json`, whose presence tells the loader that the official id
+filter does not apply. Every sample is drawn from its own RNG stream, derived from
+(seed, split, scenario, index) with a NumPy `SeedSequence`, so
+
+* the same arguments give byte-identical files on any machine and in any order,
+* the train split never repeats a test sample for the same seed, and
+* a data set of N samples is a prefix of the one of N + 1 samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from proactivebench.data.synth import cit, coco, inc, mvpn, qd, rod, vsod
+from proactivebench.data.synth.common import Sample
+from proactivebench.protocol import SCENARIOS, scenario_strings
+
+GENERATOR = "proactivebench-synth"
+VERSION = 1
+#: The name other modules use for it (e.g. the demo's cache key).
+GENERATOR_VERSION = VERSION
+MANIFEST_NAME = "synth_manifest.json"
+SPLITS: tuple[str, ...] = ("test", "train")
+
+Builder = Callable[[np.random.Generator, int, int], Sample]
+BUILDERS: dict[str, Builder] = {
+    "ROD": rod.make_sample,
+    "VSOD": vsod.make_sample,
+    "MVP-N": mvpn.make_sample,
+    "IN-C": inc.make_sample,
+    "QD": qd.make_sample,
+    "CIT": cit.make_sample,
+    "COCO": coco.make_sample,
+}
+
+# Stream purposes, so that a sample's stream never coincides with a data set's stream.
+_SAMPLE, _DATASET = 0, 1
+#: PNG compression: level 1 is several times faster than the default and files stay small.
+PNG_COMPRESS_LEVEL = 1
+
+
+def _stream(seed: int, split: str, short: str, purpose: int, index: int) -> np.random.Generator:
+    words = [VERSION, seed, SPLITS.index(split), SCENARIOS.index(short), purpose, index]
+    return np.random.default_rng(np.random.SeedSequence(words))
+
+
+def _check(seed: int, split: str, shorts: Sequence[str]) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    unknown = [s for s in shorts if s not in BUILDERS]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; choose from {', '.join(SCENARIOS)}")
+
+
+def make_sample(short: str, index: int, *, seed: int = 0, split: str = "test") -> Sample:
+    """Sample `index` of scenario `short`, exactly as `generate` writes it (images in memory).
+
+    Also returns the ground truth (masks, boxes) that the files do not contain.
+    """
+    _check(seed, split, [short])
+    # A per-data-set offset into the balanced cycles (COCO directions, CIT starts, IN-C
+    # corruptions): every kind occurs once every few samples, at seed-dependent positions.
+    offset = int(_stream(seed, split, short, _DATASET, 0).integers(1 << 16))
+    rng = _stream(seed, split, short, _SAMPLE, index)
+    return BUILDERS[short](rng, index, offset + index)
+
+
+def save_png(image: Image.Image, path: Path) -> None:
+    """PNG without metadata, so that equal pixels give equal bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write through a temporary file, so a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def generate(
+    out_dir: Path,
+    per_scenario: int = 20,
+    seed: int = 0,
+    split: str = "test",
+    scenarios: Sequence[str] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Write `per_scenario` samples of each scenario under `out_dir`; return the manifest.
+
+    `scenarios` are short names (default: all seven, in the paper's order). `progress`, if
+    given, is called with the number of samples just finished (1 after each sample), e.g.
+    `lambda n: bar.update(task, advance=n)`. Files of an earlier run in `out_dir` are
+    overwritten; nothing else is deleted.
+    """
+    out = Path(out_dir)
+    shorts = list(SCENARIOS if scenarios is None else dict.fromkeys(scenarios))
+    _check(seed, split, shorts)
+    if isinstance(per_scenario, bool) or not isinstance(per_scenario, int) or per_scenario < 0:
+        raise ValueError(f"per_scenario must be a non-negative integer, got {per_scenario!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for short in shorts:
+        lines = []
+        for index in range(per_scenario):
+            sample = make_sample(short, index, seed=seed, split=split)
+            for relative, image in sample.images.items():
+                save_png(image, out / relative)
+            lines.append(json.dumps(sample.record, ensure_ascii=False) + "\n")
+            if progress is not None:
+                progress(1)
+        _write_text(out / scenario_strings(short).dataset_file, "".join(lines))
+        counts[short] = per_scenario
+    manifest: dict[str, Any] = {
+        "generator": GENERATOR,
+        "version": VERSION,
+        "seed": seed,
+        "split": split,
+        "counts": counts,
+    }
+    _write_text(out / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+__all__ = [
+    "BUILDERS",
+    "GENERATOR",
+    "MANIFEST_NAME",
+    "SPLITS",
+    "VERSION",
+    "Sample",
+    "generate",
+    "make_sample",
+]

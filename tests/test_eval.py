@@ -207,3 +207,19 @@ def test_model_options_are_typed_and_checked(data: Path, tmp_path: Path, capsys)
     assert code != 0 and "take no options" in text
     code, text = run_cli(eval_args(data, tmp_path / "r", "--model-option", "novalue"), capsys)
     assert code != 0 and "KEY=VALUE" in text
+
+
+def test_a_full_disk_ends_the_run_with_a_clear_error(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    import errno
+
+    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.runner import ResultsFile
+
+    def no_space(self: ResultsFile) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ResultsFile, "sync", no_space)
+    with pytest.raises(ProactiveBenchError, match="cannot write .*No space left"):
+        evaluate(data, load_model("baseline:oracle"), tmp_path)

@@ -159,7 +159,11 @@ def _trace_entry(obs: Observation, answer: str, verdict: str, info: dict[str, An
 
 
 class ResultsFile:
-    """`results.jsonl`: one line per finished episode, appended, flushed and fsynced."""
+    """`results.jsonl`: one line per finished episode, appended, flushed and fsynced.
+
+    Lines are whole writes, so a killed process leaves at most one torn last line, which the
+    next open removes; `write` + `sync` let the runner group-commit what finished together.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -175,9 +179,13 @@ class ResultsFile:
             with self.path.open("r+b") as f:
                 f.truncate(data.rfind(b"\n") + 1)
 
-    def append(self, result: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(result, ensure_ascii=False) + "\n")
+    def write(self, results: Sequence[dict[str, Any]]) -> None:
+        """Append and flush (the lines survive a killed process from here on)."""
+        self._handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results))
         self._handle.flush()
+
+    def sync(self) -> None:
+        """fsync: the lines survive a machine crash from here on."""
         os.fsync(self._handle.fileno())
 
     def close(self) -> None:
@@ -240,19 +248,45 @@ async def _run_async(
     on_result: Callable[[dict[str, Any]], None],
 ) -> None:
     batcher = _Batcher(model)
-    server = asyncio.create_task(batcher.serve())
+    finished: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     pending = iter(episodes)
 
     async def worker() -> None:
         for episode in pending:
-            result = await play_episode(episode, batcher.submit, decoding)
-            results.append(result)
-            on_result(result)
+            await finished.put(await play_episode(episode, batcher.submit, decoding))
 
+    async def writer() -> None:
+        # Group commit: what finished while the last fsync ran is written and synced together,
+        # so the disk never throttles the episodes in flight.
+        while True:
+            batch = [await finished.get()]
+            while not finished.empty():
+                batch.append(finished.get_nowait())
+            try:
+                results.write(batch)
+                await asyncio.to_thread(results.sync)
+            except OSError as exc:
+                raise ProactiveBenchError(f"cannot write {results.path}: {exc.strerror}") from None
+            for result in batch:
+                on_result(result)
+                finished.task_done()
+
+    async def unless_writer_fails(awaitable: Any) -> None:
+        task = asyncio.ensure_future(awaitable)
+        await asyncio.wait({task, committer}, return_when=asyncio.FIRST_COMPLETED)
+        if committer.done():
+            task.cancel()
+            committer.result()  # re-raises the write error
+        await task
+
+    server = asyncio.create_task(batcher.serve())
+    committer = asyncio.create_task(writer())
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        await unless_writer_fails(asyncio.gather(*(worker() for _ in range(max(1, concurrency)))))
+        await unless_writer_fails(finished.join())
     finally:
         server.cancel()
+        committer.cancel()
         await model.aclose()
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from proactivebench.data.layout import resolve_image
+from proactivebench.data.layout import PathGuard
 from proactivebench.errors import DataError, ProactiveBenchError
 from proactivebench.scenarios import View
 
@@ -59,6 +59,7 @@ class ImageStore:
 
     def __init__(self, root: str | Path, capacity: int = 512) -> None:
         self.root = Path(root)
+        self._guard = PathGuard(self.root)
         self._lock = threading.Lock()
         self._images = _LRU(capacity)
         self._encoded = _LRU(capacity)
@@ -66,7 +67,7 @@ class ImageStore:
 
     def path(self, view: View) -> Path:
         try:
-            return resolve_image(self.root, view.image)
+            return self._guard.resolve(view.image)
         except DataError as exc:
             raise ImageError(str(exc)) from None
 

@@ -158,14 +158,33 @@ def load_dataset(
     return Dataset(root=root, records=records, synthetic=synthetic)
 
 
-def resolve_image(root: Path, relative: str) -> Path:
-    """The file of an image path, refusing anything that leads outside the data dir.
+class PathGuard:
+    """Resolves image paths under one data dir, refusing anything that leads outside it.
 
-    Symbolic links are followed before the check, so a link pointing out is refused too.
+    Symbolic links are followed before the check, so a link pointing out is refused too. Real
+    paths of directories are cached: a data set has thousands of images in few folders, and a
+    full `realpath` per image would dominate the checks made before a run.
     """
-    path = root / relative
-    base = root.resolve()
-    resolved = path.resolve()
-    if not resolved.is_relative_to(base):
-        raise DataError(f"image path leaves the data dir: {relative!r}")
-    return resolved
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self._real_root = os.path.realpath(self.root)
+        self._real_dirs: dict[str, str] = {}
+
+    def resolve(self, relative: str) -> Path:
+        joined = os.path.join(self.root, relative)
+        parent, name = os.path.split(joined)
+        real_parent = self._real_dirs.get(parent)
+        if real_parent is None:
+            real_parent = self._real_dirs[parent] = os.path.realpath(parent)
+        real = os.path.join(real_parent, name)
+        if os.path.islink(real) or name in ("", ".", ".."):
+            real = os.path.realpath(real)
+        if os.path.commonpath([self._real_root, real]) != self._real_root:
+            raise DataError(f"image path leaves the data dir: {relative!r}")
+        return Path(real)
+
+
+def resolve_image(root: Path, relative: str) -> Path:
+    """One-off form of `PathGuard.resolve`."""
+    return PathGuard(root).resolve(relative)

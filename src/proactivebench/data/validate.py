@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from proactivebench.data.layout import (
+    PathGuard,
     read_records,
-    resolve_image,
     scenario_file,
     scenarios_present,
 )
@@ -25,6 +25,7 @@ def check_images(root: Path, episodes: list[Episode]) -> list[DataError]:
     Problems name the record (file:line) and the path, so a half-extracted download is
     reported up front instead of surfacing as errors halfway through a long run.
     """
+    guard = PathGuard(root)
     problems: list[DataError] = []
     seen: set[str] = set()
     for episode in episodes:
@@ -33,7 +34,7 @@ def check_images(root: Path, episodes: list[Episode]) -> list[DataError]:
             if relative in seen:
                 continue
             try:
-                exists = resolve_image(root, relative).is_file()
+                exists = guard.resolve(relative).is_file()
             except DataError as exc:
                 problems.append(DataError(exc.message, path=source.path, line=source.line))
                 continue

@@ -41,6 +41,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 IMAGE_FORMATS = {"JPEG": "JPEG", "JPG": "JPEG", "PNG": "PNG"}
 BALANCING = ("least-in-flight", "round-robin")
+#: Views whose encoding takes less than this (on average) are encoded on the event loop.
+INLINE_ENCODE_S = 0.002
 #: 4xx statuses worth a retry: request timeout, too early, rate limited.
 RETRYABLE_4XX = frozenset({408, 425, 429})
 
@@ -94,6 +96,11 @@ def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float
     if when is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _timed(function: Callable[..., str], *args: Any) -> tuple[str, float]:
+    start = time.perf_counter()
+    return function(*args), time.perf_counter() - start
 
 
 def openai_messages(
@@ -317,6 +324,8 @@ class OpenAICompatible(Model):
         self._replicas = _Replicas(self.urls, balance)
         self._rng = random.Random(seed)
         self._urls = _UrlCache()
+        #: Moving average of the seconds one view takes to decode and encode.
+        self._encode_s = 0.0
         self._client: _Clients | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -468,10 +477,17 @@ class OpenAICompatible(Model):
             return cached
         if self.images is None:
             raise ModelError(f"{self.name}: no image store bound (call bind_images first)")
-        # Decoding and encoding release the GIL: off the event loop, other requests keep going.
-        url = await asyncio.to_thread(
-            self.images.data_url, view, self.image_format, self.jpeg_quality
+        encode = functools.partial(
+            _timed, self.images.data_url, view, self.image_format, self.jpeg_quality
         )
+        # Large images are decoded and encoded in a worker thread (Pillow releases the GIL),
+        # so that the event loop keeps serving the other requests meanwhile; small ones inline,
+        # since handing them to a thread costs more CPU than the work itself.
+        if self._encode_s < INLINE_ENCODE_S:
+            url, seconds = encode()
+        else:
+            url, seconds = await asyncio.to_thread(encode)
+        self._encode_s = 0.8 * self._encode_s + 0.2 * seconds
         self._urls.put(key, url)
         return url
 

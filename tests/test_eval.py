@@ -221,5 +221,5 @@ def test_a_full_disk_ends_the_run_with_a_clear_error(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(ResultsFile, "sync", no_space)
-    with pytest.raises(ProactiveBenchError, match="cannot write .*No space left"):
+    with pytest.raises(ProactiveBenchError, match=r"cannot write .*No space left"):
         evaluate(data, load_model("baseline:oracle"), tmp_path)

@@ -276,6 +276,7 @@ async def _run_async(
         await asyncio.wait({task, committer}, return_when=asyncio.FIRST_COMPLETED)
         if committer.done():
             task.cancel()
+            await asyncio.gather(task, return_exceptions=True)  # retrieve its cancellation
             committer.result()  # re-raises the write error
         await task
 

@@ -183,10 +183,11 @@ def test_greedy_50_tokens_by_default(data: Path, tmp_path: Path, server: FakeOpe
     assert not any("error" in r for r in read_results(tmp_path / "results.jsonl"))
 
 
-def test_concurrency_is_bounded_by_the_semaphore(data: Path) -> None:
+def test_requests_in_flight_follow_the_caller_or_the_limit(data: Path) -> None:
     requests = [first_request(data)] * 64
     with FakeOpenAI(latency=0.2) as fake:
-        generate(backend(fake.url, concurrency=64), data, requests)
+        model = backend(fake.url)  # no limit: as many as the runner's episodes in flight
+        generate(model, data, requests)
         assert fake.peak_in_flight == 64
     with FakeOpenAI(latency=0.05) as fake:
         generate(backend(fake.url, concurrency=8), data, requests[:24])

@@ -2,7 +2,8 @@
 hosted APIs. Spec: `openai:MODEL[@BASE_URL]` (default base URL: the OpenAI API).
 
 Throughput comes from the runner's episodes in flight (`max_batch = 1`): each turn is one HTTP
-request, bounded by a semaphore. Faults that a retry can fix — timeouts, refused or dropped
+request, as many at once as episodes in flight, or at most `concurrency` when that is set (to
+spare a shared server). Faults that a retry can fix — timeouts, refused or dropped
 connections, 429, 5xx, malformed or empty answers — are retried with exponential backoff and
 full jitter (honouring `Retry-After`), on another replica when there are several; faults that a
 retry cannot fix (other 4xx) fail at once. A request that fails for good raises `ModelError`,
@@ -15,6 +16,7 @@ not part of `name` (recorded in results), of any error message, or of any log li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -241,31 +243,42 @@ def _tls_context() -> ssl.SSLContext:
 
 
 class _Clients:
-    """Several small `httpx.AsyncClient`s instead of one with a big pool.
+    """Many small `httpx.AsyncClient`s instead of one with a big pool, added as needed.
 
     httpcore 1.0's pool scans all its connections (several times) for every request it
     assigns, so its CPU cost per request grows with the pool size (encode/httpcore#1035). At
     64 requests in flight against a 50 ms server, one pool of 64 connections cost ~8.6 ms of
     client CPU per request (~110 requests/s on two cores); sixteen pools of four ~0.7 ms
-    (~1000 requests/s). Each request goes to the client with the fewest requests in flight.
+    (~1000 requests/s). Each request goes to the client with the fewest requests in flight;
+    a new client is made when they are all full, so the pools follow the load that the
+    runner's episodes in flight create.
     """
 
     POOL_SIZE = 4
 
-    def __init__(self, concurrency: int, headers: dict[str, str], timeout: float) -> None:
-        count = -(-concurrency // self.POOL_SIZE)
-        size = -(-concurrency // count)
+    def __init__(self, headers: dict[str, str], timeout: float) -> None:
+        self.headers = headers
+        self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        self.clients: list[httpx.AsyncClient] = []
+        self.busy: list[int] = []
+
+    def _least_busy(self) -> int:
+        if self.clients:
+            index = min(range(len(self.clients)), key=self.busy.__getitem__)
+            if self.busy[index] < self.POOL_SIZE:
+                return index
+        size = self.POOL_SIZE
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        config = httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        tls = _tls_context()
-        self.clients = [
-            httpx.AsyncClient(headers=headers, timeout=config, limits=limits, verify=tls)
-            for _ in range(count)
-        ]
-        self.busy = [0] * count
+        self.clients.append(
+            httpx.AsyncClient(
+                headers=self.headers, timeout=self.timeout, limits=limits, verify=_tls_context()
+            )
+        )
+        self.busy.append(0)
+        return len(self.clients) - 1
 
     async def post(self, url: httpx.URL, content: bytes) -> httpx.Response:
-        index = min(range(len(self.clients)), key=self.busy.__getitem__)
+        index = self._least_busy()
         self.busy[index] += 1
         try:
             return await self.clients[index].post(
@@ -295,7 +308,7 @@ class OpenAICompatible(Model):
         image_format: str = "JPEG",
         jpeg_quality: int = 90,
         timeout: float = 120.0,
-        concurrency: int = 64,
+        concurrency: int | None = None,
         max_retries: int | None = None,
         max_delay: float | None = None,
         retry: RetryPolicy | None = None,
@@ -313,7 +326,10 @@ class OpenAICompatible(Model):
         self.jpeg_quality = jpeg_quality
         self.name = _model_name(model, self.image_format, jpeg_quality)
         self.timeout = _positive("timeout", timeout)
-        self.concurrency = int(_positive("concurrency", concurrency))
+        # None: as many requests at once as the runner has episodes in flight.
+        self.concurrency = (
+            None if concurrency is None else int(_positive("concurrency", concurrency))
+        )
         self.retry = _retry_policy(retry or DEFAULT_RETRY, max_retries, max_delay)
         if balance not in BALANCING:
             raise ModelSpecError(f"unknown balancing {balance!r}; choose from {BALANCING}")
@@ -327,7 +343,7 @@ class OpenAICompatible(Model):
         #: Moving average of the seconds one view takes to decode and encode.
         self._encode_s = 0.0
         self._client: _Clients | None = None
-        self._semaphore: asyncio.Semaphore | None = None
+        self._limit: asyncio.Semaphore | contextlib.nullcontext[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Counters a progress bar can read: completed requests, attempts, retries, give-ups.
         self.stats = {"requests": 0, "attempts": 0, "retries": 0, "failures": 0}
@@ -357,7 +373,7 @@ class OpenAICompatible(Model):
         if self._client is not None:
             await self._client.aclose()
         self._client = None
-        self._semaphore = None
+        self._limit = None
         self._loop = None
 
     # ----- one request --------------------------------------------------------------------------
@@ -402,8 +418,8 @@ class OpenAICompatible(Model):
         return {"model": self.model, "messages": messages, **self.extra_body, **decoding.as_dict()}
 
     async def _attempt(self, replica: _Replica, payload: bytes) -> _Answer | _Failure:
-        client, semaphore = self._session()
-        async with semaphore:
+        client, limit = self._session()
+        async with limit:
             self.stats["attempts"] += 1
             replica.in_flight += 1
             replica.sent += 1
@@ -491,17 +507,22 @@ class OpenAICompatible(Model):
         self._urls.put(key, url)
         return url
 
-    def _session(self) -> tuple[_Clients, asyncio.Semaphore]:
-        """The clients and semaphore of the running event loop (a run is one `asyncio.run`)."""
+    def _session(self) -> tuple[_Clients, asyncio.Semaphore | contextlib.nullcontext[None]]:
+        """The clients and request limit of the running event loop (a run is one
+        `asyncio.run`; asyncio objects cannot move from one loop to the next)."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._semaphore is None or self._loop is not loop:
+        if self._client is None or self._limit is None or self._loop is not loop:
             headers = dict(self._headers)
             if self._api_key:
                 headers["authorization"] = f"Bearer {self._api_key}"
-            self._client = _Clients(self.concurrency, headers, self.timeout)
-            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._client = _Clients(headers, self.timeout)
+            self._limit = (
+                contextlib.nullcontext()
+                if self.concurrency is None
+                else asyncio.Semaphore(self.concurrency)
+            )
             self._loop = loop
-        return self._client, self._semaphore
+        return self._client, self._limit
 
 
 # ----- response reading ---------------------------------------------------------------------

@@ -243,6 +243,11 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024
     app: FakeOpenAI
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that went away (killed, timed out) is expected here, not worth a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class FakeOpenAI:
     """The server on 127.0.0.1 and a free port, in a background thread."""

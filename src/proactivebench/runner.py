@@ -271,23 +271,30 @@ async def _run_async(
                 on_result(result)
                 finished.task_done()
 
-    async def unless_writer_fails(awaitable: Any) -> None:
-        task = asyncio.ensure_future(awaitable)
-        await asyncio.wait({task, committer}, return_when=asyncio.FIRST_COMPLETED)
-        if committer.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)  # retrieve its cancellation
-            committer.result()  # re-raises the write error
-        await task
+    async def until_done_or_writer_fails(tasks: set[asyncio.Future[Any]]) -> None:
+        while tasks:
+            done, tasks = await asyncio.wait(
+                tasks | {committer}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if committer in done:
+                committer.result()  # only ends by an exception: re-raise the write error
+            tasks -= {committer}
 
     server = asyncio.create_task(batcher.serve())
     committer = asyncio.create_task(writer())
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    joiner: asyncio.Future[Any] | None = None
     try:
-        await unless_writer_fails(asyncio.gather(*(worker() for _ in range(max(1, concurrency)))))
-        await unless_writer_fails(finished.join())
+        await until_done_or_writer_fails(set(workers))
+        joiner = asyncio.ensure_future(finished.join())
+        await until_done_or_writer_fails({joiner})
     finally:
-        server.cancel()
-        committer.cancel()
+        # On an error or Ctrl-C: stop everything and collect the cancellations, so that no
+        # task is left behind with an exception nobody retrieved.
+        helpers = [server, committer, *workers, *([joiner] if joiner else [])]
+        for task in helpers:
+            task.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
         await model.aclose()
 
 

@@ -1,0 +1,124 @@
+"""A run killed at any point (SIGKILL) or interrupted (Ctrl-C) resumes to the same results.
+
+Real processes against the fake OpenAI server in its own process: the CLI is killed once a
+seeded random number of episodes has been written, rerun, killed again, and finally run to the
+end; the union must be exactly the episodes of an uninterrupted run, none twice, none lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from openai_server import ServerProcess
+
+from proactivebench.data.synth import generate
+
+PER_SCENARIO = 12  # 84 episodes
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synth")
+    generate(root, per_scenario=PER_SCENARIO, seed=3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def server_url() -> str:
+    with ServerProcess(latency=0.02) as server:
+        yield server.url
+
+
+def command(data: Path, url: str, out: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "proactivebench.cli", "eval", "--data", str(data),
+        "--model", f"openai:fake-vlm@{url}", "--out", str(out), "--concurrency", "4", "--no-cache",
+    ]  # fmt: skip
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ, OPENAI_API_KEY="test-key", PROACTIVEBENCH_CACHE=str(tmp_path / "c"))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def lines(out: Path) -> list[str]:
+    path = out / "results.jsonl"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def keyed(out: Path) -> dict[tuple[str, int], dict]:
+    result = {}
+    for line in lines(out):
+        record = json.loads(line)
+        key = (record["scenario"], record["sample_id"])
+        assert key not in result, f"episode {key} written twice"
+        result[key] = record
+    return result
+
+
+def start_and_stop(cmd: list[str], env: dict[str, str], out: Path, after: int, sig: int):
+    """Start the CLI and send `sig` once `after` episodes are on disk; returns the process."""
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(lines(out)) < after and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if process.poll() is None:
+        process.send_signal(sig)
+    stdout, stderr = process.communicate(timeout=60)
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+@pytest.fixture(scope="module")
+def reference(data: Path, server_url: str, tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("reference") / "run"
+    tmp = out.parent
+    done = subprocess.run(command(data, server_url, out), env=environment(tmp), capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()
+    results = keyed(out)
+    assert len(results) == 7 * PER_SCENARIO
+    assert not any("error" in r for r in results.values())
+    return results
+
+
+def test_sigkill_at_random_points_then_resume(data, server_url, reference, tmp_path) -> None:
+    rng = random.Random(20261129)
+    out = tmp_path / "run"
+    env = environment(tmp_path)
+    cmd = command(data, server_url, out)
+    total = len(reference)
+    kills = 0
+    for _ in range(3):
+        already = len(lines(out))
+        after = already + rng.randrange(1, (total - already) // 2)
+        code, _, _ = start_and_stop(cmd, env, out, after, signal.SIGKILL)
+        kills += code == -signal.SIGKILL
+        assert len(keyed(out)) < total  # really stopped midway, nothing written twice
+    assert kills == 3
+    final = subprocess.run(cmd, env=env, capture_output=True)
+    assert final.returncode == 0, final.stderr.decode()
+    assert keyed(out) == reference
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_completes(data, server_url, reference, tmp_path):
+    out = tmp_path / "run"
+    env = environment(tmp_path)
+    cmd = command(data, server_url, out)
+    code, stdout, stderr = start_and_stop(cmd, env, out, 10, signal.SIGINT)
+    assert code == 130
+    assert "interrupted; rerun the same command to resume" in stderr
+    assert "Traceback" not in stderr + stdout
+    partial = keyed(out)  # every line whole, none twice
+    assert 10 <= len(partial) < len(reference)
+    assert all(reference[k] == v for k, v in partial.items())
+    final = subprocess.run(cmd, env=env, capture_output=True)
+    assert final.returncode == 0
+    assert keyed(out) == reference

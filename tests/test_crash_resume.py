@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from openai_server import ServerProcess
 
+from openai_server import ServerProcess
 from proactivebench.data.synth import generate
 
 PER_SCENARIO = 12  # 84 episodes

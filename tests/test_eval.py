@@ -13,6 +13,7 @@ from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.protocol import SCENARIOS
 from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.scenarios.base import best_move
 from test_loading import eval_args, run_cli
 
 #: Fewest turns the protocol allows for a correct answer: ROD hides the object on turn 1.
@@ -223,3 +224,29 @@ def test_a_full_disk_ends_the_run_with_a_clear_error(
     monkeypatch.setattr(ResultsFile, "sync", no_space)
     with pytest.raises(ProactiveBenchError, match=r"cannot write .*No space left"):
         evaluate(data, load_model("baseline:oracle"), tmp_path)
+
+
+class Recovering(Model):
+    """Fails on ROD until `healthy` is set: a server that was down, then came back."""
+
+    name = "recovering"
+    needs_images = False
+    healthy = False
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        obs = requests[0].observation
+        if obs.scenario == "ROD" and not self.healthy:
+            raise ConnectionError("server down")
+        return [Completion(best_move(obs))]
+
+
+def test_a_rerun_retries_the_episodes_that_ended_in_an_error(data: Path, tmp_path: Path) -> None:
+    model = Recovering()
+    first = evaluate(data, model, tmp_path)
+    assert first.errors == {"ConnectionError: server down": 2}
+    model.healthy = True
+    second = evaluate(data, model, tmp_path)
+    assert second.resumed == 13 and not second.errors
+    assert second.summary.scenarios["ROD"].accuracy == 100.0
+    assert second.summary.scenarios["ROD"].errors == 0
+    assert len(lines(tmp_path)) == 17  # the two error lines stay, superseded

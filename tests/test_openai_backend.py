@@ -262,15 +262,16 @@ def test_unreachable_server_records_errors(data: Path, tmp_path: Path) -> None:
 def test_cli_on_an_unreachable_server_ends_with_the_error_summary(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
-    """Decided: a run whose every episode errors still ends normally, its summary counting
-    the errors per scenario; each reason is in `results.jsonl`. Rerunning retries them."""
+    """A run whose every episode errors ends with the summary counting the errors per
+    scenario, the most common reason, and a non-zero exit; each reason is in `results.jsonl`."""
     fast = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.02)
     monkeypatch.setattr(openai_compat, "DEFAULT_RETRY", fast)
     run = tmp_path / "run"
     args = ["eval", "--data", str(data), "--out", str(run), "--no-cache", "--scenarios", "ROD"]
     code, text = run_cli([*args, "--model", f"openai:{MODEL}@{closed_port_url()}"], capsys)
-    assert code == 0 and "Traceback" not in text
+    assert code == 1 and "Traceback" not in text
     assert "ROD" in text and "errors" in text
+    assert "2 episode(s) ended in an error" in text and "cannot connect" in text
     errors = [r["error"] for r in read_results(run / "results.jsonl")]
     assert len(errors) == 2 and all("cannot connect" in e for e in errors)
     assert json.loads((run / "summary.json").read_text())["scenarios"]["ROD"]["errors"] == 2

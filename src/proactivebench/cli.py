@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -282,6 +283,23 @@ def eval_command(
         )
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+    report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
+
+
+def report_errors(errors: Counter[str], scored: int) -> None:
+    """Say why episodes failed; a run in which nothing could be scored exits non-zero."""
+    if not errors:
+        return
+    total = sum(errors.values())
+    reason, count = errors.most_common(1)[0]
+    console.print(
+        f"[yellow]{total} episode(s) ended in an error[/yellow] (left out of the metrics; "
+        f"rerun the same command to retry them). Most common ({count}x): {escape(reason)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if scored == 0:
+        sys.exit(1)
 
 
 @cli.command("merge")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,7 +237,10 @@ def _claim_run_dir(out_dir: Path, config: dict[str, Any]) -> None:
 class RunOutcome:
     summary: Summary
     out_dir: Path
+    #: Episodes already finished by an earlier invocation, skipped this time.
     resumed: int
+    #: Why episodes ended in an error (reason -> count); they are retried by a rerun.
+    errors: Counter[str] = field(default_factory=Counter)
 
 
 async def _run_async(
@@ -328,7 +332,8 @@ def evaluate(
         raise DataErrors(problems)
     _claim_run_dir(out, _run_identity(root, model, settings))
     results_path = out / RESULTS
-    done = {(r["scenario"], r["sample_id"]) for r in read_results(results_path)}
+    # Episodes that ended in an error are played again: their failure was the backend's.
+    done = {_key(r) for r in read_results(results_path) if not r.get("error")}
     todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
     if on_start:
         on_start(len(episodes), len(episodes) - len(todo))
@@ -345,10 +350,26 @@ def evaluate(
     finally:
         results.close()
     wanted = {(e.scenario, e.record.id) for e in episodes}
-    lines = [r for r in read_results(results_path) if (r["scenario"], r["sample_id"]) in wanted]
+    lines = [r for r in latest_results(read_results(results_path)) if _key(r) in wanted]
     summary = summarize(lines, model=model.name)
     (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
-    return RunOutcome(summary=summary, out_dir=out, resumed=len(episodes) - len(todo))
+    errors = Counter(str(r["error"]) for r in lines if r.get("error"))
+    return RunOutcome(summary, out, resumed=len(episodes) - len(todo), errors=errors)
+
+
+def _key(result: dict[str, Any]) -> tuple[str, int]:
+    return result["scenario"], result["sample_id"]
+
+
+def latest_results(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per episode: a later line (a retried error) replaces an earlier one."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for result in results:
+        key = _key(result)
+        if result.get("error") and key in latest and not latest[key].get("error"):
+            continue  # never let an error hide a finished episode
+        latest[key] = result
+    return list(latest.values())
 
 
 def merge_runs(
@@ -371,8 +392,10 @@ def merge_runs(
             identity = config
         elif config != identity:
             raise RunMismatchError(f"{run} holds a run with other data, model or settings")
-        for result in read_results(run / RESULTS):
-            merged.setdefault((result["scenario"], result["sample_id"]), result)
+        for result in latest_results(read_results(run / RESULTS)):
+            key = _key(result)
+            if key not in merged or (merged[key].get("error") and not result.get("error")):
+                merged[key] = result
     out = Path(out_dir)
     if (out / RESULTS).exists():
         raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")

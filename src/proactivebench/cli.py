@@ -318,7 +318,7 @@ def merge_command(run_dirs: tuple[Path, ...], out_dir: Path) -> None:
 @click.option(
     "--per-scenario",
     type=click.IntRange(min=1),
-    default=25,
+    default=100,
     show_default=True,
     help="Synthetic samples per scenario.",
 )
@@ -351,12 +351,12 @@ def demo_command(per_scenario: int, seed: int) -> None:
         )
     out.print(
         comparison_table(
-            {f"baseline:{n}": o.summary for n, o in outcomes.items()},
+            {n: o.summary for n, o in outcomes.items()},
             title=f"Synthetic ProactiveBench, {per_scenario} per scenario",
         )
     )
-    out.print(f"data:    {data_dir}")
-    out.print(f"results: {runs_dir}/<baseline>/results.jsonl (summary.json beside each)")
+    out.print(f"data:    {data_dir}", soft_wrap=True)
+    out.print(f"results: {runs_dir}/<baseline>/results.jsonl", soft_wrap=True)
 
 
 @cli.group()

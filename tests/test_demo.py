@@ -1,0 +1,114 @@
+"""The synthetic benchmark as a benchmark: valid, solvable, not guessable, every rule reached."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from proactivebench.data.layout import load_dataset
+from proactivebench.data.synth import generate
+from proactivebench.data.validate import validate_dataset
+from proactivebench.models import load_model
+from proactivebench.protocol import SCENARIOS
+from proactivebench.runner import evaluate, read_results
+from proactivebench.scenarios import make_episode
+from test_loading import run_cli
+
+PER_SCENARIO = 40
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synth")
+    generate(root, per_scenario=PER_SCENARIO, seed=11)
+    return root
+
+
+def test_generated_set_passes_validation(data: Path, capsys) -> None:
+    count, problems = validate_dataset(data)
+    assert (count, problems) == (7 * PER_SCENARIO, [])
+    code, text = run_cli(["data", "validate", str(data)], capsys)
+    assert code == 0 and "is valid" in text
+
+
+def test_oracle_perfect_and_reactive_near_chance(data: Path, tmp_path: Path) -> None:
+    oracle = evaluate(data, load_model("baseline:oracle"), tmp_path / "oracle").summary
+    assert all(s.accuracy == 100.0 and s.n == PER_SCENARIO for s in oracle.scenarios.values())
+    reactive = evaluate(data, load_model("baseline:reactive"), tmp_path / "reactive").summary
+    # ROD hides the object on the first turn: answering at once always fails.
+    assert reactive.scenarios["ROD"].accuracy == 0.0
+    # Elsewhere a category picked uniformly among four is right a quarter of the time:
+    # pooled over 6 x 40 episodes, 25 % +- 3.5 standard deviations (2.8 points each).
+    pooled = [s.accuracy for k, s in reactive.scenarios.items() if k != "ROD"]
+    assert 15.0 <= sum(pooled) / len(pooled) <= 35.0
+    assert all(s.ps_rate == 0.0 for s in reactive.scenarios.values())
+
+
+def _act_while_possible(episode) -> list:
+    """Ask for every intervention the episode accepts, answer only when nothing is left."""
+    trace = []
+    while not episode.done:
+        obs = episode.observation
+        answer = obs.correct_actions[0] if obs.correct_actions else obs.correct_categories[0]
+        trace.append((obs, episode.step(answer)))
+    return trace
+
+
+def test_every_scenario_rule_is_reached(data: Path) -> None:
+    dataset = load_dataset(data)
+    seen: Counter[str] = Counter()
+    for short in SCENARIOS:
+        for record in dataset.records[short]:
+            trace = _act_while_possible(make_episode(record))
+            first_obs = trace[0][0]
+            last_obs, last_step = trace[-1]
+            if short in ("ROD", "VSOD", "CIT"):
+                # Moves stay acceptable on every turn: only the step limit ends the episode.
+                assert len(trace) == make_episode(record).max_steps and not last_step.correct
+                seen[f"{short} step limit"] += 1
+            else:
+                assert last_step.correct, (short, record.id)
+            if short == "ROD":
+                assert first_obs.correct_categories == ()  # the first-turn rule
+                seen["rod first turn"] += 1
+            if short in ("MVP-N", "IN-C", "QD"):
+                # Acting until the last turn, where only the category is correct.
+                assert len(trace) == record.num_images and last_obs.correct_actions == ()
+                seen[f"{short} last turn"] += 1
+            if short == "CIT":
+                shown = first_obs.action_options
+                seen["cit rewind pruned"] += "Rewind the video." not in shown
+                seen["cit wait pruned"] += not any("Wait for the" in o for o in shown)
+            if short == "COCO":
+                seen[f"coco {record.direction}"] += 1
+                # Moves run out by pruning (the crop reached its limit), then the category.
+                assert last_obs.correct_actions == () and len(trace) >= 2
+    rules = ("rod first turn", "MVP-N last turn", "IN-C last turn", "QD last turn")
+    rules += ("ROD step limit", "VSOD step limit", "CIT step limit")
+    for rule in rules:
+        assert seen[rule] == PER_SCENARIO, rule
+    assert seen["cit rewind pruned"] and seen["cit wait pruned"]
+    directions = {k.removeprefix("coco ") for k in seen if k.startswith("coco ")}
+    moves = set().union(*(d.split("_") for d in directions))
+    assert "zoom" in directions and moves >= {"up", "down", "left", "right"}
+    assert any("_" in d for d in directions)  # diagonal moves too
+
+
+def test_demo_command_runs_offline_and_reuses_its_data(capsys, tmp_path: Path) -> None:
+    code, text = run_cli(["demo", "--per-scenario", "4"], capsys)
+    assert code == 0
+    assert "oracle" in text and "reactive" in text and "average" in text
+    assert "100.0" in text and "runs/demo-seed0-n4/<baseline>/results.jsonl" in text
+    code, again = run_cli(["demo", "--per-scenario", "4"], capsys)
+    assert code == 0 and again.split("data:")[0] == text.split("data:")[0]
+
+
+def test_demo_results_are_real_runs(capsys) -> None:
+    from proactivebench.paths import cache_root
+
+    run_cli(["demo", "--per-scenario", "3"], capsys)
+    oracle = cache_root() / "runs" / "demo-seed0-n3" / "oracle" / "results.jsonl"
+    results = read_results(oracle)
+    assert len(results) == 21 and all(r["correct"] for r in results)

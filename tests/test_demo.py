@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from clirun import run_cli
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.data.validate import validate_dataset
@@ -14,7 +15,6 @@ from proactivebench.models import load_model
 from proactivebench.protocol import SCENARIOS
 from proactivebench.runner import evaluate, read_results
 from proactivebench.scenarios import make_episode
-from test_loading import run_cli
 
 PER_SCENARIO = 40
 

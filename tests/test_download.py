@@ -32,8 +32,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from huggingface_hub.constants import DOWNLOAD_CHUNK_SIZE
 
+from clirun import run_cli
 from handmade import coco, qd, rod, write_dataset
-from proactivebench.cli import main
 from proactivebench.data.download import (
     STATE_DIR,
     DownloadError,
@@ -293,14 +293,6 @@ def assert_clean_failure(result: subprocess.CompletedProcess[str], message: str)
 
 def partials(data: Path) -> list[Path]:
     return sorted((data / STATE_DIR).rglob("*.incomplete"))
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return int(exit_info.value.code or 0), captured.out + captured.err
 
 
 # --- layout, skip, validation -------------------------------------------------------------

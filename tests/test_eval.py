@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.protocol import SCENARIOS
 from proactivebench.runner import EvalSettings, evaluate, read_results
 from proactivebench.scenarios.base import best_move
-from test_loading import eval_args, run_cli
 
 #: Fewest turns the protocol allows for a correct answer: ROD hides the object on turn 1.
 MIN_TURNS = {s: 2 if s == "ROD" else 1 for s in SCENARIOS}

@@ -10,22 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from clirun import eval_args, run_cli
 from handmade import coco, full_dataset, rod, vsod, write_dataset
-from proactivebench.cli import main
 from proactivebench.data.layout import MANIFEST, load_dataset
 from proactivebench.errors import DataError, DataErrors
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return int(exit_info.value.code or 0), captured.out + captured.err
-
-
-def eval_args(data: Path, out: Path, *extra: str) -> list[str]:
-    return ["eval", "--data", str(data), "--model", "baseline:oracle", "--out", str(out), *extra]
 
 
 def test_official_filter_and_strong_occlusions(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from clirun import run_cli
 from handmade import full_dataset
 from openai_server import FAULTS, FakeOpenAI, decode_data_url
 from proactivebench.data.images import ImageStore, apply_view
@@ -42,7 +43,6 @@ from proactivebench.models.openai_compat import (
 from proactivebench.prompting import turn_messages
 from proactivebench.runner import EvalSettings, evaluate, read_results
 from proactivebench.scenarios import View, make_episode
-from test_loading import run_cli
 
 FAST = RetryPolicy(max_retries=6, base_delay=0.02, max_delay=1.0)
 MODEL = "test-vlm"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.data.images import ImageStore
 from proactivebench.data.layout import load_dataset
@@ -21,7 +22,6 @@ from proactivebench.prompting import turn_messages
 from proactivebench.protocol import SCENARIOS
 from proactivebench.runner import evaluate, read_results
 from proactivebench.scenarios import make_episode
-from test_loading import eval_args, run_cli
 
 #: Plays the best move from the observation's answer key: every episode must end correct.
 ORACLE = """

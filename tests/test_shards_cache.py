@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.cache import ResponseCache
 from proactivebench.runner import EvalSettings, RunMismatchError, evaluate, merge_runs, read_results
-from test_loading import eval_args, run_cli
 
 
 @pytest.fixture(scope="module")

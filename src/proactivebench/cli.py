@@ -83,6 +83,12 @@ def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     return table
 
 
+def count_progress() -> Progress:
+    """A plain bar with a count, for generation and the demo's runs."""
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeElapsedColumn(), console=console)
+
+
 def parse_model_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     """`KEY=VALUE` pairs -> keyword options; values that parse as JSON are typed (8, true)."""
     options: dict[str, Any] = {}
@@ -328,13 +334,7 @@ def demo_command(per_scenario: int, seed: int) -> None:
     from proactivebench.demo import DEMO_BASELINES, ensure_synthetic, run_demo
     from proactivebench.paths import cache_root
 
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
+    with count_progress() as progress:
         task = progress.add_task("synthetic data", total=per_scenario * len(SCENARIOS))
         data_dir = ensure_synthetic(
             per_scenario, seed, progress=lambda n: progress.update(task, advance=n)
@@ -379,13 +379,7 @@ def data_synth(out_dir: Path, per_scenario: int, seed: int, split: str) -> None:
     """Generate a synthetic ProactiveBench of all seven scenarios."""
     from proactivebench.data.synth import generate
 
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
+    with count_progress() as progress:
         task = progress.add_task(f"synth {split}", total=per_scenario * len(SCENARIOS))
         manifest = generate(
             out_dir,

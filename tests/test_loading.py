@@ -164,3 +164,12 @@ def test_real_process_exit_code_and_no_traceback(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and ":1: invalid JSON" in proc.stderr
+
+
+def test_coco_reference_image_may_be_anything(tmp_path: Path) -> None:
+    write_dataset(tmp_path, {"COCO": [coco(0, reference_image=None)], "ROD": [rod(0)]})
+    assert load_dataset(tmp_path).records["COCO"][0].id == 0
+    path = tmp_path / "Realistic-Occlusion-Dataset_preprocessed.jsonl"
+    path.write_text(json.dumps(rod(0, reference_image=None)) + "\n")
+    with pytest.raises(DataErrors, match="field 'reference_image': expected an integer"):
+        load_dataset(tmp_path)

@@ -39,7 +39,8 @@ class Record:
     image_template: str
     first_image: int
     num_images: int
-    reference_image: int | str
+    #: Fills the template in reference mode; COCO ignores it (its reference is the whole image).
+    reference_image: int | str | None
     prompt: str
     options: tuple[str, ...]
     categories: tuple[str, ...]
@@ -211,7 +212,9 @@ def parse_record(scenario: str, obj: Any, source: Source) -> Record:
     if answer not in categories:
         raise f.error("answer", f"{answer!r} is not one of the categories")
     reference = f.get("reference_image")
-    if isinstance(reference, bool) or not isinstance(reference, int | str):
+    if cls is COCORecord:
+        reference = None  # unused: COCO's reference view is its template, uncropped
+    elif isinstance(reference, bool) or not isinstance(reference, int | str):
         raise f.error("reference_image", "expected an integer or a string")
     common: dict[str, Any] = dict(
         id=f.int("id"),

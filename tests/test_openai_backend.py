@@ -185,7 +185,8 @@ def test_greedy_50_tokens_by_default(data: Path, tmp_path: Path, server: FakeOpe
 
 def test_requests_in_flight_follow_the_caller_or_the_limit(data: Path) -> None:
     requests = [first_request(data)] * 64
-    with FakeOpenAI(latency=0.2) as fake:
+    # The latency outlasts sending all 64 even on a loaded machine, so all overlap.
+    with FakeOpenAI(latency=1.0) as fake:
         model = backend(fake.url)  # no limit: as many as the runner's episodes in flight
         generate(model, data, requests)
         assert fake.peak_in_flight == 64
@@ -203,8 +204,9 @@ def test_injected_faults_change_nothing(data: Path, tmp_path: Path) -> None:
         clean_requests = len(fake.chat_requests)
     # Every kind once (every other request), then 20 % of the rest, all kinds mixed.
     schedule: list[str | None] = [k for kind in FAULTS for k in (kind, None)]
-    with FakeOpenAI(latency=0.01, schedule=schedule, fault_rate=0.2, seed=7, hang=1.0) as fake:
-        model = backend(fake.url, timeout=0.5)
+    # The client timeout leaves a loaded machine ample time for a normal (10 ms) answer.
+    with FakeOpenAI(latency=0.01, schedule=schedule, fault_rate=0.2, seed=7, hang=2.0) as fake:
+        model = backend(fake.url, timeout=1.2)
         evaluate(data, model, tmp_path / "faulty", concurrency=6)
         faults = [r.fault for r in fake.chat_requests if r.fault]
     assert set(faults) == set(FAULTS)

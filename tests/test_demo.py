@@ -12,6 +12,7 @@ from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.data.validate import validate_dataset
 from proactivebench.models import load_model
+from proactivebench.paths import cache_root
 from proactivebench.protocol import SCENARIOS
 from proactivebench.runner import evaluate, read_results
 from proactivebench.scenarios import make_episode
@@ -101,13 +102,14 @@ def test_demo_command_runs_offline_and_reuses_its_data(capsys, tmp_path: Path) -
     assert code == 0
     assert "oracle" in text and "reactive" in text and "average" in text
     assert "100.0" in text and "runs/demo-seed0-n4/<baseline>/results.jsonl" in text
+    manifest = cache_root() / "synth-test-v1-seed0-n4" / "synth_manifest.json"
+    made = manifest.stat().st_mtime_ns
     code, again = run_cli(["demo", "--per-scenario", "4"], capsys)
     assert code == 0 and again.split("data:")[0] == text.split("data:")[0]
+    assert manifest.stat().st_mtime_ns == made  # the data set was reused, not generated again
 
 
 def test_demo_results_are_real_runs(capsys) -> None:
-    from proactivebench.paths import cache_root
-
     run_cli(["demo", "--per-scenario", "3"], capsys)
     oracle = cache_root() / "runs" / "demo-seed0-n3" / "oracle" / "results.jsonl"
     results = read_results(oracle)

@@ -256,12 +256,8 @@ def eval_command(
     if endpoints:
         options["endpoints"] = endpoints
     model = load_model(model_spec, seed=seed, **options)
-    decoding = Decoding()
-    decoding = Decoding(
-        max_tokens=max_tokens if max_tokens is not None else decoding.max_tokens,
-        temperature=temperature if temperature is not None else decoding.temperature,
-        top_p=top_p,
-    )
+    overrides = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
+    decoding = Decoding(**{k: v for k, v in overrides.items() if v is not None})
     use_cache = model.needs_images and not no_cache  # baselines answer faster than a lookup
     cache = ResponseCache(cache_path or response_cache_path()) if use_cache else None
     settings = EvalSettings(

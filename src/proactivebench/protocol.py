@@ -90,21 +90,6 @@ def mcqa_strings() -> dict[str, Any]:
 
 
 @cache
-def oeg_strings() -> dict[str, Any]:
-    return dict(raw_protocol()["oeg"])
-
-
-@cache
-def oeg_fixed_answers() -> dict[str, str]:
-    return dict(raw_protocol()["oeg_fixed_answers"])
-
-
-@cache
-def resize_short_edge() -> dict[str, int]:
-    return dict(raw_protocol()["resize_short_edge"])
-
-
-@cache
 def official_filter_ids(stem: str) -> frozenset[int]:
     """Sample ids of the official test filter for one data file stem."""
     return frozenset(_load("official_filter_ids.json")["ids"].get(stem, ()))

@@ -175,10 +175,21 @@ class ResultsFile:
         """Drop a last line cut short by a crash, so appending cannot glue two records."""
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with self.path.open("r+b") as f:
-                f.truncate(data.rfind(b"\n") + 1)
+        with self.path.open("r+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            position = end
+            while position > 0:  # scan back in blocks for the last newline
+                start = max(0, position - 65536)
+                f.seek(start)
+                block = f.read(position - start)
+                if position == end and block.endswith(b"\n"):
+                    return  # the usual case: the file ends with a whole line
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    f.truncate(start + newline + 1)
+                    return
+                position = start
+            f.truncate(0)  # a single torn line and nothing else
 
     def write(self, results: Sequence[dict[str, Any]]) -> None:
         """Append and flush (the lines survive a killed process from here on)."""

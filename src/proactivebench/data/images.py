@@ -55,14 +55,14 @@ class _LRU:
 
 
 class ImageStore:
-    """Thread-safe, bounded caches of transformed images and of their encodings."""
+    """Thread-safe, bounded caches of transformed images and of their data URLs."""
 
     def __init__(self, root: str | Path, capacity: int = 512) -> None:
         self.root = Path(root)
         self._guard = PathGuard(self.root)
         self._lock = threading.Lock()
         self._images = _LRU(capacity)
-        self._encoded = _LRU(capacity)
+        self._urls = _LRU(capacity)
         self._hashes: dict[str, str] = {}
 
     def path(self, view: View) -> Path:
@@ -90,27 +90,25 @@ class ImageStore:
         return image
 
     def encoded(self, view: View, fmt: str = "JPEG", quality: int = 90) -> bytes:
-        """The view encoded as JPEG or PNG bytes."""
-        fmt = fmt.upper()
-        key = (view, fmt, quality)
-        with self._lock:
-            cached = self._encoded.get(key)
-        if cached is not None:
-            return cached
+        """The view encoded as JPEG or PNG bytes (not cached: `data_url` caches its result)."""
         buffer = io.BytesIO()
-        if fmt == "JPEG":
-            self.image(view).save(buffer, format="JPEG", quality=quality)
-        else:
-            self.image(view).save(buffer, format=fmt)
-        data = buffer.getvalue()
-        with self._lock:
-            self._encoded.put(key, data)
-        return data
+        options = {"quality": quality} if fmt.upper() == "JPEG" else {}
+        self.image(view).save(buffer, format=fmt.upper(), **options)
+        return buffer.getvalue()
 
     def data_url(self, view: View, fmt: str = "JPEG", quality: int = 90) -> str:
-        mime = "image/jpeg" if fmt.upper() == "JPEG" else f"image/{fmt.lower()}"
+        """The view as a `data:` URL, cached: history and repeated views are encoded once."""
+        key = (view, fmt.upper(), quality)
+        with self._lock:
+            cached = self._urls.get(key)
+        if cached is not None:
+            return cached
+        mime = "image/jpeg" if key[1] == "JPEG" else f"image/{key[1].lower()}"
         payload = base64.b64encode(self.encoded(view, fmt, quality)).decode("ascii")
-        return f"data:{mime};base64,{payload}"
+        url = f"data:{mime};base64,{payload}"
+        with self._lock:
+            self._urls.put(key, url)
+        return url
 
     def file_hash(self, view: View) -> str:
         """SHA-256 of the image file's bytes (cache keys must change when the file does)."""

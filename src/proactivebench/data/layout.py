@@ -183,8 +183,3 @@ class PathGuard:
         if os.path.commonpath([self._real_root, real]) != self._real_root:
             raise DataError(f"image path leaves the data dir: {relative!r}")
         return Path(real)
-
-
-def resolve_image(root: Path, relative: str) -> Path:
-    """One-off form of `PathGuard.resolve`."""
-    return PathGuard(root).resolve(relative)

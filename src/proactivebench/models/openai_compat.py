@@ -25,7 +25,6 @@ import os
 import random
 import ssl
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,25 +216,6 @@ class _Answer:
     completion: Completion
 
 
-@dataclass
-class _UrlCache:
-    """Data URLs of recently sent views: history and repeated views skip base64 re-encoding."""
-
-    capacity: int = 256
-    items: OrderedDict[tuple[View, str, int], str] = field(default_factory=OrderedDict)
-
-    def get(self, key: tuple[View, str, int]) -> str | None:
-        value = self.items.get(key)
-        if value is not None:
-            self.items.move_to_end(key)
-        return value
-
-    def put(self, key: tuple[View, str, int], value: str) -> None:
-        self.items[key] = value
-        while len(self.items) > self.capacity:
-            self.items.popitem(last=False)
-
-
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """One certificate store for every client: loading it costs ~25 ms each time."""
@@ -339,7 +319,6 @@ class OpenAICompatible(Model):
         self._api_key = os.environ.get(api_key_env) or None
         self._replicas = _Replicas(self.urls, balance)
         self._rng = random.Random(seed)
-        self._urls = _UrlCache()
         #: Moving average of the seconds one view takes to decode and encode.
         self._encode_s = 0.0
         self._client: _Clients | None = None
@@ -487,10 +466,6 @@ class OpenAICompatible(Model):
         return openai_messages(messages, urls.__getitem__)
 
     async def _data_url(self, view: View) -> str:
-        key = (view, self.image_format, self.jpeg_quality)
-        cached = self._urls.get(key)
-        if cached is not None:
-            return cached
         if self.images is None:
             raise ModelError(f"{self.name}: no image store bound (call bind_images first)")
         encode = functools.partial(
@@ -504,7 +479,6 @@ class OpenAICompatible(Model):
         else:
             url, seconds = await asyncio.to_thread(encode)
         self._encode_s = 0.8 * self._encode_s + 0.2 * seconds
-        self._urls.put(key, url)
         return url
 
     def _session(self) -> tuple[_Clients, asyncio.Semaphore | contextlib.nullcontext[None]]:

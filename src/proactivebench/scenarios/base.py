@@ -209,8 +209,8 @@ class Episode:
             actions = self._valid_options()
             correct_actions = self._correct_options(actions)
             view = self._view()
-        if self.resize_short_edge and view.crop is None:
-            view = View(view.image, None, self.resize_short_edge)
+        if self.resize_short_edge:
+            view = View(view.image, view.crop, self.resize_short_edge)
         category_ok = self.reference or self._category_allowed()
         return Observation(
             scenario=self.scenario,

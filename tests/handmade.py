@@ -46,7 +46,7 @@ def vsod(id: int = 6, **kw: Any) -> dict[str, Any]:
         "options": ["Wait for the occlusion to disappear.", "Rewind the video.", *ABSTAIN],
         "categories": CATS,
         "answer": "dog",
-        "strong_occlusions": False,
+        "strong_occlusions": True,
         **kw,
     }
 

@@ -17,19 +17,24 @@ from proactivebench.errors import DataError, DataErrors
 
 
 def test_official_filter_and_strong_occlusions(tmp_path: Path) -> None:
+    no_field = {k: v for k, v in vsod(14).items() if k != "strong_occlusions"}
     write_dataset(
         tmp_path,
         {
-            # 6 and 9 are official VSOD ids, 7 is not; 9 is strongly occluded.
-            "VSOD": [vsod(6), vsod(7), vsod(9, strong_occlusions=True)],
+            # 6, 9 and 14 are official VSOD ids, 7 is not. As the reference loader does, the
+            # samples marked `strong_occlusions: false` (9) are dropped; 6 is strongly occluded
+            # (a rewind helps) and kept, and 14 lacks the field and is kept.
+            "VSOD": [vsod(6), vsod(7), vsod(9, strong_occlusions=False), no_field],
             "ROD": [rod(0), rod(1000)],  # 1000 is not an official id
         },
     )
     data = load_dataset(tmp_path)
-    assert [r.id for r in data.records["VSOD"]] == [6]
+    assert [r.id for r in data.records["VSOD"]] == [6, 14]
     assert [r.id for r in data.records["ROD"]] == [0]
     everything = load_dataset(tmp_path, all_samples=True)
-    assert [r.id for r in everything.records["VSOD"]] == [6, 7, 9]
+    assert [r.id for r in everything.records["VSOD"]] == [6, 7, 9, 14]
+    strong = [r.strong_occlusions for r in everything.records["VSOD"]]  # type: ignore[attr-defined]
+    assert strong == [True, True, False, None]
     assert list(everything.records) == ["ROD", "VSOD"]  # paper order, not file order
 
 

@@ -61,6 +61,10 @@ def test_rod_broken_banana_frame_is_swapped_by_last_action() -> None:
     assert ep.observation.view.image == "ROD/natural_bluebl_greenr-banana-s5/0.png"
     ep.step("Move the blocks to the right.")
     assert ep.observation.view.image == "ROD/natural_bluebl_greenr-banana-s7/1.png"
+    # SCENARIOS.md §8: only outside reference mode.
+    ref = make_episode(record("ROD", image_template=template), reference=True)
+    assert ref.observation.view.image == "ROD/natural_bluebl_greenr-banana-s6/ref.png"
+    assert ref.image_paths() == ["ROD/natural_bluebl_greenr-banana-s6/ref.png"]
 
 
 def test_rod_abstaining_fails() -> None:
@@ -194,6 +198,47 @@ def test_cit_wait_pruned_near_the_end() -> None:
     ep = make_episode(record("CIT", first_image=8))
     assert ep.step("Rewind the video.").verdict == "proactive"
     assert ep.observation.view.image == "CIT/0/5.png"
+
+
+def test_cit_end_of_video_without_wait_option_drops_each_lists_last() -> None:
+    # SCENARIOS.md §5, CIT: at frame 8 of 10 with step 3 the forward move would leave the
+    # video, but no option says "Wait for the". The shown options then lose their last entry
+    # ("I do not know.") and the correct actions (the non-abstaining ones) lose theirs
+    # ("Rewind the video."), which thus stays on screen but is wrong.
+    options = ["Rewind the video.", "I do not know."]
+    ep = make_episode(record("CIT", first_image=8, options=options))
+    obs = ep.observation
+    assert obs.options == ("Rewind the video.", *CATS)  # A rewind, B apple ... E dog
+    assert obs.correct_actions == ()
+    assert obs.correct_categories == ("cup",)
+    step = ep.step("A")
+    assert (step.verdict, step.done, step.correct) == ("wrong", True, False)
+    ep = make_episode(record("CIT", first_image=8, options=options))
+    assert ep.step("Rewind the video.").verdict == "wrong"
+    ep = make_episode(record("CIT", first_image=8, options=options))
+    assert ep.step("I do not know.").verdict == "mismatch"  # no longer shown
+    ep = make_episode(record("CIT", first_image=8, options=options))
+    assert ep.step("D").verdict == "correct"  # cup: the category stays correct
+    # Away from the end nothing is pruned and the rewind is a correct move.
+    ep = make_episode(record("CIT", first_image=4, options=options))
+    assert ep.observation.options == (*options, *CATS)
+    assert ep.observation.correct_actions == ("Rewind the video.",)
+    assert ep.step("A").verdict == "proactive"
+    assert ep.observation.view.image == "CIT/0/1.png"
+
+
+def test_cit_end_of_video_drops_the_last_option_even_when_it_abstains() -> None:
+    # The shown list's last entry is an abstention here, the correct list's last is the rewind.
+    options = ["I do not know.", "Rewind the video.", "I cannot answer."]
+    ep = make_episode(record("CIT", first_image=9, options=options))
+    obs = ep.observation
+    assert obs.action_options == ("I do not know.", "Rewind the video.")
+    assert obs.correct_actions == ()
+    assert ep.step("B").verdict == "wrong"
+    # With a "Wait for the" option, that one goes from both lists and the rewind stays correct.
+    ep = make_episode(record("CIT", first_image=9))
+    assert ep.observation.action_options == ("Rewind the video.", *ABSTAIN)
+    assert ep.observation.correct_actions == ("Rewind the video.",)
 
 
 def test_cit_step_limit_from_record() -> None:

@@ -56,7 +56,9 @@ class RODRecord(Record):
 @dataclass(frozen=True)
 class VSODRecord(Record):
     scenario: ClassVar[str] = "VSOD"
-    strong_occlusions: bool = False
+    #: True for the samples that need a rewind; the official filter drops those marked false.
+    #: None when the record lacks the field (such records are kept).
+    strong_occlusions: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,8 @@ def parse_record(scenario: str, obj: Any, source: Source) -> Record:
     )
     extra: dict[str, Any] = {}
     if cls is VSODRecord:
-        extra["strong_occlusions"] = f.bool("strong_occlusions")
+        if "strong_occlusions" in obj:
+            extra["strong_occlusions"] = f.bool("strong_occlusions")
     elif cls is MVPNRecord:
         valid = f.int_list("valid_images")
         if len(valid) < common["num_images"]:

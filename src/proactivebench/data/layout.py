@@ -1,7 +1,7 @@
 """Loading a data directory in the official layout: `<data_dir>/<stem>_preprocessed.jsonl`.
 
-The official test set keeps only the ids of `official_filter_ids.json` and drops records with
-`strong_occlusions`; a directory made by our generator carries `synth_manifest.json`, which
+The official test set keeps only the ids of `official_filter_ids.json` and drops records whose
+`strong_occlusions` is false (VSOD keeps the samples that need a rewind); a directory made by our generator carries `synth_manifest.json`, which
 turns the id filter off. Records are validated on load (every problem located at
 file:line/field); images are never opened here, only their paths checked.
 """
@@ -114,12 +114,16 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
 
 
 def apply_official_filter(records: Sequence[Record], short: str) -> list[Record]:
-    """Keep the official test ids and drop strongly occluded VSOD samples."""
+    """Keep the official test ids and drop the VSOD samples marked `strong_occlusions: false`.
+
+    As the reference loader does: VSOD keeps its strongly occluded samples, the ones a rewind
+    helps; a record without the field is kept.
+    """
     keep = official_filter_ids(scenario_strings(short).stem)
     return [
         r
         for r in records
-        if r.id in keep and not (isinstance(r, VSODRecord) and r.strong_occlusions)
+        if r.id in keep and not (isinstance(r, VSODRecord) and r.strong_occlusions is False)
     ]
 
 

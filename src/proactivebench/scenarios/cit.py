@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proactivebench.protocol import fixed_action_space
 from proactivebench.records import CITRecord
+from proactivebench.scenarios.actions import is_abstention
 from proactivebench.scenarios.base import Episode
 
 REWIND_OPTION = "Rewind the video."
@@ -26,15 +27,36 @@ class CITEpisode(Episode):
         options = list(self.record.options)
         if self.random_actions:
             return options  # the ablation prunes nothing
+        return self._pruned(options)
+
+    def _correct_options(self, valid: list[str]) -> list[str]:
+        """The non-abstaining options of the record, pruned on their own.
+
+        Usually the same as the correct ones among `valid`; they differ at the end of a video
+        whose options lack "Wait for the", where each list loses its own last entry.
+        """
+        if self.random_actions:
+            return super()._correct_options(valid)
+        return self._pruned([o for o in self.record.options if not is_abstention(o)])
+
+    def _pruned(self, options: list[str]) -> list[str]:
+        """`options` without the move that would leave the video (SCENARIOS.md §5, CIT).
+
+        Near the start the rewind goes. Near the end the first "Wait for the" option goes, or,
+        when there is none, the list's last entry: the reference's quirk, kept because it
+        changes what is shown and scored.
+        """
         frame, step = int(self.image_id), self.record.step_size
+        options = list(options)
         if frame - step < 0:
             if REWIND_OPTION in options:
                 options.remove(REWIND_OPTION)
         elif frame + step >= self.record.num_images:
-            for i, option in enumerate(options):
-                if WAIT_MARKER in option:
-                    del options[i]
-                    break
+            waits = [i for i, option in enumerate(options) if WAIT_MARKER in option]
+            if waits:
+                del options[waits[0]]
+            elif options:
+                del options[-1]
         return options
 
     def _transition(self, action: str) -> bool:

@@ -19,7 +19,7 @@ class RODEpisode(Episode):
 
     def _image_path(self, image_id: int | str) -> str:
         path = super()._image_path(image_id)
-        if _BROKEN in path:
+        if _BROKEN in path and not self.reference:  # the reference swaps in play only
             twin = "s5" if self.last_action == "LEFT" else "s7"
             path = path.replace("s6", twin)
         return path

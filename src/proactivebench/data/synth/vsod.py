@@ -136,7 +136,7 @@ def make_sample(rng: np.random.Generator, index: int, slot: int) -> Sample:
         make_options(rng, PROACTIVE),
         categories,
         answer,
-        strong_occlusions=False,
+        strong_occlusions=True,  # the first frame hides the object: a rewind helps
     )
     truth = {"object_mask": obj, "clean": np.asarray(clean), "first_occlusion": occlusion}
     return Sample(rec, images, truth)

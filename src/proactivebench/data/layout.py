@@ -1,9 +1,10 @@
 """Loading a data directory in the official layout: `<data_dir>/<stem>_preprocessed.jsonl`.
 
 The official test set keeps only the ids of `official_filter_ids.json` and drops records whose
-`strong_occlusions` is false (VSOD keeps the samples that need a rewind); a directory made by our generator carries `synth_manifest.json`, which
-turns the id filter off. Records are validated on load (every problem located at
-file:line/field); images are never opened here, only their paths checked.
+`strong_occlusions` is false (VSOD keeps the samples that need a rewind); a directory made by
+our generator carries `synth_manifest.json`, which turns the id filter off. Records are
+validated on load (every problem located at file:line/field); images are never opened here,
+only their paths checked.
 """
 
 from __future__ import annotations

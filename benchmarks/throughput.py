@@ -1,20 +1,23 @@
 """Throughput of the OpenAI-compatible backend against a server that takes 50 ms per request.
 
 A real server spends most of a turn generating; what the harness must do is keep enough
-requests in flight that this latency overlaps. This script measures that:
+requests in flight that this latency overlaps. This script measures that on images of the
+official size (640×480 photo-like JPEGs, `benchmarks/official_size.py`) by default:
 
-1. wall time of the same run at concurrency 64 and at concurrency 1, against the fake server
-   of `tests/openai_server.py` in *another process* (so that client and server share the two
-   cores as they would on one machine), in its oracle mode (it answers the best move, so every
-   episode takes the fewest turns and both runs do exactly the same requests);
-2. the harness's own CPU time per turn with the oracle baseline and no server at all;
-3. a cProfile breakdown of the client's CPU time for the openai backend, by kind of work
-   (image decode/encode, JSON, HTTP, event loop, harness, waiting).
+1. wall time of the same run of all seven scenarios at concurrency 64 and at concurrency 1,
+   against the fake server of `tests/openai_server.py` in *another process* (so that client and
+   server share the two cores as they would on one machine), in its oracle mode (it answers the
+   best move, so every episode takes the fewest turns and both runs make the same requests),
+   with the response cache on, as `proactivebench eval` runs by default;
+2. the efficiency at 64 against the latency bound: max(longest episode's turns, all turns /
+   64) × latency, the time no client could beat;
+3. the client's CPU time per turn (all its threads), for untransformed views (six scenarios)
+   and for COCO's crops, which must be decoded and encoded;
+4. the harness's own CPU time per turn with the oracle baseline and no server at all;
+5. a cProfile breakdown of the client's CPU time by kind of work.
 
-    python benchmarks/throughput.py [--per-scenario 60] [--latency 0.05] [--profile-out FILE]
-
-Uses the synthetic data set (`proactivebench.data.synth.generate`) when it is installed,
-otherwise copies of the hand-made records of the tests.
+    python benchmarks/throughput.py [--images official|synthetic] [--per-scenario 60]
+                                    [--latency 0.05] [--no-cache] [--profile-out FILE]
 """
 
 from __future__ import annotations
@@ -29,17 +32,20 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from openai_server import ServerProcess, fingerprint  # noqa: E402
 from proactivebench.data.images import ImageStore  # noqa: E402
 from proactivebench.models import load_model  # noqa: E402
 from proactivebench.models.base import ChatRequest, Completion, Model  # noqa: E402
 from proactivebench.models.baselines import Oracle  # noqa: E402
+from proactivebench.models.cache import ResponseCache  # noqa: E402
 from proactivebench.models.openai_compat import OpenAICompatible, openai_messages  # noqa: E402
 from proactivebench.runner import EvalSettings, RunOutcome, evaluate  # noqa: E402
 from proactivebench.scenarios import View  # noqa: E402
@@ -50,23 +56,18 @@ MODEL = "bench-vlm"
 # ----- data and the server's answer key -------------------------------------------------------
 
 
-def make_data(root: Path, per_scenario: int) -> tuple[Path, EvalSettings]:
-    """The synthetic data set, or the hand-made records repeated under new ids."""
-    try:
-        from proactivebench.data.synth import generate
-    except ImportError:
-        generate = None
-    if generate is not None:
-        generate(root, per_scenario=per_scenario, seed=0)
-        return root, EvalSettings()
-    import handmade
+def make_data(root: Path, per_scenario: int, images: str) -> tuple[Path, EvalSettings]:
+    """The synthetic data set, with its images replaced by official-size JPEGs unless
+    `images` is "synthetic"."""
+    from official_size import make_official_size
 
-    records = {
-        short: [build(id=1000 + i) for i in range(per_scenario)]
-        for short, build in handmade.BUILDERS.items()
-    }
-    handmade.write_dataset(root, records)
-    return root, EvalSettings(all_samples=True)
+    from proactivebench.data.synth import generate
+
+    generate(root / "synthetic", per_scenario=per_scenario, seed=0)
+    if images == "synthetic":
+        return root / "synthetic", EvalSettings()
+    make_official_size(root / "synthetic", root / "official-size")
+    return root / "official-size", EvalSettings()
 
 
 class AnswerKeyRecorder(Model):
@@ -101,13 +102,9 @@ class AnswerKeyRecorder(Model):
 # ----- measurements -----------------------------------------------------------------------------
 
 
-def episodes_of(outcome: RunOutcome) -> int:
-    return sum(s.n + s.errors for s in outcome.summary.scenarios.values())
-
-
-def turns(outcome: RunOutcome) -> int:
+def turns_per_episode(outcome: RunOutcome) -> list[int]:
     lines = (outcome.out_dir / "results.jsonl").read_text().splitlines()
-    return sum(json.loads(line)["num_turns"] for line in lines)
+    return [json.loads(line)["num_turns"] for line in lines]
 
 
 def check_perfect(outcome: RunOutcome, label: str) -> None:
@@ -117,17 +114,35 @@ def check_perfect(outcome: RunOutcome, label: str) -> None:
             raise SystemExit(f"{label}: {short} scored {score} (answer key mismatch?)")
 
 
+@dataclass
+class Timed:
+    wall: float
+    cpu: float
+    turns: int
+    retries: int
+
+
 def timed_run(
-    data: Path, settings: EvalSettings, url: str, scratch: Path, concurrency: int
-) -> tuple[float, float, int, OpenAICompatible]:
-    """(wall s, client CPU s, turns, model) of one openai-backend run in a fresh directory."""
+    data: Path,
+    settings: EvalSettings,
+    url: str,
+    scratch: Path,
+    concurrency: int,
+    cache: bool,
+) -> Timed:
+    """One openai-backend run in a fresh run directory (and a fresh response cache)."""
     model = OpenAICompatible(MODEL, url, timeout=30)
     out = Path(tempfile.mkdtemp(dir=scratch))
+    responses = ResponseCache(out / "cache.sqlite") if cache else None
     cpu, start = time.process_time(), time.perf_counter()
-    outcome = evaluate(data, model, out, settings, concurrency=concurrency)
+    outcome = evaluate(data, model, out, settings, concurrency=concurrency, cache=responses)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     check_perfect(outcome, f"concurrency {concurrency}")
-    return wall, cpu, turns(outcome), model
+    return Timed(wall, cpu, sum(turns_per_episode(outcome)), model.stats["retries"])
+
+
+def median_run(runs: list[Timed]) -> Timed:
+    return sorted(runs, key=lambda r: r.wall)[len(runs) // 2]
 
 
 def harness_cpu(data: Path, settings: EvalSettings, scratch: Path) -> tuple[float, int]:
@@ -135,34 +150,34 @@ def harness_cpu(data: Path, settings: EvalSettings, scratch: Path) -> tuple[floa
     out = Path(tempfile.mkdtemp(dir=scratch))
     cpu = time.process_time()
     outcome = evaluate(data, load_model("baseline:oracle"), out, settings, concurrency=64)
-    return time.process_time() - cpu, turns(outcome)
+    return time.process_time() - cpu, sum(turns_per_episode(outcome))
 
 
 def image_cost(data: Path, views: Sequence[View]) -> float:
-    """CPU seconds to decode, transform, JPEG-encode and base64 every view once (cold cache).
-
-    Measured apart because the backend may do this work in worker threads (large images),
-    which cProfile (main thread only) does not see.
-    """
+    """CPU seconds per view to make the data URL of each view once (cold cache)."""
     store = ImageStore(data)
     cpu = time.process_time()
     for view in views:
         store.data_url(view, "JPEG", 90)
-    return time.process_time() - cpu
+    return (time.process_time() - cpu) / max(1, len(views))
 
 
 CATEGORIES = (
-    ("image decode/encode", ("PIL", "Imaging", "data/images.py", "base64")),
+    ("image read/decode/encode, base64", ("PIL", "Imaging", "data/images.py", "base64")),
     ("JSON", ("json",)),
     ("waiting for the server (epoll)", ("method 'poll'", "method 'select'", "control'")),
     (
-        "HTTP (httpx, httpcore, h11, anyio, sockets)",
-        ("httpx", "httpcore", "h11", "anyio", "sniffio", "ssl.py", "socket"),
+        "HTTP (aiohttp, yarl, multidict, sockets)",
+        ("aiohttp", "yarl", "multidict", "propcache", "ssl.py", "socket"),
     ),
+    ("response cache (key, SQLite)", ("cache.py", "sqlite3", "hashlib", "openssl_sha")),
     ("event loop (asyncio)", ("asyncio", "selectors", "contextvars", "epoll")),
     ("openai backend", ("openai_compat",)),
-    ("results file (write, flush, fsync)", ("posix.fsync", "TextIOWrapper", "runner.py:append")),
-    ("image path checks (runner, store)", ("validate.py", "pathlib", "posixpath", "stat")),
+    ("results file (write, flush, fsync)", ("posix.fsync", "TextIOWrapper", "runner.py:write")),
+    (
+        "image path checks (runner, store)",
+        ("validate.py", "pathlib", "posixpath", "stat", "layout.py:resolve", "layout.py:_real"),
+    ),
     ("TLS context (client start-up)", ("_ssl._SSLContext",)),
     (
         "harness (runner, episodes, prompts)",
@@ -188,14 +203,15 @@ def categorize(func: Func, callers: dict[Func, Any] | None = None) -> str:
 
 
 def profile_run(
-    data: Path, settings: EvalSettings, url: str, scratch: Path, save: Path | None
+    data: Path, settings: EvalSettings, url: str, scratch: Path, save: Path | None, cache: bool
 ) -> tuple[dict[str, float], float, list[tuple[float, str]]]:
     """Self time per category and the top functions of a concurrency-64 run under cProfile."""
     model = OpenAICompatible(MODEL, url, timeout=30)
     out = Path(tempfile.mkdtemp(dir=scratch))
+    responses = ResponseCache(out / "cache.sqlite") if cache else None
     profiler = cProfile.Profile()
     profiler.enable()
-    evaluate(data, model, out, settings, concurrency=64)
+    evaluate(data, model, out, settings, concurrency=64, cache=responses)
     profiler.disable()
     if save is not None:
         profiler.dump_stats(save)
@@ -223,54 +239,79 @@ def server_cpu(pid: int) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", choices=("official", "synthetic"), default="official")
     parser.add_argument("--per-scenario", type=int, default=60)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-cache", action="store_true", help="runs without the response cache")
     parser.add_argument("--profile-out", type=Path, default=None)
     args = parser.parse_args()
+    cache, high = not args.no_cache, args.concurrency
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
-        data, settings = make_data(scratch / "data", args.per_scenario)
+        data, every = make_data(scratch, args.per_scenario, args.images)
+        untransformed = replace(every, scenarios=("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT"))
+        cropped = replace(every, scenarios=("COCO",))
         key = AnswerKeyRecorder()
-        episodes = episodes_of(evaluate(data, key, scratch / "key", settings, concurrency=8))
-        views = len(key.views)
-        image_s = image_cost(data, list(key.views))
+        lengths = turns_per_episode(evaluate(data, key, scratch / "key", every, concurrency=8))
+        plain_views = [v for v in key.views if v.crop is None]
+        crop_views = [v for v in key.views if v.crop is not None]
+        plain_s, crop_s = image_cost(data, plain_views), image_cost(data, crop_views)
         answers = scratch / "answers.json"
         answers.write_text(json.dumps(key.answers))
-        harness_s, harness_turns = harness_cpu(data, settings, scratch)
+        harness_s, harness_turns = harness_cpu(data, every, scratch)
+
+        def runs(settings: EvalSettings, concurrency: int, repeats: int) -> list[Timed]:
+            return [
+                timed_run(data, settings, server.url, scratch, concurrency, cache)
+                for _ in range(repeats)
+            ]
+
         with ServerProcess(latency=args.latency, answers=answers) as server:
             assert server.process is not None
-            timed_run(data, settings, server.url, scratch, 64)  # warm-up: page cache, pool
-            wall_1, cpu_1, turns_1, _ = timed_run(data, settings, server.url, scratch, 1)
+            runs(every, high, 1)  # warm-up: page cache, connections
+            low_run = runs(every, 1, 1)[0]
             before = server_cpu(server.process.pid)
-            runs = [timed_run(data, settings, server.url, scratch, 64) for _ in range(3)]
+            high_runs = runs(every, high, args.repeats)
             after = server_cpu(server.process.pid)
-            wall_64, cpu_64, turns_64, model = sorted(runs, key=lambda r: r[0])[1]  # median
+            plain_run = median_run(runs(untransformed, high, args.repeats))
+            crop_run = median_run(runs(cropped, high, args.repeats))
             totals, profiled, top = profile_run(
-                data, settings, server.url, scratch, args.profile_out
+                data, every, server.url, scratch, args.profile_out, cache
             )
-    assert turns_1 == turns_64, "both runs must play the same turns"
+    high_run = median_run(high_runs)
+    total = sum(lengths)
+    assert low_run.turns == high_run.turns == total, "every run must play the same turns"
+    bound = max(max(lengths), total / high) * args.latency
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    kind = "640x480 JPEG (official size)" if args.images == "official" else "synthetic PNG"
     print(f"machine: {os.cpu_count()} CPUs, load average at the end {load:.2f}")
-    kind = "hand-made" if settings.all_samples else "synthetic"
-    print(f"data: {kind}, {args.per_scenario} per scenario, {episodes} episodes")
-    print(f"turns per run (requests)            : {turns_64}")
+    print(f"data: {args.per_scenario} per scenario, {len(lengths)} episodes, images {kind}")
+    print(f"response cache                      : {'on' if cache else 'off'}")
+    print(f"turns per run (requests)            : {total} (longest episode {max(lengths)})")
     print(f"server latency per request          : {args.latency * 1000:.0f} ms")
-    print(f"wall, concurrency 1                 : {wall_1:8.2f} s  ({turns_1 / wall_1:7.1f} req/s)")
-    print(
-        f"wall, concurrency 64 (median of 3)  : {wall_64:8.2f} s  ({turns_64 / wall_64:7.1f} req/s)"
-    )
-    print(f"  the three runs at 64                : {', '.join(f'{r[0]:.2f}' for r in runs)} s")
-    print(f"speed-up 64 vs 1                    : {wall_1 / wall_64:8.1f}x")
-    print(f"ideal at 64 (latency only)          : {turns_64 * args.latency / 64:8.2f} s")
-    print(f"client CPU per turn, concurrency 64 : {cpu_64 / turns_64 * 1000:8.2f} ms")
-    print(f"client CPU per turn, concurrency 1  : {cpu_1 / turns_1 * 1000:8.2f} ms")
+    print(f"wall, concurrency 1                 : {low_run.wall:8.2f} s")
+    print(f"wall, concurrency {high} (median of {args.repeats}) : {high_run.wall:8.2f} s")
+    walls = ", ".join(f"{r.wall:.2f}" for r in high_runs)
+    print(f"  the runs at {high}                    : {walls} s")
+    print(f"speed-up {high} vs 1                    : {low_run.wall / high_run.wall:8.1f}x")
+    print(f"latency bound at {high}                 : {bound:8.2f} s")
+    print(f"efficiency at {high} (bound / wall)     : {100 * bound / high_run.wall:8.0f} %")
+    print(f"client CPU/turn, all seven, c{high}     : {high_run.cpu / total * 1000:8.2f} ms")
+    plain_ms = plain_run.cpu / plain_run.turns * 1000
+    print(f"client CPU/turn, untransformed, c{high} : {plain_ms:8.2f} ms ({plain_run.turns} turns)")
+    crop_ms = crop_run.cpu / crop_run.turns * 1000
+    print(f"client CPU/turn, COCO crops, c{high}    : {crop_ms:8.2f} ms ({crop_run.turns} turns)")
+    print(f"client CPU/turn, concurrency 1      : {low_run.cpu / total * 1000:8.2f} ms")
     if before is not None and after is not None:
-        server_ms = (after - before) / (3 * turns_64) * 1000
-        print(f"server CPU per turn, concurrency 64 : {server_ms:8.2f} ms")
+        server_ms = (after - before) / (args.repeats * total) * 1000
+        print(f"server (fake) CPU/turn, c{high}         : {server_ms:8.2f} ms")
     print(f"harness CPU/turn, oracle, no server : {harness_s / harness_turns * 1000:8.3f} ms")
-    print(f"image decode+crop+JPEG+base64 / view: {image_s / views * 1000:8.2f} ms ({views} views)")
-    print(f"retries in the timed run            : {model.stats['retries']}")
-    print("\ncProfile of the client, concurrency 64 (main thread self time):")
+    print(f"data URL of an untransformed view   : {plain_s * 1000:8.2f} ms (cold, file bytes)")
+    print(f"data URL of a crop (decode+encode)  : {crop_s * 1000:8.2f} ms (cold)")
+    print(f"retries in the timed runs           : {sum(r.retries for r in high_runs)}")
+    print(f"\ncProfile of the client, concurrency {high} (main thread self time):")
     for label, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"  {label:44s} {seconds:7.3f} s  {100 * seconds / profiled:5.1f} %")
     print(f"  {'total':44s} {profiled:7.3f} s")

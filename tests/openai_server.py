@@ -6,31 +6,32 @@ a turn. Faults are injected by a schedule (the first requests) or a seeded proba
 500, 429 with `Retry-After`, 400, a hang longer than the client's timeout, a connection closed
 before or in the middle of the response, malformed JSON, empty `choices`, missing content.
 
-Standard library only: a `ThreadingHTTPServer` (one thread per connection, keep-alive), which
-sustains hundreds of concurrent requests that each sleep for the configured latency. Run it in
-a thread (`FakeOpenAI`) or, to share the CPU with a client as a real server would, in another
-process (`ServerProcess`, or `python tests/openai_server.py --latency 0.05`).
+An `aiohttp.web` application on its own event loop: hundreds of concurrent requests that each
+wait for the configured latency cost it little CPU, so that a benchmark measures the client.
+Run it in a thread (`FakeOpenAI`) or, to share the CPU with a client as a real server would,
+in another process (`ServerProcess`, or `python tests/openai_server.py --latency 0.05`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import contextlib
 import hashlib
 import json
 import random
 import re
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 #: Every fault the server can inject; "http400" is the only one a client must not retry.
 FAULTS = (
@@ -96,14 +97,14 @@ def decode_data_url(url: str) -> tuple[str, bytes]:
 
 
 def _image_digest(url: str) -> str:
-    try:
-        return hashlib.sha256(decode_data_url(url)[1]).hexdigest()
-    except ValueError:
-        return hashlib.sha256(url.encode()).hexdigest()
+    # The data URL stands for its bytes one to one (base64 is a bijection): hashing it is as
+    # good as hashing the decoded image, and cheaper for a server that should cost the client
+    # under test no CPU.
+    return hashlib.sha256(url.encode()).hexdigest()
 
 
 def fingerprint(messages: list[dict[str, Any]]) -> str:
-    """A hash of what a model sees: roles, texts, and the decoded bytes of every image."""
+    """A hash of what a model sees: roles, texts, and every image (as its data URL)."""
     seen: list[Any] = []
     for message in messages:
         content = message.get("content")
@@ -114,6 +115,15 @@ def fingerprint(messages: list[dict[str, Any]]) -> str:
             else:
                 seen.append([message.get("role"), "text", part.get("text")])
     return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
+
+
+def _image_count(messages: list[dict[str, Any]]) -> int:
+    return sum(
+        part.get("type") == "image_url"
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+    )
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -140,117 +150,8 @@ def hashed_answer(model: str, messages: list[dict[str, Any]]) -> str:
 # ----- the HTTP side ----------------------------------------------------------------------------
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Without TCP_NODELAY, a body sent after its headers waits for the client's delayed ACK:
-    # 40 ms more per request, which would hide the latency being measured.
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read no logs
-        pass
-
-    def do_GET(self) -> None:
-        app = self.server.app
-        app.record(self, None, None)
-        if not self.path.rstrip("/").endswith("/models"):
-            return self._json(404, {"error": {"message": f"no route {self.path}"}})
-        if not self._authorized():
-            return None
-        return self._json(200, {"object": "list", "data": [{"id": app.config.model_id}]})
-
-    def do_POST(self) -> None:
-        app = self.server.app
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            app.record(self, None, None)
-            return self._json(404, {"error": {"message": f"no route {self.path}"}})
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            app.record(self, None, None)
-            return self._json(400, {"error": {"message": "request body is not JSON"}})
-        fault = app.next_fault()
-        app.record(self, body, fault)
-        if not self._authorized():
-            return None
-        with app.busy():
-            if app.config.latency:
-                time.sleep(app.config.latency)
-            if fault is not None:
-                return self._fault(fault)
-            return self._json(200, app.completion(body))
-
-    # ----- responses ----------------------------------------------------------------------------
-
-    def _authorized(self) -> bool:
-        key = self.server.app.config.api_key
-        if key is None or self.headers.get("authorization") == f"Bearer {key}":
-            return True
-        got = self.headers.get("authorization", "").removeprefix("Bearer ")
-        # Echo the key as some servers do: a client must keep it out of its messages.
-        self._json(401, {"error": {"message": f"Incorrect API key provided: {got}."}})
-        return False
-
-    def _json(self, status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
-        self._send(status, json.dumps(obj).encode(), extra)
-
-    def _send(self, status: int, data: bytes, extra: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        for name, value in (extra or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _fault(self, kind: str) -> None:
-        config = self.server.app.config
-        if kind == "http500":
-            return self._json(500, {"error": {"message": "internal error (injected)"}})
-        if kind == "http429":
-            return self._json(
-                429,
-                {"error": {"message": "rate limited (injected)"}},
-                {"retry-after": config.retry_after},
-            )
-        if kind == "http400":
-            return self._json(400, {"error": {"message": "invalid image (injected)"}})
-        if kind == "malformed":
-            return self._send(200, b'{"id": "x", "choices": [{"message": ')
-        if kind == "empty":
-            return self._json(200, {"id": "x", "object": "chat.completion", "choices": []})
-        if kind == "no_content":
-            return self._json(200, {"choices": [{"index": 0, "message": {"role": "assistant"}}]})
-        self.close_connection = True
-        if kind == "timeout":
-            time.sleep(config.hang)
-        elif kind == "drop":
-            data = b'{"choices": [{"message": {"content": "A"}}]}'
-            self.send_response(200)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data[:10])
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-        # "disconnect" (and a "timeout" that is over): close without a response.
-        return None
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 1024
-    app: FakeOpenAI
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that went away (killed, timed out) is expected here, not worth a traceback.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
 class FakeOpenAI:
-    """The server on 127.0.0.1 and a free port, in a background thread."""
+    """The server on 127.0.0.1 and a free port, on an event loop in a background thread."""
 
     def __init__(self, config: ServerConfig | None = None, **options: Any) -> None:
         self.config = config or ServerConfig(**options)
@@ -260,27 +161,40 @@ class FakeOpenAI:
         self.in_flight = 0
         #: Most chat requests handled at once: shows the client's concurrency.
         self.peak_in_flight = 0
-        self._httpd: _Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._thread: threading.Thread | None = None
 
     # ----- lifecycle ------------------------------------------------------------------------------
 
     def start(self, port: int = 0) -> FakeOpenAI:
-        self._httpd = _Server(("127.0.0.1", port), _Handler)
-        self._httpd.app = self
-        self._port = self._httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(port), self._loop).result(timeout=10)
         return self
 
+    async def _serve(self, port: int) -> None:
+        app = web.Application(client_max_size=256 << 20)
+        app.router.add_route("GET", "/{path:.*}", self._get)
+        app.router.add_route("POST", "/{path:.*}", self._post)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
+        await site.start()
+        self._port = self._runner.addresses[0][1]
+
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        loop, runner = self._loop, self._runner
+        if loop is None or runner is None:
+            return
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        assert self._thread is not None
+        self._thread.join(timeout=10)
+        loop.close()
+        self._loop = self._runner = None
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()
@@ -298,6 +212,82 @@ class FakeOpenAI:
     def url(self) -> str:
         """The base URL a client appends `/chat/completions` to."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    # ----- requests -------------------------------------------------------------------------------
+
+    async def _get(self, request: web.Request) -> web.StreamResponse:
+        self.record(request, None, None)
+        if not request.path.rstrip("/").endswith("/models"):
+            return _json(404, {"error": {"message": f"no route {request.path}"}})
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
+        return _json(200, {"object": "list", "data": [{"id": self.config.model_id}]})
+
+    async def _post(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        if not request.path.rstrip("/").endswith("/chat/completions"):
+            self.record(request, None, None)
+            return _json(404, {"error": {"message": f"no route {request.path}"}})
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self.record(request, None, None)
+            return _json(400, {"error": {"message": "request body is not JSON"}})
+        fault = self.next_fault()
+        self.record(request, body, fault)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
+        with self.busy():
+            if self.config.latency:
+                await asyncio.sleep(self.config.latency)
+            if fault is not None:
+                return await self._fault(request, fault)
+            return _json(200, self.completion(body))
+
+    def _refusal(self, request: web.Request) -> web.Response | None:
+        key = self.config.api_key
+        if key is None or request.headers.get("authorization") == f"Bearer {key}":
+            return None
+        got = request.headers.get("authorization", "").removeprefix("Bearer ")
+        # Echo the key as some servers do: a client must keep it out of its messages.
+        return _json(401, {"error": {"message": f"Incorrect API key provided: {got}."}})
+
+    async def _fault(self, request: web.Request, kind: str) -> web.StreamResponse:
+        config = self.config
+        if kind == "http500":
+            return _json(500, {"error": {"message": "internal error (injected)"}})
+        if kind == "http429":
+            return _json(
+                429,
+                {"error": {"message": "rate limited (injected)"}},
+                {"retry-after": config.retry_after},
+            )
+        if kind == "http400":
+            return _json(400, {"error": {"message": "invalid image (injected)"}})
+        if kind == "malformed":
+            return web.Response(
+                status=200,
+                body=b'{"id": "x", "choices": [{"message": ',
+                content_type="application/json",
+            )
+        if kind == "empty":
+            return _json(200, {"id": "x", "object": "chat.completion", "choices": []})
+        if kind == "no_content":
+            return _json(200, {"choices": [{"index": 0, "message": {"role": "assistant"}}]})
+        if kind == "timeout":
+            await asyncio.sleep(config.hang)
+        elif kind == "drop":  # a response cut short: headers, then part of the body
+            data = b'{"choices": [{"message": {"content": "A"}}]}'
+            response = web.StreamResponse(status=200)
+            response.content_length = len(data)
+            await response.prepare(request)
+            await response.write(data[:10])
+        # "disconnect" (and a "timeout" that is over): close without (the rest of) a response.
+        assert request.transport is not None
+        request.transport.close()
+        raise asyncio.CancelledError  # nothing more goes out on this connection
 
     # ----- behaviour ------------------------------------------------------------------------------
 
@@ -329,11 +319,11 @@ class FakeOpenAI:
             with self._lock:
                 self.in_flight -= 1
 
-    def record(self, handler: _Handler, body: Any, fault: str | None) -> None:
+    def record(self, request: web.Request, body: Any, fault: str | None) -> None:
         if not self.config.record:
             return
-        headers = {k.lower(): v for k, v in handler.headers.items()}
-        entry = Recorded(handler.command, handler.path, headers, body, fault, time.monotonic())
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        entry = Recorded(request.method, request.path, headers, body, fault, time.monotonic())
         with self._lock:
             self.requests.append(entry)
 
@@ -341,7 +331,7 @@ class FakeOpenAI:
         messages = body.get("messages") or []
         model = str(body.get("model", ""))
         answer = self.config.answers.get(fingerprint(messages)) or hashed_answer(model, messages)
-        prompt_tokens = len(json.dumps(messages)) // 4
+        prompt_tokens = len(last_user_text(messages)) // 4 + 256 * _image_count(messages)
         completion_tokens = max(1, len(answer) // 4)
         return {
             "id": "chatcmpl-fake",
@@ -361,6 +351,12 @@ class FakeOpenAI:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+
+def _json(status: int, obj: Any, extra: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, body=json.dumps(obj).encode(), content_type="application/json", headers=extra
+    )
 
 
 # ----- in another process -----------------------------------------------------------------------

@@ -43,6 +43,46 @@ def test_data_url_is_encoded_once_and_decodes_to_the_view(store, monkeypatch) ->
     assert store.data_url(view).startswith("data:image/jpeg;base64,") and len(calls) == 2
 
 
+@pytest.mark.parametrize(
+    ("fmt", "mime"),
+    [("JPEG", "image/jpeg"), ("PNG", "image/png"), ("WEBP", "image/webp"), ("GIF", "image/gif")],
+)
+def test_untransformed_views_are_the_files_own_bytes(tmp_path: Path, fmt: str, mime: str) -> None:
+    Image.new("RGB", (32, 24), (200, 30, 90)).save(tmp_path / "x.img", format=fmt)
+    store = ImageStore(tmp_path)
+    url = store.data_url(View("x.img"), "PNG")  # the asked encoding does not apply
+    header, payload = url.split(",", 1)
+    assert header == f"data:{mime};base64"
+    assert base64.b64decode(payload) == (tmp_path / "x.img").read_bytes()
+    assert store.decodes == 0  # nothing decoded
+    assert store.data_url(View("x.img")) is url  # cached
+    cropped = store.data_url(View("x.img", crop=(0, 0, 8, 8)), "PNG")
+    assert cropped.startswith("data:image/png;base64,") and store.decodes == 1
+
+
+def test_other_formats_are_encoded_as_asked(tmp_path: Path) -> None:
+    Image.new("RGB", (16, 8), (1, 2, 3)).save(tmp_path / "x.bmp")
+    store = ImageStore(tmp_path)
+    for fmt, mime in (("PNG", "image/png"), ("JPEG", "image/jpeg")):
+        header, payload = store.data_url(View("x.bmp"), fmt).split(",", 1)
+        assert header == f"data:{mime};base64"
+        assert Image.open(io.BytesIO(base64.b64decode(payload))).size == (16, 8)
+
+
+def test_caches_are_bounded_by_bytes_and_views_decode_once(tmp_path: Path) -> None:
+    for i in range(6):
+        Image.new("RGB", (100, 100), (i, i, i)).save(tmp_path / f"{i}.png")
+    store = ImageStore(tmp_path, max_decoded_bytes=3 * 100 * 100 * 3)
+    views = [View(f"{i}.png") for i in range(6)]
+    for view in views[:3] * 4:  # three views fit: decoded once each, however often shown
+        store.image(view)
+    assert store.decodes == 3
+    for view in views[3:]:  # three more push the first three out
+        store.image(view)
+    store.image(views[0])
+    assert store.decodes == 7
+
+
 def test_unreadable_images_raise_image_errors(store: ImageStore, tmp_path: Path) -> None:
     (tmp_path / "bad.png").write_bytes(b"nope")
     with pytest.raises(ImageError, match=r"cannot decode image bad\.png"):

@@ -20,13 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 from PIL import Image
 
 from clirun import run_cli
-from handmade import full_dataset
+from handmade import coco, full_dataset, rod, write_dataset
 from openai_server import FAULTS, FakeOpenAI, decode_data_url
 from proactivebench.data.images import ImageStore, apply_view
 from proactivebench.data.layout import load_dataset
@@ -139,10 +138,10 @@ def test_options_through_load_model() -> None:
 def test_retry_after_seconds_and_http_date() -> None:
     now = time.time()
     date = email.utils.formatdate(now + 30, usegmt=True)
-    assert parse_retry_after(httpx.Headers({"retry-after": "2.5"})) == 2.5
-    assert parse_retry_after(httpx.Headers({"retry-after": date}), now) == pytest.approx(30, abs=1)
-    assert parse_retry_after(httpx.Headers({"retry-after-ms": "250"})) == 0.25
-    assert parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
+    assert parse_retry_after({"retry-after": "2.5"}) == 2.5
+    assert parse_retry_after({"retry-after": date}, now) == pytest.approx(30, abs=1)
+    assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
+    assert parse_retry_after({"retry-after": "soon"}) is None
     rng = random.Random(0)
     policy = RetryPolicy(max_retries=3, base_delay=0.1, max_delay=5.0)
     assert 2.0 <= policy.delay(0, 2.0, rng) <= 2.1
@@ -391,15 +390,77 @@ def test_images_arrive_as_data_urls_of_the_views(
     assert len(received) == len(fake.chat_requests) >= len(shown)
     matched: set[View] = set()
     for mime, image in received:
-        assert mime == f"image/{image_format}"
         pixels = np.asarray(image).astype(int)
         same_size = [v for v, p in shown.items() if p.shape == pixels.shape]
         error = {v: np.abs(shown[v].astype(int) - pixels).mean() for v in same_size}
         best = min(error, key=error.__getitem__)
-        assert error[best] == 0 if image_format == "png" else error[best] < 3
+        if best.crop is None:  # the synthetic PNG file itself
+            assert (mime, error[best]) == ("image/png", 0)
+        else:  # the crop, encoded as asked
+            assert mime == f"image/{image_format}"
+            assert error[best] == 0 if image_format == "png" else error[best] < 3
         matched.add(best)
     assert matched == set(shown)
     coco = [v for v in shown if v.image.startswith("COCO/")]
     assert len(coco) >= 3 and all(v.crop is not None for v in coco)
     with Image.open(data / coco[0].image) as full:
         assert shown[coco[0]].shape[:2] != (full.height, full.width)  # the crop is applied
+
+
+def test_untransformed_jpeg_views_reach_the_server_as_the_files_bytes(tmp_path: Path) -> None:
+    """No decode, no re-encode: the server gets the file; a crop is encoded from its pixels."""
+    data = write_dataset(
+        tmp_path / "data",
+        {
+            "ROD": [rod(0, image_template="ROD/0/{image}.jpg", reference_image=1)],
+            "COCO": [coco(0, image_template="COCO/0/scene.jpg")],
+        },
+    )
+    rng = np.random.default_rng(0)
+    ys, xs = np.mgrid[0:160, 0:200]
+    for path in sorted(data.rglob("*.jpg")):  # gradients and grain: a re-encode would show
+        base = np.stack([xs, ys, xs + ys], axis=-1) + rng.integers(0, 24, size=(160, 200, 3))
+        Image.fromarray(base.clip(0, 255).astype(np.uint8)).save(path, quality=85)
+    with FakeOpenAI(answers={}) as fake:
+        run = tmp_path / "run"
+        evaluate(data, backend(fake.url), run, concurrency=1)  # one request at a time, in order
+        requests = fake.chat_requests
+    turns = [turn for result in read_results(run / "results.jsonl") for turn in result["trace"]]
+    assert len(turns) == len(requests) >= 2  # ROD shows its file, COCO a crop
+    kinds = set()
+    for turn, request in zip(turns, requests, strict=True):
+        (part,) = [p for p in request.body["messages"][0]["content"] if p["type"] == "image_url"]
+        mime, sent = decode_data_url(part["image_url"]["url"])
+        file_bytes = (data / turn["image"]).read_bytes()
+        assert mime == "image/jpeg"
+        if turn["crop"] is None:
+            assert sent == file_bytes
+            kinds.add("file")
+        else:
+            assert sent != file_bytes
+            with Image.open(data / turn["image"]) as full:
+                expected = np.asarray(full.convert("RGB").crop(tuple(turn["crop"]))).astype(int)
+            got = np.asarray(Image.open(io.BytesIO(sent)).convert("RGB")).astype(int)
+            assert got.shape == expected.shape and np.abs(got - expected).mean() < 4
+            kinds.add("crop")
+    assert kinds == {"file", "crop"}
+
+
+def test_request_bodies_splice_data_urls_and_survive_a_text_that_looks_like_a_slot(
+    data: Path,
+) -> None:
+    """The body is the JSON of the wire messages whatever the texts contain."""
+    store = ImageStore(data)
+    model = backend("http://127.0.0.1:9/v1")
+    model.bind_images(store)
+    obs = make_episode(load_dataset(data, "COCO").records["COCO"][0]).observation
+    messages = turn_messages(obs)
+    tricky = [
+        [{**messages[0], "content": [*messages[0]["content"], {"type": "text", "text": text}]}]
+        for text in ("\x00image-url\x00", "plain")
+    ]
+    for request_messages in (messages, *tricky):
+        request = ChatRequest(request_messages, obs)
+        body = json.loads(asyncio.run(model._payload(request)))
+        wire = openai_compat.openai_messages(request_messages, lambda v: store.data_url(v))
+        assert body["messages"] == wire and body["model"] == MODEL

@@ -12,9 +12,9 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
-import httpx
 import pytest
 
 from handmade import full_dataset
@@ -51,9 +51,10 @@ def served(tiny_vlm_dir: Path, tmp_path_factory: pytest.TempPathFactory):
             if process.poll() is not None:
                 pytest.fail(f"transformers serve exited:\n{log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
+                with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except OSError:  # refused while it starts, or an HTTP error status
                 pass
             if time.monotonic() > deadline:
                 pytest.fail(f"transformers serve did not start:\n{log.read_text()[-2000:]}")

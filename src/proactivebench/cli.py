@@ -28,8 +28,20 @@ from proactivebench.metrics import Summary
 from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.protocol import SCENARIOS
 
+# soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
+# a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
 console = Console(stderr=True)
-out = Console()
+out = Console(soft_wrap=True)
+#: Width given to rich off a terminal, where it would otherwise assume 80 columns (or $COLUMNS)
+#: and wrap the cells of a table: files, pipes and captured output get every table whole.
+UNBOUNDED_WIDTH = 10_000
+
+
+def fit_to_output(*consoles: Console) -> None:
+    """Off a terminal, let tables take their natural width instead of the assumed 80 columns."""
+    for c in consoles:
+        if not c.is_terminal:
+            c.width = UNBOUNDED_WIDTH
 
 
 def summary_table(summary: Summary, title: str | None = None) -> Table:
@@ -298,7 +310,6 @@ def report_errors(errors: Counter[str], scored: int) -> None:
         f"[yellow]{total} episode(s) ended in an error[/yellow] (left out of the metrics; "
         f"rerun the same command to retry them). Most common ({count}x): {escape(reason)}",
         highlight=False,
-        soft_wrap=True,
     )
     if scored == 0:
         sys.exit(1)
@@ -351,8 +362,8 @@ def demo_command(per_scenario: int, seed: int) -> None:
             title=f"Synthetic ProactiveBench, {per_scenario} per scenario",
         )
     )
-    out.print(f"data:    {data_dir}", soft_wrap=True)
-    out.print(f"results: {runs_dir}/<baseline>/results.jsonl", soft_wrap=True)
+    out.print(f"data:    {data_dir}")
+    out.print(f"results: {runs_dir}/<baseline>/results.jsonl")
 
 
 @cli.group()
@@ -396,7 +407,7 @@ def data_validate(data_dir: Path) -> None:
 
     count, problems = validate_dataset(data_dir)
     for problem in problems:
-        out.print(escape(str(problem)), highlight=False, soft_wrap=True)
+        out.print(escape(str(problem)), highlight=False)
     if problems:
         console.print(f"[red]{len(problems)} problem(s)[/red] in {escape(str(data_dir))}")
         sys.exit(1)
@@ -429,18 +440,19 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
         )
     where = escape(str(report.data_dir))
     summary = f"{repo_id}@{report.commit[:12]}: {report.summary()}"
-    out.print(f"data in {where} ({summary})", highlight=False, soft_wrap=True)
+    out.print(f"data in {where} ({summary})", highlight=False)
     for problem in report.problems:
-        out.print(escape(str(problem)), highlight=False, soft_wrap=True)
+        out.print(escape(str(problem)), highlight=False)
     if report.problems:
         console.print(f"[red]{len(report.problems)} problem(s)[/red] in {where}")
         sys.exit(1)
     valid = f"{report.records} records checked, every image present: {where} is valid"
-    out.print(valid, highlight=False, soft_wrap=True)
+    out.print(valid, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one message and a non-zero exit, never a traceback."""
+    fit_to_output(console, out)
     try:
         cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
@@ -450,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except ProactiveBenchError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         sys.exit(1)
 
 

@@ -338,7 +338,8 @@ def evaluate(
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard)
     episodes = [make_episode(r, **options) for r in records]
-    problems = check_images(root, episodes)
+    store = ImageStore(root)
+    problems = check_images(root, episodes, store.guard)
     if problems:
         raise DataErrors(problems)
     _claim_run_dir(out, _run_identity(root, model, settings))
@@ -350,7 +351,7 @@ def evaluate(
         on_start(len(episodes), len(episodes) - len(todo))
     if cache is not None and model.needs_images:
         model = CachedModel(model, cache)
-    model.bind_images(ImageStore(root))
+    model.bind_images(store)
     results = ResultsFile(results_path)
     try:
         asyncio.run(

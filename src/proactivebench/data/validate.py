@@ -19,13 +19,16 @@ from proactivebench.errors import DataError
 from proactivebench.scenarios import Episode, make_episode
 
 
-def check_images(root: Path, episodes: list[Episode]) -> list[DataError]:
+def check_images(
+    root: Path, episodes: list[Episode], guard: PathGuard | None = None
+) -> list[DataError]:
     """Every image the episodes may show must exist inside the data dir.
 
     Problems name the record (file:line) and the path, so a half-extracted download is
-    reported up front instead of surfacing as errors halfway through a long run.
+    reported up front instead of surfacing as errors halfway through a long run. A run passes
+    its image store's `guard`, so that the paths resolved here are not resolved again.
     """
-    guard = PathGuard(root)
+    guard = guard or PathGuard(root)
     problems: list[DataError] = []
     seen: set[str] = set()
     for episode in episodes:
@@ -34,7 +37,7 @@ def check_images(root: Path, episodes: list[Episode]) -> list[DataError]:
             if relative in seen:
                 continue
             try:
-                exists = guard.resolve(relative).is_file()
+                exists = guard.is_file(relative)
             except DataError as exc:
                 problems.append(DataError(exc.message, path=source.path, line=source.line))
                 continue

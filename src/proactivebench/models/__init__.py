@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from proactivebench.errors import ModelSpecError
@@ -11,7 +10,7 @@ from proactivebench.models.baselines import BASELINES
 from proactivebench.models.replay import Replay
 
 SPEC_HELP = (
-    "baseline:oracle|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], "
+    "baseline:oracle|proactive|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], "
     "hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
 )
 
@@ -46,8 +45,8 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
 
 def _checked(options: dict[str, Any], backend: type) -> dict[str, Any]:
     """The options, or one clear error naming those the backend's keyword arguments lack."""
-    parameters = inspect.signature(backend).parameters.values()
-    known = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name != "seed"]
+    # Every backend option is a keyword-only argument with a default.
+    known = [name for name in backend.__init__.__kwdefaults__ or {} if name != "seed"]
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise ModelSpecError(

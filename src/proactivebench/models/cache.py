@@ -34,6 +34,11 @@ def _canonical_part(part: dict[str, Any], images: ImageStore) -> dict[str, Any]:
     return part
 
 
+#: Bumped when what a backend sends for the same request changes, so that answers to the old
+#: bytes are not reused: 2 = untransformed views sent as their files' own bytes.
+KEY_VERSION = 2
+
+
 def request_key(model_name: str, request: ChatRequest, images: ImageStore) -> str:
     """A stable hash of everything that determines the model's answer."""
     messages = []
@@ -43,6 +48,7 @@ def request_key(model_name: str, request: ChatRequest, images: ImageStore) -> st
             content = [_canonical_part(p, images) for p in content]
         messages.append({**message, "content": content})
     payload = {
+        "version": KEY_VERSION,
         "model": model_name,
         "messages": messages,
         "decoding": request.decoding.as_dict(),
@@ -52,7 +58,15 @@ def request_key(model_name: str, request: ChatRequest, images: ImageStore) -> st
 
 
 class ResponseCache:
-    """Key → (text, usage) in one SQLite file."""
+    """Key → (text, usage) in one SQLite file.
+
+    Answers are committed in groups (every `COMMIT_EVERY` answers or `COMMIT_AFTER_S` seconds,
+    and on `close`): a commit per answer costs more than the rest of a turn's bookkeeping. A
+    killed process loses at most the last group, which a rerun asks the model again.
+    """
+
+    COMMIT_EVERY = 64
+    COMMIT_AFTER_S = 1.0
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -60,11 +74,17 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # Commits go to the write-ahead log without an fsync each (one per answer would stall
+        # the event loop); the file stays consistent, and at worst a power cut loses the last
+        # answers, which a rerun asks again.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses "
             "(key TEXT PRIMARY KEY, text TEXT NOT NULL, usage TEXT, created REAL)"
         )
         self._db.commit()
+        self._pending = 0
+        self._committed = time.monotonic()
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
@@ -82,10 +102,20 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
                 (key, completion.text, usage, time.time()),
             )
-            self._db.commit()
+            self._pending += 1
+            due = time.monotonic() - self._committed >= self.COMMIT_AFTER_S
+            if self._pending >= self.COMMIT_EVERY or due:
+                self._commit()
+
+    def _commit(self) -> None:
+        self._db.commit()
+        self._pending = 0
+        self._committed = time.monotonic()
 
     def close(self) -> None:
         with self._lock:
+            if self._pending:
+                self._commit()
             self._db.close()
 
 

@@ -23,14 +23,14 @@ import json
 import logging
 import os
 import random
-import ssl
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
+from proactivebench.data.images import is_transformed
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.errors import ModelError
@@ -42,7 +42,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 IMAGE_FORMATS = {"JPEG": "JPEG", "JPG": "JPEG", "PNG": "PNG"}
 BALANCING = ("least-in-flight", "round-robin")
-#: Views whose encoding takes less than this (on average) are encoded on the event loop.
+#: Transformed views whose encoding takes less than this (on average) are encoded on the loop.
 INLINE_ENCODE_S = 0.002
 #: 4xx statuses worth a retry: request timeout, too early, rate limited.
 RETRYABLE_4XX = frozenset({408, 425, 429})
@@ -73,7 +73,7 @@ class RetryPolicy:
 DEFAULT_RETRY = RetryPolicy()
 
 
-def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """Seconds the server asks us to wait: `retry-after-ms`, or `Retry-After` as seconds or
     as an HTTP date; None when absent or unreadable."""
     millis = headers.get("retry-after-ms")
@@ -135,6 +135,27 @@ def _image_views(messages: Iterable[dict[str, Any]]) -> list[View]:
     return views
 
 
+#: Stands for a data URL in the JSON of a request until the URL is spliced in.
+_URL_SLOT = "\x00image-url\x00"
+_URL_SLOT_JSON = json.dumps(_URL_SLOT)
+
+
+def encode_body(body: dict[str, Any], urls: Sequence[str]) -> bytes | None:
+    """`body` as JSON bytes, its `_URL_SLOT` strings replaced by `urls` in order.
+
+    A data URL is 100-200 KB of base64, which needs no escaping; splicing it in costs a copy,
+    where `json.dumps` would scan every character again for every request (0.4-0.8 ms of a
+    turn). None when the slots cannot be found one for one (a text containing the slot).
+    """
+    pieces = json.dumps(body).split(_URL_SLOT_JSON)
+    if len(pieces) != len(urls) + 1:
+        return None
+    joined = [pieces[0]]
+    for url, piece in zip(urls, pieces[1:], strict=True):
+        joined += ['"', url, '"', piece]
+    return "".join(joined).encode("ascii")
+
+
 def normalize_base_url(url: str) -> str:
     """`http://host/v1/` and `http://host/v1/chat/completions` both mean `http://host/v1`."""
     url = url.strip().rstrip("/")
@@ -160,15 +181,14 @@ class _Replica:
 
     url: str
     in_flight: int = 0
-    #: Parsed once: httpx would parse the string again for every request.
-    endpoint: httpx.URL = field(init=False)
+    endpoint: str = field(init=False)
     sent: int = 0
     #: Consecutive transient failures; a replica that keeps failing is avoided for a while.
     failures: int = 0
     down_until: float = 0.0
 
     def __post_init__(self) -> None:
-        self.endpoint = httpx.URL(f"{self.url}/chat/completions")
+        self.endpoint = f"{self.url}/chat/completions"
 
     def failed(self) -> None:
         self.failures += 1
@@ -216,60 +236,78 @@ class _Answer:
     completion: Completion
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One certificate store for every client: loading it costs ~25 ms each time."""
-    return httpx.create_ssl_context()
+def _import_aiohttp() -> None:
+    """Import aiohttp (a quarter of a second: it loads TLS certificates) off the main thread.
+
+    A backend starts this when it is made, so that the import overlaps with loading the data
+    and checking its images; the first request then finds the module loaded, or waits on
+    Python's import lock for the rest of it.
+    """
+    import aiohttp  # noqa: F401
 
 
-class _Clients:
-    """Many small `httpx.AsyncClient`s instead of one with a big pool, added as needed.
+def _prefetch_aiohttp() -> None:
+    if "aiohttp" not in sys.modules:
+        threading.Thread(target=_import_aiohttp, name="import-aiohttp", daemon=True).start()
 
-    httpcore 1.0's pool scans all its connections (several times) for every request it
-    assigns, so its CPU cost per request grows with the pool size (encode/httpcore#1035). At
-    64 requests in flight against a 50 ms server, one pool of 64 connections cost ~8.6 ms of
-    client CPU per request (~110 requests/s on two cores); sixteen pools of four ~0.7 ms
-    (~1000 requests/s). Each request goes to the client with the fewest requests in flight;
-    a new client is made when they are all full, so the pools follow the load that the
-    runner's episodes in flight create.
+
+@dataclass
+class _Response:
+    """What a response said, read whole while its connection was held."""
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class _Session:
+    """One `aiohttp` session (one connection pool) for the requests of one event loop.
+
+    aiohttp, not httpx: at 64 requests in flight against a 50 ms server with 100 KB bodies,
+    httpx spent 1.4 ms of client CPU per request and aiohttp 0.5 ms (see benchmarks/README.md).
+    The pool has no limit of its own: the runner's episodes in flight (or `concurrency`) bound
+    the connections. Connecting gets its own short timeout; the whole attempt is bounded by the
+    backend's `timeout`.
     """
 
-    POOL_SIZE = 4
+    def __init__(self, headers: dict[str, str], connect_timeout: float) -> None:
+        import aiohttp
 
-    def __init__(self, headers: dict[str, str], timeout: float) -> None:
-        self.headers = headers
-        self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        self.clients: list[httpx.AsyncClient] = []
-        self.busy: list[int] = []
-
-    def _least_busy(self) -> int:
-        if self.clients:
-            index = min(range(len(self.clients)), key=self.busy.__getitem__)
-            if self.busy[index] < self.POOL_SIZE:
-                return index
-        size = self.POOL_SIZE
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        self.clients.append(
-            httpx.AsyncClient(
-                headers=self.headers, timeout=self.timeout, limits=limits, verify=_tls_context()
-            )
+        self.aiohttp = aiohttp
+        self.connect_timeout = connect_timeout
+        # TLS: aiohttp's default context, i.e. the system's certificates (SSL_CERT_FILE and
+        # SSL_CERT_DIR choose others).
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            headers={**headers, "content-type": "application/json"},
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
         )
-        self.busy.append(0)
-        return len(self.clients) - 1
 
-    async def post(self, url: httpx.URL, content: bytes) -> httpx.Response:
-        index = self._least_busy()
-        self.busy[index] += 1
+    async def post(self, url: str, content: bytes) -> _Response:
+        """The whole response; `_TransportError` when no response came."""
+        aiohttp = self.aiohttp
         try:
-            return await self.clients[index].post(
-                url, content=content, headers={"content-type": "application/json"}
-            )
-        finally:
-            self.busy[index] -= 1
+            async with self.session.post(url, data=content) as response:
+                body = await response.read()
+                return _Response(response.status, response.reason or "", response.headers, body)
+        except aiohttp.ConnectionTimeoutError:
+            raise _TransportError(
+                f"cannot connect within {self.connect_timeout:g}s (server down or unreachable?)"
+            ) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise _TransportError(f"cannot connect (server down or unreachable?): {exc}") from None
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
+            raise _TransportError(f"connection dropped: {exc or type(exc).__name__}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise _TransportError(f"{type(exc).__name__}: {exc}") from None
 
     async def aclose(self) -> None:
-        for client in self.clients:
-            await client.aclose()
+        await self.session.close()
+
+
+class _TransportError(Exception):
+    """No HTTP response: the connection failed, dropped, or was refused."""
 
 
 class OpenAICompatible(Model):
@@ -288,6 +326,7 @@ class OpenAICompatible(Model):
         image_format: str = "JPEG",
         jpeg_quality: int = 90,
         timeout: float = 120.0,
+        connect_timeout: float = 10.0,
         concurrency: int | None = None,
         max_retries: int | None = None,
         max_delay: float | None = None,
@@ -306,6 +345,7 @@ class OpenAICompatible(Model):
         self.jpeg_quality = jpeg_quality
         self.name = _model_name(model, self.image_format, jpeg_quality)
         self.timeout = _positive("timeout", timeout)
+        self.connect_timeout = _positive("connect_timeout", connect_timeout)
         # None: as many requests at once as the runner has episodes in flight.
         self.concurrency = (
             None if concurrency is None else int(_positive("concurrency", concurrency))
@@ -321,11 +361,12 @@ class OpenAICompatible(Model):
         self._rng = random.Random(seed)
         #: Moving average of the seconds one view takes to decode and encode.
         self._encode_s = 0.0
-        self._client: _Clients | None = None
+        self._client: _Session | None = None
         self._limit: asyncio.Semaphore | contextlib.nullcontext[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Counters a progress bar can read: completed requests, attempts, retries, give-ups.
         self.stats = {"requests": 0, "attempts": 0, "retries": 0, "failures": 0}
+        _prefetch_aiohttp()
 
     @classmethod
     def from_spec(cls, rest: str, **options: Any) -> OpenAICompatible:
@@ -358,8 +399,7 @@ class OpenAICompatible(Model):
     # ----- one request --------------------------------------------------------------------------
 
     async def _complete(self, request: ChatRequest) -> Completion:
-        messages = await self._wire_messages(request.messages)
-        payload = json.dumps(self._body(messages, request.decoding)).encode("utf-8")
+        payload = await self._payload(request)
         avoid: _Replica | None = None
         last = _Failure("no attempt made", retryable=False)
         replica = self._replicas.pick()
@@ -406,12 +446,12 @@ class OpenAICompatible(Model):
             try:
                 async with asyncio.timeout(self.timeout):
                     response = await client.post(replica.endpoint, payload)
-            except (TimeoutError, httpx.TimeoutException):
+            except TimeoutError:
                 outcome: _Answer | _Failure = _Failure(
                     f"no answer within {self.timeout:g}s (timeout)", retryable=True
                 )
-            except httpx.TransportError as exc:
-                outcome = _Failure(self._scrub(_transport_reason(exc)), retryable=True)
+            except _TransportError as exc:
+                outcome = _Failure(self._scrub(str(exc)), retryable=True)
             else:
                 outcome = self._read(response, time.perf_counter() - start)
             finally:
@@ -422,15 +462,15 @@ class OpenAICompatible(Model):
             replica.failed()
         return outcome
 
-    def _read(self, response: httpx.Response, latency: float) -> _Answer | _Failure:
+    def _read(self, response: _Response, latency: float) -> _Answer | _Failure:
         """A completion from a 200 with a usable body; otherwise why not."""
-        status = response.status_code
+        status = response.status
         if status >= 400:
             return self._http_failure(response)
         if status != 200:
             return _Failure(f"unexpected HTTP {status}", retryable=True, status=status)
         try:
-            data = response.json()
+            data = json.loads(response.body)
         except ValueError:
             return _Failure("malformed JSON in the response", retryable=True, status=status)
         text = _content(data)
@@ -439,9 +479,9 @@ class OpenAICompatible(Model):
             return text
         return _Answer(Completion(text, usage=_usage(data), latency_s=latency))
 
-    def _http_failure(self, response: httpx.Response) -> _Failure:
-        status = response.status_code
-        reason = f"HTTP {status} {response.reason_phrase}".rstrip()
+    def _http_failure(self, response: _Response) -> _Failure:
+        status = response.status
+        reason = f"HTTP {status} {response.reason}".rstrip()
         detail = _error_detail(response)
         if detail:
             reason += f": {detail}"
@@ -461,19 +501,31 @@ class OpenAICompatible(Model):
 
     # ----- images and connections -------------------------------------------------------------
 
-    async def _wire_messages(self, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        urls = {view: await self._data_url(view) for view in _image_views(messages)}
-        return openai_messages(messages, urls.__getitem__)
+    async def _payload(self, request: ChatRequest) -> bytes:
+        """The request body as sent: JSON with every image part as a data URL."""
+        views = _image_views(request.messages)
+        urls = [await self._data_url(view) for view in views]
+        slotted = openai_messages(request.messages, lambda view: _URL_SLOT)
+        payload = encode_body(self._body(slotted, request.decoding), urls)
+        if payload is None:
+            by_view = dict(zip(views, urls, strict=True))
+            wire = openai_messages(request.messages, by_view.__getitem__)
+            payload = json.dumps(self._body(wire, request.decoding)).encode("utf-8")
+        return payload
 
     async def _data_url(self, view: View) -> str:
         if self.images is None:
             raise ModelError(f"{self.name}: no image store bound (call bind_images first)")
+        if not is_transformed(view):
+            # Usually the file's own bytes: a read and a base64 pass, cheaper on the event
+            # loop than the hand-off to a thread.
+            return self.images.data_url(view, self.image_format, self.jpeg_quality)
         encode = functools.partial(
             _timed, self.images.data_url, view, self.image_format, self.jpeg_quality
         )
-        # Large images are decoded and encoded in a worker thread (Pillow releases the GIL),
-        # so that the event loop keeps serving the other requests meanwhile; small ones inline,
-        # since handing them to a thread costs more CPU than the work itself.
+        # Transformed views are decoded and encoded; large ones in a worker thread (Pillow
+        # releases the GIL), so that the event loop keeps serving the other requests
+        # meanwhile, small ones inline, since a thread costs more CPU than the work itself.
         if self._encode_s < INLINE_ENCODE_S:
             url, seconds = encode()
         else:
@@ -481,15 +533,15 @@ class OpenAICompatible(Model):
         self._encode_s = 0.8 * self._encode_s + 0.2 * seconds
         return url
 
-    def _session(self) -> tuple[_Clients, asyncio.Semaphore | contextlib.nullcontext[None]]:
-        """The clients and request limit of the running event loop (a run is one
+    def _session(self) -> tuple[_Session, asyncio.Semaphore | contextlib.nullcontext[None]]:
+        """The session and request limit of the running event loop (a run is one
         `asyncio.run`; asyncio objects cannot move from one loop to the next)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._limit is None or self._loop is not loop:
             headers = dict(self._headers)
             if self._api_key:
                 headers["authorization"] = f"Bearer {self._api_key}"
-            self._client = _Clients(headers, self.timeout)
+            self._client = _Session(headers, min(self.timeout, self.connect_timeout))
             self._limit = (
                 contextlib.nullcontext()
                 if self.concurrency is None
@@ -529,12 +581,13 @@ def _usage(data: dict[str, Any]) -> dict[str, int] | None:
     return counts or None
 
 
-def _error_detail(response: httpx.Response, limit: int = 300) -> str:
+def _error_detail(response: _Response, limit: int = 300) -> str:
     """The server's own words: `error.message` of an OpenAI-style body, else the text."""
+    text = response.body.decode("utf-8", errors="replace")
     try:
-        data = response.json()
+        data = json.loads(text)
     except ValueError:
-        return " ".join(response.text.split())[:limit]
+        return " ".join(text.split())[:limit]
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data.get("message")))
         if isinstance(error, dict):
@@ -542,17 +595,6 @@ def _error_detail(response: httpx.Response, limit: int = 300) -> str:
         if isinstance(error, str):
             return " ".join(error.split())[:limit]
     return ""
-
-
-def _transport_reason(exc: httpx.TransportError) -> str:
-    detail = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.ConnectError):
-        return f"cannot connect (server down or unreachable?): {detail}"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return f"connection dropped: {detail}"
-    if isinstance(exc, httpx.NetworkError):
-        return f"network error: {detail}"
-    return f"{type(exc).__name__}: {detail}"
 
 
 # ----- option checks ------------------------------------------------------------------------

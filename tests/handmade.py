@@ -103,7 +103,7 @@ def qd(id: int = 0, **kw: Any) -> dict[str, Any]:
         "num_images": 3,
         "reference_image": 2,
         "prompt": "What does the drawing show?",
-        "options": ["Add more details to the drawing.", *ABSTAIN],
+        "options": ["Add more details.", *ABSTAIN],
         "categories": CATS,
         "answer": "dog",
         **kw,

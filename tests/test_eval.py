@@ -41,6 +41,41 @@ def test_oracle_is_perfect_with_fewest_turns(data: Path, tmp_path: Path) -> None
         assert score.accuracy == 100.0 and score.ps_rate == MIN_TURNS[short] - 1
 
 
+#: Turns the proactive baseline takes on the records of `full_dataset`, computed by hand from
+#: the rules: it intervenes while a correct intervention is offered and a turn remains after it.
+#: COCO up_right: one horizontal and one vertical move reach their limits, so turn 3 has no
+#: move left; zoom: granularity 2 + 1 = 3 steps. CIT: wait, rewind, wait, then the category.
+PROACTIVE_TURNS = {
+    ("ROD", 0): 4,
+    ("ROD", 1): 4,
+    ("VSOD", 6): 3,
+    ("VSOD", 9): 3,
+    ("MVP-N", 5): 3,
+    ("MVP-N", 8): 3,
+    ("IN-C", 2): 5,
+    ("IN-C", 3): 5,
+    ("QD", 0): 3,
+    ("QD", 2): 3,
+    ("CIT", 0): 4,
+    ("CIT", 1): 4,
+    ("COCO", 0): 2,
+    ("COCO", 1): 3,
+    ("COCO", 2): 3,
+}
+
+
+def test_proactive_baseline_is_perfect_with_most_turns(data: Path, tmp_path: Path) -> None:
+    outcome = evaluate(data, load_model("baseline:proactive"), tmp_path)
+    results = lines(tmp_path)
+    assert {(r["scenario"], r["sample_id"]): r["num_turns"] for r in results} == PROACTIVE_TURNS
+    assert all(r["correct"] for r in results)
+    for r in results:  # every turn but the last asked for an intervention
+        assert [t["verdict"] for t in r["trace"]] == ["proactive"] * (r["num_turns"] - 1) + [
+            "correct"
+        ]
+    assert all(s.accuracy == 100.0 for s in outcome.summary.scenarios.values())
+
+
 @pytest.mark.parametrize("mode", [{"hint": True}, {"reference": True}, {"random_actions": True}])
 def test_oracle_is_perfect_in_every_mode(data: Path, tmp_path: Path, mode: dict) -> None:
     outcome = evaluate(data, load_model("baseline:oracle"), tmp_path, EvalSettings(**mode))

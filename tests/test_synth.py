@@ -19,7 +19,12 @@ from PIL import Image
 from proactivebench.data.synth import MANIFEST_NAME, generate, make_sample, objects
 from proactivebench.data.synth.common import Sample
 from proactivebench.data.synth.corruptions import CORRUPTIONS, corrupt_levels, psnr
-from proactivebench.protocol import SCENARIOS, fixed_action_space, scenario_strings
+from proactivebench.protocol import (
+    SCENARIOS,
+    action_keywords,
+    fixed_action_space,
+    scenario_strings,
+)
 from proactivebench.records import Record, Source, parse_record
 from proactivebench.scenarios import Episode, make_episode
 from proactivebench.scenarios.actions import action_of, is_abstention
@@ -75,7 +80,7 @@ def test_manifest_and_loader(data: Path) -> None:
     manifest = json.loads((data / MANIFEST_NAME).read_text())
     assert manifest == {
         "generator": "proactivebench-synth",
-        "version": 1,
+        "version": 2,
         "seed": SEED,
         "split": "test",
         "counts": {s: PER_SCENARIO for s in SCENARIOS},
@@ -150,6 +155,24 @@ def test_every_proactive_option_names_exactly_one_action(data: Path, short: str)
             assert sorted(actions) == sorted(fixed_action_space("IN-C"))
         if short == "COCO":
             assert sorted(actions) == sorted(space)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("short", SCENARIOS)
+def test_every_action_option_holds_exactly_one_keyword(short: str, seed: int) -> None:
+    """The reference maps an option to its action by keyword and rejects an option holding two
+    (even of one action, as "details" and "drawing"): ours must never write one."""
+    keywords = action_keywords()
+    for index in range(12):
+        raw = make_sample(short, index, seed=seed).record
+        record = parse_record(short, raw, Source("synth", index + 1))
+        space = make_episode(record).action_space()
+        for option in record.options:
+            if is_abstention(option):
+                continue
+            found = [(k, a) for k, a in keywords if k in option.lower()]
+            assert len(found) == 1, f"{option!r} holds {found}"
+            assert found[0][1] in space, f"{option!r} names {found[0][1]}, not one of {space}"
 
 
 def test_same_arguments_give_identical_bytes_and_train_differs(tmp_path: Path) -> None:

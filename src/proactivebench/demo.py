@@ -19,7 +19,7 @@ from proactivebench.models import load_model
 from proactivebench.paths import cache_root
 from proactivebench.runner import RunOutcome, evaluate
 
-DEMO_BASELINES = ("oracle", "reactive", "random", "abstain")
+DEMO_BASELINES = ("oracle", "proactive", "reactive", "random", "abstain")
 
 
 def ensure_synthetic(

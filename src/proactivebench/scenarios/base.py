@@ -46,6 +46,8 @@ class Observation:
     sample_id: int
     #: 1-based turn number.
     turn: int
+    #: The step limit: the episode ends after this turn at the latest.
+    max_turns: int
     #: Question text: pre-prompt, record prompt and hint, without the options block.
     prompt: str
     #: Shown options: valid action options first, then the categories.
@@ -216,6 +218,7 @@ class Episode:
             scenario=self.scenario,
             sample_id=record.id,
             turn=self.num_turns + 1,
+            max_turns=self.max_steps,
             prompt=self.prompt_text(),
             options=(*actions, *record.categories),
             num_action_options=len(actions),

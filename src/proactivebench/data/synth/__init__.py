@@ -26,7 +26,8 @@ from proactivebench.data.synth.common import Sample
 from proactivebench.protocol import SCENARIOS, scenario_strings
 
 GENERATOR = "proactivebench-synth"
-VERSION = 1
+#: 2: one keyword per action option (QD, MVP-N wording); VSOD marked strongly occluded.
+VERSION = 2
 #: The name other modules use for it (e.g. the demo's cache key).
 GENERATOR_VERSION = VERSION
 MANIFEST_NAME = "synth_manifest.json"

@@ -24,7 +24,7 @@ from proactivebench.data.synth.common import record as make_record
 
 SHORT = "MVP-N"
 SIZE = 224
-PROACTIVE_CHOICES = ("Rotate the object.", "Look at the object from a different angle.")
+PROACTIVE_CHOICES = ("Rotate the object.", "Look at the object from another angle.")
 PROMPTS = ("What is the object on the turntable?", "What object is this?", "Which object is shown?")
 VIEW_KINDS = ("top", "back", "box")
 #: Height of the turntable's top surface where objects stand.

@@ -20,7 +20,7 @@ from proactivebench.data.synth.common import record as make_record
 
 SHORT = "QD"
 SIZE = 256
-PROACTIVE_CHOICES = ("Add more details to the drawing.", "Show more strokes of the sketch.")
+PROACTIVE_CHOICES = ("Add more details.", "Show more strokes of the sketch.")
 PROMPTS = ("What does this sketch show?", "What is being drawn?", "What object is in the drawing?")
 
 

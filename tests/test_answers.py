@@ -1,4 +1,4 @@
-"""Answer reading (SCENARIOS.md §4) on hand-worked examples."""
+"""Answer reading (docs/protocol.md §4) on hand-worked examples."""
 
 import pytest
 

@@ -204,3 +204,12 @@ def test_bad_options_are_clear_errors(tiny_vlm_dir: Path) -> None:
         load_model(f"hf:{tiny_vlm_dir}", device="toaster")
     with pytest.raises(ProactiveBenchError, match="max_batch"):
         load_model(f"hf:{tiny_vlm_dir}", max_batch=0)
+
+
+def test_each_distinct_view_is_decoded_once(model: HFModel, data: Path) -> None:
+    """Views shown again (retries, cyclic moves, histories) come from the store's cache."""
+    requests = first_turn_requests(data) * 3
+    store = ImageStore(data)
+    model.bind_images(store)
+    generate(model, requests)
+    assert store.decodes == len({r.observation.view for r in requests}) > 10

@@ -1,4 +1,4 @@
-"""Hand-computed episodes for every scenario rule of SCENARIOS.md §3-5."""
+"""Hand-computed episodes for every scenario rule of docs/protocol.md §3-5."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_rod_broken_banana_frame_is_swapped_by_last_action() -> None:
     assert ep.observation.view.image == "ROD/natural_bluebl_greenr-banana-s5/0.png"
     ep.step("Move the blocks to the right.")
     assert ep.observation.view.image == "ROD/natural_bluebl_greenr-banana-s7/1.png"
-    # SCENARIOS.md §8: only outside reference mode.
+    # docs/protocol.md §8: only outside reference mode.
     ref = make_episode(record("ROD", image_template=template), reference=True)
     assert ref.observation.view.image == "ROD/natural_bluebl_greenr-banana-s6/ref.png"
     assert ref.image_paths() == ["ROD/natural_bluebl_greenr-banana-s6/ref.png"]
@@ -201,7 +201,7 @@ def test_cit_wait_pruned_near_the_end() -> None:
 
 
 def test_cit_end_of_video_without_wait_option_drops_each_lists_last() -> None:
-    # SCENARIOS.md §5, CIT: at frame 8 of 10 with step 3 the forward move would leave the
+    # docs/protocol.md §5, CIT: at frame 8 of 10 with step 3 the forward move would leave the
     # video, but no option says "Wait for the". The shown options then lose their last entry
     # ("I do not know.") and the correct actions (the non-abstaining ones) lose theirs
     # ("Rewind the video."), which thus stays on screen but is wrong.
@@ -239,6 +239,17 @@ def test_cit_end_of_video_drops_the_last_option_even_when_it_abstains() -> None:
     ep = make_episode(record("CIT", first_image=9))
     assert ep.observation.action_options == ("Rewind the video.", *ABSTAIN)
     assert ep.observation.correct_actions == ("Rewind the video.",)
+
+
+def test_cit_move_leaving_a_short_video_ends_the_episode() -> None:
+    # 4 frames, step 3, frame 1: the rewind is pruned (1 - 3 < 0), so the end-of-video rule
+    # does not apply and the wait stays shown and correct; carried out, it would leave the
+    # video. The reference crashes here (docs/protocol.md §8); the episode ends as failed.
+    ep = make_episode(record("CIT", num_images=4, reference_image=2))
+    assert ep.observation.action_options == ("Wait for the object to appear.", *ABSTAIN)
+    step = ep.step("A")
+    assert (step.verdict, step.done, step.correct) == ("proactive", True, False)
+    assert step.info["reason"] == "the move FORWARD would leave the video"
 
 
 def test_cit_step_limit_from_record() -> None:
@@ -341,7 +352,7 @@ def test_move_hint_for_directions() -> None:
     assert ep.observation.prompt.endswith(scenario_strings("COCO").hint_prompt["move"])
 
 
-# ----- keyword failures (SCENARIOS.md §8) ---------------------------------------------------
+# ----- keyword failures (docs/protocol.md §8) ---------------------------------------------------
 
 
 def test_option_without_keyword_is_a_mismatch_not_a_crash() -> None:

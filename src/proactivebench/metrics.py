@@ -1,4 +1,4 @@
-"""Benchmark metrics of SCENARIOS.md §4: accuracy and proactive-suggestion (ps) rate.
+"""Benchmark metrics of docs/protocol.md §4: accuracy and proactive-suggestion (ps) rate.
 
 Per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1), over the episodes
 that ran; episodes that ended in an error are counted apart and never scored as wrong. The

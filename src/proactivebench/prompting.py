@@ -1,4 +1,4 @@
-"""Turning observations into chat messages (SCENARIOS.md §3).
+"""Turning observations into chat messages (docs/protocol.md §3).
 
 Messages use the OpenAI chat shape. An image part is `{"type": "image", "view": View}`: it
 points at a view instead of carrying bytes, so each backend encodes images the way it needs

@@ -1,6 +1,6 @@
 """Typed records of the official `*_preprocessed.jsonl` files, with located validation.
 
-One dataclass per scenario (the common fields of SCENARIOS.md §2 plus the scenario's extras).
+One dataclass per scenario (the common fields of docs/protocol.md §2 plus the scenario's extras).
 `parse_record` turns one decoded JSON line into a record or raises a `DataError` naming the
 file, line and field, so that a malformed data set ends in one readable message instead of a
 `KeyError` deep inside an episode. Records never touch images: paths are only formatted.
@@ -89,7 +89,7 @@ class CITRecord(Record):
 
 @dataclass(frozen=True)
 class Crop:
-    """COCO's starting crop, in the record's own terms (see SCENARIOS.md §5, COCO)."""
+    """COCO's starting crop, in the record's own terms (see docs/protocol.md §5, COCO)."""
 
     top: float
     left: float

@@ -18,7 +18,7 @@ def action_of(option: str, action_space: Iterable[str]) -> tuple[str | None, str
 
     Keywords that all name one action give that action (the reference package instead crashes
     on, e.g., "details" together with "drawing"); no keyword, or keywords of different actions,
-    give None so that the turn fails as a mismatch and the run goes on (SCENARIOS.md §8).
+    give None so that the turn fails as a mismatch and the run goes on (docs/protocol.md §8).
     """
     space = set(action_space)
     lowered = option.lower()

@@ -1,4 +1,4 @@
-"""Reading a model's answer against one group of options (SCENARIOS.md §4).
+"""Reading a model's answer against one group of options (docs/protocol.md §4).
 
 Total by construction: any string, however long or strange, yields a verdict. The two
 normalisations reproduce the reference package's text handling exactly (its regular expression,

@@ -3,7 +3,7 @@
 Shaped like a Gymnasium environment for text actions: `obs = episode.reset()`, then
 `step = episode.step(answer_text)` until `step.done`. Observations are plain data (prompt,
 options, a declarative image *view*) so they can be logged, hashed, sent to a worker and
-rendered later. Each scenario subclass supplies only what differs (SCENARIOS.md §5): which
+rendered later. Each scenario subclass supplies only what differs (docs/protocol.md §5): which
 image a state shows, which action options are valid and correct, and what an action does.
 Nothing here reads a file or knows about models.
 """
@@ -114,8 +114,8 @@ class Episode:
         self.reference = reference
         self.random_actions = random_actions
         self.resize_short_edge = resize_short_edge
-        # Seeded per sample so a random-action run does not depend on the order of episodes.
-        self._rng = random.Random(f"{seed}:{self.scenario}:{record.id}")
+        self.seed = seed
+        self._rng: random.Random | None = None
         self.reset()
 
     # ----- the public contract -------------------------------------------------------------
@@ -181,11 +181,20 @@ class Episode:
 
     # ----- shared mechanics ----------------------------------------------------------------
 
+    @property
+    def rng(self) -> random.Random:
+        """The random actions' generator, seeded per sample so that a random-action run does
+        not depend on the order of its episodes (made on first use: seeding costs more than
+        the rest of an episode's set-up, and only the ablation draws)."""
+        if self._rng is None:
+            self._rng = random.Random(f"{self.seed}:{self.scenario}:{self.record.id}")
+        return self._rng
+
     def _act(self, option: str, info: dict[str, Any]) -> Verdict:
         """Carry out the action an accepted option names; a failed mapping ends the episode."""
         space = self.action_space()
         if self.random_actions:
-            action: str | None = self._rng.choice(space)
+            action: str | None = self.rng.choice(space)
         else:
             action, reason = action_of(option, space)
             if action is None:
@@ -197,7 +206,7 @@ class Episode:
             return "proactive"  # the step limit ends the episode before the move is made
         self.last_action = action
         if not self._transition(action):
-            info["reason"] = "the random action leaves the video"
+            info["reason"] = f"the move {action} would leave the video"
             self.done = True
         return "proactive"
 
@@ -228,7 +237,7 @@ class Episode:
         )
 
     def prompt_text(self) -> str:
-        """Pre-prompt + prompt (+ hint), as in SCENARIOS.md §3."""
+        """Pre-prompt + prompt (+ hint), as in docs/protocol.md §3."""
         strings = scenario_strings(self.scenario)
         prompt = self.record.prompt
         if self.reference and strings.reference_prompt is not None:

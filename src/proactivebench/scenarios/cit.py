@@ -40,7 +40,7 @@ class CITEpisode(Episode):
         return self._pruned([o for o in self.record.options if not is_abstention(o)])
 
     def _pruned(self, options: list[str]) -> list[str]:
-        """`options` without the move that would leave the video (SCENARIOS.md §5, CIT).
+        """`options` without the move that would leave the video (docs/protocol.md §5, CIT).
 
         Near the start the rewind goes. Near the end the first "Wait for the" option goes, or,
         when there is none, the list's last entry: the reference's quirk, kept because it

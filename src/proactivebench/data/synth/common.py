@@ -74,7 +74,7 @@ def record(
     answer: str,
     **extra: Any,
 ) -> dict[str, Any]:
-    """A record with the official field order (SCENARIOS.md §2), then the scenario's extras."""
+    """A record with the official field order (docs/protocol.md §2), then the scenario's extras."""
     return {
         "id": index,
         "image_template": template,

@@ -464,3 +464,26 @@ def test_request_bodies_splice_data_urls_and_survive_a_text_that_looks_like_a_sl
         body = json.loads(asyncio.run(model._payload(request)))
         wire = openai_compat.openai_messages(request_messages, lambda v: store.data_url(v))
         assert body["messages"] == wire and body["model"] == MODEL
+
+
+def test_proxies_come_from_the_environment_once_per_endpoint(monkeypatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3129")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+    async def proxies() -> list[str | None]:
+        session = openai_compat._Session({}, connect_timeout=1.0)
+        try:
+            return [
+                session.proxy("http://127.0.0.1:8000/v1/chat/completions"),
+                session.proxy("http://gpu-box:8000/v1/chat/completions"),
+                session.proxy("https://api.openai.com/v1/chat/completions"),
+            ]
+        finally:
+            await session.aclose()
+
+    assert asyncio.run(proxies()) == [
+        None,
+        "http://proxy.example:3128",
+        "http://proxy.example:3129",
+    ]

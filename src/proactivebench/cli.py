@@ -30,7 +30,7 @@ from proactivebench.protocol import SCENARIOS
 
 # soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
 # a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 #: Width given to rich off a terminal, where it would otherwise assume 80 columns (or $COLUMNS)
 #: and wrap the cells of a table: files, pipes and captured output get every table whole.

@@ -283,12 +283,26 @@ class _Session:
             headers={**headers, "content-type": "application/json"},
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
         )
+        self._proxies: dict[str, str | None] = {}
+
+    def proxy(self, url: str) -> str | None:
+        """The proxy that HTTP(S)_PROXY and NO_PROXY choose for `url`, looked up once per
+        endpoint (aiohttp's `trust_env` looks it up again for every request: 0.6 ms)."""
+        if url not in self._proxies:
+            import urllib.parse
+            import urllib.request
+
+            parts = urllib.parse.urlsplit(url)
+            proxy = urllib.request.getproxies().get(parts.scheme)
+            bypass = proxy and urllib.request.proxy_bypass(parts.hostname or "")
+            self._proxies[url] = None if bypass else proxy
+        return self._proxies[url]
 
     async def post(self, url: str, content: bytes) -> _Response:
         """The whole response; `_TransportError` when no response came."""
         aiohttp = self.aiohttp
         try:
-            async with self.session.post(url, data=content) as response:
+            async with self.session.post(url, data=content, proxy=self.proxy(url)) as response:
                 body = await response.read()
                 return _Response(response.status, response.reason or "", response.headers, body)
         except aiohttp.ConnectionTimeoutError:

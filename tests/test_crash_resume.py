@@ -20,6 +20,7 @@ import pytest
 
 from openai_server import ServerProcess
 from proactivebench.data.synth import generate
+from resultlines import comparable
 
 PER_SCENARIO = 12  # 84 episodes
 
@@ -61,7 +62,7 @@ def keyed(out: Path) -> dict[tuple[str, int], dict]:
         record = json.loads(line)
         key = (record["scenario"], record["sample_id"])
         assert key not in result, f"episode {key} written twice"
-        result[key] = record
+        result[key] = comparable(record)
     return result
 
 

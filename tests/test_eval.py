@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from handmade import full_dataset
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.protocol import SCENARIOS
-from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.runner import EvalSettings, aevaluate, evaluate, read_results
 from proactivebench.scenarios.base import best_move
 
 #: Fewest turns the protocol allows for a correct answer: ROD hides the object on turn 1.
@@ -166,7 +167,7 @@ def test_run_dir_of_other_settings_is_refused(data: Path, tmp_path: Path, capsys
     run = tmp_path / "run"
     assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
     code, text = run_cli(eval_args(data, run, "--limit", "1", "--hint"), capsys)
-    assert code != 0 and "other settings" in text
+    assert code != 0 and "other settings" in text and "settings.hint: false → true" in text
 
 
 class Flaky(Model):
@@ -285,3 +286,60 @@ def test_a_rerun_retries_the_episodes_that_ended_in_an_error(data: Path, tmp_pat
     assert second.summary.scenarios["ROD"].accuracy == 100.0
     assert second.summary.scenarios["ROD"].errors == 0
     assert len(lines(tmp_path)) == 17  # the two error lines stay, superseded
+
+
+# ----- the engine's contract ----------------------------------------------------------------------
+
+
+def test_result_lines_say_why_episodes_ended_and_what_was_right(data: Path, tmp_path: Path) -> None:
+    evaluate(data, load_model("baseline:abstain"), tmp_path / "abstain")
+    for line in lines(tmp_path / "abstain"):
+        assert line["end_reason"] == "abstained" and line["correct"] is False
+    evaluate(data, load_model("baseline:oracle"), tmp_path / "oracle")
+    answers = {("ROD", 0): "cup", ("VSOD", 6): "dog", ("COCO", 0): "apple"}  # handmade records
+    got = {(r["scenario"], r["sample_id"]): r for r in lines(tmp_path / "oracle")}
+    for key, category in answers.items():
+        assert got[key]["correct_category"] == category and got[key]["end_reason"] == "correct"
+
+
+def test_a_bug_in_a_scenario_ends_the_run_and_is_not_recorded(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from proactivebench.scenarios.rod import RODEpisode
+
+    def broken(self, action: str) -> bool:
+        raise ZeroDivisionError("a bug in the ROD rules")
+
+    monkeypatch.setattr(RODEpisode, "_transition", broken)
+    with pytest.raises(ZeroDivisionError, match="a bug in the ROD rules"):
+        evaluate(data, load_model("baseline:oracle"), tmp_path, EvalSettings(scenarios=("ROD",)))
+    assert not any("error" in r for r in lines(tmp_path))  # not blamed on the model
+
+
+def test_evaluate_runs_inside_a_running_event_loop(data: Path, tmp_path: Path) -> None:
+    async def notebook_cell() -> tuple[float, float]:
+        plain = evaluate(data, load_model("baseline:oracle"), tmp_path / "sync")
+        awaited = await aevaluate(data, load_model("baseline:oracle"), tmp_path / "async")
+        return plain.summary.average.accuracy, awaited.summary.average.accuracy  # type: ignore[union-attr]
+
+    assert asyncio.run(notebook_cell()) == (100.0, 100.0)
+
+
+def test_evaluate_leaves_the_callers_cache_open(data: Path, tmp_path: Path) -> None:
+    from proactivebench.models.cache import ResponseCache
+
+    class Echo(Model):
+        name = "echo"
+
+        async def generate(self, requests):
+            return [Completion("A", usage={"prompt_tokens": 3}, latency_s=0.25) for _ in requests]
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    evaluate(data, Echo(), tmp_path / "one", EvalSettings(scenarios=("ROD",)), cache=cache)
+    evaluate(data, Echo(), tmp_path / "two", EvalSettings(scenarios=("ROD",)), cache=cache)
+    turns = [t for r in lines(tmp_path / "one") for t in r["trace"]]
+    assert all(t["usage"] == {"prompt_tokens": 3} for t in turns)
+    asked = [t for t in turns if not t.get("cached")]  # the two ROD records ask alike
+    assert asked and all(t["latency_s"] == 0.25 for t in asked)
+    assert all(t["cached"] for r in lines(tmp_path / "two") for t in r["trace"])
+    cache.close()

@@ -42,6 +42,7 @@ from proactivebench.models.openai_compat import (
 from proactivebench.prompting import turn_messages
 from proactivebench.runner import EvalSettings, evaluate, read_results
 from proactivebench.scenarios import View, make_episode
+from resultlines import comparable
 
 FAST = RetryPolicy(max_retries=6, base_delay=0.02, max_delay=1.0)
 MODEL = "test-vlm"
@@ -74,7 +75,8 @@ def backend(*urls: str, **options: Any) -> OpenAICompatible:
 
 def result_lines(run: Path) -> list[str]:
     """Episode lines in a canonical order: they are appended as episodes finish."""
-    return sorted(json.dumps(r, sort_keys=True) for r in read_results(run / "results.jsonl"))
+    lines = read_results(run / "results.jsonl")
+    return sorted(json.dumps(comparable(r), sort_keys=True) for r in lines)
 
 
 def closed_port_url() -> str:

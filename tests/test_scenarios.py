@@ -365,3 +365,37 @@ def test_option_with_two_actions_is_a_mismatch() -> None:
     ep = make_episode(record("ROD", options=["Move to the left or to the right.", *ABSTAIN]))
     step = ep.step("A")
     assert step.verdict == "mismatch" and "several" in step.info["reason"]
+
+
+# ----- why an episode ends, and reading apart from applying ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "answers", "end", "truncated"),
+    [
+        (lambda: record("ROD"), ["A", "cup"], "correct", False),
+        (lambda: record("ROD"), ["C"], "abstained", False),  # C = "I cannot answer."
+        (lambda: record("ROD"), ["cup"], "wrong", False),  # nothing visible on turn 1
+        (lambda: record("ROD"), ["the blocks, maybe"], "unreadable", False),
+        (lambda: record("CIT", first_image=0, max_steps=3), ["A"] * 3, "step_limit", True),
+        (lambda: record("CIT", num_images=4, reference_image=2), ["A"], "left_video", False),
+        (lambda: record("ROD", options=["Lift the blocks.", *ABSTAIN]), ["A"], "no_action", False),
+    ],
+)
+def test_every_episode_says_why_it_ended(build, answers, end, truncated) -> None:
+    ep = make_episode(build())
+    steps = [ep.step(answer) for answer in answers]
+    assert [s.done for s in steps] == [False] * (len(steps) - 1) + [True]
+    assert (steps[-1].end, steps[-1].truncated) == (end, truncated)
+    assert all(s.end is None and not s.truncated for s in steps[:-1])
+
+
+def test_reading_is_separate_from_applying() -> None:
+    ep = make_episode(record("ROD"))
+    choice = ep.read("B. Move the blocks to the right.")
+    assert (choice.kind, choice.option) == ("action", "Move the blocks to the right.")
+    assert ep.num_turns == 0 and ep.observation.view.image == "ROD/0/2.png"  # nothing moved
+    assert ep.read("D").abstains and ep.read("zzz").kind == "unreadable"
+    step = ep.apply(choice)
+    assert step.verdict == "proactive" and step.info["action"] == "RIGHT"
+    assert ep.observation.view.image == "ROD/0/3.png"

@@ -18,6 +18,7 @@ from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.cache import ResponseCache
 from proactivebench.runner import EvalSettings, RunMismatchError, evaluate, merge_runs, read_results
+from resultlines import comparable
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,9 @@ def test_cache_makes_a_rerun_free_and_misses_on_changed_images(data: Path, tmp_p
     second = Counting()
     evaluate(data, second, tmp_path / "two", cache=cache)
     assert second.calls == 0
-    assert keyed(tmp_path / "one") == keyed(tmp_path / "two")
+    one, two = (read_results(tmp_path / run / "results.jsonl") for run in ("one", "two"))
+    assert sorted(map(str, map(comparable, one))) == sorted(map(str, map(comparable, two)))
+    assert all(t.get("cached") for r in two for t in r["trace"])  # and says so, turn by turn
     # Another decoding setting is another request.
     third = Counting()
     settings = EvalSettings(

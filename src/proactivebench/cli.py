@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -27,6 +28,9 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary
 from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.protocol import SCENARIOS
+
+if TYPE_CHECKING:
+    from proactivebench.results import EpisodeResult
 
 # soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
 # a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
@@ -155,9 +159,9 @@ def episode_progress(
         def on_start(total: int, done: int) -> None:
             progress.update(task, total=total, completed=done)
 
-        def on_result(result: dict[str, Any]) -> None:
+        def on_result(result: EpisodeResult) -> None:
             nonlocal errors
-            errors += bool(result.get("error"))
+            errors += result.error is not None
             elapsed = progress.tasks[task].elapsed or 0.0
             speed = progress.tasks[task].speed
             rate = f"{speed:.1f}" if speed else (f"{1 / elapsed:.1f}" if elapsed else "-")
@@ -282,7 +286,10 @@ def eval_command(
         all_samples=all_samples,
         scenarios=tuple(s.strip() for s in scenarios.split(",")) if scenarios else None,
     )
-    with episode_progress(model.name, lambda: getattr(model, "stats", {})) as callbacks:
+    with (
+        contextlib.closing(cache) if cache else contextlib.nullcontext(),
+        episode_progress(model.name, lambda: getattr(model, "stats", {})) as callbacks,
+    ):
         on_start, on_result = callbacks
         outcome = evaluate(
             data_dir,

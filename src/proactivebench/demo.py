@@ -17,6 +17,7 @@ from pathlib import Path
 from proactivebench.data.layout import MANIFEST
 from proactivebench.models import load_model
 from proactivebench.paths import cache_root
+from proactivebench.results import EpisodeResult
 from proactivebench.runner import RunOutcome, evaluate
 
 DEMO_BASELINES = ("oracle", "proactive", "reactive", "random", "abstain")
@@ -54,7 +55,7 @@ def run_demo(
     baselines: Sequence[str] = DEMO_BASELINES,
     seed: int = 0,
     on_start: Callable[[str, int, int], None] | None = None,
-    on_result: Callable[[str, dict], None] | None = None,
+    on_result: Callable[[str, EpisodeResult], None] | None = None,
 ) -> dict[str, RunOutcome]:
     """Evaluate each baseline on the data; run directories under `runs_dir/<baseline>`."""
     outcomes = {}

@@ -9,10 +9,10 @@ run skips what is already there, so a crash loses at most the episodes in flight
 from __future__ import annotations
 
 import asyncio
-import json
 import os
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,40 @@ from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache
 from proactivebench.prompting import turn_messages
-from proactivebench.protocol import SCENARIOS
 from proactivebench.records import Record
-from proactivebench.scenarios import Episode, Observation, make_episode
+from proactivebench.results import (
+    RESULTS,
+    RUN_CONFIG,
+    SUMMARY,
+    EpisodeResult,
+    ResultsFile,
+    RunMismatchError,
+    TurnRecord,
+    claim_run_dir,
+    latest_results,
+    merge_runs,
+    read_results,
+    result_key,
+    write_summary,
+)
+from proactivebench.scenarios import Episode, Observation, StepResult, make_episode
 
-RESULTS = "results.jsonl"
-SUMMARY = "summary.json"
-RUN_CONFIG = "run.json"
+__all__ = [
+    "RESULTS",
+    "RUN_CONFIG",
+    "SUMMARY",
+    "EvalSettings",
+    "ResultsFile",
+    "RunMismatchError",
+    "RunOutcome",
+    "aevaluate",
+    "evaluate",
+    "latest_results",
+    "merge_runs",
+    "play_episode",
+    "read_results",
+    "select_records",
+]
 
 
 @dataclass(frozen=True)
@@ -54,10 +81,6 @@ class EvalSettings:
             "random_actions": self.random_actions,
             "seed": self.seed,
         }
-
-
-class RunMismatchError(ProactiveBenchError):
-    """The run directory holds a run of another model, data set or settings."""
 
 
 def select_records(
@@ -115,106 +138,56 @@ class _Batcher:
 
 async def play_episode(
     episode: Episode, ask: Callable[[ChatRequest], Any], decoding: Decoding
-) -> dict[str, Any]:
-    """Play one episode to its end; the result line of `results.jsonl`."""
+) -> EpisodeResult:
+    """Play one episode to its end.
+
+    Only a failure of the model call (after the backend's own retries) becomes an error on the
+    episode, recorded and retried by a rerun; an exception anywhere else is a bug, and ends
+    the run with its traceback instead of hiding in the results as a model error.
+    """
     record = episode.record
-    result: dict[str, Any] = {"scenario": record.scenario, "sample_id": record.id}
-    trace: list[dict[str, Any]] = []
-    try:
-        while not episode.done:
-            obs = episode.observation
-            completion: Completion = await ask(ChatRequest(turn_messages(obs), obs, decoding))
-            answer = completion.text if isinstance(completion.text, str) else ""
-            step = episode.step(answer)
-            trace.append(_trace_entry(obs, answer, step.verdict, step.info))
-    except Exception as exc:
-        # A failure of the model call (after its own retries) is an error on this episode,
-        # never a wrong answer: it is recorded and left out of the metrics.
-        result.update(error=f"{type(exc).__name__}: {exc}", num_turns=len(trace), trace=trace)
-        return result
-    result.update(
-        correct=episode.correct,
-        num_turns=episode.num_turns,
-        proactive_suggestions=episode.num_turns - 1,
-        trace=trace,
+    result = EpisodeResult(
+        scenario=record.scenario,
+        sample_id=record.id,
+        num_turns=0,
+        correct_category=record.answer,
     )
+    while not episode.done:
+        obs = episode.observation
+        try:
+            completion: Completion = await ask(ChatRequest(turn_messages(obs), obs, decoding))
+        except Exception as exc:
+            result.error = f"{type(exc).__name__}: {exc}"
+            result.num_turns = len(result.trace)
+            return result
+        answer = completion.text if isinstance(completion.text, str) else ""
+        step = episode.step(answer)
+        result.trace.append(_turn_record(obs, answer, step, completion))
+        result.end_reason = step.end
+    result.correct = episode.correct
+    result.num_turns = episode.num_turns
     return result
 
 
-def _trace_entry(obs: Observation, answer: str, verdict: str, info: dict[str, Any]) -> dict:
-    entry: dict[str, Any] = {
-        "turn": obs.turn,
-        "image": obs.view.image,
-        "crop": list(obs.view.crop) if obs.view.crop is not None else None,
-        "prompt": obs.prompt,
-        "options": list(obs.options),
-        "answer": answer,
-        "verdict": verdict,
-    }
-    if obs.view.resize_short_edge:
-        entry["resize_short_edge"] = obs.view.resize_short_edge
-    for key in ("action", "reason"):
-        if key in info:
-            entry[key] = info[key]
-    return entry
-
-
-class ResultsFile:
-    """`results.jsonl`: one line per finished episode, appended, flushed and fsynced.
-
-    Lines are whole writes, so a killed process leaves at most one torn last line, which the
-    next open removes; `write` + `sync` let the runner group-commit what finished together.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._repair_tail()
-        self._handle = path.open("a", encoding="utf-8")
-
-    def _repair_tail(self) -> None:
-        """Drop a last line cut short by a crash, so appending cannot glue two records."""
-        if not self.path.exists():
-            return
-        with self.path.open("r+b") as f:
-            end = f.seek(0, os.SEEK_END)
-            position = end
-            while position > 0:  # scan back in blocks for the last newline
-                start = max(0, position - 65536)
-                f.seek(start)
-                block = f.read(position - start)
-                if position == end and block.endswith(b"\n"):
-                    return  # the usual case: the file ends with a whole line
-                newline = block.rfind(b"\n")
-                if newline >= 0:
-                    f.truncate(start + newline + 1)
-                    return
-                position = start
-            f.truncate(0)  # a single torn line and nothing else
-
-    def write(self, results: Sequence[dict[str, Any]]) -> None:
-        """Append and flush (the lines survive a killed process from here on)."""
-        self._handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results))
-        self._handle.flush()
-
-    def sync(self) -> None:
-        """fsync: the lines survive a machine crash from here on."""
-        os.fsync(self._handle.fileno())
-
-    def close(self) -> None:
-        self._handle.close()
-
-
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """The complete lines of a results file (a torn last line is ignored)."""
-    if not path.exists():
-        return []
-    results = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            results.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return results
+def _turn_record(
+    obs: Observation, answer: str, step: StepResult, completion: Completion
+) -> TurnRecord:
+    view = obs.view
+    return TurnRecord(
+        turn=obs.turn,
+        image=view.image,
+        crop=list(view.crop) if view.crop is not None else None,
+        prompt=obs.prompt,
+        options=list(obs.options),
+        answer=answer,
+        verdict=step.verdict,
+        resize_short_edge=view.resize_short_edge or None,
+        action=step.info.get("action"),
+        reason=step.info.get("reason"),
+        usage=completion.usage,
+        latency_s=round(completion.latency_s, 4) if completion.latency_s else None,
+        cached=completion.cached,
+    )
 
 
 def _run_identity(data_dir: Path, model: Model, settings: EvalSettings) -> dict[str, Any]:
@@ -228,20 +201,6 @@ def _run_identity(data_dir: Path, model: Model, settings: EvalSettings) -> dict[
         "model": model.name,
         "settings": {**settings.episode_options(), "decoding": settings.decoding.as_dict()},
     }
-
-
-def _claim_run_dir(out_dir: Path, config: dict[str, Any]) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / RUN_CONFIG
-    if path.exists():
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        if previous != config:
-            raise RunMismatchError(
-                f"{out_dir} holds a run with other settings ({path}); "
-                "use another --out to start a new run, or the same options to resume"
-            )
-        return
-    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
 @dataclass
@@ -260,10 +219,10 @@ async def _run_async(
     results: ResultsFile,
     decoding: Decoding,
     concurrency: int,
-    on_result: Callable[[dict[str, Any]], None],
+    on_result: Callable[[EpisodeResult], None],
 ) -> None:
     batcher = _Batcher(model)
-    finished: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    finished: asyncio.Queue[EpisodeResult] = asyncio.Queue()
     pending = iter(episodes)
 
     async def worker() -> None:
@@ -286,13 +245,14 @@ async def _run_async(
                 on_result(result)
                 finished.task_done()
 
-    async def until_done_or_writer_fails(tasks: set[asyncio.Future[Any]]) -> None:
+    async def until_done(tasks: set[asyncio.Future[Any]]) -> None:
+        """Wait for `tasks`; a write error or a bug in any of them ends the run at once."""
         while tasks:
             done, tasks = await asyncio.wait(
                 tasks | {committer}, return_when=asyncio.FIRST_COMPLETED
             )
-            if committer in done:
-                committer.result()  # only ends by an exception: re-raise the write error
+            for task in done:
+                task.result()  # re-raise a write error (the committer never ends otherwise)
             tasks -= {committer}
 
     server = asyncio.create_task(batcher.serve())
@@ -300,9 +260,9 @@ async def _run_async(
     workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
     joiner: asyncio.Future[Any] | None = None
     try:
-        await until_done_or_writer_fails(set(workers))
+        await until_done(set(workers))
         joiner = asyncio.ensure_future(finished.join())
-        await until_done_or_writer_fails({joiner})
+        await until_done({joiner})
     finally:
         # On an error or Ctrl-C: stop everything and collect the cancellations, so that no
         # task is left behind with an exception nobody retrieved.
@@ -310,7 +270,88 @@ async def _run_async(
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
+        # The connections this run's event loop opened; the model stays usable.
         await model.aclose()
+
+
+@dataclass
+class _Run:
+    """A run made ready: episodes chosen and checked, run directory claimed."""
+
+    episodes: list[Episode]
+    todo: list[Episode]
+    model: Model
+    out: Path
+
+
+def _prepare(
+    data_dir: str | os.PathLike[str],
+    model: Model,
+    out_dir: str | os.PathLike[str],
+    settings: EvalSettings,
+    shard: tuple[int, int] | None,
+    cache: ResponseCache | None,
+) -> _Run:
+    root = Path(data_dir)
+    out = Path(out_dir)
+    dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
+    options = settings.episode_options()
+    records = select_records(dataset, settings.limit, shard)
+    episodes = [make_episode(r, **options) for r in records]
+    store = ImageStore(root)
+    problems = check_images(root, episodes, store.guard)
+    if problems:
+        raise DataErrors(problems)
+    claim_run_dir(out, _run_identity(root, model, settings))
+    # Episodes that ended in an error are played again: their failure was the backend's.
+    done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
+    todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
+    if cache is not None and model.needs_images:
+        model = CachedModel(model, cache)
+    model.bind_images(store)
+    return _Run(episodes, todo, model, out)
+
+
+def _finish(run: _Run) -> RunOutcome:
+    wanted = {(e.scenario, e.record.id) for e in run.episodes}
+    lines = [r for r in latest_results(read_results(run.out / RESULTS)) if result_key(r) in wanted]
+    summary = summarize(lines, model=run.model.name)
+    write_summary(run.out, summary)
+    errors = Counter(str(r["error"]) for r in lines if r.get("error"))
+    resumed = len(run.episodes) - len(run.todo)
+    return RunOutcome(summary, run.out, resumed=resumed, errors=errors)
+
+
+async def aevaluate(
+    data_dir: str | os.PathLike[str],
+    model: Model,
+    out_dir: str | os.PathLike[str],
+    settings: EvalSettings | None = None,
+    *,
+    concurrency: int = 8,
+    shard: tuple[int, int] | None = None,
+    cache: ResponseCache | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_result: Callable[[EpisodeResult], None] | None = None,
+) -> RunOutcome:
+    """`evaluate` on the running event loop (`await aevaluate(...)` in a notebook)."""
+    settings = settings or EvalSettings()
+    run = _prepare(data_dir, model, out_dir, settings, shard, cache)
+    if on_start:
+        on_start(len(run.episodes), len(run.episodes) - len(run.todo))
+    results = ResultsFile(run.out / RESULTS)
+    try:
+        await _run_async(
+            run.todo,
+            run.model,
+            results,
+            settings.decoding,
+            concurrency,
+            on_result or (lambda r: None),
+        )
+    finally:
+        results.close()
+    return _finish(run)
 
 
 def evaluate(
@@ -323,106 +364,48 @@ def evaluate(
     shard: tuple[int, int] | None = None,
     cache: ResponseCache | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
+    on_result: Callable[[EpisodeResult], None] | None = None,
 ) -> RunOutcome:
     """Run (or resume) an evaluation and write `results.jsonl` and `summary.json`.
 
     `shard` = (I, N) plays the I-th of N disjoint slices (join them with `merge_runs`);
-    `cache` answers repeated requests of image-reading backends from a `ResponseCache`.
-    `on_start(total, already_done)` and `on_result(result_line)` let a caller draw progress.
+    `cache` answers repeated requests of image-reading backends from a `ResponseCache` (it
+    stays open: what the caller opened, the caller closes). `on_start(total, already_done)`
+    and `on_result(episode_result)` let a caller draw progress. Called where an event loop is
+    already running (a notebook), the run gets a loop of its own in a worker thread.
     """
-    settings = settings or EvalSettings()
-    root = Path(data_dir)
-    out = Path(out_dir)
-    dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
-    options = settings.episode_options()
-    records = select_records(dataset, settings.limit, shard)
-    episodes = [make_episode(r, **options) for r in records]
-    store = ImageStore(root)
-    problems = check_images(root, episodes, store.guard)
-    if problems:
-        raise DataErrors(problems)
-    _claim_run_dir(out, _run_identity(root, model, settings))
-    results_path = out / RESULTS
-    # Episodes that ended in an error are played again: their failure was the backend's.
-    done = {_key(r) for r in read_results(results_path) if not r.get("error")}
-    todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
-    if on_start:
-        on_start(len(episodes), len(episodes) - len(todo))
-    if cache is not None and model.needs_images:
-        model = CachedModel(model, cache)
-    model.bind_images(store)
-    results = ResultsFile(results_path)
-    try:
-        asyncio.run(
-            _run_async(
-                todo, model, results, settings.decoding, concurrency, on_result or (lambda r: None)
-            )
-        )
-    finally:
-        results.close()
-    wanted = {(e.scenario, e.record.id) for e in episodes}
-    lines = [r for r in latest_results(read_results(results_path)) if _key(r) in wanted]
-    summary = summarize(lines, model=model.name)
-    (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
-    errors = Counter(str(r["error"]) for r in lines if r.get("error"))
-    return RunOutcome(summary, out, resumed=len(episodes) - len(todo), errors=errors)
-
-
-def _key(result: dict[str, Any]) -> tuple[str, int]:
-    return result["scenario"], result["sample_id"]
-
-
-def latest_results(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One line per episode: a later line (a retried error) replaces an earlier one."""
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for result in results:
-        key = _key(result)
-        if result.get("error") and key in latest and not latest[key].get("error"):
-            continue  # never let an error hide a finished episode
-        latest[key] = result
-    return list(latest.values())
-
-
-def merge_runs(
-    run_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
-) -> Summary:
-    """Join the run directories of shards (or of interrupted pieces) of one run into `out_dir`.
-
-    The runs must share data, model and settings; an episode present in several is kept once.
-    """
-    if not run_dirs:
-        raise ProactiveBenchError("merge needs at least one run directory")
-    identity: dict[str, Any] | None = None
-    merged: dict[tuple[str, int], dict[str, Any]] = {}
-    for run in map(Path, run_dirs):
-        config_path = run / RUN_CONFIG
-        if not config_path.is_file():
-            raise ProactiveBenchError(f"{run} is not a run directory (no {RUN_CONFIG})")
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-        if identity is None:
-            identity = config
-        elif config != identity:
-            raise RunMismatchError(f"{run} holds a run with other data, model or settings")
-        for result in latest_results(read_results(run / RESULTS)):
-            key = _key(result)
-            if key not in merged or (merged[key].get("error") and not result.get("error")):
-                merged[key] = result
-    out = Path(out_dir)
-    if (out / RESULTS).exists():
-        raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")
-    _claim_run_dir(out, identity or {})
-    ordered = sorted(merged.values(), key=_result_order)
-    with (out / RESULTS).open("w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered)
-    summary = summarize(ordered, model=str((identity or {}).get("model", "")))
-    (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
-    return summary
-
-
-def _result_order(result: dict[str, Any]) -> tuple[int, int]:
-    scenario = result["scenario"]
-    return (
-        SCENARIOS.index(scenario) if scenario in SCENARIOS else len(SCENARIOS),
-        result["sample_id"],
+    run = aevaluate(
+        data_dir,
+        model,
+        out_dir,
+        settings,
+        concurrency=concurrency,
+        shard=shard,
+        cache=cache,
+        on_start=on_start,
+        on_result=on_result,
     )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run)
+    return _run_in_thread(run)
+
+
+def _run_in_thread(coroutine: Any) -> RunOutcome:
+    """Run `coroutine` to its end on a new event loop in another thread, and return its value."""
+    outcome: list[RunOutcome] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(asyncio.run(coroutine))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="proactivebench-run")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]

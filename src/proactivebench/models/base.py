@@ -46,8 +46,12 @@ class ChatRequest:
 @dataclass
 class Completion:
     text: str
+    #: Token counts as the backend reported them (e.g. prompt_tokens, completion_tokens).
     usage: dict[str, int] | None = None
+    #: Seconds the backend took for this answer (for a batch: the whole batch).
     latency_s: float = 0.0
+    #: Answered from the response cache, not by the model.
+    cached: bool = False
 
 
 class Model(abc.ABC):

@@ -87,7 +87,8 @@ class ResponseCache:
             ).fetchone()
         if row is None:
             return None
-        return Completion(text=row[0], usage=json.loads(row[1]) if row[1] else None)
+        usage = json.loads(row[1]) if row[1] else None
+        return Completion(text=row[0], usage=usage, cached=True)
 
     def put(self, key: str, completion: Completion) -> None:
         usage = json.dumps(completion.usage) if completion.usage else None
@@ -136,5 +137,5 @@ class CachedModel(Model):
         return [a for a in answers if a is not None]
 
     async def aclose(self) -> None:
+        """The backend's connections; the cache belongs to whoever opened it."""
         await self.inner.aclose()
-        self.cache.close()

@@ -11,7 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from proactivebench.scenarios.actions import is_abstention
+
+if TYPE_CHECKING:
+    from proactivebench.scenarios.base import Observation
 
 GroupVerdict = Literal["correct", "wrong", "mismatch"]
 
@@ -67,3 +72,43 @@ def read_group(
     chosen = entries[letters.index(letter)]
     correct_letters = {letters[entries.index(c)] for c in correct if c in entries}
     return GroupReading("correct" if letter in correct_letters else "wrong", chosen)
+
+
+ChoiceKind = Literal["category", "action", "wrong", "unreadable"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What an answer chose, read against one observation: a correct category, a correct
+    intervention, a shown option that is not correct now, or nothing readable.
+
+    Reading is separate from what the episode does with the choice (`Episode.apply`), so that
+    a choice can come from elsewhere, e.g. a judge of open-ended answers, and so that rewards
+    and the benchmark read answers the same way.
+    """
+
+    kind: ChoiceKind
+    #: The shown option the answer designates (correct or not); None when unreadable.
+    option: str | None = None
+    action_reading: GroupVerdict = "mismatch"
+    category_reading: GroupVerdict = "mismatch"
+
+    @property
+    def abstains(self) -> bool:
+        """A wrong choice of an abstaining option ("I cannot answer", "I do not know")."""
+        return self.kind == "wrong" and self.option is not None and is_abstention(self.option)
+
+
+def read_choice(obs: Observation, answer: str) -> Choice:
+    """The MCQA reading of docs/protocol.md §4: the categories first, then the interventions."""
+    actions = obs.action_options
+    by_action = read_group(answer, actions, obs.correct_actions, shift=0)
+    by_category = read_group(answer, obs.categories, obs.correct_categories, shift=len(actions))
+    readings = {"action_reading": by_action.verdict, "category_reading": by_category.verdict}
+    if by_category.verdict == "correct":
+        return Choice("category", by_category.chosen, **readings)
+    if by_action.verdict == "correct":
+        return Choice("action", by_action.chosen, **readings)
+    if "wrong" in (by_action.verdict, by_category.verdict):
+        return Choice("wrong", by_category.chosen or by_action.chosen, **readings)
+    return Choice("unreadable", None, **readings)

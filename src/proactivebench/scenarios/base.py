@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from proactivebench.protocol import scenario_strings
 from proactivebench.records import Record
 from proactivebench.scenarios.actions import action_of, is_abstention
-from proactivebench.scenarios.answers import read_group
+from proactivebench.scenarios.answers import Choice, read_choice
 
 Verdict = Literal["correct", "proactive", "wrong", "mismatch"]
 VERDICTS: tuple[Verdict, ...] = ("correct", "proactive", "wrong", "mismatch")
@@ -69,6 +69,14 @@ class Observation:
         return self.options[self.num_action_options :]
 
 
+#: Why an episode ended: a correct category; a wrong or an abstaining option; an answer that
+#: designates no shown option; the step limit reached after an intervention; a move that would
+#: leave the video (CIT); an accepted option that names no single action.
+EndReason = Literal[
+    "correct", "wrong", "abstained", "unreadable", "step_limit", "left_video", "no_action"
+]
+
+
 @dataclass(frozen=True)
 class StepResult:
     """Outcome of one answer."""
@@ -81,6 +89,11 @@ class StepResult:
     observation: Observation | None
     #: Details: the option read, the action carried out, per-group readings, a reason.
     info: dict[str, Any] = field(default_factory=dict)
+    #: The step limit ended the episode after an intervention (Gymnasium's `truncated`): it
+    #: did not fail by an answer, it ran out of turns.
+    truncated: bool = False
+    #: Why the episode ended, once `done`.
+    end: EndReason | None = None
 
 
 def best_move(obs: Observation) -> str:
@@ -144,36 +157,41 @@ class Episode:
 
     def step(self, answer: str) -> StepResult:
         """Read `answer` (any text), advance the state, and say what happened."""
+        return self.apply(self.read(answer))
+
+    def read(self, answer: str) -> Choice:
+        """What `answer` chooses at the current observation (docs/protocol.md §4)."""
+        return read_choice(self.observation, answer)
+
+    def apply(self, choice: Choice) -> StepResult:
+        """Carry out a choice: end on a category or a failure, or make the intervention."""
         if self.done:
             raise RuntimeError("step() called on a finished episode; call reset()")
-        obs = self._observation
-        actions = obs.action_options
-        action_reading = read_group(answer, actions, obs.correct_actions, shift=0)
-        category_reading = read_group(
-            answer, obs.categories, obs.correct_categories, shift=len(actions)
-        )
         self.num_turns += 1
         info: dict[str, Any] = {
-            "action_reading": action_reading.verdict,
-            "category_reading": category_reading.verdict,
+            "action_reading": choice.action_reading,
+            "category_reading": choice.category_reading,
+            "chosen": choice.option,
         }
         verdict: Verdict
-        if category_reading.verdict == "correct":
-            verdict, self.correct, self.done = "correct", True, True
-            info["chosen"] = category_reading.chosen
-        elif action_reading.verdict == "correct":
-            info["chosen"] = action_reading.chosen
-            verdict = self._act(str(action_reading.chosen), info)
+        end: EndReason | None = None
+        if choice.kind == "category":
+            verdict, self.correct, self.done, end = "correct", True, True, "correct"
+        elif choice.kind == "action":
+            verdict, end = self._act(str(choice.option), info)
         else:
-            wrong = "wrong" in (action_reading.verdict, category_reading.verdict)
-            verdict, self.done = ("wrong" if wrong else "mismatch"), True
-            info["chosen"] = category_reading.chosen or action_reading.chosen
-        if self.num_turns >= self.max_steps:
             self.done = True
+            verdict = "wrong" if choice.kind == "wrong" else "mismatch"
+            end = "unreadable" if choice.kind == "unreadable" else "wrong"
+            if choice.abstains:
+                end = "abstained"
+        truncated = False
+        if self.num_turns >= self.max_steps and not self.done:
+            self.done, truncated, end = True, True, "step_limit"
         next_obs = None
         if not self.done:
             self._observation = next_obs = self._observe()
-        return StepResult(verdict, self.done, self.correct, next_obs, info)
+        return StepResult(verdict, self.done, self.correct, next_obs, info, truncated, end)
 
     def oracle_answer(self) -> str:
         """The best move now (see `best_move`)."""
@@ -190,8 +208,8 @@ class Episode:
             self._rng = random.Random(f"{self.seed}:{self.scenario}:{self.record.id}")
         return self._rng
 
-    def _act(self, option: str, info: dict[str, Any]) -> Verdict:
-        """Carry out the action an accepted option names; a failed mapping ends the episode."""
+    def _act(self, option: str, info: dict[str, Any]) -> tuple[Verdict, EndReason | None]:
+        """Carry out the action an accepted option names; what ends the episode, if anything."""
         space = self.action_space()
         if self.random_actions:
             action: str | None = self.rng.choice(space)
@@ -200,15 +218,16 @@ class Episode:
             if action is None:
                 info["reason"] = reason
                 self.done = True
-                return "mismatch"
+                return "mismatch", "no_action"
         info["action"] = action
         if self.num_turns >= self.max_steps:
-            return "proactive"  # the step limit ends the episode before the move is made
+            return "proactive", None  # the step limit ends the episode before the move is made
         self.last_action = action
         if not self._transition(action):
             info["reason"] = f"the move {action} would leave the video"
             self.done = True
-        return "proactive"
+            return "proactive", "left_video"
+        return "proactive", None
 
     def _observe(self) -> Observation:
         record = self.record

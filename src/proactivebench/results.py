@@ -1,0 +1,308 @@
+"""The run directory: what a run is (`run.json`), what each episode gave (`results.jsonl`), and
+reading, resuming and merging them.
+
+`results.jsonl` holds one line per finished episode, appended as episodes end. Its lines are
+the JSON of `EpisodeResult` (with one `TurnRecord` per turn): the contract that reports, the
+training comparison and users' scripts read. `run.json` holds the run's identity: the data,
+the model and every setting that changes play, so that a rerun resumes only the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.metrics import Summary, summarize
+from proactivebench.protocol import SCENARIOS
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+RUN_CONFIG = "run.json"
+
+
+class RunMismatchError(ProactiveBenchError):
+    """The run directory holds a run of another model, data set or settings."""
+
+
+# ----- records --------------------------------------------------------------------------------
+
+
+@dataclass
+class TurnRecord:
+    """One turn of an episode: what was shown, what the model answered, what it meant."""
+
+    turn: int
+    #: The view: the image relative to the data dir, and its transforms.
+    image: str
+    crop: list[float] | None
+    prompt: str
+    options: list[str]
+    #: The model's raw answer.
+    answer: str
+    #: correct, proactive, wrong or mismatch (docs/protocol.md §4).
+    verdict: str
+    resize_short_edge: int | None = None
+    #: The action carried out (a proactive turn) and why a turn failed in a special way.
+    action: str | None = None
+    reason: str | None = None
+    #: What the backend reported: token counts and seconds; `cached` when the response cache
+    #: answered instead of the model.
+    usage: dict[str, int] | None = None
+    latency_s: float | None = None
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The trace entry of `results.jsonl`: fixed fields first, optional ones when set."""
+        entry: dict[str, Any] = {
+            "turn": self.turn,
+            "image": self.image,
+            "crop": self.crop,
+            "prompt": self.prompt,
+            "options": self.options,
+            "answer": self.answer,
+            "verdict": self.verdict,
+        }
+        for key in ("resize_short_edge", "action", "reason", "usage", "latency_s"):
+            value = getattr(self, key)
+            if value is not None:
+                entry[key] = value
+        if self.cached:
+            entry["cached"] = True
+        return entry
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> TurnRecord:
+        known = {k: entry[k] for k in _TURN_FIELDS if k in entry}
+        return cls(**known)
+
+
+_TURN_FIELDS = tuple(TurnRecord.__dataclass_fields__)
+
+
+@dataclass
+class EpisodeResult:
+    """One finished episode: a line of `results.jsonl`.
+
+    `error` is set instead of `correct` when the model could not be asked (after its retries):
+    such episodes are left out of the metrics and played again by a rerun.
+    """
+
+    scenario: str
+    sample_id: int
+    num_turns: int
+    trace: list[TurnRecord] = field(default_factory=list)
+    correct: bool | None = None
+    error: str | None = None
+    #: Why the episode ended (`scenarios.base.EndReason`); None for an error.
+    end_reason: str | None = None
+    #: The record's answer, so that a line explains itself.
+    correct_category: str | None = None
+
+    @property
+    def proactive_suggestions(self) -> int:
+        return self.num_turns - 1
+
+    def to_json(self) -> dict[str, Any]:
+        line: dict[str, Any] = {"scenario": self.scenario, "sample_id": self.sample_id}
+        if self.error is not None:
+            line.update(error=self.error, num_turns=self.num_turns)
+        else:
+            line.update(
+                correct=self.correct,
+                num_turns=self.num_turns,
+                proactive_suggestions=self.proactive_suggestions,
+            )
+        line["trace"] = [t.to_json() for t in self.trace]
+        if self.end_reason is not None:
+            line["end_reason"] = self.end_reason
+        if self.correct_category is not None:
+            line["correct_category"] = self.correct_category
+        return line
+
+    @classmethod
+    def from_json(cls, line: dict[str, Any]) -> EpisodeResult:
+        return cls(
+            scenario=line["scenario"],
+            sample_id=line["sample_id"],
+            num_turns=line.get("num_turns", 0),
+            trace=[TurnRecord.from_json(t) for t in line.get("trace", [])],
+            correct=line.get("correct"),
+            error=line.get("error"),
+            end_reason=line.get("end_reason"),
+            correct_category=line.get("correct_category"),
+        )
+
+
+# ----- results.jsonl --------------------------------------------------------------------------
+
+
+class ResultsFile:
+    """`results.jsonl`: one line per finished episode, appended, flushed and fsynced.
+
+    Lines are whole writes, so a killed process leaves at most one torn last line, which the
+    next open removes; `write` + `sync` let the runner group-commit what finished together.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._repair_tail()
+        self._handle = path.open("a", encoding="utf-8")
+
+    def _repair_tail(self) -> None:
+        """Drop a last line cut short by a crash, so appending cannot glue two records."""
+        if not self.path.exists():
+            return
+        with self.path.open("r+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            position = end
+            while position > 0:  # scan back in blocks for the last newline
+                start = max(0, position - 65536)
+                f.seek(start)
+                block = f.read(position - start)
+                if position == end and block.endswith(b"\n"):
+                    return  # the usual case: the file ends with a whole line
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    f.truncate(start + newline + 1)
+                    return
+                position = start
+            f.truncate(0)  # a single torn line and nothing else
+
+    def write(self, results: Sequence[EpisodeResult | dict[str, Any]]) -> None:
+        """Append and flush (the lines survive a killed process from here on)."""
+        lines = (r.to_json() if isinstance(r, EpisodeResult) else r for r in results)
+        self._handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
+        self._handle.flush()
+
+    def sync(self) -> None:
+        """fsync: the lines survive a machine crash from here on."""
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The complete lines of a results file, as JSON objects (a torn last line is ignored)."""
+    if not path.exists():
+        return []
+    results = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            results.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return results
+
+
+def read_episodes(path: Path) -> list[EpisodeResult]:
+    """The latest result of every episode of a results file, typed."""
+    return [EpisodeResult.from_json(line) for line in latest_results(read_results(path))]
+
+
+def result_key(result: dict[str, Any]) -> tuple[str, int]:
+    return result["scenario"], result["sample_id"]
+
+
+def latest_results(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per episode: a later line (a retried error) replaces an earlier one."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for result in results:
+        key = result_key(result)
+        if result.get("error") and key in latest and not latest[key].get("error"):
+            continue  # never let an error hide a finished episode
+        latest[key] = result
+    return list(latest.values())
+
+
+def result_order(result: dict[str, Any]) -> tuple[int, int]:
+    """The paper's scenario order, then sample id."""
+    scenario = result["scenario"]
+    return (
+        SCENARIOS.index(scenario) if scenario in SCENARIOS else len(SCENARIOS),
+        result["sample_id"],
+    )
+
+
+# ----- run.json -------------------------------------------------------------------------------
+
+
+def claim_run_dir(out_dir: Path, identity: dict[str, Any]) -> None:
+    """Make `out_dir` the home of the run `identity`, or check that it already is.
+
+    A directory holding another run is refused, naming what differs, so that runs of different
+    models or settings are never mixed by a resume or a merge.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / RUN_CONFIG
+    if path.exists():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous != identity:
+            changes = "; ".join(_differences(previous, identity))
+            raise RunMismatchError(
+                f"{out_dir} holds a run with other settings ({path}: {changes}); use another "
+                "--out to start a new run, or the same options to resume"
+            )
+        return
+    path.write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """`key: old → new` for every leaf that differs between two run identities."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        lines = []
+        for key in dict.fromkeys([*old, *new]):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            lines += _differences(old.get(key), new.get(key), name)
+        return lines
+    if old == new:
+        return []
+    return [f"{prefix}: {json.dumps(old)} → {json.dumps(new)}"]
+
+
+def merge_runs(
+    run_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
+) -> Summary:
+    """Join the run directories of shards (or of interrupted pieces) of one run into `out_dir`.
+
+    The runs must share data, model and settings; an episode present in several is kept once.
+    """
+    if not run_dirs:
+        raise ProactiveBenchError("merge needs at least one run directory")
+    identity: dict[str, Any] | None = None
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    for run in map(Path, run_dirs):
+        config_path = run / RUN_CONFIG
+        if not config_path.is_file():
+            raise ProactiveBenchError(f"{run} is not a run directory (no {RUN_CONFIG})")
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        if identity is None:
+            identity = config
+        elif config != identity:
+            changes = "; ".join(_differences(identity, config))
+            raise RunMismatchError(
+                f"{run} holds a run with other data, model or settings: {changes}"
+            )
+        for result in latest_results(read_results(run / RESULTS)):
+            key = result_key(result)
+            if key not in merged or (merged[key].get("error") and not result.get("error")):
+                merged[key] = result
+    out = Path(out_dir)
+    if (out / RESULTS).exists():
+        raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")
+    claim_run_dir(out, identity or {})
+    ordered = sorted(merged.values(), key=result_order)
+    with (out / RESULTS).open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered)
+    summary = summarize(ordered, model=str((identity or {}).get("model", "")))
+    write_summary(out, summary)
+    return summary
+
+
+def write_summary(out_dir: Path, summary: Summary) -> None:
+    (out_dir / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")

@@ -7,11 +7,11 @@ points at a view instead of carrying bytes, so each backend encodes images the w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from proactivebench.protocol import mcqa_strings
-from proactivebench.scenarios import Observation
+from proactivebench.scenarios import Observation, View
 from proactivebench.scenarios.answers import option_letter
 
 Message = dict[str, Any]
@@ -41,3 +41,38 @@ def user_turn(obs: Observation) -> Message:
 def turn_messages(obs: Observation) -> list[Message]:
     """The messages of one turn without conversation history (the paper's default)."""
     return [user_turn(obs)]
+
+
+# ----- image parts ------------------------------------------------------------------------------
+
+
+def is_image_part(part: Any) -> bool:
+    """Whether a message part is an image given by a view (`{"type": "image", "view": View}`)."""
+    return isinstance(part, dict) and part.get("type") == "image" and "view" in part
+
+
+def image_views(messages: Iterable[Message]) -> list[View]:
+    """The views of every image part, in the order a model sees them."""
+    return [
+        part["view"]
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if is_image_part(part)
+    ]
+
+
+def map_image_parts(messages: Iterable[Message], convert: Callable[[View], Any]) -> list[Message]:
+    """Copies of `messages` with each image part replaced by `convert(view)`.
+
+    The one walker of image parts: each backend turns views into what it sends (a data URL, a
+    placeholder beside a PIL image, a decoded image), the cache key into content hashes. The
+    messages themselves are never changed, so a conversation can be sent again.
+    """
+    converted = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [convert(p["view"]) if is_image_part(p) else p for p in content]
+        converted.append({**message, "content": content})
+    return converted

@@ -19,20 +19,8 @@ from typing import Any
 
 from proactivebench.data.images import ImageStore
 from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.prompting import map_image_parts
 from proactivebench.scenarios import View
-
-
-def _canonical_part(part: dict[str, Any], images: ImageStore) -> dict[str, Any]:
-    view = part.get("view")
-    if part.get("type") == "image" and isinstance(view, View):
-        return {
-            "type": "image",
-            "sha256": images.file_hash(view),
-            "crop": list(view.crop) if view.crop else None,
-            "resize_short_edge": view.resize_short_edge,
-        }
-    return part
-
 
 #: Bumped when what a backend sends for the same request changes, so that answers to the old
 #: bytes are not reused: 2 = untransformed views sent as their files' own bytes.
@@ -41,12 +29,16 @@ KEY_VERSION = 2
 
 def request_key(model_name: str, request: ChatRequest, images: ImageStore) -> str:
     """A stable hash of everything that determines the model's answer."""
-    messages = []
-    for message in request.messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            content = [_canonical_part(p, images) for p in content]
-        messages.append({**message, "content": content})
+
+    def canonical(view: View) -> dict[str, Any]:
+        return {
+            "type": "image",
+            "sha256": images.file_hash(view),
+            "crop": list(view.crop) if view.crop else None,
+            "resize_short_edge": view.resize_short_edge,
+        }
+
+    messages = map_image_parts(request.messages, canonical)
     payload = {
         "version": KEY_VERSION,
         "model": model_name,

@@ -27,6 +27,7 @@ from PIL import Image
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 
 EXTRA_HINT = "install the extra: pip install 'proactivebench[hf]'"
@@ -47,22 +48,16 @@ def to_hf_conversation(
     Every content becomes a list of parts (string contents too): multimodal chat templates
     iterate over parts, and a bare string would be iterated character by character by some.
     """
+    images = [image_of(view) for view in image_views(messages)]
     conversation: list[HFMessage] = []
-    images: list[Image.Image] = []
-    for message in messages:
+    for message in map_image_parts(messages, lambda view: {"type": "image"}):
         content = message.get("content")
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        converted: list[dict[str, Any]] = []
         for part in parts:
-            kind = part.get("type")
-            if kind == "image":
-                images.append(image_of(part["view"]))
-                converted.append({"type": "image"})
-            elif kind == "text":
-                converted.append({"type": "text", "text": part["text"]})
-            else:
+            if part.get("type") not in ("image", "text"):
+                kind = part.get("type")
                 raise ValueError(f"the hf backend cannot send a message part of type {kind!r}")
-        conversation.append({"role": message["role"], "content": converted})
+        conversation.append({"role": message["role"], "content": parts})
     return conversation, images
 
 

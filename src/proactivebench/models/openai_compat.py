@@ -34,6 +34,7 @@ from proactivebench.data.images import is_transformed
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.errors import ModelError
+from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 
 log = logging.getLogger(__name__)
@@ -109,30 +110,9 @@ def openai_messages(
 ) -> list[dict[str, Any]]:
     """Our chat messages in the wire shape: image parts become `image_url` parts with the data
     URL `data_url` gives for their view; every other part and field passes through."""
-    converted = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            message = {**message, "content": [_wire_part(p, data_url) for p in content]}
-        converted.append(message)
-    return converted
-
-
-def _wire_part(part: Any, data_url: Callable[[View], str]) -> Any:
-    if isinstance(part, dict) and part.get("type") == "image" and "view" in part:
-        return {"type": "image_url", "image_url": {"url": data_url(part["view"])}}
-    return part
-
-
-def _image_views(messages: Iterable[dict[str, Any]]) -> list[View]:
-    views: list[View] = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and part.get("type") == "image" and "view" in part:
-                    views.append(part["view"])
-    return views
+    return map_image_parts(
+        messages, lambda view: {"type": "image_url", "image_url": {"url": data_url(view)}}
+    )
 
 
 #: Stands for a data URL in the JSON of a request until the URL is spliced in.
@@ -517,7 +497,7 @@ class OpenAICompatible(Model):
 
     async def _payload(self, request: ChatRequest) -> bytes:
         """The request body as sent: JSON with every image part as a data URL."""
-        views = _image_views(request.messages)
+        views = image_views(request.messages)
         urls = [await self._data_url(view) for view in views]
         slotted = openai_messages(request.messages, lambda view: _URL_SLOT)
         payload = encode_body(self._body(slotted, request.decoding), urls)

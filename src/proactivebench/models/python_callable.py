@@ -38,6 +38,7 @@ from typing import Any
 
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.prompting import map_image_parts
 
 
 def parse_target(value: str) -> tuple[str, str]:
@@ -142,15 +143,10 @@ class PythonCallable(Model):
 
     def _messages(self, request: ChatRequest) -> list[dict[str, Any]]:
         """A copy of the messages the function may keep or change; images decoded."""
-        messages = []
-        for message in request.messages:
-            content = message.get("content")
-            if isinstance(content, list):
-                content = [self._part(part) for part in content]
-            messages.append({**message, "content": content})
-        return messages
-
-    def _part(self, part: dict[str, Any]) -> dict[str, Any]:
-        if part.get("type") != "image" or self.images is None:
-            return dict(part)
-        return {**part, "image": self.images.image(part["view"])}
+        store = self.images
+        if store is None:
+            return [{**m} for m in request.messages]
+        return map_image_parts(
+            request.messages,
+            lambda view: {"type": "image", "view": view, "image": store.image(view)},
+        )

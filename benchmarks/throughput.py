@@ -76,6 +76,7 @@ class AnswerKeyRecorder(Model):
 
     name = "answer-key"
     needs_images = True
+    sees_answer_key = True
     max_batch = 1
 
     def __init__(self, image_format: str = "JPEG", quality: int = 90) -> None:

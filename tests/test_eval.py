@@ -174,6 +174,7 @@ class Flaky(Model):
     """Fails on every ROD request: a backend whose retries are exhausted."""
 
     name = "flaky"
+    sees_answer_key = True  # a test double that answers right
     needs_images = False
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
@@ -210,6 +211,7 @@ class Looks(Model):
     """Decodes every image it is shown, as a real backend does, then answers like an oracle."""
 
     name = "looks"
+    sees_answer_key = True  # a test double that answers right
     needs_images = True
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
@@ -266,6 +268,7 @@ class Recovering(Model):
     """Fails on ROD until `healthy` is set: a server that was down, then came back."""
 
     name = "recovering"
+    sees_answer_key = True  # a test double that answers right
     needs_images = False
     healthy = False
 

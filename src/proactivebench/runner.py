@@ -137,9 +137,14 @@ class _Batcher:
 
 
 async def play_episode(
-    episode: Episode, ask: Callable[[ChatRequest], Any], decoding: Decoding
+    episode: Episode,
+    ask: Callable[[ChatRequest], Any],
+    decoding: Decoding,
+    *,
+    answer_key: bool = False,
 ) -> EpisodeResult:
-    """Play one episode to its end.
+    """Play one episode to its end; requests carry the observation's answer key only when
+    `answer_key` (for the built-in baselines, see `Model.sees_answer_key`).
 
     Only a failure of the model call (after the backend's own retries) becomes an error on the
     episode, recorded and retried by a rerun; an exception anywhere else is a bug, and ends
@@ -154,8 +159,9 @@ async def play_episode(
     )
     while not episode.done:
         obs = episode.observation
+        shown = obs if answer_key else obs.without_answer_key()
         try:
-            completion: Completion = await ask(ChatRequest(turn_messages(obs), obs, decoding))
+            completion: Completion = await ask(ChatRequest(turn_messages(obs), shown, decoding))
         except Exception as exc:
             result.error = f"{type(exc).__name__}: {exc}"
             result.num_turns = len(result.trace)
@@ -227,7 +233,10 @@ async def _run_async(
 
     async def worker() -> None:
         for episode in pending:
-            await finished.put(await play_episode(episode, batcher.submit, decoding))
+            result = await play_episode(
+                episode, batcher.submit, decoding, answer_key=model.sees_answer_key
+            )
+            await finished.put(result)
 
     async def writer() -> None:
         # Group commit: what finished while the last fsync ran is written and synced together,

@@ -61,6 +61,9 @@ class Model(abc.ABC):
     name: str = "model"
     #: Whether requests must carry decodable images (False for baselines and replay).
     needs_images: bool = True
+    #: Whether the request's observation keeps its answer key (the built-in baselines only:
+    #: any other model, a user's function included, sees the turn as a model would).
+    sees_answer_key: bool = False
     #: How many requests one `generate` call takes at most (1: no batching).
     max_batch: int = 1
     #: Where image parts' views are decoded and encoded; set by the runner (`bind_images`).

@@ -18,6 +18,7 @@ from proactivebench.scenarios.base import best_move
 
 class Baseline(Model):
     needs_images = False
+    sees_answer_key = True
     max_batch = 1024
 
     def __init__(self, seed: int = 0) -> None:

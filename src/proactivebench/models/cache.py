@@ -104,6 +104,7 @@ class CachedModel(Model):
         self.cache = cache
         self.name = inner.name
         self.needs_images = inner.needs_images
+        self.sees_answer_key = inner.sees_answer_key
         self.max_batch = inner.max_batch
         self.hits = 0
 

@@ -11,9 +11,9 @@ or the same as `async def`. It is called once per turn and returns the answer te
   `{"type": "text", "text": str}`; an image part is `{"type": "image", "view": View,
   "image": PIL.Image.Image}` — `view` says which file and transform, `image` is the decoded RGB
   picture the model would see (shared cache: copy it before changing it).
-- `observation` is the turn's `proactivebench.scenarios.Observation` (prompt, options, turn,
-  ...). It also holds the answer key, which is how the built-in baselines play; a function
-  meant to be *measured* should read only the messages.
+- `observation` is the turn's `proactivebench.scenarios.Observation` (scenario, sample id,
+  turn and step limit, prompt, options, view) with its answer key emptied: only the built-in
+  baselines play from the key, and a function is measured like any model.
 
 A sync function runs in a worker thread, one call at a time, so code that is not thread-safe
 (a local model) is safe; pass `parallel=True` to let sync calls overlap (I/O-bound code). An

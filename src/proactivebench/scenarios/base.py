@@ -11,7 +11,7 @@ Nothing here reads a file or knows about models.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from proactivebench.protocol import scenario_strings
@@ -67,6 +67,10 @@ class Observation:
     @property
     def categories(self) -> tuple[str, ...]:
         return self.options[self.num_action_options :]
+
+    def without_answer_key(self) -> Observation:
+        """What a model may see: the same turn with the answer key emptied."""
+        return replace(self, correct_actions=(), correct_categories=())
 
 
 #: Why an episode ended: a correct category; a wrong or an abstaining option; an answer that

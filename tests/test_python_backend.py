@@ -30,7 +30,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ORACLE(data: Path) -> str:  # noqa: N802 - reads as the constant it stands for
+def ORACLE(data: Path) -> str:
     """A user's function that wins every episode without the answer key, which it never gets:
     it knows each record's category, and in ROD (nothing visible at first) moves once."""
     answers = {

@@ -201,6 +201,16 @@ def cli() -> None:
 @click.option("--hint", is_flag=True, help="Append the scenario's hint to every prompt.")
 @click.option("--reference", is_flag=True, help="Reference (upper-bound) mode: one clear turn.")
 @click.option("--random-actions", is_flag=True, help="Carry out a random action (ablation).")
+@click.option(
+    "--history", is_flag=True, help="Send every earlier turn of the episode with each turn."
+)
+@click.option(
+    "--resize-short-edge",
+    type=click.IntRange(min=8),
+    default=None,
+    metavar="N",
+    help="Scale every image (COCO's crops excepted) to a short edge of N pixels.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N per scenario.")
 @click.option(
     "--seed",
@@ -250,6 +260,8 @@ def eval_command(
     hint: bool,
     reference: bool,
     random_actions: bool,
+    history: bool,
+    resize_short_edge: int | None,
     limit: int | None,
     seed: int,
     all_samples: bool,
@@ -281,6 +293,8 @@ def eval_command(
         hint=hint,
         reference=reference,
         random_actions=random_actions,
+        history=history,
+        resize_short_edge=resize_short_edge,
         seed=seed,
         limit=limit,
         all_samples=all_samples,

@@ -1,8 +1,11 @@
-"""Turning observations into chat messages (docs/protocol.md §3).
+"""Turning observations into chat messages (docs/protocol.md §3, §7).
 
 Messages use the OpenAI chat shape. An image part is `{"type": "image", "view": View}`: it
 points at a view instead of carrying bytes, so each backend encodes images the way it needs
 (data URLs over HTTP, PIL images for `transformers`) through the shared image cache.
+
+A `Conversation` decides what each request of one episode holds: the turn alone (the paper's
+default), or every earlier turn too (history), after any demonstrations (in-context examples).
 """
 
 from __future__ import annotations
@@ -41,6 +44,36 @@ def user_turn(obs: Observation) -> Message:
 def turn_messages(obs: Observation) -> list[Message]:
     """The messages of one turn without conversation history (the paper's default)."""
     return [user_turn(obs)]
+
+
+def assistant_turn(answer: str) -> Message:
+    return {"role": "assistant", "content": answer}
+
+
+class Conversation:
+    """The messages of one episode's requests.
+
+    `prefix` comes first in every request (demonstrations, as earlier user and assistant
+    turns). With `history`, each request then carries every earlier turn of the episode, its
+    images and the model's answers, as one multi-turn chat; without, the current turn alone.
+    """
+
+    def __init__(self, *, history: bool = False, prefix: Sequence[Message] = ()) -> None:
+        self.history = history
+        self.prefix = list(prefix)
+        self.past: list[Message] = []
+        self._asked: Message | None = None
+
+    def request(self, obs: Observation) -> list[Message]:
+        """The messages to send for the turn `obs` shows."""
+        self._asked = user_turn(obs)
+        return [*self.prefix, *self.past, self._asked]
+
+    def answered(self, answer: str) -> None:
+        """The model's answer to the last request (kept when the conversation has history)."""
+        if self.history and self._asked is not None:
+            self.past += [self._asked, assistant_turn(answer)]
+        self._asked = None
 
 
 # ----- image parts ------------------------------------------------------------------------------

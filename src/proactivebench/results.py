@@ -102,6 +102,8 @@ class EpisodeResult:
     end_reason: str | None = None
     #: The record's answer, so that a line explains itself.
     correct_category: str | None = None
+    #: The run's settings (`EvalSettings.identity`), so that no report can mix runs.
+    settings: dict[str, Any] | None = None
 
     @property
     def proactive_suggestions(self) -> int:
@@ -122,6 +124,8 @@ class EpisodeResult:
             line["end_reason"] = self.end_reason
         if self.correct_category is not None:
             line["correct_category"] = self.correct_category
+        if self.settings is not None:
+            line["settings"] = self.settings
         return line
 
     @classmethod
@@ -135,6 +139,7 @@ class EpisodeResult:
             error=line.get("error"),
             end_reason=line.get("end_reason"),
             correct_category=line.get("correct_category"),
+            settings=line.get("settings"),
         )
 
 

@@ -24,7 +24,7 @@ from proactivebench.errors import DataErrors, ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache
-from proactivebench.prompting import turn_messages
+from proactivebench.prompting import Conversation
 from proactivebench.records import Record
 from proactivebench.results import (
     RESULTS,
@@ -73,6 +73,10 @@ class EvalSettings:
     all_samples: bool = False
     scenarios: tuple[str, ...] | None = None
     decoding: Decoding = field(default_factory=Decoding)
+    #: Each request carries the episode's earlier turns (docs/protocol.md §7).
+    history: bool = False
+    #: Every view (COCO's crops excepted) scaled to this short edge, for long histories.
+    resize_short_edge: int | None = None
 
     def episode_options(self) -> dict[str, Any]:
         return {
@@ -80,7 +84,30 @@ class EvalSettings:
             "reference": self.reference,
             "random_actions": self.random_actions,
             "seed": self.seed,
+            "resize_short_edge": self.resize_short_edge,
         }
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that change what is played or asked: `run.json` and every result line.
+
+        Settings added after the first release appear only when they are not their default, so
+        that a run directory made by an earlier version still resumes.
+        """
+        settings: dict[str, Any] = {
+            "hint": self.hint,
+            "reference": self.reference,
+            "random_actions": self.random_actions,
+            "seed": self.seed,
+            "decoding": self.decoding.as_dict(),
+        }
+        later = {"history": self.history, "resize_short_edge": self.resize_short_edge}
+        defaults = EvalSettings()
+        settings.update({k: v for k, v in later.items() if v != getattr(defaults, k)})
+        return settings
+
+    def conversation(self, episode: Episode) -> Conversation:
+        """How `episode`'s turns become requests."""
+        return Conversation(history=self.history)
 
 
 def select_records(
@@ -141,6 +168,7 @@ async def play_episode(
     ask: Callable[[ChatRequest], Any],
     decoding: Decoding,
     *,
+    conversation: Conversation | None = None,
     answer_key: bool = False,
 ) -> EpisodeResult:
     """Play one episode to its end; requests carry the observation's answer key only when
@@ -151,6 +179,7 @@ async def play_episode(
     the run with its traceback instead of hiding in the results as a model error.
     """
     record = episode.record
+    conversation = conversation or Conversation()
     result = EpisodeResult(
         scenario=record.scenario,
         sample_id=record.id,
@@ -160,13 +189,15 @@ async def play_episode(
     while not episode.done:
         obs = episode.observation
         shown = obs if answer_key else obs.without_answer_key()
+        request = ChatRequest(conversation.request(obs), shown, decoding)
         try:
-            completion: Completion = await ask(ChatRequest(turn_messages(obs), shown, decoding))
+            completion: Completion = await ask(request)
         except Exception as exc:
             result.error = f"{type(exc).__name__}: {exc}"
             result.num_turns = len(result.trace)
             return result
         answer = completion.text if isinstance(completion.text, str) else ""
+        conversation.answered(answer)
         step = episode.step(answer)
         result.trace.append(_turn_record(obs, answer, step, completion))
         result.end_reason = step.end
@@ -205,7 +236,7 @@ def _run_identity(data_dir: Path, model: Model, settings: EvalSettings) -> dict[
     return {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
-        "settings": {**settings.episode_options(), "decoding": settings.decoding.as_dict()},
+        "settings": settings.identity(),
     }
 
 
@@ -223,19 +254,25 @@ async def _run_async(
     episodes: Sequence[Episode],
     model: Model,
     results: ResultsFile,
-    decoding: Decoding,
+    settings: EvalSettings,
     concurrency: int,
     on_result: Callable[[EpisodeResult], None],
 ) -> None:
     batcher = _Batcher(model)
+    identity = settings.identity()
     finished: asyncio.Queue[EpisodeResult] = asyncio.Queue()
     pending = iter(episodes)
 
     async def worker() -> None:
         for episode in pending:
             result = await play_episode(
-                episode, batcher.submit, decoding, answer_key=model.sees_answer_key
+                episode,
+                batcher.submit,
+                settings.decoding,
+                conversation=settings.conversation(episode),
+                answer_key=model.sees_answer_key,
             )
+            result.settings = identity
             await finished.put(result)
 
     async def writer() -> None:
@@ -354,7 +391,7 @@ async def aevaluate(
             run.todo,
             run.model,
             results,
-            settings.decoding,
+            settings,
             concurrency,
             on_result or (lambda r: None),
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proactivebench.data.images import ImageStore
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.protocol import mcqa_strings
 from proactivebench.scenarios import Observation
 
@@ -39,8 +40,16 @@ class Decoding:
 @dataclass(frozen=True)
 class ChatRequest:
     messages: Sequence[dict[str, Any]]
-    observation: Observation
+    #: The episode's turn the request answers; None for requests outside an episode (a judge).
+    observation: Observation | None = None
     decoding: Decoding = field(default_factory=Decoding)
+
+
+def episode_turn(request: ChatRequest, model: str) -> Observation:
+    """The observation of a request that must come from an episode (baselines, replay)."""
+    if request.observation is None:
+        raise ProactiveBenchError(f"{model} answers episode turns only, not free-standing requests")
+    return request.observation
 
 
 @dataclass

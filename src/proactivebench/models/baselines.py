@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.base import ChatRequest, Completion, Model, episode_turn
 from proactivebench.scenarios import Observation
 from proactivebench.scenarios.actions import is_abstention
 from proactivebench.scenarios.base import best_move
@@ -31,7 +31,7 @@ class Baseline(Model):
         raise NotImplementedError
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        return [Completion(self.answer(r.observation)) for r in requests]
+        return [Completion(self.answer(episode_turn(r, self.name))) for r in requests]
 
 
 class Oracle(Baseline):

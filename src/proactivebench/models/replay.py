@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from proactivebench.errors import DataError, DataErrors
-from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.base import ChatRequest, Completion, Model, episode_turn
 from proactivebench.protocol import SCENARIOS
 
 
@@ -72,7 +72,7 @@ class Replay(Model):
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         out = []
         for request in requests:
-            obs = request.observation
+            obs = episode_turn(request, self.name)
             answers = self.scripts.get((obs.scenario, obs.sample_id), [])
             out.append(Completion(answers[obs.turn - 1] if obs.turn <= len(answers) else ""))
         return out

@@ -116,3 +116,69 @@ def test_resuming_with_other_conversation_settings_is_refused(
     evaluate(one_rod, Scripted(["A", "cup"]), tmp_path / "run")
     with pytest.raises(RunMismatchError, match=r"settings\.history: null → true"):
         evaluate(one_rod, Scripted(["A", "cup"]), tmp_path / "run", EvalSettings(history=True))
+
+
+# ----- in-context examples ------------------------------------------------------------------------
+
+
+def demo_pair(image: str, question: str, answer: str, size: int) -> list[dict[str, Any]]:
+    return [user(image, question, size), {"role": "assistant", "content": answer}]
+
+
+@pytest.mark.parametrize("cot", [False, True])
+def test_icl_two_rod_demonstrations_then_the_episode(tmp_path: Path, cot: bool) -> None:
+    # Demonstration records offer a single move, so the "random correct move" of ROD is known.
+    only_left = ["Move the blocks to the left.", "I cannot answer."]
+    data = write_dataset(
+        tmp_path / "data",
+        {"ROD": [rod(0), rod(1, options=only_left), rod(2, options=only_left, answer="dog")]},
+    )
+    model = Scripted(["A"])  # the episode's own first answer: move left (then "" ends it)
+    run = tmp_path / "run"
+    evaluate(data, model, run, EvalSettings(scenarios=("ROD",), icl=2, cot=cot, limit=1))
+    demo_question = mcqa(rod()["prompt"], [*only_left, *CATS])
+    move = "A. Move the blocks to the left."
+    if cot:
+        move = f"{PROTOCOL['scenarios']['ROD']['cot_prompt']} {move}"
+    size = PROTOCOL["resize_short_edge"]["icl_ROD"]  # 512
+    prefix = [
+        # Sample 1: frame 2, LEFT shows frame 1, where the category (E = cup) is answered.
+        *demo_pair("ROD/1/2.png", demo_question, move, size),
+        *demo_pair("ROD/1/1.png", demo_question, "E. cup", size),
+        *demo_pair("ROD/2/2.png", demo_question, move, size),
+        *demo_pair("ROD/2/1.png", demo_question, "F. dog", size),
+    ]
+    episode_question = mcqa(rod()["prompt"], [*ROD_OPTIONS, *CATS])
+    assert model.sent[0] == [*prefix, user("ROD/0/2.png", episode_question)]
+    (line,) = read_results(run / "results.jsonl")
+    assert [d["sample_id"] for d in line["demonstrations"]] == [1, 2]
+    assert line["demonstrations"][0]["turns"][1]["answer"] == "E. cup"
+    assert line["settings"]["icl"] == 2 and line["settings"].get("cot", False) is cot
+
+
+def test_icl_reduced_mvpn_keeps_first_and_last_turn(tmp_path: Path) -> None:
+    from handmade import mvpn
+
+    data = write_dataset(tmp_path / "data", {"MVP-N": [mvpn(5), mvpn(8), mvpn(12)]})
+    model = Scripted(["D"])  # apple at once
+    settings = EvalSettings(scenarios=("MVP-N",), icl=2, icl_reduced=True, limit=1)
+    evaluate(data, model, tmp_path / "run", settings)
+    question = mcqa(mvpn()["prompt"], [*mvpn()["options"], *CATS])
+    size = PROTOCOL["resize_short_edge"]["icl_MVP-N"]  # 112
+    # Each demonstration rotates on turns 1 and 2 (views 7, then 3) and answers on the last,
+    # informative view (9); reduced keeps the first turn and the last.
+    expected = []
+    for sample in (8, 12):
+        expected += demo_pair(f"MVP-N/{sample}/0_0007.png", question, "A. Rotate the object.", size)
+        expected += demo_pair(f"MVP-N/{sample}/1_0009.png", question, "D. apple", size)
+    assert model.sent[0] == [*expected, user("MVP-N/5/0_0007.png", question)]
+    assert read_results(tmp_path / "run" / "results.jsonl")[0]["correct"] is True
+
+
+def test_icl_settings_that_cannot_go_together_are_refused() -> None:
+    from proactivebench.errors import ProactiveBenchError
+
+    with pytest.raises(ProactiveBenchError, match="add --icl K"):
+        EvalSettings(cot=True)
+    with pytest.raises(ProactiveBenchError, match="reference mode"):
+        EvalSettings(icl=2, reference=True)

@@ -205,6 +205,17 @@ def cli() -> None:
     "--history", is_flag=True, help="Send every earlier turn of the episode with each turn."
 )
 @click.option(
+    "--icl",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="K",
+    help="Show K oracle demonstrations of other samples before each episode.",
+)
+@click.option("--cot", is_flag=True, help="Demonstrations reason before intervening (--icl).")
+@click.option(
+    "--icl-reduced", is_flag=True, help="Demonstrations keep their first and last turn (--icl)."
+)
+@click.option(
     "--resize-short-edge",
     type=click.IntRange(min=8),
     default=None,
@@ -261,6 +272,9 @@ def eval_command(
     reference: bool,
     random_actions: bool,
     history: bool,
+    icl: int,
+    cot: bool,
+    icl_reduced: bool,
     resize_short_edge: int | None,
     limit: int | None,
     seed: int,
@@ -294,6 +308,9 @@ def eval_command(
         reference=reference,
         random_actions=random_actions,
         history=history,
+        icl=icl,
+        cot=cot,
+        icl_reduced=icl_reduced,
         resize_short_edge=resize_short_edge,
         seed=seed,
         limit=limit,

@@ -104,6 +104,10 @@ class EpisodeResult:
     correct_category: str | None = None
     #: The run's settings (`EvalSettings.identity`), so that no report can mix runs.
     settings: dict[str, Any] | None = None
+    #: The in-context examples shown before the episode, once: each a sample id and its
+    #: turns (view, prompt, options, the oracle's answer). With the trace they give back the
+    #: exact messages of every request.
+    demonstrations: list[dict[str, Any]] | None = None
 
     @property
     def proactive_suggestions(self) -> int:
@@ -126,6 +130,8 @@ class EpisodeResult:
             line["correct_category"] = self.correct_category
         if self.settings is not None:
             line["settings"] = self.settings
+        if self.demonstrations:
+            line["demonstrations"] = self.demonstrations
         return line
 
     @classmethod
@@ -140,6 +146,7 @@ class EpisodeResult:
             end_reason=line.get("end_reason"),
             correct_category=line.get("correct_category"),
             settings=line.get("settings"),
+            demonstrations=line.get("demonstrations"),
         )
 
 

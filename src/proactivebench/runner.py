@@ -20,6 +20,7 @@ from typing import Any
 from proactivebench.data.images import ImageStore
 from proactivebench.data.layout import Dataset, load_dataset
 from proactivebench.data.validate import check_images
+from proactivebench.demonstrations import Demonstration, DemoSettings, choose, play
 from proactivebench.errors import DataErrors, ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
@@ -77,6 +78,21 @@ class EvalSettings:
     history: bool = False
     #: Every view (COCO's crops excepted) scaled to this short edge, for long histories.
     resize_short_edge: int | None = None
+    #: In-context examples: this many oracle demonstrations of other samples before each
+    #: episode, with chain of thought, reduced to their first and last turn.
+    icl: int = 0
+    cot: bool = False
+    icl_reduced: bool = False
+
+    def __post_init__(self) -> None:
+        if self.icl < 0:
+            raise ProactiveBenchError(f"icl must be >= 0, got {self.icl}")
+        if (self.cot or self.icl_reduced) and not self.icl:
+            raise ProactiveBenchError("--cot and --icl-reduced shape demonstrations: add --icl K")
+        if self.icl and self.reference:
+            raise ProactiveBenchError(
+                "--icl shows multi-turn demonstrations; reference mode is one clear turn"
+            )
 
     def episode_options(self) -> dict[str, Any]:
         return {
@@ -100,14 +116,22 @@ class EvalSettings:
             "seed": self.seed,
             "decoding": self.decoding.as_dict(),
         }
-        later = {"history": self.history, "resize_short_edge": self.resize_short_edge}
+        later = {
+            "history": self.history,
+            "resize_short_edge": self.resize_short_edge,
+            "icl": self.icl,
+            "cot": self.cot,
+            "icl_reduced": self.icl_reduced,
+        }
         defaults = EvalSettings()
         settings.update({k: v for k, v in later.items() if v != getattr(defaults, k)})
         return settings
 
-    def conversation(self, episode: Episode) -> Conversation:
-        """How `episode`'s turns become requests."""
-        return Conversation(history=self.history)
+    @property
+    def demonstrations(self) -> DemoSettings | None:
+        if not self.icl:
+            return None
+        return DemoSettings(self.icl, cot=self.cot, reduced=self.icl_reduced)
 
 
 def select_records(
@@ -250,11 +274,31 @@ class RunOutcome:
     errors: Counter[str] = field(default_factory=Counter)
 
 
+def _conversations(
+    settings: EvalSettings, pools: dict[str, list[Record]]
+) -> Callable[[Episode], tuple[Conversation, list[Demonstration]]]:
+    """What makes each episode's conversation: its demonstrations (drawn from the samples of
+    its scenario, played by the oracle) and whether it keeps history."""
+    demo = settings.demonstrations
+    options = settings.episode_options()
+
+    def make(episode: Episode) -> tuple[Conversation, list[Demonstration]]:
+        demos = []
+        if demo is not None:
+            chosen = choose(pools[episode.scenario], episode.record, demo.count, settings.seed)
+            demos = [play(r, demo, seed=settings.seed, episode_options=options) for r in chosen]
+        prefix = [message for d in demos for message in d.messages()]
+        return Conversation(history=settings.history, prefix=prefix), demos
+
+    return make
+
+
 async def _run_async(
     episodes: Sequence[Episode],
     model: Model,
     results: ResultsFile,
     settings: EvalSettings,
+    conversations: Callable[[Episode], tuple[Conversation, list[Demonstration]]],
     concurrency: int,
     on_result: Callable[[EpisodeResult], None],
 ) -> None:
@@ -265,14 +309,17 @@ async def _run_async(
 
     async def worker() -> None:
         for episode in pending:
+            conversation, demos = conversations(episode)
             result = await play_episode(
                 episode,
                 batcher.submit,
                 settings.decoding,
-                conversation=settings.conversation(episode),
+                conversation=conversation,
                 answer_key=model.sees_answer_key,
             )
             result.settings = identity
+            if demos:
+                result.demonstrations = [d.to_json() for d in demos]
             await finished.put(result)
 
     async def writer() -> None:
@@ -328,6 +375,8 @@ class _Run:
     todo: list[Episode]
     model: Model
     out: Path
+    #: Every loaded record by scenario: where demonstrations are drawn from.
+    pools: dict[str, list[Record]]
 
 
 def _prepare(
@@ -344,8 +393,11 @@ def _prepare(
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard)
     episodes = [make_episode(r, **options) for r in records]
+    checked = list(episodes)
+    if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
+        checked += [make_episode(r, **options) for rs in dataset.records.values() for r in rs]
     store = ImageStore(root)
-    problems = check_images(root, episodes, store.guard)
+    problems = check_images(root, checked, store.guard)
     if problems:
         raise DataErrors(problems)
     claim_run_dir(out, _run_identity(root, model, settings))
@@ -355,7 +407,7 @@ def _prepare(
     if cache is not None and model.needs_images:
         model = CachedModel(model, cache)
     model.bind_images(store)
-    return _Run(episodes, todo, model, out)
+    return _Run(episodes, todo, model, out, dataset.records)
 
 
 def _finish(run: _Run) -> RunOutcome:
@@ -392,6 +444,7 @@ async def aevaluate(
             run.model,
             results,
             settings,
+            _conversations(settings, run.pools),
             concurrency,
             on_result or (lambda r: None),
         )

@@ -2,8 +2,16 @@
 
 import pytest
 
+from handmade import record
+from proactivebench.scenarios import make_episode
 from proactivebench.scenarios.actions import action_of, is_abstention
-from proactivebench.scenarios.answers import letter_of, normalize_full, read_group
+from proactivebench.scenarios.answers import (
+    lenient_answer,
+    letter_of,
+    normalize_full,
+    read_choice,
+    read_group,
+)
 
 
 @pytest.mark.parametrize(
@@ -72,3 +80,33 @@ def test_action_keywords() -> None:
 def test_abstention() -> None:
     assert is_abstention("I cannot answer.") and is_abstention("I DO NOT know")
     assert not is_abstention("Rewind the video.")
+
+
+# ----- strict and lenient extraction ---------------------------------------------------------
+
+#: ROD, first turn: A left, B right, C/D abstain, E.. categories (nothing correct yet but moves).
+#: Each row: the answer, the choice under strict reading, the choice under lenient reading.
+FORMATS = [
+    ("B", "action", "action"),
+    ("B. Move the blocks to the right.", "action", "action"),
+    ("Move the blocks to the right.", "action", "action"),
+    ("(B)", "unreadable", "action"),
+    ("[B]", "unreadable", "action"),
+    ("**B**", "unreadable", "action"),
+    ("`B`", "unreadable", "action"),
+    ("Answer: B", "unreadable", "action"),
+    ("The answer is B.", "unreadable", "action"),
+    ("Final answer: (b) Move the blocks to the right.", "unreadable", "action"),
+    ("<think>Left or right? Right.</think>\nB", "unreadable", "action"),
+    ("reasoning that ran long</think> B", "unreadable", "action"),
+    ("**C**", "unreadable", "wrong"),  # an abstention stays one
+    ("(G)", "unreadable", "wrong"),  # cup: not yet correct on ROD's first turn
+    ("I would move them", "unreadable", "unreadable"),
+]
+
+
+@pytest.mark.parametrize(("answer", "strict", "lenient"), FORMATS)
+def test_answer_formats_under_strict_and_lenient_reading(answer, strict, lenient) -> None:
+    obs = make_episode(record("ROD")).observation
+    assert read_choice(obs, answer).kind == strict
+    assert read_choice(obs, lenient_answer(answer)).kind == lenient

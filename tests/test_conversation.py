@@ -182,3 +182,20 @@ def test_icl_settings_that_cannot_go_together_are_refused() -> None:
         EvalSettings(cot=True)
     with pytest.raises(ProactiveBenchError, match="reference mode"):
         EvalSettings(icl=2, reference=True)
+
+
+def test_lenient_extraction_reads_decorated_answers_and_says_how(
+    one_rod: Path, tmp_path: Path
+) -> None:
+    answers = ["<think>blocks hide it</think> (A)", "**cup**"]
+    evaluate(one_rod, Scripted(answers), tmp_path / "strict")
+    (strict,) = read_results(tmp_path / "strict" / "results.jsonl")
+    assert strict["end_reason"] == "unreadable" and strict["num_turns"] == 1
+    settings = EvalSettings(answer_extraction="lenient")
+    evaluate(one_rod, Scripted(answers), tmp_path / "lenient", settings)
+    (lenient,) = read_results(tmp_path / "lenient" / "results.jsonl")
+    assert lenient["correct"] is True and lenient["settings"]["answer_extraction"] == "lenient"
+    assert [(t["answer"], t["read_as"]) for t in lenient["trace"]] == [
+        ("<think>blocks hide it</think> (A)", "A."),
+        ("**cup**", "cup"),
+    ]

@@ -216,6 +216,14 @@ def cli() -> None:
     "--icl-reduced", is_flag=True, help="Demonstrations keep their first and last turn (--icl)."
 )
 @click.option(
+    "--answer-extraction",
+    type=click.Choice(["strict", "lenient"]),
+    default="strict",
+    show_default=True,
+    help="lenient: drop <think> reasoning, markdown, 'Answer:' prefixes and brackets around a "
+    "letter before reading (beyond the paper).",
+)
+@click.option(
     "--resize-short-edge",
     type=click.IntRange(min=8),
     default=None,
@@ -275,6 +283,7 @@ def eval_command(
     icl: int,
     cot: bool,
     icl_reduced: bool,
+    answer_extraction: str,
     resize_short_edge: int | None,
     limit: int | None,
     seed: int,
@@ -311,6 +320,7 @@ def eval_command(
         icl=icl,
         cot=cot,
         icl_reduced=icl_reduced,
+        answer_extraction=answer_extraction,
         resize_short_edge=resize_short_edge,
         seed=seed,
         limit=limit,

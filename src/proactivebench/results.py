@@ -55,6 +55,8 @@ class TurnRecord:
     usage: dict[str, int] | None = None
     latency_s: float | None = None
     cached: bool = False
+    #: What was read when lenient extraction changed the answer (docs: --answer-extraction).
+    read_as: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The trace entry of `results.jsonl`: fixed fields first, optional ones when set."""
@@ -67,7 +69,7 @@ class TurnRecord:
             "answer": self.answer,
             "verdict": self.verdict,
         }
-        for key in ("resize_short_edge", "action", "reason", "usage", "latency_s"):
+        for key in ("resize_short_edge", "action", "reason", "usage", "latency_s", "read_as"):
             value = getattr(self, key)
             if value is not None:
                 entry[key] = value

@@ -43,6 +43,7 @@ from proactivebench.results import (
     write_summary,
 )
 from proactivebench.scenarios import Episode, Observation, StepResult, make_episode
+from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 
 __all__ = [
     "RESULTS",
@@ -83,8 +84,16 @@ class EvalSettings:
     icl: int = 0
     cot: bool = False
     icl_reduced: bool = False
+    #: "strict" reads answers as the protocol does; "lenient" first removes reasoning tags,
+    #: markdown, "Answer:" prefixes and brackets around a letter (beyond the paper).
+    answer_extraction: str = "strict"
 
     def __post_init__(self) -> None:
+        if self.answer_extraction not in EXTRACTIONS:
+            raise ProactiveBenchError(
+                f"unknown answer extraction {self.answer_extraction!r}; "
+                f"choose from {', '.join(EXTRACTIONS)}"
+            )
         if self.icl < 0:
             raise ProactiveBenchError(f"icl must be >= 0, got {self.icl}")
         if (self.cot or self.icl_reduced) and not self.icl:
@@ -122,6 +131,7 @@ class EvalSettings:
             "icl": self.icl,
             "cot": self.cot,
             "icl_reduced": self.icl_reduced,
+            "answer_extraction": self.answer_extraction,
         }
         defaults = EvalSettings()
         settings.update({k: v for k, v in later.items() if v != getattr(defaults, k)})
@@ -194,6 +204,7 @@ async def play_episode(
     *,
     conversation: Conversation | None = None,
     answer_key: bool = False,
+    lenient: bool = False,
 ) -> EpisodeResult:
     """Play one episode to its end; requests carry the observation's answer key only when
     `answer_key` (for the built-in baselines, see `Model.sees_answer_key`).
@@ -222,8 +233,12 @@ async def play_episode(
             return result
         answer = completion.text if isinstance(completion.text, str) else ""
         conversation.answered(answer)
-        step = episode.step(answer)
-        result.trace.append(_turn_record(obs, answer, step, completion))
+        read_as = lenient_answer(answer) if lenient else answer
+        step = episode.step(read_as)
+        turn = _turn_record(obs, answer, step, completion)
+        if read_as != answer:
+            turn.read_as = read_as
+        result.trace.append(turn)
         result.end_reason = step.end
     result.correct = episode.correct
     result.num_turns = episode.num_turns
@@ -316,6 +331,7 @@ async def _run_async(
                 settings.decoding,
                 conversation=conversation,
                 answer_key=model.sees_answer_key,
+                lenient=settings.answer_extraction == "lenient",
             )
             result.settings = identity
             if demos:

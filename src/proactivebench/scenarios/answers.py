@@ -36,6 +36,33 @@ def letter_of(text: str) -> str | None:
     return head if len(head) == 1 else None
 
 
+# ----- lenient extraction (beyond the paper) ------------------------------------------------------
+
+_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_EMPHASIS = re.compile(r"\*+|`+|__")
+_ANSWER_PREFIX = re.compile(
+    r"^\s*(?:(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:\-]?\s*)+", re.IGNORECASE
+)
+_BRACKETED_LETTER = re.compile(r"^\s*[(\[]([A-Za-z])[)\]]\s*[.:]?\s*")
+
+#: How answers are read: the protocol's way, or after removing common decorations.
+EXTRACTIONS = ("strict", "lenient")
+
+
+def lenient_answer(text: str) -> str:
+    """`text` without the decorations that make a right answer unreadable to the protocol's
+    reader: reasoning in `<think>…</think>` (or everything up to a lone `</think>`), markdown
+    emphasis, an "Answer:" / "The answer is" prefix, and brackets around a leading letter
+    ("(B)" reads as "B."). What remains is read exactly as the protocol reads (§4)."""
+    text = _THINKING.sub("", text)
+    if "</think>" in text.lower():
+        text = text[text.lower().rindex("</think>") + len("</think>") :]
+    text = _EMPHASIS.sub("", text)
+    text = _ANSWER_PREFIX.sub("", text)
+    text = _BRACKETED_LETTER.sub(lambda m: f"{m.group(1).upper()}. ", text, count=1)
+    return text.strip()
+
+
 def option_letter(index: int) -> str:
     """The letter shown for the option at `index` of the whole list (A, B, ...)."""
     return chr(65 + index)

@@ -399,3 +399,35 @@ def test_reading_is_separate_from_applying() -> None:
     step = ep.apply(choice)
     assert step.verdict == "proactive" and step.info["action"] == "RIGHT"
     assert ep.observation.view.image == "ROD/0/3.png"
+
+
+# ----- option order (beyond the paper) ------------------------------------------------------
+
+
+def test_shuffled_options_are_read_by_the_letters_shown() -> None:
+    ep = make_episode(record("ROD"), option_order="shuffled", seed=3)
+    obs = ep.observation
+    grouped = (*obs.action_options, *obs.categories)
+    assert sorted(obs.options) == sorted(grouped) and obs.options != grouped
+    right = chr(65 + obs.options.index("Move the blocks to the right."))
+    step = ep.step(right)
+    assert step.verdict == "proactive" and step.info["action"] == "RIGHT"
+    cup = chr(65 + ep.observation.options.index("cup"))
+    assert ep.step(f"{cup}.").verdict == "correct"
+    # The same sample, seed and turn give the same order; the record order stays the default.
+    again = make_episode(record("ROD"), option_order="shuffled", seed=3).observation
+    assert again.options == obs.options
+    assert make_episode(record("ROD")).observation.options == grouped
+
+
+def test_oracle_wins_every_scenario_with_shuffled_options() -> None:
+    from handmade import BUILDERS
+    from proactivebench.scenarios.base import best_move
+
+    for short in BUILDERS:
+        for seed in range(5):
+            ep = make_episode(record(short), option_order="shuffled", seed=seed)
+            while not ep.done:
+                obs = ep.observation
+                ep.step(chr(65 + obs.options.index(best_move(obs))))  # by letter, as shown
+            assert ep.correct, (short, seed)

@@ -216,6 +216,13 @@ def cli() -> None:
     "--icl-reduced", is_flag=True, help="Demonstrations keep their first and last turn (--icl)."
 )
 @click.option(
+    "--option-order",
+    type=click.Choice(["record", "shuffled"]),
+    default="record",
+    show_default=True,
+    help="shuffled: permute the shown options per sample and turn, to measure position bias.",
+)
+@click.option(
     "--answer-extraction",
     type=click.Choice(["strict", "lenient"]),
     default="strict",
@@ -283,6 +290,7 @@ def eval_command(
     icl: int,
     cot: bool,
     icl_reduced: bool,
+    option_order: str,
     answer_extraction: str,
     resize_short_edge: int | None,
     limit: int | None,
@@ -320,6 +328,7 @@ def eval_command(
         icl=icl,
         cot=cot,
         icl_reduced=icl_reduced,
+        option_order=option_order,
         answer_extraction=answer_extraction,
         resize_short_edge=resize_short_edge,
         seed=seed,

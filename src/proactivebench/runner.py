@@ -44,6 +44,7 @@ from proactivebench.results import (
 )
 from proactivebench.scenarios import Episode, Observation, StepResult, make_episode
 from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
+from proactivebench.scenarios.base import OPTION_ORDERS
 
 __all__ = [
     "RESULTS",
@@ -87,13 +88,15 @@ class EvalSettings:
     #: "strict" reads answers as the protocol does; "lenient" first removes reasoning tags,
     #: markdown, "Answer:" prefixes and brackets around a letter (beyond the paper).
     answer_extraction: str = "strict"
+    #: "record" (the protocol's) or "shuffled": options permuted per sample and turn.
+    option_order: str = "record"
 
     def __post_init__(self) -> None:
-        if self.answer_extraction not in EXTRACTIONS:
-            raise ProactiveBenchError(
-                f"unknown answer extraction {self.answer_extraction!r}; "
-                f"choose from {', '.join(EXTRACTIONS)}"
-            )
+        for name, allowed in (("option_order", OPTION_ORDERS), ("answer_extraction", EXTRACTIONS)):
+            if getattr(self, name) not in allowed:
+                raise ProactiveBenchError(
+                    f"unknown {name} {getattr(self, name)!r}; choose from {', '.join(allowed)}"
+                )
         if self.icl < 0:
             raise ProactiveBenchError(f"icl must be >= 0, got {self.icl}")
         if (self.cot or self.icl_reduced) and not self.icl:
@@ -110,6 +113,7 @@ class EvalSettings:
             "random_actions": self.random_actions,
             "seed": self.seed,
             "resize_short_edge": self.resize_short_edge,
+            "option_order": self.option_order,
         }
 
     def identity(self) -> dict[str, Any]:
@@ -132,6 +136,7 @@ class EvalSettings:
             "cot": self.cot,
             "icl_reduced": self.icl_reduced,
             "answer_extraction": self.answer_extraction,
+            "option_order": self.option_order,
         }
         defaults = EvalSettings()
         settings.update({k: v for k, v in later.items() if v != getattr(defaults, k)})

@@ -76,12 +76,17 @@ class GroupReading:
 
 
 def read_group(
-    answer: str, entries: Sequence[str], correct: Sequence[str], shift: int = 0
+    answer: str,
+    entries: Sequence[str],
+    correct: Sequence[str],
+    shift: int = 0,
+    letters: Sequence[str] | None = None,
 ) -> GroupReading:
     """Judge `answer` against `entries`, of which `correct` are right at this state.
 
     `shift` is the index of the group's first entry in the shown list, so that letters count
-    from the start of the whole option list (categories come after the action options).
+    from the start of the whole option list (categories come after the action options);
+    `letters`, when given, are the entries' letters as shown (options in another order).
     """
     full = normalize_full(answer)
     normalized = [normalize_full(e) for e in entries]
@@ -93,7 +98,9 @@ def read_group(
     letter = letter_of(answer)
     if letter is None:
         return GroupReading("mismatch")
-    letters = [option_letter(i + shift).lower() for i in range(len(entries))]
+    if letters is None:
+        letters = [option_letter(i + shift) for i in range(len(entries))]
+    letters = [shown.lower() for shown in letters]
     if letter not in letters:
         return GroupReading("mismatch")
     chosen = entries[letters.index(letter)]
@@ -128,9 +135,11 @@ class Choice:
 
 def read_choice(obs: Observation, answer: str) -> Choice:
     """The MCQA reading of docs/protocol.md §4: the categories first, then the interventions."""
-    actions = obs.action_options
-    by_action = read_group(answer, actions, obs.correct_actions, shift=0)
-    by_category = read_group(answer, obs.categories, obs.correct_categories, shift=len(actions))
+    action_letters, category_letters = obs.letters()
+    by_action = read_group(answer, obs.action_options, obs.correct_actions, letters=action_letters)
+    by_category = read_group(
+        answer, obs.categories, obs.correct_categories, letters=category_letters
+    )
     readings = {"action_reading": by_action.verdict, "category_reading": by_category.verdict}
     if by_category.verdict == "correct":
         return Choice("category", by_category.chosen, **readings)

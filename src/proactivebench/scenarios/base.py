@@ -17,12 +17,16 @@ from typing import Any, ClassVar, Literal
 from proactivebench.protocol import scenario_strings
 from proactivebench.records import Record
 from proactivebench.scenarios.actions import action_of, is_abstention
-from proactivebench.scenarios.answers import Choice, read_choice
+from proactivebench.scenarios.answers import Choice, option_letter, read_choice
 
 Verdict = Literal["correct", "proactive", "wrong", "mismatch"]
 VERDICTS: tuple[Verdict, ...] = ("correct", "proactive", "wrong", "mismatch")
 
 Box = tuple[float, float, float, float]
+
+#: "record": the protocol's order; "shuffled": a per-sample, per-turn permutation of the shown
+#: options, to measure position bias (beyond the paper).
+OPTION_ORDERS = ("record", "shuffled")
 
 
 @dataclass(frozen=True)
@@ -50,23 +54,31 @@ class Observation:
     max_turns: int
     #: Question text: pre-prompt, record prompt and hint, without the options block.
     prompt: str
-    #: Shown options: valid action options first, then the categories.
+    #: The options as shown, lettered A, B, ...: the valid action options, then the
+    #: categories, in the record's order, or permuted with `option_order="shuffled"`.
     options: tuple[str, ...]
-    #: How many of `options` are action options (the categories' letters start after them).
-    num_action_options: int
+    #: The two groups the answer is read against, each in the record's order.
+    action_options: tuple[str, ...]
+    categories: tuple[str, ...]
     view: View
     #: Answer key: action options that are correct at this state.
     correct_actions: tuple[str, ...]
     #: Answer key: categories that are correct at this state (empty on ROD's first turn).
     correct_categories: tuple[str, ...]
+    #: Where each option of (*action_options, *categories) stands in `options`; empty when
+    #: they stand in that order.
+    positions: tuple[int, ...] = ()
 
     @property
-    def action_options(self) -> tuple[str, ...]:
-        return self.options[: self.num_action_options]
+    def num_action_options(self) -> int:
+        return len(self.action_options)
 
-    @property
-    def categories(self) -> tuple[str, ...]:
-        return self.options[self.num_action_options :]
+    def letters(self) -> tuple[list[str], list[str]]:
+        """The letters of the action options and of the categories, as shown."""
+        count = len(self.action_options) + len(self.categories)
+        positions = self.positions or range(count)
+        letters = [option_letter(p) for p in positions]
+        return letters[: len(self.action_options)], letters[len(self.action_options) :]
 
     def without_answer_key(self) -> Observation:
         """What a model may see: the same turn with the answer key emptied."""
@@ -125,8 +137,12 @@ class Episode:
         random_actions: bool = False,
         seed: int = 0,
         resize_short_edge: int | None = None,
+        option_order: str = "record",
     ) -> None:
+        if option_order not in OPTION_ORDERS:
+            raise ValueError(f"option_order must be one of {OPTION_ORDERS}, not {option_order!r}")
         self.record = record
+        self.option_order = option_order
         self.hint = hint
         self.reference = reference
         self.random_actions = random_actions
@@ -246,17 +262,27 @@ class Episode:
         if self.resize_short_edge:
             view = View(view.image, view.crop, self.resize_short_edge)
         category_ok = self.reference or self._category_allowed()
+        grouped = (*actions, *record.categories)
+        shown, positions = grouped, ()
+        if self.option_order == "shuffled":
+            order = list(range(len(grouped)))
+            rng = random.Random(f"order:{self.seed}:{self.scenario}:{record.id}:{self.num_turns}")
+            rng.shuffle(order)  # order[k]: the option shown k-th
+            shown = tuple(grouped[i] for i in order)
+            positions = tuple(sorted(range(len(order)), key=order.__getitem__))
         return Observation(
             scenario=self.scenario,
             sample_id=record.id,
             turn=self.num_turns + 1,
             max_turns=self.max_steps,
             prompt=self.prompt_text(),
-            options=(*actions, *record.categories),
-            num_action_options=len(actions),
+            options=shown,
+            action_options=tuple(actions),
+            categories=record.categories,
             view=view,
             correct_actions=tuple(correct_actions),
             correct_categories=(record.answer,) if category_ok else (),
+            positions=positions,
         )
 
     def prompt_text(self) -> str:

@@ -199,3 +199,19 @@ def test_lenient_extraction_reads_decorated_answers_and_says_how(
         ("<think>blocks hide it</think> (A)", "A."),
         ("**cup**", "cup"),
     ]
+
+
+def test_every_request_can_be_rebuilt_from_its_result_line(tmp_path: Path) -> None:
+    from handmade import mvpn
+    from proactivebench.results import request_messages
+
+    data = write_dataset(tmp_path / "data", {"MVP-N": [mvpn(5), mvpn(8), mvpn(12)]})
+    model = Scripted(["A", "B. Rotate the object.", "D"] * 3)
+    settings = EvalSettings(history=True, icl=2, cot=True, option_order="shuffled")
+    evaluate(data, model, tmp_path / "run", settings, concurrency=1)
+    rebuilt = [
+        request_messages(line, turn)
+        for line in read_results(tmp_path / "run" / "results.jsonl")
+        for turn in range(1, line["num_turns"] + 1)
+    ]
+    assert rebuilt == model.sent and len(rebuilt) > 3

@@ -18,7 +18,9 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
+from proactivebench.prompting import assistant_turn, mcqa_text
 from proactivebench.protocol import SCENARIOS
+from proactivebench.scenarios import View
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
@@ -150,6 +152,35 @@ class EpisodeResult:
             settings=line.get("settings"),
             demonstrations=line.get("demonstrations"),
         )
+
+
+def request_messages(line: dict[str, Any], turn: int) -> list[dict[str, Any]]:
+    """The exact messages of the request of `turn` (1-based), rebuilt from a result line: the
+    demonstrations, then (with history) the earlier turns and their answers, then the turn.
+
+    A line stores what each turn added to the conversation, never a conversation whole, so
+    that a history run's file grows with its turns, not with their square.
+    """
+    prefix: list[dict[str, Any]] = []
+    for demo in line.get("demonstrations") or []:
+        for shown in demo["turns"]:
+            prefix += [_user_message(shown), assistant_turn(shown["answer"])]
+    trace = line["trace"]
+    past: list[dict[str, Any]] = []
+    if (line.get("settings") or {}).get("history"):
+        for shown in trace[: turn - 1]:
+            past += [_user_message(shown), assistant_turn(shown["answer"])]
+    return [*prefix, *past, _user_message(trace[turn - 1])]
+
+
+def _user_message(shown: dict[str, Any]) -> dict[str, Any]:
+    crop = tuple(shown["crop"]) if shown.get("crop") is not None else None
+    view = View(shown["image"], crop, shown.get("resize_short_edge"))
+    text = mcqa_text(shown["prompt"], shown["options"])
+    return {
+        "role": "user",
+        "content": [{"type": "image", "view": view}, {"type": "text", "text": text}],
+    }
 
 
 # ----- results.jsonl --------------------------------------------------------------------------

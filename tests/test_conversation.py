@@ -215,3 +215,14 @@ def test_every_request_can_be_rebuilt_from_its_result_line(tmp_path: Path) -> No
         for turn in range(1, line["num_turns"] + 1)
     ]
     assert rebuilt == model.sent and len(rebuilt) > 3
+
+
+def test_demonstration_images_are_checked_before_the_run(tmp_path: Path) -> None:
+    from proactivebench.errors import DataErrors
+
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0), rod(1), rod(2)]})
+    (data / "ROD/2/1.png").unlink()  # only a demonstration (sample 2) could show it
+    settings = EvalSettings(limit=1)  # plays sample 0 alone
+    evaluate(data, Scripted(["A", "cup"]), tmp_path / "plain", settings)
+    with pytest.raises(DataErrors, match=r"image not found: ROD/2/1\.png"):
+        evaluate(data, Scripted(["A", "cup"]), tmp_path / "icl", EvalSettings(limit=1, icl=2))

@@ -137,22 +137,23 @@ def test_icl_two_rod_demonstrations_then_the_episode(tmp_path: Path, cot: bool) 
     run = tmp_path / "run"
     evaluate(data, model, run, EvalSettings(scenarios=("ROD",), icl=2, cot=cot, limit=1))
     demo_question = mcqa(rod()["prompt"], [*only_left, *CATS])
-    move = "A. Move the blocks to the left."
+    # Answers are the options' texts; with CoT the move is "<CoT prompt> <letter>. <option>".
+    move = "Move the blocks to the left."
     if cot:
-        move = f"{PROTOCOL['scenarios']['ROD']['cot_prompt']} {move}"
+        move = f"{PROTOCOL['scenarios']['ROD']['cot_prompt']} A. {move}"
     size = PROTOCOL["resize_short_edge"]["icl_ROD"]  # 512
     prefix = [
-        # Sample 1: frame 2, LEFT shows frame 1, where the category (E = cup) is answered.
+        # Sample 1: frame 2, LEFT shows frame 1, where the category is answered.
         *demo_pair("ROD/1/2.png", demo_question, move, size),
-        *demo_pair("ROD/1/1.png", demo_question, "E. cup", size),
+        *demo_pair("ROD/1/1.png", demo_question, "cup", size),
         *demo_pair("ROD/2/2.png", demo_question, move, size),
-        *demo_pair("ROD/2/1.png", demo_question, "F. dog", size),
+        *demo_pair("ROD/2/1.png", demo_question, "dog", size),
     ]
     episode_question = mcqa(rod()["prompt"], [*ROD_OPTIONS, *CATS])
     assert model.sent[0] == [*prefix, user("ROD/0/2.png", episode_question)]
     (line,) = read_results(run / "results.jsonl")
     assert [d["sample_id"] for d in line["demonstrations"]] == [1, 2]
-    assert line["demonstrations"][0]["turns"][1]["answer"] == "E. cup"
+    assert line["demonstrations"][0]["turns"][1]["answer"] == "cup"
     assert line["settings"]["icl"] == 2 and line["settings"].get("cot", False) is cot
 
 
@@ -169,8 +170,8 @@ def test_icl_reduced_mvpn_keeps_first_and_last_turn(tmp_path: Path) -> None:
     # informative view (9); reduced keeps the first turn and the last.
     expected = []
     for sample in (8, 12):
-        expected += demo_pair(f"MVP-N/{sample}/0_0007.png", question, "A. Rotate the object.", size)
-        expected += demo_pair(f"MVP-N/{sample}/1_0009.png", question, "D. apple", size)
+        expected += demo_pair(f"MVP-N/{sample}/0_0007.png", question, "Rotate the object.", size)
+        expected += demo_pair(f"MVP-N/{sample}/1_0009.png", question, "apple", size)
     assert model.sent[0] == [*expected, user("MVP-N/5/0_0007.png", question)]
     assert read_results(tmp_path / "run" / "results.jsonl")[0]["correct"] is True
 

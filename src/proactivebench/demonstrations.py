@@ -86,7 +86,9 @@ def choose(pool: Sequence[Record], record: Record, count: int, seed: int) -> lis
 def play(
     record: Record, settings: DemoSettings, *, seed: int, episode_options: dict[str, Any]
 ) -> Demonstration:
-    """The oracle's episode of `record`, answered as "<letter>. <option>"."""
+    """The oracle's episode of `record`: each answer is the chosen option's text (an
+    intervention, or the category), as the reference writes them; with chain of thought an
+    intervention reads "<CoT prompt> <letter>. <option>"."""
     options = {
         **episode_options,
         "resize_short_edge": demo_image_size(
@@ -102,9 +104,9 @@ def play(
         option = _move(obs, rng, intervened=bool(turns))
         if not option:
             break  # a record the oracle cannot play: the demonstration ends here
-        answer = f"{option_letter(obs.options.index(option))}. {option}"
+        answer = option
         if cot and option in obs.correct_actions:
-            answer = f"{cot} {answer}"
+            answer = f"{cot} {option_letter(obs.options.index(option))}. {option}"
         turns.append(DemoTurn(obs, answer))
         step = episode.step(option)
         if step.observation is None:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,8 @@ class ServerConfig:
     api_key: str | None = None
     #: Oracle mode: the answer for a request fingerprint (see `fingerprint`).
     answers: dict[str, str] = field(default_factory=dict)
+    #: Scripted mode: a function of the request body that returns the answer (wins over both).
+    respond: Callable[[dict[str, Any]], str] | None = None
     #: Keep every request (headers and body) in `FakeOpenAI.requests` for assertions.
     record: bool = True
     model_id: str = "fake-vlm"
@@ -330,7 +332,12 @@ class FakeOpenAI:
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body.get("messages") or []
         model = str(body.get("model", ""))
-        answer = self.config.answers.get(fingerprint(messages)) or hashed_answer(model, messages)
+        if self.config.respond is not None:
+            answer = self.config.respond(body)
+        else:
+            answer = self.config.answers.get(fingerprint(messages)) or hashed_answer(
+                model, messages
+            )
         prompt_tokens = len(last_user_text(messages)) // 4 + 256 * _image_count(messages)
         completion_tokens = max(1, len(answer) // 4)
         return {

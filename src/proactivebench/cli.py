@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -25,12 +26,13 @@ from rich.progress import (
 from rich.table import Table
 
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary
+from proactivebench.metrics import ScenarioScore, Summary
 from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
-    from proactivebench.results import EpisodeResult
+    from proactivebench.judge import Judge
+    from proactivebench.results import EpisodeResult, OEGResult
 
 # soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
 # a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
@@ -48,32 +50,40 @@ def fit_to_output(*consoles: Console) -> None:
             c.width = UNBOUNDED_WIDTH
 
 
+#: Table columns: (heading, score field, format); MCQA runs, then judged open-ended runs.
+MCQA_COLUMNS = (("accuracy %", "accuracy", "{:.1f}"), ("ps rate", "ps_rate", "{:.2f}"))
+OEG_COLUMNS = (
+    ("ps %", "ps", "{:.1f}"),
+    ("cp %", "cp", "{:.1f}"),
+    ("aggregate %", "aggregate", "{:.1f}"),
+    ("judges agree %", "agreement", "{:.1f}"),
+)
+
+
 def summary_table(summary: Summary, title: str | None = None) -> Table:
-    """Per-scenario n, accuracy and ps rate, and their average over scenarios."""
+    """Per-scenario n, the run's rates and errors, and their average over scenarios."""
+    columns = OEG_COLUMNS if summary.oeg else MCQA_COLUMNS
     table = Table(title=title or summary.model)
-    for name, justify in (
-        ("scenario", "left"),
-        ("n", "right"),
-        ("accuracy %", "right"),
-        ("ps rate", "right"),
-        ("errors", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("scenario")
+    table.add_column("n", justify="right")
+    for heading, _, _ in columns:
+        table.add_column(heading, justify="right")
+    table.add_column("errors", justify="right")
+
+    def cells(score: ScenarioScore) -> list[str]:
+        values = [getattr(score, name) for _, name, _ in columns]
+        rates = [
+            fmt.format(v) if v is not None else "-"
+            for (_, _, fmt), v in zip(columns, values, strict=True)
+        ]
+        return [str(score.n), *rates, str(score.errors)]
+
     for short, score in summary.scenarios.items():
-        table.add_row(
-            short, str(score.n), f"{score.accuracy:.1f}", f"{score.ps_rate:.2f}", str(score.errors)
-        )
+        table.add_row(short, *cells(score))
     average = summary.average
     if average is not None:
         table.add_section()
-        table.add_row(
-            "average",
-            str(average.n),
-            f"{average.accuracy:.1f}",
-            f"{average.ps_rate:.2f}",
-            str(average.errors),
-            style="bold",
-        )
+        table.add_row("average", *cells(average), style="bold")
     return table
 
 
@@ -159,7 +169,7 @@ def episode_progress(
         def on_start(total: int, done: int) -> None:
             progress.update(task, total=total, completed=done)
 
-        def on_result(result: EpisodeResult) -> None:
+        def on_result(result: EpisodeResult | OEGResult) -> None:
             nonlocal errors
             errors += result.error is not None
             elapsed = progress.tasks[task].elapsed or 0.0
@@ -175,6 +185,70 @@ def episode_progress(
 @click.version_option(package_name="proactivebench")
 def cli() -> None:
     """Measure and train proactiveness in multimodal LLMs (ProactiveBench)."""
+
+
+def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that choose and shape a judge of open-ended answers."""
+    options = (
+        click.option(
+            "--judge",
+            "judge_spec",
+            default=None,
+            help=f"OEG: the judge model, any spec ({SPEC_HELP}).",
+        ),
+        click.option(
+            "--judge-votes",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="OEG: judge each answer N times and take the majority.",
+        ),
+        click.option(
+            "--judge-option",
+            "judge_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="OEG: a backend option of the judge, repeatable (as --model-option).",
+        ),
+        click.option(
+            "--judge-max-tokens",
+            type=click.IntRange(min=1),
+            default=None,
+            help="OEG: the judge's token limit [default: 32768].",
+        ),
+        click.option(
+            "--judge-temperature",
+            type=float,
+            default=None,
+            help="OEG: the judge's temperature [default: none sent, the server's].",
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def make_judge(
+    spec: str | None,
+    votes: int,
+    options: tuple[str, ...],
+    max_tokens: int | None,
+    temperature: float | None,
+    seed: int = 0,
+) -> Judge | None:
+    """The judge the options describe, or None without `--judge`."""
+    from proactivebench.judge import Judge, oeg_decoding
+
+    if spec is None:
+        return None
+    decoding = with_overrides(oeg_decoding(), max_tokens=max_tokens, temperature=temperature)
+    model = load_model(spec, seed=seed, **parse_model_options(options))
+    return Judge(model, votes=votes, decoding=decoding)
+
+
+def with_overrides(decoding: Decoding, **overrides: Any) -> Decoding:
+    """`decoding` with the settings a user gave on the command line."""
+    return dataclasses.replace(decoding, **{k: v for k, v in overrides.items() if v is not None})
 
 
 @cli.command("eval")
@@ -275,9 +349,27 @@ def cli() -> None:
     help="SQLite response cache [default: the user cache dir's responses.sqlite].",
 )
 @click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Default: 50.")
-@click.option("--temperature", type=float, default=None, help="Default: 0 (greedy).")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Default: 50 (MCQA), 32768 (OEG).",
+)
+@click.option(
+    "--temperature",
+    type=float,
+    default=None,
+    help="Default: 0, greedy (MCQA); none sent, the server's (OEG).",
+)
 @click.option("--top-p", type=float, default=None)
+@click.option(
+    "--mode",
+    type=click.Choice(["mcqa", "oeg"]),
+    default="mcqa",
+    show_default=True,
+    help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge).",
+)
+@judge_options
 def eval_command(
     data_dir: Path,
     model_spec: str,
@@ -305,8 +397,15 @@ def eval_command(
     max_tokens: int | None,
     temperature: float | None,
     top_p: float | None,
+    mode: str,
+    judge_spec: str | None,
+    judge_votes: int,
+    judge_options: tuple[str, ...],
+    judge_max_tokens: int | None,
+    judge_temperature: float | None,
 ) -> None:
     """Play the benchmark's episodes with a model and score them."""
+    from proactivebench.judge import oeg_decoding
     from proactivebench.models.cache import ResponseCache
     from proactivebench.paths import response_cache_path
     from proactivebench.runner import EvalSettings, evaluate
@@ -315,9 +414,14 @@ def eval_command(
     if endpoints:
         options["endpoints"] = endpoints
     model = load_model(model_spec, seed=seed, **options)
-    overrides = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
-    decoding = Decoding(**{k: v for k, v in overrides.items() if v is not None})
-    use_cache = model.needs_images and not no_cache  # baselines answer faster than a lookup
+    base = oeg_decoding() if mode == "oeg" else Decoding()
+    decoding = with_overrides(base, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
+    judge = make_judge(
+        judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
+    )
+    # Baselines answer faster than a lookup; a real model or judge is worth caching.
+    real = model.needs_images or (judge is not None and judge.model.needs_images)
+    use_cache = real and not no_cache
     cache = ResponseCache(cache_path or response_cache_path()) if use_cache else None
     settings = EvalSettings(
         decoding=decoding,
@@ -331,6 +435,7 @@ def eval_command(
         option_order=option_order,
         answer_extraction=answer_extraction,
         resize_short_edge=resize_short_edge,
+        mode=mode,
         seed=seed,
         limit=limit,
         all_samples=all_samples,
@@ -349,6 +454,7 @@ def eval_command(
             concurrency=concurrency,
             shard=parse_shard(shard) if shard else None,
             cache=cache,
+            judge=judge,
             on_start=on_start,
             on_result=on_result,
         )
@@ -370,6 +476,53 @@ def report_errors(errors: Counter[str], scored: int) -> None:
     )
     if scored == 0:
         sys.exit(1)
+
+
+@cli.command("judge")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@judge_options
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the judged run here [default: judge RUN_DIR in place].",
+)
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="SQLite response cache [default: the user cache dir's responses.sqlite].",
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+def judge_command(
+    run_dir: Path,
+    judge_spec: str | None,
+    judge_votes: int,
+    judge_options: tuple[str, ...],
+    judge_max_tokens: int | None,
+    judge_temperature: float | None,
+    out_dir: Path | None,
+    cache_path: Path | None,
+    no_cache: bool,
+) -> None:
+    """Judge a finished open-ended run again, without asking the tested model anything."""
+    from proactivebench.models.cache import CachedModel, ResponseCache
+    from proactivebench.oeg import rejudge
+    from proactivebench.paths import response_cache_path
+
+    judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
+    if judge is None:
+        raise click.UsageError("say which model judges: --judge SPEC")
+    cache = None
+    if judge.model.needs_images and not no_cache:
+        cache = ResponseCache(cache_path or response_cache_path())
+        judge = judge.with_model(CachedModel(judge.model, cache))
+    with contextlib.closing(cache) if cache else contextlib.nullcontext():
+        summary = rejudge(run_dir, judge, out_dir)
+    out.print(summary_table(summary))
+    out.print(f"results: {(out_dir or run_dir) / 'results.jsonl'}")
 
 
 @cli.command("merge")

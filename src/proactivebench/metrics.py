@@ -1,8 +1,10 @@
-"""Benchmark metrics of docs/protocol.md §4: accuracy and proactive-suggestion (ps) rate.
+"""Benchmark metrics of docs/protocol.md §4 and §6.
 
-Per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1), over the episodes
-that ran; episodes that ended in an error are counted apart and never scored as wrong. The
-average row is the unweighted mean over scenarios, as the paper reports it.
+MCQA, per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1). Open-ended
+generation, per scenario: the rates (mean x 100) of episodes whose judged answer holds a
+proactive suggestion (ps), a correct category (cp), or either (aggregate), and the judges'
+agreement when several voted. Episodes that ended in an error are counted apart and never
+scored as wrong. The average row is the unweighted mean over scenarios, as the paper reports.
 """
 
 from __future__ import annotations
@@ -17,12 +19,22 @@ from proactivebench.protocol import SCENARIOS
 @dataclass(frozen=True)
 class ScenarioScore:
     n: int
-    accuracy: float
-    ps_rate: float
+    #: MCQA: accuracy (%) and ps rate (suggestions per episode); None for an OEG run.
+    accuracy: float | None = None
+    ps_rate: float | None = None
     errors: int = 0
+    #: OEG: % of episodes with a proactive suggestion, a correct category, either; the mean
+    #: share of judge votes that agreed with the majority. None for an MCQA run.
+    ps: float | None = None
+    cp: float | None = None
+    aggregate: float | None = None
+    agreement: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+_RATES = ("accuracy", "ps_rate", "ps", "cp", "aggregate", "agreement")
 
 
 @dataclass
@@ -31,15 +43,22 @@ class Summary:
     scenarios: dict[str, ScenarioScore] = field(default_factory=dict)
 
     @property
+    def oeg(self) -> bool:
+        return any(s.aggregate is not None for s in self.scenarios.values())
+
+    @property
     def average(self) -> ScenarioScore | None:
         scored = [s for s in self.scenarios.values() if s.n]
         if not scored:
             return None
+        means: dict[str, float | None] = {}
+        for name in _RATES:
+            values = [getattr(s, name) for s in scored if getattr(s, name) is not None]
+            means[name] = sum(values) / len(values) if values else None
         return ScenarioScore(
             n=sum(s.n for s in scored),
-            accuracy=sum(s.accuracy for s in scored) / len(scored),
-            ps_rate=sum(s.ps_rate for s in scored) / len(scored),
             errors=sum(s.errors for s in self.scenarios.values()),
+            **means,  # type: ignore[arg-type]
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -51,6 +70,10 @@ class Summary:
         }
 
 
+def _mean(values: list[float], scale: float = 1.0) -> float:
+    return scale * sum(values) / len(values) if values else 0.0
+
+
 def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
     """Score result lines (as in `results.jsonl`) per scenario, in the paper's order."""
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -60,11 +83,22 @@ def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
     for short in sorted(groups, key=lambda s: SCENARIOS.index(s) if s in SCENARIOS else 99):
         lines = groups[short]
         ok = [r for r in lines if not r.get("error")]
-        n = len(ok)
-        summary.scenarios[short] = ScenarioScore(
-            n=n,
-            accuracy=100.0 * sum(bool(r["correct"]) for r in ok) / n if n else 0.0,
-            ps_rate=sum(r["num_turns"] - 1 for r in ok) / n if n else 0.0,
-            errors=len(lines) - n,
-        )
+        errors = len(lines) - len(ok)
+        if any("aggregate" in r for r in ok):  # open-ended generation, judged
+            votes = [r["judge_agreement"] for r in ok if "judge_agreement" in r]
+            summary.scenarios[short] = ScenarioScore(
+                n=len(ok),
+                errors=errors,
+                ps=_mean([r["proactive_suggestion"] for r in ok], 100.0),
+                cp=_mean([r["category_prediction"] for r in ok], 100.0),
+                aggregate=_mean([r["aggregate"] for r in ok], 100.0),
+                agreement=_mean(votes, 100.0) if votes else None,
+            )
+        else:
+            summary.scenarios[short] = ScenarioScore(
+                n=len(ok),
+                errors=errors,
+                accuracy=_mean([float(bool(r["correct"])) for r in ok], 100.0),
+                ps_rate=_mean([r["num_turns"] - 1 for r in ok]),
+            )
     return summary

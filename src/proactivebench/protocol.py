@@ -93,3 +93,15 @@ def mcqa_strings() -> dict[str, Any]:
 def official_filter_ids(stem: str) -> frozenset[int]:
     """Sample ids of the official test filter for one data file stem."""
     return frozenset(_load("official_filter_ids.json")["ids"].get(stem, ()))
+
+
+@cache
+def oeg_strings() -> dict[str, str]:
+    """Open-ended generation: the hint suffix and the judge's system prompt and user template."""
+    return {k: v for k, v in raw_protocol()["oeg"].items() if isinstance(v, str)}
+
+
+@cache
+def oeg_fixed_answers() -> dict[str, str]:
+    """The valid-answer templates of the scenarios that have one (`{categories}` to fill)."""
+    return dict(raw_protocol()["oeg_fixed_answers"])

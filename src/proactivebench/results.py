@@ -154,6 +154,53 @@ class EpisodeResult:
         )
 
 
+@dataclass
+class OEGResult:
+    """One open-ended episode (docs/protocol.md §6): a line of an OEG run's `results.jsonl`.
+
+    `error` is set instead of the verdict when the model or the judge could not be asked.
+    """
+
+    scenario: str
+    sample_id: int
+    #: The view the model saw (image relative to the data dir) and the question as sent.
+    image: str
+    prompt: str
+    #: COCO's crop of the image.
+    crop: list[float] | None = None
+    #: The model's text, the valid answers as text and as the entries shown to the judge, and
+    #: every judge output (one per vote).
+    generation: str | None = None
+    valid_answers_text: str | None = None
+    valid_answers: list[str] | None = None
+    judge_outputs: list[str] = field(default_factory=list)
+    proactive_suggestion: int | None = None
+    category_prediction: int | None = None
+    aggregate: int | None = None
+    #: Share of the votes that agreed with the majority (with one vote: 1).
+    judge_agreement: float | None = None
+    error: str | None = None
+    correct_category: str | None = None
+    usage: dict[str, int] | None = None
+    latency_s: float | None = None
+    settings: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v is not None and v != []}
+
+    @classmethod
+    def from_json(cls, line: dict[str, Any]) -> OEGResult:
+        return cls(**{k: line[k] for k in _OEG_FIELDS if k in line})
+
+
+_OEG_FIELDS = tuple(OEGResult.__dataclass_fields__)
+
+
+def is_oeg_line(line: dict[str, Any]) -> bool:
+    """Whether a line is an open-ended episode's (MCQA lines have a trace instead)."""
+    return "trace" not in line and "prompt" in line
+
+
 def request_messages(line: dict[str, Any], turn: int) -> list[dict[str, Any]]:
     """The exact messages of the request of `turn` (1-based), rebuilt from a result line: the
     demonstrations, then (with history) the earlier turns and their answers, then the turn.
@@ -218,9 +265,9 @@ class ResultsFile:
                 position = start
             f.truncate(0)  # a single torn line and nothing else
 
-    def write(self, results: Sequence[EpisodeResult | dict[str, Any]]) -> None:
+    def write(self, results: Sequence[EpisodeResult | OEGResult | dict[str, Any]]) -> None:
         """Append and flush (the lines survive a killed process from here on)."""
-        lines = (r.to_json() if isinstance(r, EpisodeResult) else r for r in results)
+        lines = (r if isinstance(r, dict) else r.to_json() for r in results)
         self._handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
         self._handle.flush()
 
@@ -245,9 +292,12 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return results
 
 
-def read_episodes(path: Path) -> list[EpisodeResult]:
+def read_episodes(path: Path) -> list[EpisodeResult | OEGResult]:
     """The latest result of every episode of a results file, typed."""
-    return [EpisodeResult.from_json(line) for line in latest_results(read_results(path))]
+    return [
+        OEGResult.from_json(line) if is_oeg_line(line) else EpisodeResult.from_json(line)
+        for line in latest_results(read_results(path))
+    ]
 
 
 def result_key(result: dict[str, Any]) -> tuple[str, int]:

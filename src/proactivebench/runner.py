@@ -22,9 +22,11 @@ from proactivebench.data.layout import Dataset, load_dataset
 from proactivebench.data.validate import check_images
 from proactivebench.demonstrations import Demonstration, DemoSettings, choose, play
 from proactivebench.errors import DataErrors, ProactiveBenchError
+from proactivebench.judge import Judge, oeg_decoding
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache
+from proactivebench.oeg import play_oeg_episode
 from proactivebench.prompting import Conversation
 from proactivebench.records import Record
 from proactivebench.results import (
@@ -32,6 +34,7 @@ from proactivebench.results import (
     RUN_CONFIG,
     SUMMARY,
     EpisodeResult,
+    OEGResult,
     ResultsFile,
     RunMismatchError,
     TurnRecord,
@@ -45,6 +48,8 @@ from proactivebench.results import (
 from proactivebench.scenarios import Episode, Observation, StepResult, make_episode
 from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 from proactivebench.scenarios.base import OPTION_ORDERS
+
+MODES = ("mcqa", "oeg")
 
 __all__ = [
     "RESULTS",
@@ -90,8 +95,18 @@ class EvalSettings:
     answer_extraction: str = "strict"
     #: "record" (the protocol's) or "shuffled": options permuted per sample and turn.
     option_order: str = "record"
+    #: "mcqa": multi-turn multiple choice; "oeg": one open-ended turn, judged (§6). An OEG run
+    #: given the MCQA decoding gets the OEG one (no temperature, 32,768 tokens).
+    mode: str = "mcqa"
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ProactiveBenchError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
+        if self.mode == "oeg":
+            if self.icl or self.reference:
+                raise ProactiveBenchError("open-ended generation has no --icl or --reference")
+            if self.decoding == Decoding():
+                object.__setattr__(self, "decoding", oeg_decoding())
         for name, allowed in (("option_order", OPTION_ORDERS), ("answer_extraction", EXTRACTIONS)):
             if getattr(self, name) not in allowed:
                 raise ProactiveBenchError(
@@ -137,6 +152,7 @@ class EvalSettings:
             "icl_reduced": self.icl_reduced,
             "answer_extraction": self.answer_extraction,
             "option_order": self.option_order,
+            "mode": self.mode,
         }
         defaults = EvalSettings()
         settings.update({k: v for k, v in later.items() if v != getattr(defaults, k)})
@@ -271,7 +287,9 @@ def _turn_record(
     )
 
 
-def _run_identity(data_dir: Path, model: Model, settings: EvalSettings) -> dict[str, Any]:
+def _run_identity(
+    data_dir: Path, model: Model, settings: EvalSettings, judge: Judge | None
+) -> dict[str, Any]:
     """What makes two runs' episodes comparable: data, model and the settings that change play.
 
     `limit`, `scenarios` and `all_samples` only choose *which* episodes run, so a run may be
@@ -280,8 +298,15 @@ def _run_identity(data_dir: Path, model: Model, settings: EvalSettings) -> dict[
     return {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
-        "settings": settings.identity(),
+        "settings": _settings_identity(settings, judge),
     }
+
+
+def _settings_identity(settings: EvalSettings, judge: Judge | None) -> dict[str, Any]:
+    identity = settings.identity()
+    if settings.mode == "oeg" and judge is not None:
+        identity["judge"] = judge.identity()
+    return identity
 
 
 @dataclass
@@ -319,28 +344,42 @@ async def _run_async(
     results: ResultsFile,
     settings: EvalSettings,
     conversations: Callable[[Episode], tuple[Conversation, list[Demonstration]]],
+    judge: Judge | None,
     concurrency: int,
-    on_result: Callable[[EpisodeResult], None],
+    on_result: Callable[[EpisodeResult | OEGResult], None],
 ) -> None:
     batcher = _Batcher(model)
-    identity = settings.identity()
-    finished: asyncio.Queue[EpisodeResult] = asyncio.Queue()
+    identity = _settings_identity(settings, judge)
+    finished: asyncio.Queue[EpisodeResult | OEGResult] = asyncio.Queue()
     pending = iter(episodes)
 
-    async def worker() -> None:
-        for episode in pending:
-            conversation, demos = conversations(episode)
-            result = await play_episode(
+    async def play(episode: Episode) -> EpisodeResult | OEGResult:
+        if judge is not None:
+            return await play_oeg_episode(
                 episode,
                 batcher.submit,
                 settings.decoding,
-                conversation=conversation,
+                judge,
+                judge.model.generate,
                 answer_key=model.sees_answer_key,
-                lenient=settings.answer_extraction == "lenient",
             )
+        conversation, demos = conversations(episode)
+        result = await play_episode(
+            episode,
+            batcher.submit,
+            settings.decoding,
+            conversation=conversation,
+            answer_key=model.sees_answer_key,
+            lenient=settings.answer_extraction == "lenient",
+        )
+        if demos:
+            result.demonstrations = [d.to_json() for d in demos]
+        return result
+
+    async def worker() -> None:
+        for episode in pending:
+            result = await play(episode)
             result.settings = identity
-            if demos:
-                result.demonstrations = [d.to_json() for d in demos]
             await finished.put(result)
 
     async def writer() -> None:
@@ -384,8 +423,10 @@ async def _run_async(
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-        # The connections this run's event loop opened; the model stays usable.
+        # The connections this run's event loop opened; the models stay usable.
         await model.aclose()
+        if judge is not None:
+            await judge.model.aclose()
 
 
 @dataclass
@@ -398,6 +439,8 @@ class _Run:
     out: Path
     #: Every loaded record by scenario: where demonstrations are drawn from.
     pools: dict[str, list[Record]]
+    #: The judge of an open-ended run, behind the response cache when there is one.
+    judge: Judge | None = None
 
 
 def _prepare(
@@ -407,6 +450,7 @@ def _prepare(
     settings: EvalSettings,
     shard: tuple[int, int] | None,
     cache: ResponseCache | None,
+    judge: Judge | None,
 ) -> _Run:
     root = Path(data_dir)
     out = Path(out_dir)
@@ -421,14 +465,18 @@ def _prepare(
     problems = check_images(root, checked, store.guard)
     if problems:
         raise DataErrors(problems)
-    claim_run_dir(out, _run_identity(root, model, settings))
+    claim_run_dir(out, _run_identity(root, model, settings, judge))
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
     todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
     if cache is not None and model.needs_images:
         model = CachedModel(model, cache)
     model.bind_images(store)
-    return _Run(episodes, todo, model, out, dataset.records)
+    if judge is not None:
+        if cache is not None and judge.model.needs_images:
+            judge = judge.with_model(CachedModel(judge.model, cache))
+        judge.model.bind_images(store)
+    return _Run(episodes, todo, model, out, dataset.records, judge)
 
 
 def _finish(run: _Run) -> RunOutcome:
@@ -450,12 +498,17 @@ async def aevaluate(
     concurrency: int = 8,
     shard: tuple[int, int] | None = None,
     cache: ResponseCache | None = None,
+    judge: Judge | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    on_result: Callable[[EpisodeResult], None] | None = None,
+    on_result: Callable[[EpisodeResult | OEGResult], None] | None = None,
 ) -> RunOutcome:
     """`evaluate` on the running event loop (`await aevaluate(...)` in a notebook)."""
     settings = settings or EvalSettings()
-    run = _prepare(data_dir, model, out_dir, settings, shard, cache)
+    if (settings.mode == "oeg") != (judge is not None):
+        raise ProactiveBenchError(
+            "open-ended generation needs a judge (--judge SPEC); multiple choice takes none"
+        )
+    run = _prepare(data_dir, model, out_dir, settings, shard, cache, judge)
     if on_start:
         on_start(len(run.episodes), len(run.episodes) - len(run.todo))
     results = ResultsFile(run.out / RESULTS)
@@ -466,6 +519,7 @@ async def aevaluate(
             results,
             settings,
             _conversations(settings, run.pools),
+            run.judge,
             concurrency,
             on_result or (lambda r: None),
         )
@@ -483,14 +537,16 @@ def evaluate(
     concurrency: int = 8,
     shard: tuple[int, int] | None = None,
     cache: ResponseCache | None = None,
+    judge: Judge | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    on_result: Callable[[EpisodeResult], None] | None = None,
+    on_result: Callable[[EpisodeResult | OEGResult], None] | None = None,
 ) -> RunOutcome:
     """Run (or resume) an evaluation and write `results.jsonl` and `summary.json`.
 
     `shard` = (I, N) plays the I-th of N disjoint slices (join them with `merge_runs`);
     `cache` answers repeated requests of image-reading backends from a `ResponseCache` (it
-    stays open: what the caller opened, the caller closes). `on_start(total, already_done)`
+    stays open: what the caller opened, the caller closes). `judge` decides open-ended
+    answers (`settings.mode == "oeg"`). `on_start(total, already_done)`
     and `on_result(episode_result)` let a caller draw progress. Called where an event loop is
     already running (a notebook), the run gets a loop of its own in a worker thread.
     """
@@ -502,6 +558,7 @@ def evaluate(
         concurrency=concurrency,
         shard=shard,
         cache=cache,
+        judge=judge,
         on_start=on_start,
         on_result=on_result,
     )

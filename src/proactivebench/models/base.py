@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proactivebench.data.images import ImageStore
@@ -21,20 +21,30 @@ from proactivebench.scenarios import Observation
 
 @dataclass(frozen=True)
 class Decoding:
-    """Decoding settings; greedy with the protocol's 50 new tokens unless overridden."""
+    """Decoding settings; greedy with the protocol's 50 new tokens unless overridden.
+
+    `temperature=None` sends none: the server's (or the model's own) default applies, as the
+    reference does for open-ended generation.
+    """
 
     max_tokens: int = field(default_factory=lambda: int(mcqa_strings()["max_new_tokens"]))
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     top_p: float | None = None
     #: Backend-specific extras (e.g. `{"seed": 1}`), passed through untouched.
     extra: tuple[tuple[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"max_tokens": self.max_tokens, "temperature": self.temperature}
+        settings: dict[str, Any] = {"max_tokens": self.max_tokens}
+        if self.temperature is not None:
+            settings["temperature"] = self.temperature
         if self.top_p is not None:
             settings["top_p"] = self.top_p
         settings.update(dict(self.extra))
         return settings
+
+    def with_extra(self, **extra: Any) -> Decoding:
+        """The same settings with these extras added (or replaced)."""
+        return replace(self, extra=tuple({**dict(self.extra), **extra}.items()))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.data.images import ImageStore
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.prompting import map_image_parts
 from proactivebench.scenarios import View
@@ -27,13 +28,13 @@ from proactivebench.scenarios import View
 KEY_VERSION = 2
 
 
-def request_key(model_name: str, request: ChatRequest, images: ImageStore) -> str:
+def request_key(model_name: str, request: ChatRequest, images: ImageStore | None) -> str:
     """A stable hash of everything that determines the model's answer."""
 
     def canonical(view: View) -> dict[str, Any]:
         return {
             "type": "image",
-            "sha256": images.file_hash(view),
+            "sha256": _require(images).file_hash(view),
             "crop": list(view.crop) if view.crop else None,
             "resize_short_edge": view.resize_short_edge,
         }
@@ -47,6 +48,12 @@ def request_key(model_name: str, request: ChatRequest, images: ImageStore) -> st
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _require(images: ImageStore | None) -> ImageStore:
+    if images is None:
+        raise ProactiveBenchError("a request with images needs an image store (bind_images)")
+    return images
 
 
 class ResponseCache:
@@ -117,7 +124,6 @@ class CachedModel(Model):
         self.inner.bind_images(store)
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        assert self.images is not None, "bind_images() before generate()"
         keys = [request_key(self.name, r, self.images) for r in requests]
         answers: list[Completion | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, a in enumerate(answers) if a is None]

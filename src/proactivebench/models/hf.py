@@ -232,7 +232,11 @@ class HFModel(Model):
         extra = dict(decoding.extra)
         seed = extra.pop("seed", self.seed)
         kwargs: dict[str, Any] = {"max_new_tokens": decoding.max_tokens}
-        if decoding.temperature > 0:
+        if decoding.temperature is None:
+            # The checkpoint's own generation config decides (sampling or not), as the
+            # reference's open-ended generation does.
+            self.torch.manual_seed(int(seed))
+        elif decoding.temperature > 0:
             self.torch.manual_seed(int(seed))
             kwargs.update(do_sample=True, temperature=decoding.temperature)
             if decoding.top_p is not None:

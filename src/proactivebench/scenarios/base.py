@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
-from proactivebench.protocol import scenario_strings
+from proactivebench.protocol import oeg_fixed_answers, oeg_strings, scenario_strings
 from proactivebench.records import Record
 from proactivebench.scenarios.actions import action_of, is_abstention
 from proactivebench.scenarios.answers import Choice, option_letter, read_choice
@@ -296,6 +296,23 @@ class Episode:
         if self.hint:
             prompt = f"{prompt} {self.hint_text()}"
         return prompt
+
+    def oeg_prompt(self) -> str:
+        """The open-ended question (docs/protocol.md §6): pre-prompt and prompt, and with hints
+        the OEG hint suffix instead of the scenario's hint; no options."""
+        strings = scenario_strings(self.scenario)
+        prompt = self.record.prompt
+        if strings.pre_prompt:
+            prompt = f"{strings.pre_prompt} {prompt}"
+        if self.hint:
+            prompt += oeg_strings()["hint_suffix"]
+        return prompt
+
+    def oeg_answers(self) -> str:
+        """The valid answers the judge looks for, as the comma-separated text of §6: the
+        scenario's fixed list with the correct categories, at the first state."""
+        categories = ", ".join(c.replace(".", "") for c in self.observation.correct_categories)
+        return oeg_fixed_answers()[self.scenario].format(categories=categories)
 
     def hint_text(self) -> str:
         hint = scenario_strings(self.scenario).hint_prompt

@@ -59,6 +59,13 @@ class CITEpisode(Episode):
                 del options[-1]
         return options
 
+    def oeg_answers(self) -> str:
+        """The (pruned) correct moves, then "Rewind the video." once more, then the categories
+        (docs/protocol.md §6): a rewind can appear twice, as in the reported numbers."""
+        obs = self.observation
+        entries = (*obs.correct_actions, REWIND_OPTION, *obs.correct_categories)
+        return ",".join(a.replace(".", "") for a in entries) + "."
+
     def _transition(self, action: str) -> bool:
         step = self.record.step_size
         frame = int(self.image_id) + (-step if action == "REWIND" else step)

@@ -32,6 +32,14 @@ class INCEpisode(Episode):
         # Random-action ablation on a record whose options lack its quality answer.
         return [o for o in valid if not is_abstention(o)] if self.random_actions else []
 
+    def oeg_answers(self) -> str:
+        """The correct enhancement, then the categories (docs/protocol.md §6)."""
+        obs = self.observation
+        return (
+            ", ".join(a.replace(".", "") for a in (*obs.correct_actions, *obs.correct_categories))
+            + "."
+        )
+
     def _transition(self, action: str) -> bool:
         self.image_id = int(self.image_id) - 1
         return True

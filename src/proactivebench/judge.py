@@ -1,0 +1,142 @@
+"""The judge of open-ended answers (docs/protocol.md §6): which valid answers a generation holds.
+
+A judge is any `Model` (an OpenAI-compatible server, a local `transformers` model, a user's
+function). It gets the protocol's system prompt and user template with the tested model's
+prompt, the valid answers and the generation; its verdict is the last run of comma-separated
+0s and 1s in its visible output (reasoning in `<think>…</think>` removed). A run of the wrong
+length, or none, scores 0 everywhere, as the reference scores it.
+
+Judges vary from one sample to the next, so a judgement may take the majority of several
+votes (each with its own seed, so that they differ and are cached apart); the share of votes
+that agree with the majority is kept with the result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from proactivebench.models.base import ChatRequest, Decoding, Model
+from proactivebench.protocol import oeg_strings, scenario_strings
+
+#: The reference's OEG decoding: sampling with the model's own temperature, and room for long
+#: reasoning: no temperature is sent, and up to 32,768 new tokens.
+OEG_MAX_TOKENS = 32768
+_VERDICT_RUN = re.compile(r"[01](?:\s*,\s*[01])*")
+_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+def oeg_decoding() -> Decoding:
+    """The default decoding of OEG generations and judges (overridable)."""
+    return Decoding(max_tokens=OEG_MAX_TOKENS, temperature=None)
+
+
+def answer_entries(valid_answers: str) -> list[str]:
+    """The entries shown to the judge: the comma-separated parts, trimmed, without dots."""
+    return [part.strip().replace(".", "") for part in valid_answers.split(",")]
+
+
+def visible(output: str) -> str:
+    """What a judge said after its reasoning (`<think>…</think>` blocks, or everything up to a
+    lone closing tag, when a server strips the opening one)."""
+    output = _THINKING.sub("", output)
+    closing = output.lower().rfind("</think>")
+    return output[closing + len("</think>") :] if closing >= 0 else output
+
+
+def judge_messages(user_prompt: str, valid_answers: str, generation: str) -> list[dict[str, Any]]:
+    """The judge's request: the protocol's system prompt and user template, filled."""
+    strings = oeg_strings()
+    user = strings["judge_user_template"].format(
+        user_prompt=user_prompt,
+        correct_answers=str(answer_entries(valid_answers)),
+        generated_answer=generation,
+    )
+    return [
+        {"role": "system", "content": strings["judge_system_prompt"]},
+        {"role": "user", "content": user},
+    ]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a judgement found: a proactive suggestion, a correct category, either (0 or 1)."""
+
+    proactive_suggestion: int = 0
+    category_prediction: int = 0
+    #: Whether the judge's output held a verdict of the right length.
+    parsed: bool = False
+
+    @property
+    def aggregate(self) -> int:
+        return int(self.proactive_suggestion or self.category_prediction)
+
+
+def parse_verdict(valid_answers: str, judge_output: str, scenario: str) -> Verdict:
+    """Read a judge's output: the last 0/1 run of its visible output, as many as the entries
+    that are not empty; the scenario's first `oeg_proactive_count` are interventions."""
+    runs = _VERDICT_RUN.findall(visible(judge_output))
+    if not runs:
+        return Verdict()
+    expected = sum(1 for part in valid_answers.split(",") if part.strip())
+    marks = [mark.strip() for mark in runs[-1].split(",") if mark.strip()]
+    if len(marks) != expected:
+        return Verdict()
+    count = scenario_strings(scenario).oeg_proactive_count
+    return Verdict(
+        proactive_suggestion=int("1" in marks[:count]),
+        category_prediction=int("1" in marks[count:]),
+        parsed=True,
+    )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The majority verdict of one or more votes, and the raw outputs they came from."""
+
+    verdict: Verdict
+    outputs: tuple[str, ...]
+    #: Share of votes whose (ps, cp) verdict equals the majority's.
+    agreement: float
+
+
+class Judge:
+    """Asks a judge model `votes` times and takes the majority of its verdicts."""
+
+    def __init__(self, model: Model, *, votes: int = 1, decoding: Decoding | None = None) -> None:
+        if votes < 1:
+            raise ValueError(f"votes must be >= 1, got {votes}")
+        self.model = model
+        self.votes = votes
+        self.decoding = decoding or oeg_decoding()
+
+    def with_model(self, model: Model) -> Judge:
+        """The same judge asking `model` (e.g. the judge model behind a response cache)."""
+        return Judge(model, votes=self.votes, decoding=self.decoding)
+
+    def identity(self) -> dict[str, Any]:
+        """What defines the judgements, for `run.json` and every result line."""
+        return {"judge": self.model.name, "votes": self.votes, "decoding": self.decoding.as_dict()}
+
+    def requests(self, user_prompt: str, valid_answers: str, generation: str) -> list[ChatRequest]:
+        messages = judge_messages(user_prompt, valid_answers, generation)
+        decodings = (
+            [self.decoding]
+            if self.votes == 1
+            else [self.decoding.with_extra(seed=vote) for vote in range(self.votes)]
+        )
+        return [ChatRequest(messages, None, decoding) for decoding in decodings]
+
+    @staticmethod
+    def decide(valid_answers: str, outputs: list[str], scenario: str) -> Judgement:
+        verdicts = [parse_verdict(valid_answers, output, scenario) for output in outputs]
+        counts = Counter((v.proactive_suggestion, v.category_prediction) for v in verdicts)
+        (ps, cp), agreeing = counts.most_common(1)[0]
+        if agreeing * 2 <= len(verdicts) and len(verdicts) > 1:
+            ps = int(2 * sum(v.proactive_suggestion for v in verdicts) > len(verdicts))
+            cp = int(2 * sum(v.category_prediction for v in verdicts) > len(verdicts))
+            agreeing = counts[(ps, cp)]
+        majority = Verdict(ps, cp, parsed=any(v.parsed for v in verdicts))
+        return Judgement(majority, tuple(outputs), agreeing / len(verdicts))

@@ -1,0 +1,202 @@
+"""Open-ended generation (docs/protocol.md §6): the requests, the judge's parsing, and a whole
+run against the local server acting as both the model and the judge, checked against rates
+computed by hand. Expected strings are built here from protocol.json, not from the package."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clirun import run_cli
+from handmade import full_dataset
+from openai_server import FakeOpenAI, last_user_text
+from proactivebench.judge import Judge, judge_messages, parse_verdict
+from proactivebench.models import load_model
+from proactivebench.runner import EvalSettings, evaluate, read_results
+
+PROTOCOL = json.loads(
+    (Path(__file__).parents[1] / "src/proactivebench/spec/protocol.json").read_text()
+)
+OEG = PROTOCOL["oeg"]
+
+#: What the tested model says, by the record prompt of `handmade` it was asked.
+GENERATIONS = {
+    "What object is behind the blocks?": "I would move the blocks first.",  # ROD
+    "What is the object?": "It is a dog.",  # VSOD
+    "Which object is this?": "I cannot tell.",  # MVP-N
+    "What is in the image?": "Please deblur the image.",  # IN-C
+    "What does the drawing show?": "Add more details to the drawing; maybe a dog.",  # QD
+    "What object is being used?": "Rewind the video, please.",  # CIT
+    "What is the main object?": "An apple.",  # COCO
+}
+
+#: Rates (ps, cp, aggregate in %) by hand: the judge below marks an entry when the generation
+#: contains it (case-insensitive). ROD: "Move the blocks" of [blocks, camera] -> ps. VSOD:
+#: "dog" after 3 moves -> cp. MVP-N: nothing. IN-C: sample 2 needs "Deblur the image" (ps),
+#: sample 3 "Increase the brightness" (none). QD: [details.., dog] -> ps and cp. CIT: the
+#: rewind is listed (once or twice) among the first two entries of both samples -> ps. COCO:
+#: [camera, farther, apple] -> cp.
+EXPECTED = {
+    "ROD": (100.0, 0.0, 100.0),
+    "VSOD": (0.0, 100.0, 100.0),
+    "MVP-N": (0.0, 0.0, 0.0),
+    "IN-C": (50.0, 0.0, 50.0),
+    "QD": (100.0, 100.0, 100.0),
+    "CIT": (100.0, 0.0, 100.0),
+    "COCO": (0.0, 100.0, 100.0),
+}
+
+
+def respond(body: dict[str, Any]) -> str:
+    """The server's answer: a judge's verdict (after reasoning) or the model's generation."""
+    messages = body["messages"]
+    if messages[0]["role"] == "system":
+        user = messages[1]["content"]
+        entries = ast.literal_eval(user.split("### Correct Answers (List):\n")[1].split("\n###")[0])
+        output = user.split("### System Output:\n")[1].lower()
+        marks = ", ".join("1" if e and e.lower() in output else "0" for e in entries)
+        return f"<think>Checking {len(entries)} answers, 1 by 1.</think>\n{marks}"
+    text = last_user_text(messages)
+    return next(g for prompt, g in GENERATIONS.items() if prompt in text)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return full_dataset(tmp_path_factory.mktemp("data"))
+
+
+def oeg_run(data: Path, url: str, run: Path, **settings: Any) -> Any:
+    model = load_model(f"openai:tested@{url}")
+    judge = Judge(load_model(f"openai:judge@{url}"), votes=settings.pop("votes", 1))
+    return evaluate(data, model, run, EvalSettings(mode="oeg", **settings), judge=judge)
+
+
+# ----- requests --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hint", [False, True])
+def test_model_and_judge_requests_are_exactly_the_protocols(
+    data: Path, tmp_path: Path, hint: bool
+) -> None:
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, tmp_path / "run", scenarios=("VSOD",), hint=hint, limit=1)
+        model_body, judge_body = (r.body for r in fake.chat_requests)
+    # The tested model: the first frame, then the pre-prompt and prompt (and the OEG suffix);
+    # no options, no temperature, a large token limit.
+    vsod = PROTOCOL["scenarios"]["VSOD"]
+    prompt = f"{vsod['pre_prompt']} What is the object?" + (OEG["hint_suffix"] if hint else "")
+    (message,) = model_body["messages"]
+    assert [p["type"] for p in message["content"]] == ["image_url", "text"]
+    assert message["content"][1]["text"] == prompt
+    assert "temperature" not in model_body and model_body["max_tokens"] == 32768
+    # The judge: the protocol's system prompt and user template; the entries of the fixed list
+    # with the correct category, as a Python list.
+    entries = ["Wait for the occlusion to disappear", "Rewind the video", "Move the camera", "dog"]
+    user = OEG["judge_user_template"].format(
+        user_prompt=prompt, correct_answers=str(entries), generated_answer="It is a dog."
+    )
+    assert judge_body["messages"] == [
+        {"role": "system", "content": OEG["judge_system_prompt"]},
+        {"role": "user", "content": user},
+    ]
+    assert judge_body["model"] == "judge" and "temperature" not in judge_body
+    (line,) = read_results(tmp_path / "run" / "results.jsonl")
+    assert line["prompt"] == prompt and line["valid_answers"] == entries
+    assert (line["proactive_suggestion"], line["category_prediction"], line["aggregate"]) == (
+        0,
+        1,
+        1,
+    )
+
+
+def test_judge_messages_fill_the_template_with_the_entries() -> None:
+    messages = judge_messages("Q?", "Move the blocks, Move the camera.", "I'd move them.")
+    assert "['Move the blocks', 'Move the camera']" in messages[1]["content"]
+
+
+# ----- parsing the judge -------------------------------------------------------------------
+
+ROD_VALID = "Move the blocks, Move the camera."  # two entries, both proactive
+VSOD_VALID = "Wait for the occlusion to disappear, Rewind the video, Move the camera, dog."
+
+
+@pytest.mark.parametrize(
+    ("output", "valid", "scenario", "expected"),
+    [
+        ("<think>The user asks about 2 things: 1, 0?</think>\n1, 0", ROD_VALID, "ROD", (1, 0, 1)),
+        ("reasoning that lost its opening tag</think>0, 0", ROD_VALID, "ROD", (0, 0, 0)),
+        ("0, 0, 0, 1", VSOD_VALID, "VSOD", (0, 1, 1)),
+        ("1, 0, 0, 0", VSOD_VALID, "VSOD", (1, 0, 1)),
+        ("1, 0, 1", ROD_VALID, "ROD", (0, 0, 0)),  # wrong length: everything 0
+        ("I cannot decide.", ROD_VALID, "ROD", (0, 0, 0)),  # no verdict
+        ("0,\n 0 ,1,\t1", VSOD_VALID, "VSOD", (1, 1, 1)),  # spaces and newlines inside
+        ("1, 1\nThat is all.", ROD_VALID, "ROD", (1, 0, 1)),  # words after the verdict line
+        ("1, 1\nSee point 1.", ROD_VALID, "ROD", (0, 0, 0)),  # a 1 after it is the last run
+        ("0, 0\n1, 0", ROD_VALID, "ROD", (1, 0, 1)),  # the last run wins
+    ],
+)
+def test_judge_output_parsing(output, valid, scenario, expected) -> None:
+    verdict = parse_verdict(valid, output, scenario)
+    assert (verdict.proactive_suggestion, verdict.category_prediction, verdict.aggregate) == (
+        expected
+    )
+
+
+def test_empty_entries_do_not_count_towards_the_length() -> None:
+    # An empty part between commas is not an entry the judge must mark...
+    valid = "Move the camera, , Move farther from the object."
+    assert parse_verdict(valid, "1, 0", "COCO").aggregate == 1
+    assert parse_verdict(valid, "1, 0, 0", "COCO").aggregate == 0
+    # ...but a part that held only a dot still counts, as in the reference (it is shown to the
+    # judge as an empty string once the dots are removed).
+    assert parse_verdict(
+        "Move the camera, Move farther from the object, .", "1, 0, 0", "COCO"
+    ).parsed
+
+
+def test_votes_take_the_majority_and_report_agreement() -> None:
+    outputs = ["1, 0", "1, 0", "0, 0"]
+    judgement = Judge.decide(ROD_VALID, outputs, "ROD")
+    assert judgement.verdict.proactive_suggestion == 1
+    assert judgement.agreement == pytest.approx(2 / 3)
+
+
+# ----- a whole run -------------------------------------------------------------------------
+
+
+def test_oeg_run_gives_the_hand_computed_rates_and_judge_reruns_without_the_model(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        outcome = oeg_run(data, fake.url, run, votes=3)
+        rates = {k: (s.ps, s.cp, s.aggregate) for k, s in outcome.summary.scenarios.items()}
+        assert rates == EXPECTED
+        assert all(s.agreement == 100.0 for s in outcome.summary.scenarios.values())
+        asked = len(fake.chat_requests)
+        assert asked == 15 * (1 + 3)  # one generation and three votes per episode
+        # Judge again, in place: the same rates; no generation is asked for.
+        code, text = run_cli(
+            ["judge", str(run), "--judge", f"openai:judge@{fake.url}", "--no-cache"], capsys
+        )
+        assert code == 0 and "aggregate %" in text
+        again = [r.body for r in fake.chat_requests[asked:]]
+    assert len(again) == 15 and all(b["messages"][0]["role"] == "system" for b in again)
+    lines = read_results(run / "results.jsonl")
+    assert len(lines) == 15 and all(len(line["judge_outputs"]) == 1 for line in lines)
+    summary = json.loads((run / "summary.json").read_text())
+    for short, (ps, cp, aggregate) in EXPECTED.items():
+        assert summary["scenarios"][short]["aggregate"] == aggregate
+        assert (summary["scenarios"][short]["ps"], summary["scenarios"][short]["cp"]) == (ps, cp)
+    config = json.loads((run / "run.json").read_text())
+    assert config["settings"]["mode"] == "oeg" and config["settings"]["judge"]["votes"] == 1
+
+
+def test_oeg_needs_a_judge_and_mcqa_takes_none(data: Path, tmp_path: Path, capsys) -> None:
+    args = ["eval", "--data", str(data), "--model", "baseline:oracle", "--out", str(tmp_path)]
+    code, text = run_cli([*args, "--mode", "oeg"], capsys)
+    assert code != 0 and "needs a judge" in text and "Traceback" not in text

@@ -149,6 +149,36 @@ def hashed_answer(model: str, messages: list[dict[str, Any]]) -> str:
     return [letter, f"{letter}. {text}", text][digest[4] % 3]
 
 
+def is_reasoning_name(model: str) -> bool:
+    """OpenAI's reasoning models, by name, as the real API treats them."""
+    return re.match(r"(o1|o3|o4|gpt-5)($|[-.])", model.rsplit("/", 1)[-1]) is not None
+
+
+def reasoning_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The real API's 400 for what a reasoning model refuses: `max_tokens`, a temperature or
+    top-p other than the default."""
+    if not is_reasoning_name(str(body.get("model", ""))):
+        return None
+    if "max_tokens" in body:
+        return {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error",
+            "param": "max_tokens",
+            "code": "unsupported_parameter",
+        }
+    for name in ("temperature", "top_p"):
+        if name in body and body[name] != 1:
+            return {
+                "message": f"Unsupported value: '{name}' does not support {body[name]} with this "
+                "model. Only the default (1) value is supported.",
+                "type": "invalid_request_error",
+                "param": name,
+                "code": "unsupported_value",
+            }
+    return None
+
+
 # ----- the HTTP side ----------------------------------------------------------------------------
 
 
@@ -238,6 +268,9 @@ class FakeOpenAI:
             return _json(400, {"error": {"message": "request body is not JSON"}})
         fault = self.next_fault()
         self.record(request, body, fault)
+        refused = reasoning_refusal(body)
+        if refused is not None:
+            return _json(400, {"error": refused})
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal
@@ -340,6 +373,10 @@ class FakeOpenAI:
             )
         prompt_tokens = len(last_user_text(messages)) // 4 + 256 * _image_count(messages)
         completion_tokens = max(1, len(answer) // 4)
+        details = {}
+        if is_reasoning_name(model):  # hidden reasoning, counted in the completion
+            details = {"completion_tokens_details": {"reasoning_tokens": 64}}
+            completion_tokens += 64
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -356,6 +393,7 @@ class FakeOpenAI:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                **details,
             },
         }
 

@@ -489,3 +489,45 @@ def test_proxies_come_from_the_environment_once_per_endpoint(monkeypatch) -> Non
         "http://proxy.example:3128",
         "http://proxy.example:3129",
     ]
+
+
+# ----- reasoning models ---------------------------------------------------------------------------
+
+
+def test_reasoning_models_are_known_by_name_or_option() -> None:
+    from proactivebench.models.openai_compat import is_reasoning_model
+
+    assert all(map(is_reasoning_model, ["o1", "o3-mini", "o4-mini", "gpt-5", "openai/gpt-5.2"]))
+    assert not any(map(is_reasoning_model, ["gpt-4.1", "Qwen/Qwen2.5-VL-7B", "o4mini", "solo1"]))
+    assert load_model("openai:my-thinker@http://127.0.0.1:9/v1", reasoning=True).reasoning
+
+
+def test_a_reasoning_model_run_sends_what_the_real_api_accepts(data: Path, tmp_path: Path) -> None:
+    with FakeOpenAI() as fake:
+        model = load_model(f"openai:o4-mini@{fake.url}", reasoning_effort="low")
+        outcome = evaluate(data, model, tmp_path / "run", EvalSettings(limit=1))
+        bodies = [r.body for r in fake.chat_requests]
+    assert sum(s.n for s in outcome.summary.scenarios.values()) == 7 and not outcome.errors
+    for body in bodies:
+        assert "max_tokens" not in body and "temperature" not in body
+        assert body["max_completion_tokens"] == 50 + 8192 and body["reasoning_effort"] == "low"
+    turns = [t for r in read_results(tmp_path / "run" / "results.jsonl") for t in r["trace"]]
+    assert all(t["usage"]["reasoning_tokens"] == 64 for t in turns)
+    config = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert config["model_settings"] == {
+        "reasoning": True,
+        "reasoning_budget": 8192,
+        "reasoning_effort": "low",
+    }
+
+
+def test_a_refused_parameter_is_one_clear_error_not_retried(data: Path, tmp_path: Path) -> None:
+    with FakeOpenAI() as fake:
+        model = backend(fake.url, reasoning=False)
+        model.model = model.name = "o4-mini"  # a reasoning model the backend was told is not
+        outcome = evaluate(data, model, tmp_path / "run", EvalSettings(limit=1))
+        attempts = len(fake.chat_requests)
+    (reason,) = outcome.errors
+    assert "HTTP 400" in reason and "max_tokens" in reason
+    assert "set --model-option reasoning=true" in reason
+    assert attempts == 7  # one per episode: a refusal is not retried

@@ -118,7 +118,14 @@ class Judge:
 
     def identity(self) -> dict[str, Any]:
         """What defines the judgements, for `run.json` and every result line."""
-        return {"judge": self.model.name, "votes": self.votes, "decoding": self.decoding.as_dict()}
+        identity = {
+            "judge": self.model.name,
+            "votes": self.votes,
+            "decoding": self.decoding.as_dict(),
+        }
+        if self.model.request_settings():
+            identity["model_settings"] = self.model.request_settings()
+        return identity
 
     def requests(self, user_prompt: str, valid_answers: str, generation: str) -> list[ChatRequest]:
         messages = judge_messages(user_prompt, valid_answers, generation)

@@ -295,11 +295,14 @@ def _run_identity(
     `limit`, `scenarios` and `all_samples` only choose *which* episodes run, so a run may be
     resumed with a larger selection (e.g. after a `--limit` trial).
     """
-    return {
+    identity = {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
         "settings": _settings_identity(settings, judge),
     }
+    if model.request_settings():
+        identity["model_settings"] = model.request_settings()
+    return identity
 
 
 def _settings_identity(settings: EvalSettings, judge: Judge | None) -> dict[str, Any]:

@@ -88,6 +88,11 @@ class Model(abc.ABC):
     #: Where image parts' views are decoded and encoded; set by the runner (`bind_images`).
     images: ImageStore | None = None
 
+    def request_settings(self) -> dict[str, Any]:
+        """Backend settings that change what the model is asked (recorded in run.json when
+        there are any); most backends have none."""
+        return {}
+
     def bind_images(self, store: ImageStore) -> None:
         """Give the backend the data set's shared image cache before a run."""
         self.images = store

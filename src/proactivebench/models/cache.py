@@ -115,6 +115,9 @@ class CachedModel(Model):
         self.max_batch = inner.max_batch
         self.hits = 0
 
+    def request_settings(self) -> dict[str, Any]:
+        return self.inner.request_settings()
+
     @property
     def stats(self) -> dict[str, int]:
         return {**getattr(self.inner, "stats", {}), "cache_hits": self.hits}

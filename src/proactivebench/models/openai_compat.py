@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -45,6 +46,12 @@ IMAGE_FORMATS = {"JPEG": "JPEG", "JPG": "JPEG", "PNG": "PNG"}
 BALANCING = ("least-in-flight", "round-robin")
 #: Transformed views whose encoding takes less than this (on average) are encoded on the loop.
 INLINE_ENCODE_S = 0.002
+#: OpenAI's reasoning models by name (the last part of the name, e.g. `openai/o4-mini`).
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+#: Tokens a reasoning model may spend thinking, on top of the answer's limit.
+DEFAULT_REASONING_BUDGET = 8192
+#: How servers say that a parameter or value is not accepted by this model.
+_UNSUPPORTED = re.compile(r"unsupported (parameter|value)|not supported with this model", re.I)
 #: 4xx statuses worth a retry: request timeout, too early, rate limited.
 RETRYABLE_4XX = frozenset({408, 425, 429})
 
@@ -134,6 +141,12 @@ def encode_body(body: dict[str, Any], urls: Sequence[str]) -> bytes | None:
     for url, piece in zip(urls, pieces[1:], strict=True):
         joined += ['"', url, '"', piece]
     return "".join(joined).encode("ascii")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether `model` is one of OpenAI's reasoning models by its name (o1, o3, o4, gpt-5)."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return any(name == p or name.startswith((f"{p}-", f"{p}.")) for p in REASONING_PREFIXES)
 
 
 def normalize_base_url(url: str) -> str:
@@ -328,6 +341,9 @@ class OpenAICompatible(Model):
         balance: str = "least-in-flight",
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        reasoning: bool | None = None,
+        reasoning_budget: int = DEFAULT_REASONING_BUDGET,
+        reasoning_effort: str | None = None,
         seed: int = 0,
     ) -> None:
         if not model:
@@ -348,6 +364,11 @@ class OpenAICompatible(Model):
         if balance not in BALANCING:
             raise ModelSpecError(f"unknown balancing {balance!r}; choose from {BALANCING}")
         self.extra_body = dict(extra_body or {})
+        #: A reasoning model (OpenAI's o-series, GPT-5) takes `max_completion_tokens` and only
+        #: its default temperature, and spends hidden tokens before it answers.
+        self.reasoning = is_reasoning_model(model) if reasoning is None else bool(reasoning)
+        self.reasoning_budget = int(_positive("reasoning_budget", reasoning_budget))
+        self.reasoning_effort = reasoning_effort
         self._headers = dict(headers or {})
         # Read once and kept private: never part of `name`, `repr`, messages or logs.
         self._api_key = os.environ.get(api_key_env) or None
@@ -426,9 +447,32 @@ class OpenAICompatible(Model):
             retryable=True,
         )
 
+    def request_settings(self) -> dict[str, Any]:
+        """How a reasoning model's requests are shaped (recorded in run.json)."""
+        if not self.reasoning:
+            return {}
+        return {
+            "reasoning": True,
+            "reasoning_budget": self.reasoning_budget,
+            "reasoning_effort": self.reasoning_effort,
+        }
+
     def _body(self, messages: list[dict[str, Any]], decoding: Decoding) -> dict[str, Any]:
-        """Backend extras first, so the run's decoding settings (recorded in run.json) win."""
-        return {"model": self.model, "messages": messages, **self.extra_body, **decoding.as_dict()}
+        """Backend extras first, so the run's decoding settings (recorded in run.json) win.
+
+        A reasoning model gets `max_completion_tokens`: the answer's token limit plus a
+        budget for the hidden reasoning (`reasoning_budget`), and no temperature or top-p,
+        which those models refuse.
+        """
+        settings = decoding.as_dict()
+        if self.reasoning:
+            answer_tokens = settings.pop("max_tokens")
+            settings.pop("temperature", None)
+            settings.pop("top_p", None)
+            settings["max_completion_tokens"] = answer_tokens + self.reasoning_budget
+            if self.reasoning_effort:
+                settings["reasoning_effort"] = self.reasoning_effort
+        return {"model": self.model, "messages": messages, **self.extra_body, **settings}
 
     async def _attempt(self, replica: _Replica, payload: bytes) -> _Answer | _Failure:
         client, limit = self._session()
@@ -481,6 +525,12 @@ class OpenAICompatible(Model):
             reason += f": {detail}"
         if status in (401, 403):
             reason += f" (check the API key in ${self.api_key_env})"
+        if status == 400 and _UNSUPPORTED.search(detail):
+            switch = "false" if self.reasoning else "true"
+            reason += (
+                f" (set --model-option reasoning={switch}: a reasoning model takes "
+                "max_completion_tokens and no temperature; other models the opposite)"
+            )
         retryable = status in RETRYABLE_4XX or status >= 500
         return _Failure(
             self._scrub(reason),
@@ -568,10 +618,16 @@ def _content(data: Any) -> str | _Failure:
 
 
 def _usage(data: dict[str, Any]) -> dict[str, int] | None:
+    """The token counts, with the reasoning tokens of `completion_tokens_details` when the
+    server reports them (they are part of `completion_tokens`)."""
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return None
     counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    details = usage.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    if isinstance(reasoning, int) and not isinstance(reasoning, bool):
+        counts["reasoning_tokens"] = reasoning
     return counts or None
 
 

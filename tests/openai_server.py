@@ -22,6 +22,7 @@ import hashlib
 import json
 import random
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -177,6 +178,14 @@ def reasoning_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
                 "code": "unsupported_value",
             }
     return None
+
+
+def closed_port_url() -> str:
+    """The base URL of a port nothing listens on (a server that is down)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 # ----- the HTTP side ----------------------------------------------------------------------------

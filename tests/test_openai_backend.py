@@ -15,7 +15,6 @@ import json
 import logging
 import random
 import secrets
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from PIL import Image
 
 from clirun import run_cli
 from handmade import coco, full_dataset, rod, write_dataset
-from openai_server import FAULTS, FakeOpenAI, decode_data_url
+from openai_server import FAULTS, FakeOpenAI, closed_port_url, decode_data_url
 from proactivebench.data.images import ImageStore, apply_view
 from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ModelSpecError, ProactiveBenchError
@@ -77,13 +76,6 @@ def result_lines(run: Path) -> list[str]:
     """Episode lines in a canonical order: they are appended as episodes finish."""
     lines = read_results(run / "results.jsonl")
     return sorted(json.dumps(comparable(r), sort_keys=True) for r in lines)
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def first_request(data: Path, scenario: str = "COCO", **decoding: Any) -> ChatRequest:

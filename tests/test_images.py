@@ -91,20 +91,24 @@ def test_unreadable_images_raise_image_errors(store: ImageStore, tmp_path: Path)
         store.image(View("gone.png"))
 
 
+def line(n: int) -> bytes:
+    return b'{"scenario": "ROD", "sample_id": %d}' % n
+
+
 @pytest.mark.parametrize(
     ("content", "kept"),
     [
-        (b'{"a": 1}\n{"a": 2}\n', b'{"a": 1}\n{"a": 2}\n'),  # whole lines: untouched
-        (b'{"a": 1}\n{"a": ', b'{"a": 1}\n'),  # a torn last line is dropped
-        (b'{"a": ', b""),  # nothing but a torn line
-        (b'{"a": 1}\n' + b"x" * 200_000, b'{"a": 1}\n'),  # torn line longer than a block
+        (line(1) + b"\n" + line(2) + b"\n", line(1) + b"\n" + line(2) + b"\n"),  # untouched
+        (line(1) + b'\n{"scenario": "RO', line(1) + b"\n"),  # a torn last line is dropped
+        (b'{"scenario": "RO', b""),  # nothing but a torn line
+        (line(1) + b"\n" + b"x" * 200_000, line(1) + b"\n"),  # torn line longer than a block
     ],
 )
 def test_results_file_drops_only_a_torn_tail(tmp_path: Path, content: bytes, kept: bytes) -> None:
     path = tmp_path / "results.jsonl"
     path.write_bytes(content)
     results = ResultsFile(path)
-    results.write([{"a": 3}])
+    results.write([{"scenario": "QD", "sample_id": 3}])
     results.close()
-    assert path.read_bytes() == kept + b'{"a": 3}\n'
-    assert [r["a"] for r in read_results(path)][-1] == 3
+    assert path.read_bytes() == kept + b'{"scenario": "QD", "sample_id": 3}\n'
+    assert [r["sample_id"] for r in read_results(path)][-1] == 3

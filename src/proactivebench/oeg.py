@@ -28,6 +28,7 @@ from proactivebench.results import (
     is_oeg_line,
     latest_results,
     read_results,
+    read_run_config,
     result_order,
     write_summary,
 )
@@ -128,10 +129,7 @@ def rejudge(
     `run.json` and every line record the new judge.
     """
     run = Path(run_dir)
-    config_path = run / RUN_CONFIG
-    if not config_path.is_file():
-        raise ProactiveBenchError(f"{run} is not a run directory (no {RUN_CONFIG})")
-    identity = json.loads(config_path.read_text(encoding="utf-8"))
+    identity = read_run_config(run)
     lines = latest_results(read_results(run / RESULTS))
     if not lines or not all(is_oeg_line(line) for line in lines):
         raise ProactiveBenchError(f"{run} holds no open-ended (--mode oeg) results to judge")

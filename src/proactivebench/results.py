@@ -280,15 +280,38 @@ class ResultsFile:
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
-    """The complete lines of a results file, as JSON objects (a torn last line is ignored)."""
-    if not path.exists():
+    """The complete lines of a results file, as JSON objects.
+
+    A torn last line (a write cut short by a crash, with no newline yet) is ignored; any other
+    line that is not a result (bad bytes, not JSON, no scenario or sample id) is an error that
+    names the file and line, since resuming over it could lose or repeat episodes.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise ProactiveBenchError(f"cannot read {path}: {exc.strerror}") from None
+    lines = data.split(b"\n")
+    if lines and lines[-1].strip():
+        lines[-1] = b""  # the torn tail
     results = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            results.append(json.loads(line))
-        except json.JSONDecodeError:
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
+        try:
+            line = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ProactiveBenchError(f"{path}:{number}: not a result line ({exc})") from None
+        if not (
+            isinstance(line, dict)
+            and isinstance(line.get("scenario"), str)
+            and isinstance(line.get("sample_id"), int)
+        ):
+            raise ProactiveBenchError(
+                f"{path}:{number}: not a result line (needs a scenario and a sample_id)"
+            )
+        results.append(line)
     return results
 
 
@@ -333,18 +356,43 @@ def claim_run_dir(out_dir: Path, identity: dict[str, Any]) -> None:
     A directory holding another run is refused, naming what differs, so that runs of different
     models or settings are never mixed by a resume or a merge.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / RUN_CONFIG
-    if path.exists():
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        if previous != identity:
-            changes = "; ".join(_differences(previous, identity))
-            raise RunMismatchError(
-                f"{out_dir} holds a run with other settings ({path}: {changes}); use another "
-                "--out to start a new run, or the same options to resume"
-            )
-        return
-    path.write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        previous = read_run_config(out_dir) if path.exists() else None
+        if previous is None:
+            path.write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
+            return
+    except FileExistsError:
+        raise ProactiveBenchError(
+            f"cannot use {out_dir} as a run directory: it is a file"
+        ) from None
+    except OSError as exc:
+        raise ProactiveBenchError(
+            f"cannot write the run directory {out_dir}: {exc.strerror}"
+        ) from None
+    if previous != identity:
+        changes = "; ".join(_differences(previous, identity))
+        raise RunMismatchError(
+            f"{out_dir} holds a run with other settings ({path}: {changes}); use another "
+            "--out to start a new run, or the same options to resume"
+        )
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """`run.json` of a run directory, or one clear error naming it."""
+    path = run_dir / RUN_CONFIG
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProactiveBenchError(f"{run_dir} is not a run directory (no {RUN_CONFIG})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProactiveBenchError(
+            f"{path} is damaged ({exc}); move it away to start the run afresh"
+        ) from None
+    if not isinstance(config, dict):
+        raise ProactiveBenchError(f"{path} is damaged (not a JSON object)")
+    return config
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
@@ -372,10 +420,7 @@ def merge_runs(
     identity: dict[str, Any] | None = None
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     for run in map(Path, run_dirs):
-        config_path = run / RUN_CONFIG
-        if not config_path.is_file():
-            raise ProactiveBenchError(f"{run} is not a run directory (no {RUN_CONFIG})")
-        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config = read_run_config(run)
         if identity is None:
             identity = config
         elif config != identity:

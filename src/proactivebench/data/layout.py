@@ -81,16 +81,20 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
     problems: list[DataError] = []
     seen: dict[int, int] = {}
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as exc:
         return [], [DataError(f"cannot read: {exc.strerror}", path=str(path))]
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
                 continue
             source = Source(str(path), number)
             try:
-                obj = json.loads(line)
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                message = f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at {exc.start})"
+                problems.append(DataError(message, path=str(path), line=number))
+                continue
             except json.JSONDecodeError as exc:
                 problems.append(DataError(f"invalid JSON: {exc.msg}", path=str(path), line=number))
                 continue

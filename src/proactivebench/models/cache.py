@@ -65,9 +65,18 @@ class ResponseCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._setup()
+        except (OSError, sqlite3.Error) as exc:
+            raise ProactiveBenchError(
+                f"cannot open the response cache {self.path}: {exc} (choose another --cache, "
+                "or --no-cache)"
+            ) from None
+
+    def _setup(self) -> None:
         self._db.execute("PRAGMA journal_mode=WAL")
         # Commits go to the write-ahead log without an fsync each (one per answer would stall
         # the event loop); the file stays consistent, and at worst a power cut loses the last

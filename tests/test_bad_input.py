@@ -1,0 +1,105 @@
+"""Bad input ends in one clear message that names the file, and a non-zero exit: never a
+traceback (issue 10's reproductions, each turned into a test)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import pathlib
+from pathlib import Path
+
+import pytest
+
+from clirun import eval_args, run_cli
+from handmade import full_dataset, rod, write_dataset
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return full_dataset(tmp_path_factory.mktemp("data"))
+
+
+def fails_clearly(code: int, text: str, *needles: str) -> None:
+    assert code != 0 and "Traceback" not in text, text
+    for needle in needles:
+        assert needle in text, (needle, text)
+
+
+def test_a_non_utf8_byte_in_a_records_file(tmp_path: Path, capsys) -> None:
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0), rod(1)]})
+    path = data / "Realistic-Occlusion-Dataset_preprocessed.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1].replace(b"What", b"Wh\xffat"))
+    for args in (["data", "validate", str(data)], eval_args(data, tmp_path / "run")):
+        code, text = run_cli(args, capsys)
+        fails_clearly(code, text, f"{path}:2", "not UTF-8")
+
+
+def test_out_on_a_read_only_file_system(data: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    out = tmp_path / "read-only" / "run"
+    real_mkdir = pathlib.Path.mkdir
+
+    def mkdir(self: Path, *args, **kwargs) -> None:
+        if self == out:
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
+    code, text = run_cli(eval_args(data, out), capsys)
+    fails_clearly(code, text, str(out), "Read-only file system")
+
+
+def test_out_naming_an_existing_file(data: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "a-file"
+    out.write_text("not a directory")
+    code, text = run_cli(eval_args(data, out), capsys)
+    fails_clearly(code, text, str(out), "it is a file")
+
+
+def test_cache_naming_a_directory(data: Path, tmp_path: Path, capsys) -> None:
+    cache = tmp_path / "cache-dir"
+    cache.mkdir()
+    args = eval_args(data, tmp_path / "run", "--cache", str(cache))
+    args[args.index("baseline:oracle")] = "python:json:dumps"  # a model that uses the cache
+    code, text = run_cli(args, capsys)
+    fails_clearly(code, text, f"cannot open the response cache {cache}")
+
+
+def test_a_corrupt_run_json(data: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
+    (run / "run.json").write_text('{"model": "baseline:ora')
+    code, text = run_cli(eval_args(data, run, "--limit", "1"), capsys)
+    fails_clearly(code, text, str(run / "run.json"), "damaged")
+    code, text = run_cli(["merge", str(run), "--out", str(tmp_path / "merged")], capsys)
+    fails_clearly(code, text, str(run / "run.json"))
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "reason"),
+    [
+        (b'{"scenario": "ROD", "correct": true}', "needs a scenario and a sample_id"),
+        (b'{"scenario": "ROD", "sample_id": \xff}', "not a result line"),
+        (b"[1, 2, 3]", "needs a scenario and a sample_id"),
+    ],
+)
+def test_a_results_line_that_is_not_a_result(
+    data: Path, tmp_path: Path, capsys, bad_line: bytes, reason: str
+) -> None:
+    run = tmp_path / "run"
+    assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
+    results = run / "results.jsonl"
+    whole = results.read_bytes().splitlines(keepends=True)
+    results.write_bytes(whole[0] + bad_line + b"\n" + b"".join(whole[1:]))
+    code, text = run_cli(eval_args(data, run, "--limit", "1"), capsys)
+    fails_clearly(code, text, f"{results}:2", reason)
+
+
+def test_a_torn_last_line_is_still_repaired(data: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
+    results = run / "results.jsonl"
+    lines = results.read_text().splitlines()
+    results.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # cut short by a crash
+    assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
+    assert len([json.loads(x) for x in results.read_text().splitlines()]) == len(lines)

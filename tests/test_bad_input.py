@@ -103,3 +103,64 @@ def test_a_torn_last_line_is_still_repaired(data: Path, tmp_path: Path, capsys) 
     results.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])  # cut short by a crash
     assert run_cli(eval_args(data, run, "--limit", "1"), capsys)[0] == 0
     assert len([json.loads(x) for x in results.read_text().splitlines()]) == len(lines)
+
+
+# ----- exit codes, one run at a time, terminal output -------------------------------------------
+
+
+def test_nothing_to_play_is_an_error(tmp_path: Path, capsys) -> None:
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0)]})
+    code, text = run_cli(eval_args(data, tmp_path / "r1", "--scenarios", ","), capsys)
+    fails_clearly(code, text, "no scenario named")
+    (data / "Realistic-Occlusion-Dataset_preprocessed.jsonl").write_text("")
+    code, text = run_cli(eval_args(data, tmp_path / "r2"), capsys)
+    assert code == 1
+    fails_clearly(code, text, "nothing to play", "Realistic-Occlusion-Dataset_preprocessed.jsonl")
+
+
+def test_episodes_that_ended_in_errors_give_their_own_exit_code(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "def answer(messages, observation):\n"
+        "    if observation.scenario == 'ROD':\n"
+        "        raise ConnectionError('server went away')\n"
+        "    return 'A'\n"
+    )
+    args = eval_args(data, tmp_path / "run", "--no-cache")
+    args[args.index("baseline:oracle")] = f"python:{agent}:answer"
+    code, text = run_cli(args, capsys)
+    assert code == 3, text
+    assert "2 episode(s) ended in an error, 13 scored" in text and "rerun" in text
+    assert run_cli(eval_args(data, tmp_path / "clean"), capsys)[0] == 0
+
+
+def test_a_second_run_into_the_same_directory_stops_at_once(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    import os
+
+    from proactivebench.results import RunLock
+
+    run = tmp_path / "run"
+    with RunLock(run):  # another run holds it
+        code, text = run_cli(eval_args(data, run), capsys)
+    fails_clearly(code, text, "in use by another run", f"PID {os.getpid()}")
+    assert not (run / "results.jsonl").exists()
+    assert run_cli(eval_args(data, run), capsys)[0] == 0  # free again
+
+
+def test_model_and_server_text_reaches_the_terminal_inert(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "def answer(messages, observation):\n"
+        "    raise RuntimeError('\\x1b[31mred alert :x: [bold]loud[/bold]')\n"
+    )
+    args = eval_args(data, tmp_path / "run", "--no-cache", "--scenarios", "QD")
+    args[args.index("baseline:oracle")] = f"python:{agent}:answer"
+    code, text = run_cli(args, capsys)
+    assert code == 3
+    assert "\x1b" not in text and "\\x1b[31mred alert :x: [bold]loud[/bold]" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -36,11 +37,21 @@ if TYPE_CHECKING:
 
 # soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
 # a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+# emoji=False: ":x:" in a model name or an answer stays ":x:".
+console = Console(stderr=True, soft_wrap=True, emoji=False)
+out = Console(soft_wrap=True, emoji=False)
 #: Width given to rich off a terminal, where it would otherwise assume 80 columns (or $COLUMNS)
 #: and wrap the cells of a table: files, pipes and captured output get every table whole.
 UNBOUNDED_WIDTH = 10_000
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters made visible (`\x1b`): a server's or a model's text
+    must not recolour or rewrite the terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def fit_to_output(*consoles: Console) -> None:
@@ -463,19 +474,24 @@ def eval_command(
     report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
 
 
+#: Exit codes: every selected episode scored; bad input or nothing to play; a usage error
+#: (click's); some episodes ended in an error (kept apart, a rerun retries them); interrupted.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_EPISODE_ERRORS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
 def report_errors(errors: Counter[str], scored: int) -> None:
-    """Say why episodes failed; a run in which nothing could be scored exits non-zero."""
+    """Say why episodes failed, and exit with `EXIT_EPISODE_ERRORS` when any did."""
     if not errors:
         return
     total = sum(errors.values())
     reason, count = errors.most_common(1)[0]
     console.print(
-        f"[yellow]{total} episode(s) ended in an error[/yellow] (left out of the metrics; "
-        f"rerun the same command to retry them). Most common ({count}x): {escape(reason)}",
+        f"[yellow]{total} episode(s) ended in an error[/yellow], {scored} scored (the errors are "
+        f"left out of the metrics; rerun the same command to retry them). Most common "
+        f"({count}x): {escape(printable(reason))}",
         highlight=False,
     )
-    if scored == 0:
-        sys.exit(1)
+    sys.exit(EXIT_EPISODE_ERRORS)
 
 
 @cli.command("judge")
@@ -667,13 +683,13 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         console.print("interrupted; rerun the same command to resume")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except ProactiveBenchError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        sys.exit(1)
+        console.print(f"[red]error:[/red] {escape(printable(str(exc)))}", highlight=False)
+        sys.exit(EXIT_ERROR)
 
 
 if __name__ == "__main__":

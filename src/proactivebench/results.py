@@ -347,6 +347,52 @@ def result_order(result: dict[str, Any]) -> tuple[int, int]:
     )
 
 
+# ----- one run at a time ------------------------------------------------------------------------
+
+
+class RunLock:
+    """Holds a run directory for one process: a second run into it ends at once, naming the
+    process that holds it (two runs appending to one results file would both play everything).
+
+    An advisory lock (`filelock`) on `RUN_DIR/.lock`, released when the process ends, however it
+    ends; the holder's PID is written beside it, for the message.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._lock: Any = None
+
+    def __enter__(self) -> RunLock:
+        from filelock import FileLock, Timeout
+
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ProactiveBenchError(
+                f"cannot use {self.run_dir} as a run directory: it is a file"
+            ) from None
+        except OSError as exc:
+            raise ProactiveBenchError(
+                f"cannot write the run directory {self.run_dir}: {exc.strerror}"
+            ) from None
+        pid_file = self.run_dir / ".lock.pid"
+        self._lock = FileLock(self.run_dir / ".lock", timeout=0)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            holder = pid_file.read_text().strip() if pid_file.exists() else "unknown"
+            raise ProactiveBenchError(
+                f"{self.run_dir} is in use by another run (PID {holder}); wait for it to end, "
+                "or use another --out"
+            ) from None
+        pid_file.write_text(f"{os.getpid()}\n")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+
 # ----- run.json -------------------------------------------------------------------------------
 
 

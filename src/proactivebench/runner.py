@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import Dataset, load_dataset
+from proactivebench.data.layout import Dataset, load_dataset, scenario_file
 from proactivebench.data.validate import check_images
 from proactivebench.demonstrations import Demonstration, DemoSettings, choose, play
 from proactivebench.errors import DataErrors, ProactiveBenchError
@@ -36,6 +36,7 @@ from proactivebench.results import (
     EpisodeResult,
     OEGResult,
     ResultsFile,
+    RunLock,
     RunMismatchError,
     TurnRecord,
     claim_run_dir,
@@ -460,6 +461,9 @@ def _prepare(
     dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard)
+    if not records:
+        where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
+        raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
     episodes = [make_episode(r, **options) for r in records]
     checked = list(episodes)
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
@@ -511,24 +515,25 @@ async def aevaluate(
         raise ProactiveBenchError(
             "open-ended generation needs a judge (--judge SPEC); multiple choice takes none"
         )
-    run = _prepare(data_dir, model, out_dir, settings, shard, cache, judge)
-    if on_start:
-        on_start(len(run.episodes), len(run.episodes) - len(run.todo))
-    results = ResultsFile(run.out / RESULTS)
-    try:
-        await _run_async(
-            run.todo,
-            run.model,
-            results,
-            settings,
-            _conversations(settings, run.pools),
-            run.judge,
-            concurrency,
-            on_result or (lambda r: None),
-        )
-    finally:
-        results.close()
-    return _finish(run)
+    with RunLock(Path(out_dir)):
+        run = _prepare(data_dir, model, out_dir, settings, shard, cache, judge)
+        if on_start:
+            on_start(len(run.episodes), len(run.episodes) - len(run.todo))
+        results = ResultsFile(run.out / RESULTS)
+        try:
+            await _run_async(
+                run.todo,
+                run.model,
+                results,
+                settings,
+                _conversations(settings, run.pools),
+                run.judge,
+                concurrency,
+                on_result or (lambda r: None),
+            )
+        finally:
+            results.close()
+        return _finish(run)
 
 
 def evaluate(

@@ -60,6 +60,8 @@ def parse_scenario_names(names: str | Iterable[str] | None, data_dir: Path) -> l
         return present
     wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
     wanted = [n for n in wanted if n]
+    if not wanted:
+        raise DataError(f"no scenario named in {names!r}; choose from {', '.join(SCENARIOS)}")
     by_upper = {s.upper(): s for s in SCENARIOS}
     chosen = []
     for name in wanted:

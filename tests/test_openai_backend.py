@@ -523,3 +523,47 @@ def test_a_refused_parameter_is_one_clear_error_not_retried(data: Path, tmp_path
     assert "HTTP 400" in reason and "max_tokens" in reason
     assert "set --model-option reasoning=true" in reason
     assert attempts == 7  # one per episode: a refusal is not retried
+
+
+# ----- the response cache and the key, across servers ---------------------------------------------
+
+
+def test_cached_answers_stay_with_their_servers_unless_shared_on_purpose(
+    data: Path, tmp_path: Path
+) -> None:
+    from proactivebench.models.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    settings = EvalSettings(scenarios=("QD",))
+    with FakeOpenAI() as one, FakeOpenAI() as two:
+        evaluate(data, backend(one.url), tmp_path / "a", settings, cache=cache)
+        evaluate(data, backend(two.url), tmp_path / "b", settings, cache=cache)
+        assert one.chat_requests and two.chat_requests  # the same model name, asked apart
+        shared = backend(two.url, cache_scope="model")
+        evaluate(data, shared, tmp_path / "c", settings, cache=cache)
+        evaluate(data, backend(one.url, cache_scope="model"), tmp_path / "d", settings, cache=cache)
+        asked = len(one.chat_requests)
+    assert asked == len(read_results(tmp_path / "a" / "results.jsonl"))  # "d" reused "c"'s
+    cache.close()
+
+
+def test_a_key_echoed_by_the_server_is_stored_nowhere(
+    data: Path, tmp_path: Path, monkeypatch, caplog
+) -> None:
+    from proactivebench.models.cache import ResponseCache
+
+    key = "sk-test-" + secrets.token_hex(8)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    cache_path = tmp_path / "cache.sqlite"
+    with FakeOpenAI(respond=lambda body: f"Authorization: Bearer {key}") as fake:
+        cache = ResponseCache(cache_path)
+        evaluate(data, backend(fake.url), tmp_path / "run", EvalSettings(limit=1), cache=cache)
+        cache.close()
+    stored = (tmp_path / "run" / "results.jsonl").read_bytes() + cache_path.read_bytes()
+    assert key.encode() not in stored and b"***" in stored
+    with caplog.at_level(logging.WARNING):
+        backend("http://gpu-box.example:8000/v1")
+        backend("http://127.0.0.1:8000/v1")
+    assert [r.getMessage() for r in caplog.records] == [
+        "the API key in $OPENAI_API_KEY goes to http://gpu-box.example:8000/v1 over plain http://"
+    ]

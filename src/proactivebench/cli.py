@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import re
 import sys
 from collections import Counter
@@ -679,6 +680,8 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one message and a non-zero exit, never a traceback."""
     fit_to_output(console, out)
+    if not logging.getLogger().handlers:  # the library's warnings, one line each
+        logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
     try:
         cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):

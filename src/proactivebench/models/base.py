@@ -88,6 +88,11 @@ class Model(abc.ABC):
     #: Where image parts' views are decoded and encoded; set by the runner (`bind_images`).
     images: ImageStore | None = None
 
+    @property
+    def cache_name(self) -> str:
+        """Who answers, for the response cache's keys: by default the model's name."""
+        return self.name
+
     def request_settings(self) -> dict[str, Any]:
         """Backend settings that change what the model is asked (recorded in run.json when
         there are any); most backends have none."""

@@ -136,7 +136,7 @@ class CachedModel(Model):
         self.inner.bind_images(store)
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        keys = [request_key(self.name, r, self.images) for r in requests]
+        keys = [request_key(self.inner.cache_name, r, self.images) for r in requests]
         answers: list[Completion | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, a in enumerate(answers) if a is None]
         self.hits += len(requests) - len(missing)

@@ -46,6 +46,7 @@ IMAGE_FORMATS = {"JPEG": "JPEG", "JPG": "JPEG", "PNG": "PNG"}
 BALANCING = ("least-in-flight", "round-robin")
 #: Transformed views whose encoding takes less than this (on average) are encoded on the loop.
 INLINE_ENCODE_S = 0.002
+CACHE_SCOPES = ("endpoints", "model")
 #: OpenAI's reasoning models by name (the last part of the name, e.g. `openai/o4-mini`).
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 #: Tokens a reasoning model may spend thinking, on top of the answer's limit.
@@ -141,6 +142,15 @@ def encode_body(body: dict[str, Any], urls: Sequence[str]) -> bytes | None:
     for url, piece in zip(urls, pieces[1:], strict=True):
         joined += ['"', url, '"', piece]
     return "".join(joined).encode("ascii")
+
+
+def _plain_http_elsewhere(url: str) -> bool:
+    """Whether `url` is plain http:// to a host other than this machine."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    local = parts.hostname in ("localhost", "::1") or (parts.hostname or "").startswith("127.")
+    return parts.scheme == "http" and not local
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -344,6 +354,7 @@ class OpenAICompatible(Model):
         reasoning: bool | None = None,
         reasoning_budget: int = DEFAULT_REASONING_BUDGET,
         reasoning_effort: str | None = None,
+        cache_scope: str = "endpoints",
         seed: int = 0,
     ) -> None:
         if not model:
@@ -369,9 +380,18 @@ class OpenAICompatible(Model):
         self.reasoning = is_reasoning_model(model) if reasoning is None else bool(reasoning)
         self.reasoning_budget = int(_positive("reasoning_budget", reasoning_budget))
         self.reasoning_effort = reasoning_effort
+        if cache_scope not in CACHE_SCOPES:
+            raise ModelSpecError(f"unknown cache_scope {cache_scope!r}; choose from {CACHE_SCOPES}")
+        self.cache_scope = cache_scope
         self._headers = dict(headers or {})
         # Read once and kept private: never part of `name`, `repr`, messages or logs.
         self._api_key = os.environ.get(api_key_env) or None
+        if self._api_key:
+            for url in self.urls:
+                if _plain_http_elsewhere(url):
+                    log.warning(
+                        "the API key in $%s goes to %s over plain http://", api_key_env, url
+                    )
         self._replicas = _Replicas(self.urls, balance)
         self._rng = random.Random(seed)
         #: Moving average of the seconds one view takes to decode and encode.
@@ -447,6 +467,14 @@ class OpenAICompatible(Model):
             retryable=True,
         )
 
+    @property
+    def cache_name(self) -> str:
+        """The name and the set of endpoints: two servers that serve models of one name do
+        not share answers, unless `cache_scope="model"` says they are the same model."""
+        if self.cache_scope == "model":
+            return self.name
+        return f"{self.name}@{'|'.join(sorted(self.urls))}"
+
     def request_settings(self) -> dict[str, Any]:
         """How a reasoning model's requests are shaped (recorded in run.json)."""
         if not self.reasoning:
@@ -515,7 +543,8 @@ class OpenAICompatible(Model):
         if isinstance(text, _Failure):
             text.status = status
             return text
-        return _Answer(Completion(text, usage=_usage(data), latency_s=latency))
+        # A server may echo what it got: the key never reaches results or the cache.
+        return _Answer(Completion(self._scrub(text), usage=_usage(data), latency_s=latency))
 
     def _http_failure(self, response: _Response) -> _Failure:
         status = response.status

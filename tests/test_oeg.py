@@ -13,7 +13,7 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI, closed_port_url, last_user_text
+from openai_server import FakeOpenAI, last_user_text
 from proactivebench.judge import Judge, judge_messages, parse_verdict
 from proactivebench.models import load_model
 from proactivebench.runner import EvalSettings, evaluate, read_results
@@ -204,10 +204,13 @@ def test_oeg_needs_a_judge_and_mcqa_takes_none(data: Path, tmp_path: Path, capsy
 
 def test_an_oeg_run_resumes_episodes_whose_judge_failed(data: Path, tmp_path: Path) -> None:
     run, settings = tmp_path / "run", EvalSettings(mode="oeg", scenarios=("ROD", "QD"))
-    with FakeOpenAI(respond=respond) as fake:
+    with (
+        FakeOpenAI(respond=respond) as fake,
+        FakeOpenAI(fault_rate=1.0, fault_kinds=("http500",)) as bad,
+    ):
         model = load_model(f"openai:tested@{fake.url}")
-        dead = load_model(f"openai:judge@{closed_port_url()}", max_retries=0)
-        first = evaluate(data, model, run, settings, judge=Judge(dead))
+        failing = load_model(f"openai:judge@{bad.url}", max_retries=0)
+        first = evaluate(data, model, run, settings, judge=Judge(failing))
         assert sum(first.errors.values()) == 4
         assert all(e.startswith("judge: ") for e in first.errors)
         second = evaluate(

@@ -15,6 +15,7 @@ import json
 import logging
 import random
 import secrets
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from proactivebench.models.openai_compat import (
     parse_retry_after,
 )
 from proactivebench.prompting import turn_messages
-from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.runner import EvalSettings, evaluate, latest_results, read_results
 from proactivebench.scenarios import View, make_episode
 from resultlines import comparable
 
@@ -244,32 +245,65 @@ def test_retries_exhausted_raise_a_clear_model_error(data: Path) -> None:
     assert "no message content" in str(error) and error.endpoint == fake.url
 
 
-def test_unreachable_server_records_errors(data: Path, tmp_path: Path) -> None:
+def test_an_unreachable_server_ends_the_run_before_it_starts(data: Path, tmp_path: Path) -> None:
+    from proactivebench.models.errors import RunAbort
+
     url = closed_port_url()
-    model = backend(url, retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05))
-    outcome = evaluate(data, model, tmp_path, concurrency=8)
+    started = time.monotonic()
+    with pytest.raises(RunAbort, match=f"server unreachable: {url}"):
+        evaluate(data, backend(url), tmp_path, concurrency=8)
+    assert time.monotonic() - started < 5
+    assert read_results(tmp_path / "results.jsonl") == []
+
+
+def test_a_server_that_never_answers_ends_the_run_within_the_connect_timeout(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Accepts connections, answers nothing: with the default options the run ends in < 15 s."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        args = ["eval", "--data", str(data), "--out", str(tmp_path), "--model", f"openai:m@{url}"]
+        started = time.monotonic()
+        code, text = run_cli([*args, "--no-cache"], capsys)
+    assert code == 1 and "server unreachable" in text and "no answer within 10s" in text
+    assert time.monotonic() - started < 15
+
+
+def test_failed_requests_are_episode_errors(data: Path, tmp_path: Path) -> None:
+    """Reachable, but every request fails: each episode records why (no breaker here)."""
+    fast = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05)
+    with FakeOpenAI(fault_rate=1.0, fault_kinds=("http500",)) as fake:
+        model = backend(fake.url, retry=fast, max_consecutive_failures=0)
+        outcome = evaluate(data, model, tmp_path, concurrency=8)
     errors = [r.get("error", "") for r in read_results(tmp_path / "results.jsonl")]
     assert len(errors) == 15
-    assert all("cannot connect" in e and url in e and "after 3 attempts" in e for e in errors)
+    assert all("HTTP 500" in e and "after 3 attempts" in e for e in errors)
     assert sum(s.errors for s in outcome.summary.scenarios.values()) == 15
 
 
-def test_cli_on_an_unreachable_server_ends_with_the_error_summary(
-    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+def test_a_server_that_dies_mid_run_trips_the_breaker(
+    data: Path, tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    """A run whose every episode errors ends with the summary counting the errors per
-    scenario, the most common reason, and a non-zero exit; each reason is in `results.jsonl`."""
-    fast = RetryPolicy(max_retries=1, base_delay=0.01, max_delay=0.02)
+    """After 20 failed requests in a row the run stops within seconds, keeps what finished,
+    exits non-zero, and a rerun resumes."""
+    fast = RetryPolicy(max_retries=6, base_delay=0.01, max_delay=0.02)
     monkeypatch.setattr(openai_compat, "DEFAULT_RETRY", fast)
     run = tmp_path / "run"
-    args = ["eval", "--data", str(data), "--out", str(run), "--no-cache", "--scenarios", "ROD"]
-    code, text = run_cli([*args, "--model", f"openai:{MODEL}@{closed_port_url()}"], capsys)
-    assert code == 3 and "Traceback" not in text  # some episodes (here all) ended in errors
-    assert "ROD" in text and "errors" in text
-    assert "2 episode(s) ended in an error" in text and "cannot connect" in text
-    errors = [r["error"] for r in read_results(run / "results.jsonl")]
-    assert len(errors) == 2 and all("cannot connect" in e for e in errors)
-    assert json.loads((run / "summary.json").read_text())["scenarios"]["ROD"]["errors"] == 2
+    args = ["eval", "--data", str(data), "--out", str(run), "--no-cache", "--concurrency", "1"]
+    with FakeOpenAI(schedule=[None] * 5 + ["http500"] * 200) as fake:
+        started = time.monotonic()
+        code, text = run_cli([*args, "--model", f"openai:{MODEL}@{fake.url}"], capsys)
+        assert time.monotonic() - started < 15
+    assert code == 1 and "20 requests in a row failed" in text and "HTTP 500" in text
+    finished = read_results(run / "results.jsonl")
+    scored = [r for r in finished if "error" not in r]  # the episodes before the server died
+    assert len(finished) < 15 and len(scored) >= 2
+    with FakeOpenAI() as fake:
+        code, text = run_cli([*args, "--model", f"openai:{MODEL}@{fake.url}"], capsys)
+    latest = latest_results(read_results(run / "results.jsonl"))  # errors were played again
+    assert code == 0 and len(latest) == 15 and not any("error" in r for r in latest)
 
 
 # ----- replicas -------------------------------------------------------------------------------
@@ -291,13 +325,21 @@ def test_requests_spread_over_replicas(data: Path, tmp_path: Path) -> None:
 
 
 def test_a_failing_replica_is_retried_elsewhere(data: Path, tmp_path: Path) -> None:
-    dead = closed_port_url()
-    with FakeOpenAI(latency=0.01) as live:
-        model = backend(dead, live.url, balance="round-robin")
+    with FakeOpenAI(fault_rate=1.0, fault_kinds=("http500",)) as bad, FakeOpenAI() as live:
+        model = backend(bad.url, live.url, balance="round-robin")
         evaluate(data, model, tmp_path, concurrency=4)
     results = read_results(tmp_path / "results.jsonl")
     assert len(results) == 15 and not any("error" in r for r in results)
-    assert model.requests_by_endpoint[dead] > 0 and model.stats["retries"] > 0
+    assert model.requests_by_endpoint[bad.url] > 0 and model.stats["retries"] > 0
+
+
+def test_a_replica_down_before_the_run_is_set_aside(data: Path, tmp_path: Path, caplog) -> None:
+    dead = closed_port_url()
+    with FakeOpenAI(latency=0.01) as live, caplog.at_level(logging.WARNING):
+        evaluate(data, backend(dead, live.url), tmp_path, concurrency=4)
+    results = read_results(tmp_path / "results.jsonl")
+    assert len(results) == 15 and not any("error" in r for r in results)
+    assert any(f"replica {dead} is unreachable" in r.getMessage() for r in caplog.records)
 
 
 # ----- the API key ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.judge import Judge, answer_entries
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
+from proactivebench.models.errors import RunAbort
 from proactivebench.prompting import Message
 from proactivebench.results import (
     RESULTS,
@@ -74,6 +75,8 @@ async def play_oeg_episode(
     shown = obs if answer_key else obs.without_answer_key()
     try:
         completion = await ask(ChatRequest(oeg_messages(episode), shown, decoding))
+    except RunAbort:
+        raise
     except Exception as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         return result
@@ -92,6 +95,8 @@ async def _judge_into(result: OEGResult, valid: str, judge: Judge, ask_judge: As
     requests = judge.requests(result.prompt, valid, result.generation or "")
     try:
         outputs = [c.text if isinstance(c.text, str) else "" for c in await ask_judge(requests)]
+    except RunAbort:
+        raise
     except Exception as exc:
         result.error = f"judge: {type(exc).__name__}: {exc}"
         return

@@ -9,6 +9,7 @@ run skips what is already there, so a crash loses at most the episodes in flight
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from collections import Counter
@@ -26,6 +27,7 @@ from proactivebench.judge import Judge, oeg_decoding
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache
+from proactivebench.models.errors import RunAbort
 from proactivebench.oeg import play_oeg_episode
 from proactivebench.prompting import Conversation
 from proactivebench.records import Record
@@ -249,6 +251,8 @@ async def play_episode(
         request = ChatRequest(conversation.request(obs), shown, decoding)
         try:
             completion: Completion = await ask(request)
+        except RunAbort:
+            raise  # the whole run stops, not this episode
         except Exception as exc:
             result.error = f"{type(exc).__name__}: {exc}"
             result.num_turns = len(result.trace)
@@ -412,6 +416,13 @@ async def _run_async(
                 task.result()  # re-raise a write error (the committer never ends otherwise)
             tasks -= {committer}
 
+    try:
+        await model.preflight()
+        if judge is not None:
+            await judge.model.preflight()
+    except BaseException:
+        await _close(model, judge)
+        raise
     server = asyncio.create_task(batcher.serve())
     committer = asyncio.create_task(writer())
     workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
@@ -427,10 +438,22 @@ async def _run_async(
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-        # The connections this run's event loop opened; the models stay usable.
-        await model.aclose()
-        if judge is not None:
-            await judge.model.aclose()
+        # Episodes that finished but were not written yet (the run stopped meanwhile).
+        left = []
+        while not finished.empty():
+            left.append(finished.get_nowait())
+        if left:
+            with contextlib.suppress(OSError):  # a full disk: the first error is the one told
+                results.write(left)
+                results.sync()
+        await _close(model, judge)
+
+
+async def _close(model: Model, judge: Judge | None) -> None:
+    """The connections this run's event loop opened; the models stay usable."""
+    await model.aclose()
+    if judge is not None:
+        await judge.model.aclose()
 
 
 @dataclass

@@ -106,5 +106,8 @@ class Model(abc.ABC):
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """One completion per request, in order."""
 
+    async def preflight(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Check, before a run, that the model can be reached; raise `RunAbort` if not."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release connections or devices."""

@@ -147,6 +147,9 @@ class CachedModel(Model):
                 answers[i] = completion
         return [a for a in answers if a is not None]
 
+    async def preflight(self) -> None:
+        await self.inner.preflight()
+
     async def aclose(self) -> None:
         """The backend's connections; the cache belongs to whoever opened it."""
         await self.inner.aclose()

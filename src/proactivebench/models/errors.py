@@ -28,3 +28,9 @@ class ModelError(ProactiveBenchError):
         self.endpoint = endpoint
         self.status = status
         self.retryable = retryable
+
+
+class RunAbort(ProactiveBenchError):
+    """A failure that ends the whole run rather than one episode: the server cannot be reached
+    before the run, or too many requests in a row failed during it. Finished episodes are
+    kept; a rerun of the same command resumes."""

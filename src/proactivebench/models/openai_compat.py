@@ -34,7 +34,7 @@ from typing import Any
 from proactivebench.data.images import is_transformed
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
-from proactivebench.models.errors import ModelError
+from proactivebench.models.errors import ModelError, RunAbort
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 
@@ -319,6 +319,19 @@ class _Session:
         except (aiohttp.ClientError, OSError) as exc:
             raise _TransportError(f"{type(exc).__name__}: {exc}") from None
 
+    async def probe(self, url: str, timeout: float) -> str | None:
+        """Why `url` cannot be reached within `timeout`, or None if it answered at all."""
+        aiohttp = self.aiohttp
+        try:
+            async with asyncio.timeout(timeout):
+                async with self.session.get(url, proxy=self.proxy(url)) as response:
+                    await response.read()
+        except TimeoutError:
+            return f"no answer within {timeout:g}s"
+        except (aiohttp.ClientError, OSError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
     async def aclose(self) -> None:
         await self.session.close()
 
@@ -355,6 +368,7 @@ class OpenAICompatible(Model):
         reasoning_budget: int = DEFAULT_REASONING_BUDGET,
         reasoning_effort: str | None = None,
         cache_scope: str = "endpoints",
+        max_consecutive_failures: int = 20,
         seed: int = 0,
     ) -> None:
         if not model:
@@ -383,6 +397,11 @@ class OpenAICompatible(Model):
         if cache_scope not in CACHE_SCOPES:
             raise ModelSpecError(f"unknown cache_scope {cache_scope!r}; choose from {CACHE_SCOPES}")
         self.cache_scope = cache_scope
+        if max_consecutive_failures < 0:
+            raise ModelSpecError("max_consecutive_failures must be >= 0 (0: never stop the run)")
+        self.max_consecutive_failures = int(max_consecutive_failures)
+        #: Failed attempts in a row, across requests; a success resets it.
+        self._failing = 0
         self._headers = dict(headers or {})
         # Read once and kept private: never part of `name`, `repr`, messages or logs.
         self._api_key = os.environ.get(api_key_env) or None
@@ -424,6 +443,24 @@ class OpenAICompatible(Model):
             return [await self._complete(requests[0])]
         return list(await asyncio.gather(*(self._complete(r) for r in requests)))
 
+    async def preflight(self) -> None:
+        """GET `/models` of every endpoint within the connect timeout, before the run.
+
+        Any HTTP answer (a 404 too: not every server lists models) shows a server is there. When
+        none answers, the run ends at once; a replica that does not answer is set aside for a
+        while and the run goes on with the others.
+        """
+        client, _ = self._session()
+        replicas = self._replicas.replicas
+        failures = [await client.probe(f"{r.url}/models", self.connect_timeout) for r in replicas]
+        down = [(r, why) for r, why in zip(replicas, failures, strict=True) if why is not None]
+        if len(down) == len(replicas):
+            where = "; ".join(f"{r.url}: {why}" for r, why in down)
+            raise RunAbort(self._scrub(f"server unreachable: {where}"))
+        for replica, why in down:
+            replica.failed()
+            log.warning("%s", self._scrub(f"replica {replica.url} is unreachable ({why})"))
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
@@ -439,6 +476,7 @@ class OpenAICompatible(Model):
         last = _Failure("no attempt made", retryable=False)
         replica = self._replicas.pick()
         for attempt in range(self.retry.max_retries + 1):
+            self._check_breaker(last)
             if attempt:
                 self.stats["retries"] += 1
                 delay = self.retry.delay(attempt - 1, last.retry_after, self._rng)
@@ -524,9 +562,21 @@ class OpenAICompatible(Model):
                 replica.in_flight -= 1
         if isinstance(outcome, _Answer):
             replica.succeeded()
+            self._failing = 0
         elif outcome.retryable:
             replica.failed()
+            self._failing += 1
         return outcome
+
+    def _check_breaker(self, last: _Failure) -> None:
+        """End the run when so many attempts in a row failed that the server is down."""
+        limit = self.max_consecutive_failures
+        if limit and self._failing >= limit:
+            raise RunAbort(
+                f"{self.name}: {self._failing} requests in a row failed (the last: "
+                f"{last.reason}); the run stops here, its finished episodes are kept, and "
+                "rerunning the same command resumes it"
+            )
 
     def _read(self, response: _Response, latency: float) -> _Answer | _Failure:
         """A completion from a 200 with a usable body; otherwise why not."""

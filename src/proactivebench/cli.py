@@ -34,6 +34,7 @@ from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
     from proactivebench.judge import Judge
+    from proactivebench.models.cache import ResponseCache
     from proactivebench.results import EpisodeResult, OEGResult
 
 # soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
@@ -240,6 +241,30 @@ def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def cache_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--cache PATH` and `--no-cache`."""
+    command = click.option(
+        "--no-cache", is_flag=True, help="Do not read or write the response cache."
+    )(command)
+    return click.option(
+        "--cache",
+        "cache_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="SQLite response cache [default: the user cache dir's responses.sqlite].",
+    )(command)
+
+
+def open_cache(cache_path: Path | None, no_cache: bool, wanted: bool) -> ResponseCache | None:
+    """The response cache the options name, when a real model or judge will ask anything."""
+    from proactivebench.models.cache import ResponseCache
+    from proactivebench.paths import response_cache_path
+
+    if no_cache or not wanted:
+        return None
+    return ResponseCache(cache_path or response_cache_path())
+
+
 def make_judge(
     spec: str | None,
     votes: int,
@@ -353,14 +378,7 @@ def with_overrides(decoding: Decoding, **overrides: Any) -> Decoding:
     "api_key_env=MY_KEY, timeout=60, max_retries=8); VALUE is read as JSON when it parses.",
 )
 @click.option("--shard", default=None, metavar="I/N", help="Play slice I of N (0 <= I < N).")
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="SQLite response cache [default: the user cache dir's responses.sqlite].",
-)
-@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@cache_options
 @click.option(
     "--max-tokens",
     type=click.IntRange(min=1),
@@ -418,8 +436,6 @@ def eval_command(
 ) -> None:
     """Play the benchmark's episodes with a model and score them."""
     from proactivebench.judge import oeg_decoding
-    from proactivebench.models.cache import ResponseCache
-    from proactivebench.paths import response_cache_path
     from proactivebench.runner import EvalSettings, evaluate
 
     options = parse_model_options(model_options)
@@ -433,8 +449,7 @@ def eval_command(
     )
     # Baselines answer faster than a lookup; a real model or judge is worth caching.
     real = model.needs_images or (judge is not None and judge.model.needs_images)
-    use_cache = real and not no_cache
-    cache = ResponseCache(cache_path or response_cache_path()) if use_cache else None
+    cache = open_cache(cache_path, no_cache, wanted=real)
     settings = EvalSettings(
         decoding=decoding,
         hint=hint,
@@ -505,14 +520,7 @@ def report_errors(errors: Counter[str], scored: int) -> None:
     default=None,
     help="Write the judged run here [default: judge RUN_DIR in place].",
 )
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="SQLite response cache [default: the user cache dir's responses.sqlite].",
-)
-@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@cache_options
 def judge_command(
     run_dir: Path,
     judge_spec: str | None,
@@ -525,16 +533,14 @@ def judge_command(
     no_cache: bool,
 ) -> None:
     """Judge a finished open-ended run again, without asking the tested model anything."""
-    from proactivebench.models.cache import CachedModel, ResponseCache
+    from proactivebench.models.cache import CachedModel
     from proactivebench.oeg import rejudge
-    from proactivebench.paths import response_cache_path
 
     judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
     if judge is None:
         raise click.UsageError("say which model judges: --judge SPEC")
-    cache = None
-    if judge.model.needs_images and not no_cache:
-        cache = ResponseCache(cache_path or response_cache_path())
+    cache = open_cache(cache_path, no_cache, wanted=judge.model.needs_images)
+    if cache is not None:
         judge = judge.with_model(CachedModel(judge.model, cache))
     with contextlib.closing(cache) if cache else contextlib.nullcontext():
         summary = rejudge(run_dir, judge, out_dir)

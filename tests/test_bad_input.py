@@ -164,3 +164,27 @@ def test_model_and_server_text_reaches_the_terminal_inert(
     code, text = run_cli(args, capsys)
     assert code == 3
     assert "\x1b" not in text and "\\x1b[31mred alert :x: [bold]loud[/bold]" in text
+
+
+# ----- unreadable images ------------------------------------------------------------------------
+
+
+def test_empty_and_unreadable_images_are_caught(tmp_path: Path, capsys) -> None:
+    import io
+
+    from PIL import Image
+
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0)]})
+    (data / "ROD/0/0.png").write_bytes(b"")  # 0 bytes
+    (data / "ROD/0/1.png").write_text("not a picture at all")  # text named .png
+    whole = io.BytesIO()
+    Image.new("RGB", (64, 64), (9, 99, 199)).save(whole, format="PNG")
+    (data / "ROD/0/2.png").write_bytes(whole.getvalue()[:-40])  # header fine, pixels cut off
+    code, text = run_cli(["data", "validate", str(data)], capsys)
+    fails_clearly(code, text, "image file is empty (0 bytes): ROD/0/0.png")
+    assert "not a readable image: ROD/0/1.png" in text and "ROD/0/2.png" not in text
+    code, text = run_cli(["data", "validate", str(data), "--decode"], capsys)
+    fails_clearly(code, text, "cannot decode: ROD/0/2.png")
+    # A run checks existence and size before it starts (headers are the validator's job).
+    code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
+    fails_clearly(code, text, "image file is empty (0 bytes): ROD/0/0.png")

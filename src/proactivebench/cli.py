@@ -634,11 +634,12 @@ def data_synth(out_dir: Path, per_scenario: int, seed: int, split: str) -> None:
 
 @data.command("validate")
 @click.argument("data_dir", type=click.Path(path_type=Path))
-def data_validate(data_dir: Path) -> None:
+@click.option("--decode", is_flag=True, help="Decode every image fully (slow), not only headers.")
+def data_validate(data_dir: Path, decode: bool) -> None:
     """Check every record and every image a data directory refers to."""
     from proactivebench.data.validate import validate_dataset
 
-    count, problems = validate_dataset(data_dir)
+    count, problems = validate_dataset(data_dir, decode=decode)
     for problem in problems:
         out.print(escape(str(problem)), highlight=False)
     if problems:

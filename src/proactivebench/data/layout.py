@@ -179,7 +179,7 @@ class PathGuard:
     links) and caches real paths, instead of an `lstat` and a `stat` per image and call.
     """
 
-    _FILE, _LINK, _OTHER = "file", "link", "other"
+    _FILE, _EMPTY, _LINK, _OTHER = "file", "empty", "link", "other"
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -203,8 +203,12 @@ class PathGuard:
 
     def is_file(self, relative: str) -> bool:
         """Whether `relative` is a regular file inside the data dir (links followed)."""
+        return self.kind(relative) in (self._FILE, self._EMPTY)
+
+    def kind(self, relative: str) -> str:
+        """ "file", "empty" (a file of 0 bytes), "missing", or "other" (a folder, a device)."""
         folder, _, name = self.resolve(relative).rpartition(os.sep)
-        return self._entries(folder or os.sep).get(name) == self._FILE
+        return self._entries(folder or os.sep).get(name, "missing")
 
     def _real(self, path: str) -> str:
         """`os.path.realpath(path)`, from the cached real path and listing of its folder.
@@ -224,7 +228,7 @@ class PathGuard:
         return real
 
     def _entries(self, folder: str) -> dict[str, str]:
-        """What `folder` holds, name -> file, link or other (empty when it cannot be read)."""
+        """What `folder` holds, name -> file, empty, link or other (nothing when unreadable)."""
         entries = self._listings.get(folder)
         if entries is None:
             entries = {}
@@ -234,7 +238,8 @@ class PathGuard:
                         if entry.is_symlink():
                             entries[entry.name] = self._LINK
                         elif entry.is_file(follow_symlinks=False):
-                            entries[entry.name] = self._FILE
+                            empty = entry.stat(follow_symlinks=False).st_size == 0
+                            entries[entry.name] = self._EMPTY if empty else self._FILE
                         else:
                             entries[entry.name] = self._OTHER
             except OSError:

@@ -22,36 +22,78 @@ from proactivebench.scenarios import Episode, make_episode
 def check_images(
     root: Path, episodes: list[Episode], guard: PathGuard | None = None
 ) -> list[DataError]:
-    """Every image the episodes may show must exist inside the data dir.
+    """Every image the episodes may show must exist inside the data dir, and not be empty.
 
     Problems name the record (file:line) and the path, so a half-extracted download is
     reported up front instead of surfacing as errors halfway through a long run. A run passes
     its image store's `guard`, so that the paths resolved here are not resolved again.
     """
-    guard = guard or PathGuard(root)
-    problems: list[DataError] = []
+    return [problem for problem, _ in _image_problems(root, episodes, guard or PathGuard(root))]
+
+
+def _image_problems(
+    root: Path, episodes: list[Episode], guard: PathGuard
+) -> list[tuple[DataError, str]]:
+    """(problem, image) for every image that is missing, empty or not a file."""
+    problems: list[tuple[DataError, str]] = []
     seen: set[str] = set()
     for episode in episodes:
         source = episode.record.source
         for relative in episode.image_paths():
             if relative in seen:
                 continue
+            seen.add(relative)
             try:
-                exists = guard.is_file(relative)
+                kind = guard.kind(relative)
             except DataError as exc:
-                problems.append(DataError(exc.message, path=source.path, line=source.line))
+                problems.append((DataError(exc.message, path=source.path, line=source.line), ""))
                 continue
-            if not exists:
-                problems.append(
-                    DataError(f"image not found: {relative}", path=source.path, line=source.line)
-                )
-            else:
-                seen.add(relative)
+            reason = {
+                "missing": "image not found",
+                "empty": "image file is empty (0 bytes)",
+                "other": "not a file",
+            }.get(kind)
+            if reason:
+                problem = DataError(f"{reason}: {relative}", path=source.path, line=source.line)
+                problems.append((problem, relative))
     return problems
 
 
-def validate_dataset(data_dir: str | Path) -> tuple[int, list[DataError]]:
-    """Validate a data directory: (number of records read, every problem found)."""
+def check_image_contents(
+    episodes: list[Episode], guard: PathGuard, skip: set[str], *, decode: bool = False
+) -> list[DataError]:
+    """Every image file (but those in `skip`, already reported) must be one Pillow can read:
+    its header (cheap), or with `decode` its pixels too (slow: every image is decoded)."""
+    from PIL import Image
+
+    problems: list[DataError] = []
+    checked = set(skip)
+    for episode in episodes:
+        source = episode.record.source
+        for relative in episode.image_paths():
+            if relative in checked:
+                continue
+            checked.add(relative)
+            try:
+                with Image.open(guard.resolve(relative)) as image:
+                    if decode:
+                        image.load()
+            except DataError:
+                continue  # reported by the existence check
+            except Exception as exc:  # Pillow's errors for broken files are of many kinds
+                what = "cannot decode" if decode else "not a readable image"
+                problems.append(
+                    DataError(f"{what}: {relative} ({exc})", path=source.path, line=source.line)
+                )
+    return problems
+
+
+def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> tuple[int, list[DataError]]:
+    """Validate a data directory: (number of records read, every problem found).
+
+    Records, the existence of every image an episode may show, and each image's header (with
+    `decode`, its pixels).
+    """
     root = Path(data_dir)
     try:
         present = scenarios_present(root)
@@ -66,5 +108,9 @@ def validate_dataset(data_dir: str | Path) -> tuple[int, list[DataError]]:
         count += len(records)
         problems.extend(bad)
         episodes = [make_episode(r, reference=ref) for r in records for ref in (False, True)]
-        problems.extend(check_images(root, episodes))
+        guard = PathGuard(root)
+        missing = _image_problems(root, episodes, guard)
+        problems.extend(problem for problem, _ in missing)
+        skip = {image for _, image in missing}
+        problems.extend(check_image_contents(episodes, guard, skip, decode=decode))
     return count, problems

@@ -19,6 +19,13 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return full_dataset(tmp_path_factory.mktemp("data"))
 
 
+def with_python_model(args: list[str], directory: Path, body: str) -> list[str]:
+    """`args` with the oracle replaced by a user's function `answer` whose body is `body`."""
+    agent = directory / "agent.py"
+    agent.write_text("def answer(messages, observation):\n" + body)
+    return [f"python:{agent}:answer" if a == "baseline:oracle" else a for a in args]
+
+
 def fails_clearly(code: int, text: str, *needles: str) -> None:
     assert code != 0 and "Traceback" not in text, text
     for needle in needles:
@@ -60,8 +67,8 @@ def test_cache_naming_a_directory(data: Path, tmp_path: Path, capsys) -> None:
     cache = tmp_path / "cache-dir"
     cache.mkdir()
     args = eval_args(data, tmp_path / "run", "--cache", str(cache))
-    args[args.index("baseline:oracle")] = "python:json:dumps"  # a model that uses the cache
-    code, text = run_cli(args, capsys)
+    # A model that uses the cache (never called: the cache cannot be opened).
+    code, text = run_cli(with_python_model(args, tmp_path, "    return 'A'\n"), capsys)
     fails_clearly(code, text, f"cannot open the response cache {cache}")
 
 
@@ -121,15 +128,12 @@ def test_nothing_to_play_is_an_error(tmp_path: Path, capsys) -> None:
 def test_episodes_that_ended_in_errors_give_their_own_exit_code(
     data: Path, tmp_path: Path, capsys
 ) -> None:
-    agent = tmp_path / "agent.py"
-    agent.write_text(
-        "def answer(messages, observation):\n"
+    body = (
         "    if observation.scenario == 'ROD':\n"
         "        raise ConnectionError('server went away')\n"
         "    return 'A'\n"
     )
-    args = eval_args(data, tmp_path / "run", "--no-cache")
-    args[args.index("baseline:oracle")] = f"python:{agent}:answer"
+    args = with_python_model(eval_args(data, tmp_path / "run", "--no-cache"), tmp_path, body)
     code, text = run_cli(args, capsys)
     assert code == 3, text
     assert "2 episode(s) ended in an error, 13 scored" in text and "rerun" in text
@@ -154,14 +158,9 @@ def test_a_second_run_into_the_same_directory_stops_at_once(
 def test_model_and_server_text_reaches_the_terminal_inert(
     data: Path, tmp_path: Path, capsys
 ) -> None:
-    agent = tmp_path / "agent.py"
-    agent.write_text(
-        "def answer(messages, observation):\n"
-        "    raise RuntimeError('\\x1b[31mred alert :x: [bold]loud[/bold]')\n"
-    )
-    args = eval_args(data, tmp_path / "run", "--no-cache", "--scenarios", "QD")
-    args[args.index("baseline:oracle")] = f"python:{agent}:answer"
-    code, text = run_cli(args, capsys)
+    body = "    raise RuntimeError('\\x1b[31mred alert :x: [bold]loud[/bold]')\n"
+    run_args = eval_args(data, tmp_path / "run", "--no-cache", "--scenarios", "QD")
+    code, text = run_cli(with_python_model(run_args, tmp_path, body), capsys)
     assert code == 3
     assert "\x1b" not in text and "\\x1b[31mred alert :x: [bold]loud[/bold]" in text
 

@@ -163,6 +163,13 @@ def test_votes_take_the_majority_and_report_agreement() -> None:
     judgement = Judge.decide(ROD_VALID, outputs, "ROD")
     assert judgement.verdict.proactive_suggestion == 1
     assert judgement.agreement == pytest.approx(2 / 3)
+    # Each field by its own majority: (ps, cp) votes (1, 0), (0, 1), (1, 1) give (1, 1),
+    # which one vote in three gave; two votes in four are a tie, which is 0.
+    split = Judge.decide(VSOD_VALID, ["1, 0, 0, 0", "0, 0, 0, 1", "1, 0, 0, 1"], "VSOD")
+    assert (split.verdict.aggregate, split.verdict.category_prediction) == (1, 1)
+    assert split.agreement == pytest.approx(1 / 3)
+    tie = Judge.decide(ROD_VALID, ["1, 0", "0, 0"], "ROD")
+    assert tie.verdict.aggregate == 0 and tie.agreement == 0.5
 
 
 # ----- a whole run -------------------------------------------------------------------------

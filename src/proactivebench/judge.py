@@ -14,7 +14,6 @@ that agree with the majority is kept with the result.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,12 +137,14 @@ class Judge:
 
     @staticmethod
     def decide(valid_answers: str, outputs: list[str], scenario: str) -> Judgement:
+        """Each field by strict majority of the votes (a tie is 0); the agreement is the share
+        of votes whose (ps, cp) verdict equals the result."""
         verdicts = [parse_verdict(valid_answers, output, scenario) for output in outputs]
-        counts = Counter((v.proactive_suggestion, v.category_prediction) for v in verdicts)
-        (ps, cp), agreeing = counts.most_common(1)[0]
-        if agreeing * 2 <= len(verdicts) and len(verdicts) > 1:
-            ps = int(2 * sum(v.proactive_suggestion for v in verdicts) > len(verdicts))
-            cp = int(2 * sum(v.category_prediction for v in verdicts) > len(verdicts))
-            agreeing = counts[(ps, cp)]
+        votes = len(verdicts)
+        ps = int(2 * sum(v.proactive_suggestion for v in verdicts) > votes)
+        cp = int(2 * sum(v.category_prediction for v in verdicts) > votes)
+        agreeing = sum(
+            (v.proactive_suggestion, v.category_prediction) == (ps, cp) for v in verdicts
+        )
         majority = Verdict(ps, cp, parsed=any(v.parsed for v in verdicts))
-        return Judgement(majority, tuple(outputs), agreeing / len(verdicts))
+        return Judgement(majority, tuple(outputs), agreeing / votes)

@@ -32,11 +32,16 @@ def mcqa_text(prompt: str, options: Sequence[str]) -> str:
 
 def user_turn(obs: Observation) -> Message:
     """The user message of one MCQA turn: the image, then the question with its options."""
+    return mcqa_message(obs.view, obs.prompt, obs.options)
+
+
+def mcqa_message(view: View, prompt: str, options: Sequence[str]) -> Message:
+    """The user message that shows `view` and asks `prompt` with lettered `options`."""
     return {
         "role": "user",
         "content": [
-            {"type": "image", "view": obs.view},
-            {"type": "text", "text": mcqa_text(obs.prompt, obs.options)},
+            {"type": "image", "view": view},
+            {"type": "text", "text": mcqa_text(prompt, options)},
         ],
     }
 

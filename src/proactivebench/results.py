@@ -18,7 +18,7 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
-from proactivebench.prompting import assistant_turn, mcqa_text
+from proactivebench.prompting import assistant_turn, mcqa_message
 from proactivebench.protocol import SCENARIOS
 from proactivebench.scenarios import View
 
@@ -221,13 +221,10 @@ def request_messages(line: dict[str, Any], turn: int) -> list[dict[str, Any]]:
 
 
 def _user_message(shown: dict[str, Any]) -> dict[str, Any]:
+    """The user message a trace (or demonstration) turn stands for."""
     crop = tuple(shown["crop"]) if shown.get("crop") is not None else None
     view = View(shown["image"], crop, shown.get("resize_short_edge"))
-    text = mcqa_text(shown["prompt"], shown["options"])
-    return {
-        "role": "user",
-        "content": [{"type": "image", "view": view}, {"type": "text", "text": text}],
-    }
+    return mcqa_message(view, shown["prompt"], shown["options"])
 
 
 # ----- results.jsonl --------------------------------------------------------------------------
@@ -365,16 +362,7 @@ class RunLock:
     def __enter__(self) -> RunLock:
         from filelock import FileLock, Timeout
 
-        try:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            raise ProactiveBenchError(
-                f"cannot use {self.run_dir} as a run directory: it is a file"
-            ) from None
-        except OSError as exc:
-            raise ProactiveBenchError(
-                f"cannot write the run directory {self.run_dir}: {exc.strerror}"
-            ) from None
+        make_run_dir(self.run_dir)
         pid_file = self.run_dir / ".lock.pid"
         self._lock = FileLock(self.run_dir / ".lock", timeout=0)
         try:
@@ -396,27 +384,35 @@ class RunLock:
 # ----- run.json -------------------------------------------------------------------------------
 
 
+def make_run_dir(run_dir: Path) -> None:
+    """Create a run directory, or say in one line why it cannot be one."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ProactiveBenchError(
+            f"cannot use {run_dir} as a run directory: it is a file"
+        ) from None
+    except OSError as exc:
+        raise ProactiveBenchError(
+            f"cannot write the run directory {run_dir}: {exc.strerror}"
+        ) from None
+
+
 def claim_run_dir(out_dir: Path, identity: dict[str, Any]) -> None:
     """Make `out_dir` the home of the run `identity`, or check that it already is.
 
     A directory holding another run is refused, naming what differs, so that runs of different
     models or settings are never mixed by a resume or a merge.
     """
+    make_run_dir(out_dir)
     path = out_dir / RUN_CONFIG
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        previous = read_run_config(out_dir) if path.exists() else None
-        if previous is None:
+    if not path.exists():
+        try:
             path.write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
-            return
-    except FileExistsError:
-        raise ProactiveBenchError(
-            f"cannot use {out_dir} as a run directory: it is a file"
-        ) from None
-    except OSError as exc:
-        raise ProactiveBenchError(
-            f"cannot write the run directory {out_dir}: {exc.strerror}"
-        ) from None
+        except OSError as exc:
+            raise ProactiveBenchError(f"cannot write {path}: {exc.strerror}") from None
+        return
+    previous = read_run_config(out_dir)
     if previous != identity:
         changes = "; ".join(_differences(previous, identity))
         raise RunMismatchError(

@@ -488,9 +488,9 @@ def _prepare(
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
     episodes = [make_episode(r, **options) for r in records]
-    checked = list(episodes)
+    checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
-        checked += [make_episode(r, **options) for rs in dataset.records.values() for r in rs]
+        checked = [make_episode(r, **options) for rs in dataset.records.values() for r in rs]
     store = ImageStore(root)
     problems = check_images(root, checked, store.guard)
     if problems:

@@ -201,10 +201,6 @@ class PathGuard:
             self._resolved[relative] = real
         return real
 
-    def is_file(self, relative: str) -> bool:
-        """Whether `relative` is a regular file inside the data dir (links followed)."""
-        return self.kind(relative) in (self._FILE, self._EMPTY)
-
     def kind(self, relative: str) -> str:
         """ "file", "empty" (a file of 0 bytes), "missing", or "other" (a folder, a device)."""
         folder, _, name = self.resolve(relative).rpartition(os.sep)

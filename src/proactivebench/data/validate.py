@@ -7,6 +7,7 @@ show exists inside the directory, in play and in reference mode.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from proactivebench.data.layout import (
@@ -16,6 +17,7 @@ from proactivebench.data.layout import (
     scenarios_present,
 )
 from proactivebench.errors import DataError
+from proactivebench.records import Source
 from proactivebench.scenarios import Episode, make_episode
 
 
@@ -28,34 +30,39 @@ def check_images(
     reported up front instead of surfacing as errors halfway through a long run. A run passes
     its image store's `guard`, so that the paths resolved here are not resolved again.
     """
-    return [problem for problem, _ in _image_problems(root, episodes, guard or PathGuard(root))]
+    return [problem for problem, _ in _image_problems(episodes, guard or PathGuard(root))]
 
 
-def _image_problems(
-    root: Path, episodes: list[Episode], guard: PathGuard
-) -> list[tuple[DataError, str]]:
-    """(problem, image) for every image that is missing, empty or not a file."""
-    problems: list[tuple[DataError, str]] = []
+#: What is wrong with an image path, by the kind `PathGuard.kind` finds.
+_KIND_PROBLEMS = {
+    "missing": "image not found",
+    "empty": "image file is empty (0 bytes)",
+    "other": "not a file",
+}
+
+
+def _distinct_images(episodes: list[Episode]) -> Iterator[tuple[str, Source]]:
+    """Each image the episodes may show, once, with the record that first shows it."""
     seen: set[str] = set()
     for episode in episodes:
-        source = episode.record.source
         for relative in episode.image_paths():
-            if relative in seen:
-                continue
-            seen.add(relative)
-            try:
-                kind = guard.kind(relative)
-            except DataError as exc:
-                problems.append((DataError(exc.message, path=source.path, line=source.line), ""))
-                continue
-            reason = {
-                "missing": "image not found",
-                "empty": "image file is empty (0 bytes)",
-                "other": "not a file",
-            }.get(kind)
-            if reason:
-                problem = DataError(f"{reason}: {relative}", path=source.path, line=source.line)
-                problems.append((problem, relative))
+            if relative not in seen:
+                seen.add(relative)
+                yield relative, episode.record.source
+
+
+def _image_problems(episodes: list[Episode], guard: PathGuard) -> list[tuple[DataError, str]]:
+    """(problem, image) for every image that is missing, empty, not a file, or outside."""
+    problems: list[tuple[DataError, str]] = []
+    for relative, source in _distinct_images(episodes):
+        try:
+            reason = _KIND_PROBLEMS.get(guard.kind(relative))
+        except DataError as exc:  # the path leaves the data dir
+            problems.append((DataError(exc.message, path=source.path, line=source.line), relative))
+            continue
+        if reason:
+            problem = DataError(f"{reason}: {relative}", path=source.path, line=source.line)
+            problems.append((problem, relative))
     return problems
 
 
@@ -67,24 +74,18 @@ def check_image_contents(
     from PIL import Image
 
     problems: list[DataError] = []
-    checked = set(skip)
-    for episode in episodes:
-        source = episode.record.source
-        for relative in episode.image_paths():
-            if relative in checked:
-                continue
-            checked.add(relative)
-            try:
-                with Image.open(guard.resolve(relative)) as image:
-                    if decode:
-                        image.load()
-            except DataError:
-                continue  # reported by the existence check
-            except Exception as exc:  # Pillow's errors for broken files are of many kinds
-                what = "cannot decode" if decode else "not a readable image"
-                problems.append(
-                    DataError(f"{what}: {relative} ({exc})", path=source.path, line=source.line)
-                )
+    for relative, source in _distinct_images(episodes):
+        if relative in skip:
+            continue
+        try:
+            with Image.open(guard.resolve(relative)) as image:
+                if decode:
+                    image.load()
+        except Exception as exc:  # Pillow's errors for broken files are of many kinds
+            what = "cannot decode" if decode else "not a readable image"
+            problems.append(
+                DataError(f"{what}: {relative} ({exc})", path=source.path, line=source.line)
+            )
     return problems
 
 
@@ -109,7 +110,7 @@ def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> tuple[int
         problems.extend(bad)
         episodes = [make_episode(r, reference=ref) for r in records for ref in (False, True)]
         guard = PathGuard(root)
-        missing = _image_problems(root, episodes, guard)
+        missing = _image_problems(episodes, guard)
         problems.extend(problem for problem, _ in missing)
         skip = {image for _, image in missing}
         problems.extend(check_image_contents(episodes, guard, skip, decode=decode))

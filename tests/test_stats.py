@@ -1,0 +1,113 @@
+"""The interval and test code against cases whose answers are known without it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proactivebench.stats import (
+    Interval,
+    bootstrap_mean,
+    mcnemar_p,
+    paired_bootstrap_difference,
+    percentile,
+    spearman_rho,
+)
+
+
+def test_all_correct_and_all_wrong_have_degenerate_intervals():
+    assert bootstrap_mean([1.0] * 50) == Interval(1.0, 1.0, 1.0)
+    assert bootstrap_mean([0.0] * 50) == Interval(0.0, 0.0, 0.0)
+    assert bootstrap_mean([]) is None
+
+
+def test_interval_is_reproducible_by_seed_and_moves_with_it():
+    values = [1.0] * 30 + [0.0] * 70
+    first = bootstrap_mean(values, seed=7)
+    assert first == bootstrap_mean(values, seed=7)
+    counts = [float(i % 7) for i in range(53)]  # a ps-rate-like mean takes many values
+    assert bootstrap_mean(counts, seed=7) != bootstrap_mean(counts, seed=8)
+    assert first.estimate == pytest.approx(0.3)
+    # Normal approximation of a proportion: 0.3 ± 1.96 * sqrt(0.3 * 0.7 / 100) = ±0.0898.
+    assert first.low == pytest.approx(0.3 - 0.0898, abs=0.02)
+    assert first.high == pytest.approx(0.3 + 0.0898, abs=0.02)
+
+
+def test_a_larger_sample_gives_a_narrower_interval():
+    small = bootstrap_mean([1.0, 0.0] * 10, seed=1)
+    large = bootstrap_mean([1.0, 0.0] * 1000, seed=1)
+    assert large.high - large.low < (small.high - small.low) / 5
+
+
+def test_paired_difference_of_identical_runs_is_exactly_zero():
+    run = [1.0, 0.0, 1.0, 1.0, 0.0]
+    assert paired_bootstrap_difference(run, run) == Interval(0.0, 0.0, 0.0)
+
+
+def test_paired_difference_cancels_shared_sample_difficulty():
+    # The second run is right on exactly the samples the first is right on, plus 10 more of
+    # 100: every resample's difference lies in [0, 1], and the point estimate is 0.1.
+    first = [1.0] * 40 + [1.0] * 10 + [0.0] * 50
+    second = [1.0] * 40 + [0.0] * 10 + [0.0] * 50
+    diff = paired_bootstrap_difference(first, second, seed=3)
+    assert diff.estimate == pytest.approx(0.10)
+    assert 0.0 < diff.low < 0.10 < diff.high < 0.2
+    assert diff == paired_bootstrap_difference(first, second, seed=3)
+    with pytest.raises(ValueError, match="same length"):
+        paired_bootstrap_difference([1.0], [1.0, 0.0])
+
+
+def test_mcnemar_textbook_example():
+    # Fagerland, Lydersen & Laake (2013), BMC Med Res Methodol 13:91, airway
+    # hyper-responsiveness: 1 and 7 discordant pairs. Exact conditional p = 18/256 = 0.070;
+    # with the continuity correction chi2 = (6 - 1)^2 / 8 = 3.125, p = 0.077.
+    assert mcnemar_p(1, 7) == pytest.approx(18 / 256)
+    assert mcnemar_p(7, 1) == pytest.approx(18 / 256)
+    assert mcnemar_p(1, 7, exact=False) == pytest.approx(0.077, abs=5e-4)
+
+
+def test_mcnemar_edge_cases_and_chi_square_table():
+    assert mcnemar_p(0, 0) == 1.0
+    assert mcnemar_p(5, 5) == 1.0  # no evidence either way
+    assert mcnemar_p(0, 1) == 1.0  # 2 * (1/2), capped
+    assert mcnemar_p(0, 10) == pytest.approx(2 / 1024)
+    # Large counts use the chi-square; at |b-c|-1 = 0 the statistic is 0 and p = 1.
+    assert mcnemar_p(50, 51) == pytest.approx(1.0)
+    # The 5 % critical value of chi-square(1) is 3.841: (|b-c|-1)^2/(b+c) just above it is
+    # significant, just below it is not. b=20, c=35: 14^2/55 = 3.56; b=18, c=35: 16^2/53 = 4.83.
+    assert mcnemar_p(20, 35) > 0.05
+    assert mcnemar_p(18, 35) < 0.05
+    with pytest.raises(ValueError):
+        mcnemar_p(-1, 3)
+
+
+def test_spearman_textbook_example():
+    # The IQ / hours of TV example of the Wikipedia article on Spearman's rho: -29/165.
+    iq = [106, 100, 86, 101, 99, 103, 97, 113, 112, 110]
+    tv = [7, 27, 2, 50, 28, 29, 20, 12, 6, 17]
+    assert spearman_rho(iq, tv) == pytest.approx(-29 / 165)
+
+
+def test_spearman_ties_monotone_and_degenerate():
+    assert spearman_rho([1, 2, 3, 4], [10, 20, 30, 1000]) == pytest.approx(1.0)
+    assert spearman_rho([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # Ties take their average rank: ranks x = 1, 2.5, 2.5, 4 against 1..4 -> rho = 0.9487.
+    assert spearman_rho([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(3 / math.sqrt(10))
+    assert spearman_rho([1, 2], [1, 2]) is None
+    assert spearman_rho([1, 1, 1], [1, 2, 3]) is None
+
+
+def test_percentile():
+    assert percentile([], 50) is None
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile(list(range(101)), 95) == 95
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 1), min_size=1, max_size=60), st.integers(0, 10**6))
+def test_interval_contains_the_estimate_and_stays_in_range(outcomes, seed):
+    interval = bootstrap_mean(outcomes, seed=seed, n_resamples=200)
+    assert 0.0 <= interval.low <= interval.estimate <= interval.high <= 1.0

@@ -86,7 +86,7 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
     def cells(score: ScenarioScore) -> list[str]:
         values = [getattr(score, name) for _, name, _ in columns]
         rates = [
-            fmt.format(v) if v is not None else "-"
+            fmt.format(v) if v is not None else "—"
             for (_, _, fmt), v in zip(columns, values, strict=True)
         ]
         return [str(score.n), *rates, str(score.errors)]
@@ -96,13 +96,24 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
     average = summary.average
     if average is not None:
         table.add_section()
-        table.add_row("average", *cells(average), style="bold")
+        covered = summary.covered
+        label = "average"
+        if len(covered) < len(summary.scenarios):  # say which scenarios it stands for
+            label = f"average of {', '.join(covered)}"
+        table.add_row(label, *cells(average), style="bold")
     return table
+
+
+#: The legend under the demo's comparison table.
+COMPARISON_LEGEND = (
+    "acc %: episodes that ended on the correct category. ps: proactive suggestions per "
+    "episode, on average (a count, not a %). —: no episode scored."
+)
 
 
 def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     """Accuracy and ps rate of several runs side by side, one row per scenario."""
-    table = Table(title=title)
+    table = Table(title=title, caption=COMPARISON_LEGEND, caption_justify="left")
     table.add_column("scenario")
     for name in summaries:
         table.add_column(f"{name}\nacc % | ps", justify="right")
@@ -111,15 +122,21 @@ def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     for summary in summaries.values():
         for short in SCENARIOS:
             score = summary.scenarios.get(short)
-            rows[short].append(f"{score.accuracy:5.1f} | {score.ps_rate:.2f}" if score else "-")
+            rows[short].append(_acc_ps(score) if score else "-")
         avg = summary.average
-        averages.append(f"{avg.accuracy:5.1f} | {avg.ps_rate:.2f}" if avg else "-")
+        averages.append(_acc_ps(avg) if avg else "-")
     for short, cells in rows.items():
         if any(c != "-" for c in cells):
             table.add_row(short, *cells)
     table.add_section()
     table.add_row("average", *averages, style="bold")
     return table
+
+
+def _acc_ps(score: ScenarioScore) -> str:
+    if score.accuracy is None or score.ps_rate is None:
+        return "—"
+    return f"{score.accuracy:5.1f} | {score.ps_rate:.2f}"
 
 
 def count_progress() -> Progress:
@@ -400,6 +417,11 @@ def with_overrides(decoding: Decoding, **overrides: Any) -> Decoding:
     help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge).",
 )
 @judge_options
+@click.option(
+    "--no-report",
+    is_flag=True,
+    help="Do not write the report (RUN_DIR/report/: tables, plots, HTML viewer) at the end.",
+)
 def eval_command(
     data_dir: Path,
     model_spec: str,
@@ -433,6 +455,7 @@ def eval_command(
     judge_options: tuple[str, ...],
     judge_max_tokens: int | None,
     judge_temperature: float | None,
+    no_report: bool,
 ) -> None:
     """Play the benchmark's episodes with a model and score them."""
     from proactivebench.judge import oeg_decoding
@@ -487,7 +510,22 @@ def eval_command(
         )
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+    finish_run(outcome.out_dir, write=not no_report)
     report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
+
+
+def finish_run(run_dir: Path, write: bool) -> None:
+    """The run's report (unless --no-report), and the warnings that must not be missed."""
+    from proactivebench.cli_report import print_report_outcome, print_warnings
+    from proactivebench.report import write_report
+    from proactivebench.report.measures import measure_run, unreadable_warnings
+    from proactivebench.report.runs import load_runs
+
+    if write:
+        print_report_outcome(write_report([run_dir]))
+    else:
+        run = load_runs([run_dir])[0]
+        print_warnings(unreadable_warnings(measure_run(run, n_resamples=0)))
 
 
 #: Exit codes: every selected episode scored; bad input or nothing to play; a usage error
@@ -597,6 +635,24 @@ def demo_command(per_scenario: int, seed: int) -> None:
     )
     out.print(f"data:    {data_dir}")
     out.print(f"results: {runs_dir}/<baseline>/results.jsonl")
+    show_demo_episode(runs_dir / "proactive")
+
+
+def show_demo_episode(run_dir: Path) -> None:
+    """The demo's last word: one short episode of the `proactive` baseline, turn by turn."""
+    from proactivebench.report.transcript import short_asking_episode, transcript
+
+    line = short_asking_episode(run_dir)
+    if line is None:
+        return
+    out.print()
+    out.print(
+        f"One episode of baseline:proactive (proactivebench show {run_dir} "
+        f"{line['scenario']} {line['sample_id']}):",
+        highlight=False,
+        markup=False,
+    )
+    out.print(transcript(line, printable))
 
 
 @cli.group()
@@ -701,6 +757,9 @@ def main(argv: list[str] | None = None) -> None:
         console.print(f"[red]error:[/red] {escape(printable(str(exc)))}", highlight=False)
         sys.exit(EXIT_ERROR)
 
+
+# The commands of their own modules register on `cli` (imported last: they import from here).
+from proactivebench import cli_report  # noqa: E402, F401
 
 if __name__ == "__main__":
     main()

@@ -1,10 +1,12 @@
 """Benchmark metrics of docs/protocol.md §4 and §6.
 
-MCQA, per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1). Open-ended
+MCQA, per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1), the mean
+number of proactive suggestions per episode (a count, not a percentage). Open-ended
 generation, per scenario: the rates (mean x 100) of episodes whose judged answer holds a
 proactive suggestion (ps), a correct category (cp), or either (aggregate), and the judges'
 agreement when several voted. Episodes that ended in an error are counted apart and never
-scored as wrong. The average row is the unweighted mean over scenarios, as the paper reports.
+scored as wrong; a scenario with none scored has no rates (None). The average row is the
+unweighted mean over the scenarios that have rates, as the paper reports.
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ class Summary:
             **means,  # type: ignore[arg-type]
         )
 
+    @property
+    def covered(self) -> list[str]:
+        """The scenarios the average covers: those with at least one scored episode."""
+        return [name for name, score in self.scenarios.items() if score.n]
+
     def as_dict(self) -> dict[str, Any]:
         average = self.average
         return {
@@ -70,8 +77,10 @@ class Summary:
         }
 
 
-def _mean(values: list[float], scale: float = 1.0) -> float:
-    return scale * sum(values) / len(values) if values else 0.0
+def _mean(values: list[float], scale: float = 1.0) -> float | None:
+    """None for no values: a scenario whose episodes all ended in errors has no rate (shown
+    as "—"), never 0."""
+    return scale * sum(values) / len(values) if values else None
 
 
 def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:

@@ -25,7 +25,7 @@ DEFAULT_LEVEL = 0.95
 
 
 @dataclass(frozen=True)
-class Interval:
+class Interval:  # n_resamples=0 anywhere below: the estimate alone (low = high = estimate)
     """A point estimate and its confidence interval (`low` <= `estimate` <= `high` usually)."""
 
     estimate: float
@@ -71,7 +71,8 @@ def bootstrap_mean(
     if data.size == 0:
         return None
     estimate = float(data.mean())
-    if np.all(data == data[0]):  # every resample has the same mean: no spread to estimate
+    # Every resample has the same mean (no spread to estimate), or no interval is asked for.
+    if n_resamples <= 0 or np.all(data == data[0]):
         return Interval(estimate, estimate, estimate)
     draws = _resample_means(data[:, None], n_resamples, seed)[:, 0]
     return Interval(estimate, *_bounds(draws, level))
@@ -95,10 +96,32 @@ def paired_bootstrap_difference(
         return None
     differences = a - b
     estimate = float(differences.mean())
-    if np.all(differences == differences[0]):
+    if n_resamples <= 0 or np.all(differences == differences[0]):
         return Interval(estimate, estimate, estimate)
     draws = _resample_means(differences[:, None], n_resamples, seed)[:, 0]
     return Interval(estimate, *_bounds(draws, level))
+
+
+def bootstrap_mean_of_means(
+    groups: Sequence[Sequence[float]],
+    *,
+    seed: int = 0,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+) -> Interval | None:
+    """The unweighted mean of the groups' means (the paper's average over scenarios), with an
+    interval from resampling each group on its own (a stratified bootstrap: every resample
+    keeps each scenario's size). Empty groups are left out; None when all are."""
+    kept = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if not kept:
+        return None
+    estimate = float(np.mean([g.mean() for g in kept]))
+    if n_resamples <= 0 or all(np.all(g == g[0]) for g in kept):
+        return Interval(estimate, estimate, estimate)
+    draws = np.zeros(n_resamples)
+    for offset, group in enumerate(kept):
+        draws += _resample_means(group[:, None], n_resamples, seed + 7919 * offset)[:, 0]
+    return Interval(estimate, *_bounds(draws / len(kept), level))
 
 
 def mcnemar_p(only_first: int, only_second: int, *, exact: bool | None = None) -> float:

@@ -1,0 +1,100 @@
+"""The `report` and `show` commands: parse, then call `proactivebench.report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from proactivebench.cli import cli, console, out, printable
+from proactivebench.errors import ProactiveBenchError
+
+
+def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
+    """`NAME=7B` pairs -> {NAME: 7.0} (billions of parameters)."""
+    from proactivebench.report.runs import parse_params as parse_count
+
+    params: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, count = pair.rpartition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(
+                f"expected NAME=COUNT (e.g. qwen=7B), got {pair!r}", param_hint="--params"
+            )
+        try:
+            params[name.strip()] = parse_count(count)
+        except ProactiveBenchError as exc:
+            raise click.BadParameter(str(exc), param_hint="--params") from None
+    return params
+
+
+def print_report_outcome(outcome: object) -> None:
+    """Where the report went, what it lacks, and the unreadable-answer warnings."""
+    from proactivebench.report import ReportOutcome
+
+    assert isinstance(outcome, ReportOutcome)
+    for note in outcome.notes:
+        console.print(f"note: {escape(printable(note))}", highlight=False)
+    out.print(f"report: {escape(str(outcome.html))}", highlight=False)
+    print_warnings(outcome.warnings)
+
+
+def print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}", highlight=False)
+
+
+@cli.command("report")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Report directory [default: RUN_DIR/report for one run; needed for several].",
+)
+@click.option(
+    "--vs",
+    "vs_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A run to compare every run with: paired differences and McNemar p-values.",
+)
+@click.option(
+    "--params",
+    "params",
+    multiple=True,
+    metavar="NAME=7B",
+    help="Parameter count of a run's model (NAME: model, label or directory name), for the "
+    "size plot; repeatable.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+def report_command(
+    run_dirs: tuple[Path, ...],
+    out_dir: Path | None,
+    vs_dir: Path | None,
+    params: tuple[str, ...],
+    seed: int,
+) -> None:
+    """Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer."""
+    from proactivebench.report import write_report
+
+    outcome = write_report(
+        list(run_dirs), out_dir, vs=vs_dir, params=parse_params(params), seed=seed
+    )
+    out.print(
+        (outcome.out_dir / "report.md").read_text(encoding="utf-8"), markup=False, highlight=False
+    )
+    print_report_outcome(outcome)
+
+
+@cli.command("show")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("scenario")
+@click.argument("sample_id", type=int)
+def show_command(run_dir: Path, scenario: str, sample_id: int) -> None:
+    """Print one episode as a transcript: prompts, options, answers, verdicts, the end."""
+    from proactivebench.report.transcript import find_episode, transcript
+
+    out.print(transcript(find_episode(run_dir, scenario, sample_id), printable))

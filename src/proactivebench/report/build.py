@@ -1,0 +1,282 @@
+"""Writing a report: read the runs, measure them, and write every table, plot and page.
+
+The files of a report directory:
+
+- `report.md`, `report.json`, `report.html` (one self-contained page with the episode viewer);
+- `tables/<name>.csv` and `tables/<name>.tex` for each table;
+- `plots/scenarios.png`, `plots/accuracy_vs_ps.png`, `plots/size.png` (with two or more
+  runs of known size).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.report import plots
+from proactivebench.report.html import legend_html, render_html
+from proactivebench.report.measures import (
+    MCQA_METRICS,
+    OEG_METRICS,
+    Comparison,
+    RunMeasures,
+    compare_runs,
+    measure_run,
+    metrics_of,
+    size_correlations,
+    unreadable_warnings,
+)
+from proactivebench.report.runs import Run, load_run, load_runs
+from proactivebench.report.tables import (
+    Table,
+    comparison_table,
+    cross_table,
+    run_table,
+    to_csv,
+    to_latex,
+    to_markdown,
+    usage_table,
+)
+from proactivebench.report.thumbs import Thumbnails
+
+#: Where `eval` and a one-run `report` put the report: inside the run directory.
+REPORT_DIR = "report"
+
+
+@dataclass
+class ReportOutcome:
+    out_dir: Path
+    files: list[Path] = field(default_factory=list)
+    #: What is missing and why (no matplotlib, images not found...).
+    notes: list[str] = field(default_factory=list)
+    #: Per scenario, too many unreadable answers.
+    warnings: list[str] = field(default_factory=list)
+    measures: list[RunMeasures] = field(default_factory=list)
+
+    @property
+    def html(self) -> Path:
+        return self.out_dir / "report.html"
+
+
+def _images_of(runs: Sequence[Run]) -> dict[str, Thumbnails | None]:
+    """One thumbnail maker per scenario, from the data directory of the first run that has
+    the scenario (runs compared over the same samples share their data)."""
+    by_dir: dict[Path, Thumbnails] = {}
+    found: dict[str, Thumbnails | None] = {}
+    for run in runs:
+        data = run.data_dir
+        thumbs = None
+        if data is not None:
+            thumbs = by_dir.setdefault(data, Thumbnails(data))
+        for scenario in run.by_scenario:
+            if found.get(scenario) is None:
+                found[scenario] = thumbs
+    return found
+
+
+def _write(path: Path, content: str | bytes, outcome: ReportOutcome) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.partial")
+    if isinstance(content, bytes):
+        temporary.write_bytes(content)
+    else:
+        temporary.write_text(content, encoding="utf-8")
+    os.replace(temporary, path)  # a reader never sees half a report
+    outcome.files.append(path)
+
+
+def write_report(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    *,
+    vs: str | Path | None = None,
+    params: Mapping[str, float] | None = None,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    title: str | None = None,
+) -> ReportOutcome:
+    """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
+    one run's `report/` folder)."""
+    if not run_dirs:
+        raise ProactiveBenchError("report needs at least one run directory")
+    if out_dir is None:
+        if len(run_dirs) > 1:
+            raise ProactiveBenchError("several runs: say where the report goes with --out DIR")
+        out_dir = Path(run_dirs[0]) / REPORT_DIR
+    out = Path(out_dir)
+    runs = load_runs(run_dirs, params)
+    base = load_run(vs) if vs is not None else None
+    if base is not None:
+        base.label = f"{load_runs([vs])[0].label} (--vs)"
+    outcome = ReportOutcome(out_dir=out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProactiveBenchError(f"cannot write the report to {out}: {exc.strerror}") from None
+
+    all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
+    for measures in all_measures:
+        prefix = f"{measures.run.label}: " if len(runs) > 1 else ""
+        outcome.warnings += [prefix + w for w in unreadable_warnings(measures)]
+    outcome.measures = all_measures
+
+    comparisons: list[Comparison] = []
+    if base is not None:
+        if base.oeg or any(r.oeg for r in runs):
+            raise ProactiveBenchError("--vs compares MCQA runs (an open-ended run has no accuracy)")
+        comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in runs]
+
+    tables = _tables(all_measures, comparisons)
+    images = _plots(all_measures, outcome)
+    correlations = size_correlations(all_measures)
+
+    for table in tables:
+        _write(out / "tables" / f"{table.key}.csv", to_csv(table), outcome)
+        _write(out / "tables" / f"{table.key}.tex", to_latex(table), outcome)
+    for name, png in images.items():
+        _write(out / "plots" / f"{name}.png", png, outcome)
+
+    heading = title or ("Report: " + ", ".join(r.label for r in runs))
+    thumbs = _images_of(runs)
+    _write(
+        out / "report.html",
+        render_html(heading, runs, all_measures, tables, images, outcome.notes, thumbs),
+        outcome,
+    )
+    missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())
+    unavailable = sorted(
+        {
+            str(r.data_dir)
+            for r in runs
+            if not any(
+                t is not None and t.available for s, t in thumbs.items() if s in r.by_scenario
+            )
+        }
+    )
+    if unavailable:
+        outcome.notes.append(
+            f"episode images not shown: data directory not found ({', '.join(unavailable)})"
+        )
+    elif missing:
+        outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
+    _write(out / "report.md", _markdown(heading, runs, tables, images, outcome), outcome)
+    _write(
+        out / "report.json",
+        json.dumps(_json(runs, all_measures, comparisons, correlations, outcome), indent=2) + "\n",
+        outcome,
+    )
+    return outcome
+
+
+def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Comparison]) -> list[Table]:
+    tables = [run_table(m) for m in all_measures]
+    mcqa = [m for m in all_measures if not m.run.oeg]
+    oeg = [m for m in all_measures if m.run.oeg]
+    if len(all_measures) > 1:
+        for group, keys in ((mcqa, ("accuracy", "ps_rate")), (oeg, ("aggregate", "ps", "cp"))):
+            if group:
+                wanted = {m.key: m for m in (*MCQA_METRICS, *OEG_METRICS)}
+                tables += [cross_table(group, wanted[k]) for k in keys]
+    if comparisons:
+        tables += [
+            comparison_table(comparisons, "accuracy"),
+            comparison_table(comparisons, "ps_rate"),
+        ]
+    tables.append(usage_table(all_measures))
+    return tables
+
+
+def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[str, bytes]:
+    reason = plots.missing_reason()
+    if reason:
+        outcome.notes.append(reason)
+        return {}
+    images = {
+        "scenarios": plots.scenario_bars(all_measures),
+        "accuracy_vs_ps": plots.accuracy_vs_ps(all_measures),
+    }
+    sized = plots.size_plot(all_measures)
+    if sized is not None:
+        images["size"] = sized
+    elif len(all_measures) > 1:
+        outcome.notes.append(
+            "size plot skipped: fewer than two runs with a known parameter count "
+            "(give them with --params NAME=7B)"
+        )
+    return images
+
+
+def _markdown(
+    title: str,
+    runs: Sequence[Run],
+    tables: Sequence[Table],
+    images: Mapping[str, bytes],
+    outcome: ReportOutcome,
+) -> str:
+    lines = [f"# {title}", ""]
+    for run in runs:
+        size = f", {run.params_b:g}B parameters" if run.params_b else ""
+        lines.append(f"- **{run.label}**: `{run.run_dir}`{size}")
+    lines += ["", "## What the columns mean", ""]
+    metrics = []
+    for run in runs:
+        metrics += [m for m in metrics_of(run) if m not in metrics]
+    lines += [f"- **{m.heading}**: {m.doc}" for m in metrics]
+    lines += ["", "## Tables", ""]
+    lines += [to_markdown(t) for t in tables]
+    if images:
+        lines += ["## Plots", ""]
+        lines += [f"![{name}](plots/{name}.png)" for name in images]
+        lines.append("")
+    if outcome.notes or outcome.warnings:
+        lines += ["## Notes", ""]
+        lines += [f"- {n}" for n in [*outcome.warnings, *outcome.notes]]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _json(
+    runs: Sequence[Run],
+    all_measures: Sequence[RunMeasures],
+    comparisons: Sequence[Comparison],
+    correlations: dict[str, Any] | None,
+    outcome: ReportOutcome,
+) -> dict[str, Any]:
+    metrics = {m.key: m.doc for m in (*MCQA_METRICS, *OEG_METRICS)}
+    return {
+        "metrics": metrics,
+        "intervals": "95 % percentile bootstrap (averages: stratified by scenario); "
+        "comparisons: paired bootstrap over shared samples and McNemar's test",
+        "runs": [
+            {
+                "label": m.run.label,
+                "run_dir": str(m.run.run_dir),
+                "model": m.run.model,
+                "settings": m.run.settings,
+                "params_b": m.run.params_b,
+                "scenarios": {k: v.as_dict() for k, v in m.scenarios.items()},
+                "average": m.average.as_dict(),
+                "usage": m.usage,
+            }
+            for m in all_measures
+        ],
+        "comparisons": [
+            {
+                "run": c.run.label,
+                "base": c.base.label,
+                "scenarios": {k: v.as_dict() for k, v in c.scenarios.items()},
+                "average": {**c.average.as_dict(), "covers": c.covers},
+            }
+            for c in comparisons
+        ],
+        "size_correlation": correlations,
+        "warnings": outcome.warnings,
+        "notes": outcome.notes,
+    }
+
+
+__all__ = ["REPORT_DIR", "ReportOutcome", "legend_html", "write_report"]

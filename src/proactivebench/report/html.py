@@ -1,0 +1,281 @@
+"""The report as one self-contained HTML file: the tables, the plots and an episode viewer.
+
+Self-contained: styles, script, plots and thumbnails are inside the file, and its Content
+Security Policy lets it load nothing else. Safe with hostile text: every string from a model
+or a data set is escaped here (`html.escape`) or, in the viewer, set as `textContent` by the
+script from JSON blocks whose `<` are written as `\\u003c` (so no answer can close its
+`<script>` block). Light: episodes are JSON, one block per run and scenario, parsed and drawn
+only when their section is shown, with thumbnails shared by every turn and run that shows
+the same view.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from proactivebench.report.measures import Metric, RunMeasures, metrics_of
+from proactivebench.report.runs import Run, scenario_order
+from proactivebench.report.tables import Table, to_html
+from proactivebench.report.thumbs import Thumbnails, view_key
+from proactivebench.scenarios.answers import read_group
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+def _asset(name: str) -> str:
+    return resources.files("proactivebench.report").joinpath("assets", name).read_text("utf-8")
+
+
+def json_block(element_id: str, data: Any) -> str:
+    """A JSON data block that no string inside can end early."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    return f'<script type="application/json" id="{html.escape(element_id)}">{text}</script>'
+
+
+def outcome_of(line: dict[str, Any]) -> str:
+    """What the viewer filters on: how the episode ended, or "error"."""
+    if line.get("error"):
+        return "error"
+    if line.get("end_reason"):
+        return str(line["end_reason"])
+    if "aggregate" in line:
+        return "aggregate" if line.get("aggregate") else "no aggregate"
+    return "correct" if line.get("correct") else "wrong"
+
+
+class _Section:
+    """One run's episodes of one scenario, with repeated strings stored once."""
+
+    def __init__(self, scenario: str) -> None:
+        self.scenario = scenario
+        self.texts: list[str] = []
+        self._text_ids: dict[str, int] = {}
+        self.options: list[list[int]] = []
+        self._option_ids: dict[tuple[int, ...], int] = {}
+        self.episodes: list[dict[str, Any]] = []
+
+    def text(self, value: str) -> int:
+        found = self._text_ids.get(value)
+        if found is None:
+            found = self._text_ids[value] = len(self.texts)
+            self.texts.append(value)
+        return found
+
+    def option_list(self, options: Sequence[str]) -> int:
+        key = tuple(self.text(str(o)) for o in options)
+        found = self._option_ids.get(key)
+        if found is None:
+            found = self._option_ids[key] = len(self.options)
+            self.options.append(list(key))
+        return found
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "texts": self.texts,
+            "options": self.options,
+            "episodes": self.episodes,
+        }
+
+
+class _Images:
+    """The thumbnails of one scenario, across runs: view -> index into a list of URLs, made
+    together once every view is known."""
+
+    def __init__(self, thumbs: Thumbnails | None) -> None:
+        self.thumbs = thumbs
+        self._ids: dict[Any, int] = {}
+
+    def add(self, turn: dict[str, Any]) -> int | None:
+        if self.thumbs is None or not turn.get("image"):
+            return None
+        key = view_key(turn)
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self._ids)
+        return found
+
+    def urls(self) -> list[str | None]:
+        if self.thumbs is None:
+            return []
+        return [self.thumbs.url(key) for key in self._ids]
+
+
+def _chosen(answer: str, options: Sequence[str]) -> int:
+    """The shown option the answer designates (protocol §4 reading over the whole list), -1
+    for none."""
+    reading = read_group(answer, list(options), [])
+    if reading.chosen is None:
+        return -1
+    return list(options).index(reading.chosen)
+
+
+def _turn(section: _Section, images: _Images, turn: dict[str, Any], number: int) -> list[Any]:
+    options = [str(o) for o in turn.get("options") or []]
+    answer = str(turn.get("answer", ""))
+    read_as = turn.get("read_as")
+    return [
+        images.add(turn),
+        section.text(str(turn.get("prompt", ""))),
+        section.option_list(options),
+        _chosen(read_as if isinstance(read_as, str) else answer, options),
+        answer,
+        str(read_as) if read_as is not None else None,
+        str(turn.get("verdict", "")),
+        turn.get("action") and str(turn["action"]),
+        turn.get("reason") and str(turn["reason"]),
+        turn.get("turn", number),
+    ]
+
+
+def _oeg_turn(section: _Section, images: _Images, line: dict[str, Any]) -> list[Any]:
+    verdict = "aggregate" if line.get("aggregate") else ("error" if line.get("error") else "none")
+    judged = ", ".join(
+        name
+        for name, key in (("ps", "proactive_suggestion"), ("cp", "category_prediction"))
+        if line.get(key)
+    )
+    return [
+        images.add(line),
+        section.text(str(line.get("prompt", ""))),
+        section.option_list([]),
+        -1,
+        str(line.get("generation") or ""),
+        None,
+        verdict,
+        None,
+        f"judge: {judged or 'neither'}; valid: {line.get('valid_answers_text') or ''}",
+        1,
+    ]
+
+
+def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> tuple[str, int]:
+    """The viewer's JSON blocks (an index, one block per run and scenario, one image block per
+    scenario) and the number of thumbnails."""
+    scenarios = scenario_order([s for run in runs for s in run.by_scenario])
+    images = {s: _Images(thumbs.get(s)) for s in scenarios}
+    blocks: list[str] = []
+    index: dict[str, Any] = {"runs": [], "scenarios": scenarios, "outcomes": []}
+    outcomes: set[str] = set()
+    for run_index, run in enumerate(runs):
+        entry: dict[str, Any] = {
+            "label": run.label,
+            "history": bool(run.settings.get("history")),
+            "sections": [],
+        }
+        for scenario in scenario_order(list(run.by_scenario)):
+            section = _Section(scenario)
+            pictures = images[scenario]
+            for line in run.by_scenario[scenario]:
+                outcome = outcome_of(line)
+                outcomes.add(outcome)
+                if "trace" in line:
+                    turns = [
+                        _turn(section, pictures, t, n)
+                        for n, t in enumerate(line.get("trace") or [], 1)
+                    ]
+                else:
+                    turns = [_oeg_turn(section, pictures, line)]
+                demos = [
+                    {
+                        "s": demo.get("sample_id"),
+                        "t": [
+                            _turn(section, pictures, t, n)
+                            for n, t in enumerate(demo.get("turns") or [], 1)
+                        ],
+                    }
+                    for demo in line.get("demonstrations") or []
+                ]
+                section.episodes.append(
+                    {
+                        "s": line["sample_id"],
+                        "o": outcome,
+                        "c": line.get("correct_category"),
+                        "e": line.get("error"),
+                        "t": turns,
+                        "d": demos,
+                    }
+                )
+            block_id = f"ep-{run_index}-{scenarios.index(scenario)}"
+            blocks.append(json_block(block_id, section.as_json()))
+            entry["sections"].append(
+                {
+                    "scenario": scenario,
+                    "block": block_id,
+                    "images": scenarios.index(scenario),
+                    "count": len(section.episodes),
+                }
+            )
+        index["runs"].append(entry)
+    order = ["correct", "wrong", "abstained", "unreadable", "step_limit", "left_video", "no_action"]
+    index["outcomes"] = sorted(outcomes, key=lambda o: (order.index(o) if o in order else 99, o))
+    count = 0
+    for position, scenario in enumerate(scenarios):
+        urls = images[scenario].urls()
+        blocks.append(json_block(f"img-{position}", urls))
+        count += len(urls)
+    blocks.insert(0, json_block("viewer-index", index))
+    return "\n".join(blocks), count
+
+
+def legend_html(metrics: Sequence[Metric]) -> str:
+    items = "".join(
+        f"<dt>{html.escape(m.heading)}</dt><dd>{html.escape(m.doc)}</dd>" for m in metrics
+    )
+    return f'<dl class="legend">{items}</dl>'
+
+
+def render_html(
+    title: str,
+    runs: Sequence[Run],
+    all_measures: Sequence[RunMeasures],
+    tables: Sequence[Table],
+    plots: dict[str, bytes],
+    notes: Sequence[str],
+    thumbs: dict[str, Thumbnails | None],
+) -> str:
+    """The whole page."""
+    e = html.escape
+    run_items = "".join(
+        f'<li><strong>{e(run.label)}</strong> <span class="muted">{e(str(run.run_dir))}'
+        f"{' · ' + e(f'{run.params_b:g}B parameters') if run.params_b else ''}</span></li>"
+        for run in runs
+    )
+    metrics: list[Metric] = []
+    for measures in all_measures:
+        for metric in metrics_of(measures.run):
+            if metric not in metrics:
+                metrics.append(metric)
+    figures = "".join(
+        f'<img class="plot" alt="{e(name)}" src="data:image/png;base64,'
+        f'{base64.b64encode(png).decode("ascii")}">'
+        for name, png in plots.items()
+    )
+    note_html = "".join(f'<p class="note">{e(n)}</p>' for n in notes)
+    viewer_blocks, _ = viewer_data(runs, thumbs)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{e(title)}</title><style>{_asset("report.css")}</style></head>
+<body><header><h1>{e(title)}</h1>
+<nav><a href="#tables">Tables</a><a href="#plots">Plots</a><a href="#episodes">Episodes</a></nav>
+<ul>{run_items}</ul>{note_html}</header>
+<main><section id="tables"><h2>Tables</h2>{legend_html(metrics)}
+{"".join(to_html(t) for t in tables)}</section>
+<section id="plots"><h2>Plots</h2>{figures or '<p class="note">No plots.</p>'}</section>
+<section id="episodes"><h2>Episodes</h2>
+<div class="controls"><label>run <select id="viewer-run"></select></label>
+<label>scenario <select id="viewer-scenario"><option value="all">all</option></select></label>
+<label>outcome <select id="viewer-outcome"><option value="all">all</option></select></label>
+<span class="muted">each strip is one episode: the views shown, the prompt, the options (the
+chosen one marked, the answer key ✓), the raw answer and the verdict of every turn</span></div>
+<div id="viewer-episodes"></div></section></main>
+{viewer_blocks}
+<script>{_asset("viewer.js")}</script></body></html>
+"""

@@ -1,0 +1,401 @@
+"""What a report says about a run: the benchmark's rates with intervals, the metrics that
+explain behaviour, token usage and latency, and paired comparisons between runs.
+
+Every rate is a mean over a scenario's scored episodes (episodes that ended in an error are
+counted apart, never scored as wrong). A scenario with no scored episode has no value (None,
+shown as "—"), and the average row is the unweighted mean over the scenarios that have one,
+as the paper reports, naming which those are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from proactivebench.report.runs import Run
+from proactivebench.stats import (
+    Interval,
+    bootstrap_mean,
+    bootstrap_mean_of_means,
+    mcnemar_p,
+    paired_bootstrap_difference,
+    percentile,
+    spearman_rho,
+)
+
+Line = dict[str, Any]
+
+
+def _asked(line: Line) -> bool:
+    return any(turn.get("verdict") == "proactive" for turn in line.get("trace", []))
+
+
+def _first_correct(line: Line) -> bool:
+    trace = line.get("trace") or []
+    return bool(trace) and trace[0].get("verdict") == "correct"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One per-episode quantity and how a report shows its mean."""
+
+    key: str
+    heading: str
+    #: The value of one scored episode, or None when the episode does not count (e.g.
+    #: accuracy after asking counts only episodes that asked).
+    value: Callable[[Line], float | None]
+    #: Shown as a percentage (x 100) or as is (ps rate: suggestions per episode).
+    percent: bool = True
+    #: Whether tables show its bootstrap interval.
+    interval: bool = False
+    doc: str = ""
+
+
+MCQA_METRICS = (
+    Metric(
+        "accuracy",
+        "accuracy %",
+        lambda x: float(bool(x.get("correct"))),
+        interval=True,
+        doc="episodes that ended on the correct category",
+    ),
+    Metric(
+        "ps_rate",
+        "ps rate",
+        lambda x: float(x.get("num_turns", 0) - 1),
+        percent=False,
+        interval=True,
+        doc="mean number of proactive suggestions (accepted interventions) per episode; "
+        "a count, not a percentage",
+    ),
+    Metric(
+        "first_turn_accuracy",
+        "first-turn acc %",
+        lambda x: float(_first_correct(x)),
+        doc="episodes answered correctly at the first turn, without asking",
+    ),
+    Metric(
+        "accuracy_after_asking",
+        "acc after asking %",
+        lambda x: float(bool(x.get("correct"))) if _asked(x) else None,
+        doc="accuracy among the episodes with at least one request",
+    ),
+    Metric(
+        "asked",
+        "asked %",
+        lambda x: float(_asked(x)),
+        doc="episodes with at least one proactive request",
+    ),
+    Metric(
+        "abstained",
+        "abstained %",
+        lambda x: float(x.get("end_reason") == "abstained"),
+        doc='episodes that ended on an abstaining option ("I cannot tell")',
+    ),
+    Metric(
+        "unreadable",
+        "unreadable %",
+        lambda x: float(x.get("end_reason") == "unreadable"),
+        doc="episodes that ended on an answer designating no shown option: a format the "
+        "protocol cannot read",
+    ),
+)
+
+OEG_METRICS = (
+    Metric(
+        "ps",
+        "ps %",
+        lambda x: float(x.get("proactive_suggestion") or 0),
+        interval=True,
+        doc="answers the judge found to hold a proactive suggestion",
+    ),
+    Metric(
+        "cp",
+        "cp %",
+        lambda x: float(x.get("category_prediction") or 0),
+        interval=True,
+        doc="answers the judge found to name the correct category",
+    ),
+    Metric(
+        "aggregate",
+        "aggregate %",
+        lambda x: float(x.get("aggregate") or 0),
+        interval=True,
+        doc="answers with either",
+    ),
+    Metric(
+        "agreement",
+        "judges agree %",
+        lambda x: x.get("judge_agreement") if "judge_agreement" in x else None,
+        doc="mean share of judge votes that agreed with the majority",
+    ),
+)
+
+
+def metrics_of(run: Run) -> tuple[Metric, ...]:
+    return OEG_METRICS if run.oeg else MCQA_METRICS
+
+
+@dataclass
+class ScenarioMeasures:
+    """One scenario's (or the average's) values; None where nothing was scored."""
+
+    scenario: str
+    n: int
+    errors: int
+    values: dict[str, Interval | None] = field(default_factory=dict)
+    #: The average row only: the scenarios it covers and those it leaves out (no episode
+    #: scored).
+    covers: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": self.n, "errors": self.errors}
+        for key, value in self.values.items():
+            out[key] = (
+                None
+                if value is None
+                else {"value": value.estimate, "low": value.low, "high": value.high}
+            )
+        if self.covers or self.missing:
+            out["covers"] = self.covers
+            out["missing"] = self.missing
+        return out
+
+
+@dataclass
+class RunMeasures:
+    run: Run
+    scenarios: dict[str, ScenarioMeasures]
+    average: ScenarioMeasures
+    usage: dict[str, Any]
+
+
+def _scored(lines: Sequence[Line]) -> list[Line]:
+    return [x for x in lines if not x.get("error")]
+
+
+def _values(metric: Metric, lines: Sequence[Line]) -> list[float]:
+    scale = 100.0 if metric.percent else 1.0
+    values = (metric.value(x) for x in lines)
+    return [scale * v for v in values if v is not None]
+
+
+def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasures:
+    """Every metric of every scenario of `run`, and their average over scenarios."""
+    metrics = metrics_of(run)
+    scenarios: dict[str, ScenarioMeasures] = {}
+    per_metric: dict[str, list[list[float]]] = {m.key: [] for m in metrics}
+    for index, (name, lines) in enumerate(run.by_scenario.items()):
+        scored = _scored(lines)
+        measures = ScenarioMeasures(name, n=len(scored), errors=len(lines) - len(scored))
+        for metric in metrics:
+            values = _values(metric, scored)
+            per_metric[metric.key].append(values)
+            if metric.interval:
+                measures.values[metric.key] = bootstrap_mean(
+                    values, seed=seed + index, n_resamples=n_resamples
+                )
+            else:
+                measures.values[metric.key] = _point(values)
+        scenarios[name] = measures
+    covers = [s for s, m in scenarios.items() if m.n]
+    average = ScenarioMeasures(
+        "average",
+        n=sum(m.n for m in scenarios.values()),
+        errors=sum(m.errors for m in scenarios.values()),
+        covers=covers,
+        missing=[s for s in scenarios if s not in covers],
+    )
+    for metric in metrics:
+        groups = per_metric[metric.key]
+        if metric.interval:
+            average.values[metric.key] = bootstrap_mean_of_means(
+                groups, seed=seed, n_resamples=n_resamples
+            )
+        else:
+            means = [sum(g) / len(g) for g in groups if g]
+            average.values[metric.key] = _point(means)
+    return RunMeasures(run, scenarios, average, usage_stats(run))
+
+
+def _point(values: Sequence[float]) -> Interval | None:
+    """A mean without an interval (low = high = estimate), None for no values."""
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    return Interval(mean, mean, mean)
+
+
+# ----- usage and latency ----------------------------------------------------------------------
+
+
+def _requests(run: Run) -> list[Line]:
+    """Every answered request of the run: the turns of MCQA episodes, the OEG lines."""
+    if run.oeg:
+        return [x for x in run.lines if x.get("generation") is not None]
+    return [turn for line in run.lines for turn in line.get("trace", [])]
+
+
+def usage_stats(run: Run) -> dict[str, Any]:
+    """Token counts (sum and mean per request, per kind the backend reported) and model
+    latency (sum, mean, p50, p95 over requests the model answered, not the cache)."""
+    requests = _requests(run)
+    cached = sum(1 for r in requests if r.get("cached"))
+    tokens: dict[str, list[int]] = {}
+    for request in requests:
+        for kind, count in (request.get("usage") or {}).items():
+            if isinstance(count, (int, float)):
+                tokens.setdefault(kind, []).append(int(count))
+    latencies = [
+        float(r["latency_s"])
+        for r in requests
+        if isinstance(r.get("latency_s"), (int, float)) and not r.get("cached")
+    ]
+    return {
+        "requests": len(requests),
+        "cached": cached,
+        "tokens": {
+            kind: {"sum": sum(counts), "mean": sum(counts) / len(counts), "requests": len(counts)}
+            for kind, counts in tokens.items()
+        },
+        "latency_s": {
+            "requests": len(latencies),
+            "sum": sum(latencies),
+            "mean": sum(latencies) / len(latencies) if latencies else None,
+            "p50": percentile(latencies, 50),
+            "p95": percentile(latencies, 95),
+        },
+    }
+
+
+# ----- paired comparisons ---------------------------------------------------------------------
+
+
+@dataclass
+class Difference:
+    """`run` minus `base` over the samples both scored."""
+
+    shared: int
+    accuracy: Interval | None
+    ps_rate: Interval | None
+    #: McNemar's p-value of the accuracies over the shared samples.
+    p_value: float | None
+    only_run: int = 0
+    only_base: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        def interval(value: Interval | None) -> dict[str, float] | None:
+            if value is None:
+                return None
+            return {"value": value.estimate, "low": value.low, "high": value.high}
+
+        return {
+            "shared": self.shared,
+            "accuracy": interval(self.accuracy),
+            "ps_rate": interval(self.ps_rate),
+            "mcnemar_p": self.p_value,
+            "only_run_correct": self.only_run,
+            "only_base_correct": self.only_base,
+        }
+
+
+@dataclass
+class Comparison:
+    run: Run
+    base: Run
+    scenarios: dict[str, Difference]
+    average: Difference
+    covers: list[str]
+
+
+def _paired(run_lines: Sequence[Line], base_lines: Sequence[Line]) -> list[tuple[Line, Line]]:
+    base = {x["sample_id"]: x for x in _scored(base_lines)}
+    return [(x, base[x["sample_id"]]) for x in _scored(run_lines) if x["sample_id"] in base]
+
+
+def compare_runs(run: Run, base: Run, *, seed: int = 0, n_resamples: int = 2000) -> Comparison:
+    """Accuracy and ps rate of `run` minus `base`, scenario by scenario over the samples both
+    scored (paired bootstrap intervals, McNemar p-values), and over the scenarios' average.
+
+    Only MCQA runs compare: an OEG run has no accuracy.
+    """
+    scenarios: dict[str, Difference] = {}
+    acc_groups: list[list[float]] = []
+    ps_groups: list[list[float]] = []
+    total_only_run = total_only_base = 0
+    for index, name in enumerate(run.by_scenario):
+        pairs = _paired(run.by_scenario[name], base.by_scenario.get(name, []))
+        correct = [(bool(a.get("correct")), bool(b.get("correct"))) for a, b in pairs]
+        acc_a = [100.0 * a for a, _ in correct]
+        acc_b = [100.0 * b for _, b in correct]
+        ps_a = [float(a.get("num_turns", 0) - 1) for a, _ in pairs]
+        ps_b = [float(b.get("num_turns", 0) - 1) for _, b in pairs]
+        only_run = sum(1 for a, b in correct if a and not b)
+        only_base = sum(1 for a, b in correct if b and not a)
+        total_only_run += only_run
+        total_only_base += only_base
+        acc_groups.append([a - b for a, b in zip(acc_a, acc_b, strict=True)])
+        ps_groups.append([a - b for a, b in zip(ps_a, ps_b, strict=True)])
+        scenarios[name] = Difference(
+            shared=len(pairs),
+            accuracy=paired_bootstrap_difference(
+                acc_a, acc_b, seed=seed + index, n_resamples=n_resamples
+            ),
+            ps_rate=paired_bootstrap_difference(
+                ps_a, ps_b, seed=seed + index, n_resamples=n_resamples
+            ),
+            p_value=mcnemar_p(only_run, only_base) if pairs else None,
+            only_run=only_run,
+            only_base=only_base,
+        )
+    covers = [name for name, diff in scenarios.items() if diff.shared]
+    average = Difference(
+        shared=sum(d.shared for d in scenarios.values()),
+        accuracy=bootstrap_mean_of_means(acc_groups, seed=seed, n_resamples=n_resamples),
+        ps_rate=bootstrap_mean_of_means(ps_groups, seed=seed, n_resamples=n_resamples),
+        p_value=mcnemar_p(total_only_run, total_only_base) if covers else None,
+        only_run=total_only_run,
+        only_base=total_only_base,
+    )
+    return Comparison(run, base, scenarios, average, covers)
+
+
+def size_correlations(all_measures: Sequence[RunMeasures]) -> dict[str, Any] | None:
+    """Spearman's rho between parameter count and each average rate; None with fewer than
+    two runs of known size."""
+    sized = [m for m in all_measures if m.run.params_b is not None]
+    if len(sized) < 2:
+        return None
+    keys = {k for m in sized for k, v in m.average.values.items() if v is not None}
+    result: dict[str, Any] = {"runs": len(sized)}
+    for key in sorted(keys):
+        pairs = [
+            (m.run.params_b, m.average.values[key].estimate)  # type: ignore[union-attr]
+            for m in sized
+            if m.average.values.get(key) is not None
+        ]
+        result[key] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs])
+    return result
+
+
+# ----- warnings -------------------------------------------------------------------------------
+
+#: Above this share of unreadable answers in a scenario, `eval` warns: its accuracy says more
+#: about the answer format than about the model.
+UNREADABLE_WARNING = 10.0
+
+
+def unreadable_warnings(measures: RunMeasures) -> list[str]:
+    """One line per scenario whose unreadable-answer rate passes `UNREADABLE_WARNING` %."""
+    lines = []
+    for name, scenario in measures.scenarios.items():
+        value = scenario.values.get("unreadable")
+        if value is not None and value.estimate > UNREADABLE_WARNING:
+            lines.append(
+                f"{name}: {value.estimate:.1f} % of the answers could not be read as an option "
+                f"(protocol §4); its accuracy reflects the answer format. Try "
+                f"--answer-extraction lenient, or see `proactivebench show` for an example"
+            )
+    return lines

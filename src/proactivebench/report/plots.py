@@ -1,0 +1,159 @@
+"""The report's figures, drawn with matplotlib (the `report` extra) into PNG bytes.
+
+Figures are made with `matplotlib.figure.Figure` and the Agg canvas, never `pyplot`: no
+global state, no display needed, nothing left open. Without matplotlib the report still has
+every table; `missing_reason()` says why the plots are absent.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from proactivebench.report.measures import RunMeasures, size_correlations
+from proactivebench.report.runs import scenario_order
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def missing_reason() -> str | None:
+    """Why plots cannot be drawn here, or None when they can."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "plots skipped: matplotlib is not installed (pip install 'proactivebench[report]')"
+    return None
+
+
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=110, layout="constrained")
+
+
+def _png(figure: Figure) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _key(all_measures: Sequence[RunMeasures]) -> tuple[str, str, str]:
+    """The main rate of these runs: accuracy (MCQA) or aggregate (OEG), and the second one."""
+    if all(m.run.oeg for m in all_measures):
+        return "aggregate", "aggregate %", "ps"
+    return "accuracy", "accuracy %", "ps_rate"
+
+
+def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
+    """Per-scenario bars of the main rate and the second one, one bar per run, with 95 %
+    intervals; a scenario without a value has no bar."""
+    main, main_label, second = _key(all_measures)
+    scenarios = [*scenario_order([s for m in all_measures for s in m.scenarios]), "average"]
+    figure = _figure(max(7.0, 1.1 * len(scenarios) + 1.5), 6.2)
+    axes = figure.subplots(2, 1, sharex=True)
+    width = 0.8 / max(1, len(all_measures))
+    second_label = "ps rate (suggestions / episode)" if second == "ps_rate" else "ps %"
+    for ax, key, label in ((axes[0], main, main_label), (axes[1], second, second_label)):
+        for index, measures in enumerate(all_measures):
+            xs, ys, lows, highs = [], [], [], []
+            for position, scenario in enumerate(scenarios):
+                score = (
+                    measures.average if scenario == "average" else measures.scenarios.get(scenario)
+                )
+                value = score.values.get(key) if score else None
+                if value is None:
+                    continue
+                xs.append(position + (index - (len(all_measures) - 1) / 2) * width)
+                ys.append(value.estimate)
+                lows.append(value.estimate - value.low)
+                highs.append(value.high - value.estimate)
+            ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=measures.run.label)
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].set_xticks(range(len(scenarios)), scenarios)
+    axes[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[0].set_title("Per scenario, with 95 % bootstrap intervals")
+    return _png(figure)
+
+
+def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
+    """Each run's scenarios as points (main rate against ps), the average as a larger mark
+    with its intervals both ways."""
+    main, main_label, second = _key(all_measures)
+    figure = _figure(7.5, 5.0)
+    ax = figure.subplots()
+    for measures in all_measures:
+        xs = [
+            s.values[second].estimate
+            for s in measures.scenarios.values()
+            if s.values.get(second) and s.values.get(main)
+        ]
+        ys = [
+            s.values[main].estimate
+            for s in measures.scenarios.values()
+            if s.values.get(second) and s.values.get(main)
+        ]
+        points = ax.scatter(xs, ys, alpha=0.35, s=18)
+        average_x, average_y = (
+            measures.average.values.get(second),
+            measures.average.values.get(main),
+        )
+        if average_x is None or average_y is None:
+            continue
+        ax.errorbar(
+            [average_x.estimate],
+            [average_y.estimate],
+            xerr=[[average_x.estimate - average_x.low], [average_x.high - average_x.estimate]],
+            yerr=[[average_y.estimate - average_y.low], [average_y.high - average_y.estimate]],
+            fmt="o",
+            markersize=8,
+            color=points.get_facecolor()[0][:3],
+            label=measures.run.label,
+        )
+    ax.set_xlabel("ps rate (suggestions / episode)" if second == "ps_rate" else "ps %")
+    ax.set_ylabel(main_label)
+    ax.set_title("Scenarios (small) and average (large, 95 % intervals)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return _png(figure)
+
+
+def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
+    """Proactiveness (average ps rate, or OEG ps %) and the main rate against parameter count,
+    with Spearman's rho of each; None when fewer than two runs have a parameter count."""
+    from matplotlib.ticker import FuncFormatter
+
+    sized = [m for m in all_measures if m.run.params_b is not None]
+    rhos = size_correlations(sized)
+    if rhos is None:
+        return None
+    main, main_label, second = _key(sized)
+    figure = _figure(9.5, 4.2)
+    axes = figure.subplots(1, 2)
+    for ax, key, label in ((axes[0], second, "ps rate"), (axes[1], main, main_label)):
+        points = [
+            (m.run.params_b, m.average.values[key].estimate, m.run.label)
+            for m in sized
+            if m.average.values.get(key) is not None
+        ]
+        xs = [float(p[0]) for p in points]  # type: ignore[arg-type]
+        ys = [p[1] for p in points]
+        rho = rhos.get(key)
+        ax.scatter(xs, ys)
+        for x, y, name in points:
+            ax.annotate(name, (x, y), fontsize="x-small", xytext=(3, 3), textcoords="offset points")
+        ax.set_xscale("log")
+        for axis in (ax.xaxis,):
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        ax.set_xlabel("parameters (billions, log scale)")
+        ax.set_ylabel(label)
+        shown = "n/a (needs 3 runs)" if rho is None else f"{rho:+.2f}"
+        ax.set_title(f"{label} vs size: Spearman ρ = {shown}")
+        ax.grid(alpha=0.3)
+    return _png(figure)

@@ -1,0 +1,312 @@
+"""The report's tables, built once as plain rows and written as Markdown, CSV, LaTeX and
+HTML, so that every format shows the same numbers.
+
+A cell keeps its numbers (value, interval bounds) beside its text: CSV gets the numbers in
+columns of their own, the other formats the text. Missing values (a scenario whose episodes
+all ended in errors) are "—", never 0.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from proactivebench.report.measures import (
+    Comparison,
+    Difference,
+    Metric,
+    RunMeasures,
+    metrics_of,
+)
+from proactivebench.report.runs import scenario_order
+from proactivebench.stats import Interval
+
+MISSING = "—"
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    #: A McNemar p-value shown with a difference.
+    p: float | None = None
+
+
+@dataclass
+class Table:
+    """A titled grid; `key` names its files (tables/<key>.csv, .tex)."""
+
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    notes: list[str] = field(default_factory=list)
+    #: The last row is the average (set apart in every format).
+    average_last: bool = True
+
+
+def _number(value: float, percent: bool) -> str:
+    return f"{value:.1f}" if percent else f"{value:.2f}"
+
+
+def interval_cell(value: Interval | None, percent: bool, with_interval: bool) -> Cell:
+    if value is None:
+        return Cell(MISSING)
+    text = _number(value.estimate, percent)
+    if with_interval:
+        text += f" [{_number(value.low, percent)}, {_number(value.high, percent)}]"
+        return Cell(text, value.estimate, value.low, value.high)
+    return Cell(text, value.estimate)
+
+
+def difference_cell(value: Interval | None, percent: bool, p: float | None = None) -> Cell:
+    if value is None:
+        return Cell(MISSING)
+    sign = "+" if value.estimate > 0 else ""
+    text = (
+        f"{sign}{_number(value.estimate, percent)} "
+        f"[{_number(value.low, percent)}, {_number(value.high, percent)}]"
+    )
+    if p is not None:
+        text += f" p={p:.3g}"
+    return Cell(text, value.estimate, value.low, value.high, p)
+
+
+def average_label(covers: Sequence[str], missing: Sequence[str]) -> str:
+    """ "average", or which scenarios the average covers when some have no value."""
+    if not missing:
+        return "average"
+    return f"average of {len(covers)} ({', '.join(covers) or 'none'}; no {', '.join(missing)})"
+
+
+def run_table(measures: RunMeasures) -> Table:
+    """One run: a row per scenario and the average; n, errors and every metric."""
+    metrics = metrics_of(measures.run)
+    columns = ["scenario", "n", "errors", *(m.heading for m in metrics)]
+    rows = []
+    for scenario in [*measures.scenarios.values(), measures.average]:
+        name = (
+            average_label(scenario.covers, scenario.missing)
+            if scenario is measures.average
+            else scenario.scenario
+        )
+        cells = [Cell(name), Cell(str(scenario.n), scenario.n), Cell(str(scenario.errors))]
+        cells += [interval_cell(scenario.values.get(m.key), m.percent, m.interval) for m in metrics]
+        rows.append(cells)
+    notes = [
+        "Intervals: 95 % percentile bootstrap over episodes (the average: stratified by "
+        "scenario); episodes that ended in an error are left out of every rate."
+    ]
+    return Table(f"run-{slug(measures.run.label)}", measures.run.label, columns, rows, notes)
+
+
+def cross_table(all_measures: Sequence[RunMeasures], metric: Metric) -> Table:
+    """The paper's layout for one metric: a row per run, a column per scenario + average."""
+    scenarios = scenario_order([s for m in all_measures for s in m.scenarios])
+    columns = ["run", *scenarios, "average"]
+    rows = []
+    notes = []
+    for measures in all_measures:
+        row = [Cell(measures.run.label)]
+        for scenario in scenarios:
+            found = measures.scenarios.get(scenario)
+            value = found.values.get(metric.key) if found else None
+            row.append(interval_cell(value, metric.percent, metric.interval))
+        row.append(interval_cell(measures.average.values.get(metric.key), metric.percent, True))
+        rows.append(row)
+        if measures.average.missing:
+            notes.append(
+                f"{measures.run.label}: the average covers "
+                f"{', '.join(measures.average.covers) or 'no scenario'} "
+                f"(no scored episode in {', '.join(measures.average.missing)})"
+            )
+    title = f"{metric.heading} by scenario"
+    return Table(f"cross-{metric.key}", title, columns, rows, notes, average_last=False)
+
+
+def comparison_table(comparisons: Sequence[Comparison], key: str) -> Table:
+    """Differences to the `--vs` run: accuracy (with McNemar p) or ps rate."""
+    percent = key == "accuracy"
+    base = comparisons[0].base.label if comparisons else ""
+    scenarios = scenario_order([s for c in comparisons for s in c.scenarios])
+    columns = ["run", *scenarios, "average"]
+    rows = []
+    for comparison in comparisons:
+        row = [Cell(comparison.run.label)]
+        diffs: list[Difference | None] = [comparison.scenarios.get(s) for s in scenarios]
+        for diff in [*diffs, comparison.average]:
+            if diff is None or not diff.shared:
+                row.append(Cell(MISSING))
+                continue
+            value = diff.accuracy if percent else diff.ps_rate
+            row.append(difference_cell(value, percent, diff.p_value if percent else None))
+        rows.append(row)
+    heading = "accuracy (points)" if percent else "ps rate"
+    notes = [
+        f"Run minus {base}, over the samples both runs scored; 95 % paired bootstrap "
+        "intervals"
+        + (
+            "; p: McNemar's test (exact below 25 discordant pairs; the average "
+            "pools the scenarios' pairs)"
+            if percent
+            else ""
+        )
+    ]
+    return Table(f"vs-{key}", f"Δ {heading} vs {base}", columns, rows, notes, average_last=False)
+
+
+def usage_table(all_measures: Sequence[RunMeasures]) -> Table:
+    """Token counts and model latency per run."""
+    kinds = sorted({k for m in all_measures for k in m.usage["tokens"]})
+    columns = ["run", "requests", "cached"]
+    for kind in kinds:
+        columns += [f"{kind} sum", f"{kind} mean"]
+    columns += ["latency sum s", "mean s", "p50 s", "p95 s"]
+    rows = []
+    for measures in all_measures:
+        usage = measures.usage
+        row = [
+            Cell(measures.run.label),
+            Cell(str(usage["requests"]), usage["requests"]),
+            Cell(str(usage["cached"]), usage["cached"]),
+        ]
+        for kind in kinds:
+            tokens = usage["tokens"].get(kind)
+            if tokens is None:
+                row += [Cell(MISSING), Cell(MISSING)]
+            else:
+                row += [
+                    Cell(f"{tokens['sum']:,}", tokens["sum"]),
+                    Cell(f"{tokens['mean']:.1f}", tokens["mean"]),
+                ]
+        latency = usage["latency_s"]
+        for name in ("sum", "mean", "p50", "p95"):
+            value = latency[name] if latency["requests"] else None
+            row.append(Cell(MISSING) if value is None else Cell(f"{value:.3f}", value))
+        rows.append(row)
+    notes = [
+        "Latency: requests the model answered (cache hits left out), as the backend timed them."
+    ]
+    return Table("usage", "Tokens and latency", columns, rows, notes, average_last=False)
+
+
+def slug(text: str) -> str:
+    kept = "".join(c if c.isalnum() else "-" for c in text.lower())
+    return "-".join(part for part in kept.split("-") if part)[:60] or "run"
+
+
+# ----- formats --------------------------------------------------------------------------------
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(table: Table) -> str:
+    lines = [f"### {_md_escape(table.title)}", ""]
+    lines.append("| " + " | ".join(_md_escape(c) for c in table.columns) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|")
+    for index, row in enumerate(table.rows):
+        cells = [_md_escape(c.text) for c in row]
+        if table.average_last and index == len(table.rows) - 1:
+            cells = [f"**{c}**" for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", *(f"_{_md_escape(n)}_" for n in table.notes)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_csv(table: Table) -> str:
+    """Numbers in columns: each metric column gives `value`, `low`, `high` (and `p`) columns
+    when any of its cells has them; missing values are empty."""
+    widths = []
+    for column in range(len(table.columns)):
+        cells = [row[column] for row in table.rows]
+        parts = ["value"]
+        if any(c.low is not None for c in cells):
+            parts += ["low", "high"]
+        if any(c.p is not None for c in cells):
+            parts.append("p")
+        numeric = any(c.value is not None for c in cells)
+        widths.append(parts if numeric else [])
+    header = []
+    for name, parts in zip(table.columns, widths, strict=True):
+        header += [f"{name} {p}" if p != "value" else name for p in parts] if parts else [name]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for row in table.rows:
+        out: list[object] = []
+        for cell, parts in zip(row, widths, strict=True):
+            if not parts:
+                out.append(cell.text)
+                continue
+            for part in parts:
+                number = getattr(cell, part)
+                out.append("" if number is None else round(number, 6))
+        writer.writerow(out)
+    return buffer.getvalue()
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "—": "---",
+    "Δ": r"$\Delta$",
+}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def to_latex(table: Table) -> str:
+    """A booktabs tabular inside a table float (needs \\usepackage{booktabs})."""
+    spec = "l" + "r" * (len(table.columns) - 1)
+    lines = [
+        "\\begin{table}[t]",
+        "\\centering",
+        f"\\caption{{{latex_escape(table.title)}}}",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(latex_escape(c) for c in table.columns) + " \\\\",
+        "\\midrule",
+    ]
+    for index, row in enumerate(table.rows):
+        if table.average_last and index == len(table.rows) - 1:
+            lines.append("\\midrule")
+        lines.append(" & ".join(latex_escape(c.text) for c in row) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_html(table: Table) -> str:
+    """A <table>; every string escaped (model names and settings come from files)."""
+    e = html.escape
+    head = "".join(f"<th>{e(c)}</th>" for c in table.columns)
+    body = []
+    for index, row in enumerate(table.rows):
+        average = table.average_last and index == len(table.rows) - 1
+        cells = "".join(
+            (f'<td class="num">{e(c.text)}</td>' if i else f"<td>{e(c.text)}</td>")
+            for i, c in enumerate(row)
+        )
+        body.append(f'<tr class="average">{cells}</tr>' if average else f"<tr>{cells}</tr>")
+    notes = "".join(f'<p class="note">{e(n)}</p>' for n in table.notes)
+    return (
+        f'<figure class="table" data-table="{e(table.key)}"><figcaption>{e(table.title)}'
+        f"</figcaption><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
+        f"</table>{notes}</figure>"
+    )

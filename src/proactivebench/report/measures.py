@@ -388,14 +388,19 @@ UNREADABLE_WARNING = 10.0
 
 
 def unreadable_warnings(measures: RunMeasures) -> list[str]:
-    """One line per scenario whose unreadable-answer rate passes `UNREADABLE_WARNING` %."""
-    lines = []
+    """A warning naming the scenarios whose unreadable-answer rate passes
+    `UNREADABLE_WARNING` %, or none."""
+    high = []
     for name, scenario in measures.scenarios.items():
         value = scenario.values.get("unreadable")
         if value is not None and value.estimate > UNREADABLE_WARNING:
-            lines.append(
-                f"{name}: {value.estimate:.1f} % of the answers could not be read as an option "
-                f"(protocol §4); its accuracy reflects the answer format. Try "
-                f"--answer-extraction lenient, or see `proactivebench show` for an example"
-            )
-    return lines
+            high.append(f"{name} ({value.estimate:.1f} %)")
+    if not high:
+        return []
+    where = ", ".join(high)
+    its = "its accuracy reflects" if len(high) == 1 else "their accuracy reflects"
+    return [
+        f"answers that designate no shown option (protocol §4) pass "
+        f"{UNREADABLE_WARNING:.0f} % in {where}: {its} the answer format more than the model; "
+        "try --answer-extraction lenient, and `proactivebench show` to see one"
+    ]

@@ -28,9 +28,11 @@ def missing_reason() -> str | None:
 
 
 def _figure(width: float, height: float) -> Figure:
+    """Margins are set by hand: a layout engine would double the drawing time, and `eval`
+    draws these at the end of every run."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), dpi=110, layout="constrained")
+    return Figure(figsize=(width, height), dpi=100)
 
 
 def _png(figure: Figure) -> bytes:
@@ -72,12 +74,23 @@ def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
                 ys.append(value.estimate)
                 lows.append(value.estimate - value.low)
                 highs.append(value.high - value.estimate)
-            ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=measures.run.label)
+            label_of = measures.run.label if ax is axes[0] else None
+            ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of)
         ax.set_ylabel(label)
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(range(len(scenarios)), scenarios)
-    axes[0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    axes[0].set_title("Per scenario, with 95 % bootstrap intervals")
+    columns = min(3, len(all_measures))
+    rows = -(-len(all_measures) // columns)
+    top = 1.0 - (0.45 + 0.22 * rows) / 6.2
+    figure.legend(
+        loc="upper center",
+        ncols=columns,
+        fontsize="small",
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0 - 0.3 / 6.2),
+    )
+    figure.suptitle("Per scenario, with 95 % bootstrap intervals", y=0.995, fontsize="medium")
+    figure.subplots_adjust(left=0.08, right=0.98, bottom=0.06, top=top, hspace=0.08)
     return _png(figure)
 
 
@@ -119,7 +132,9 @@ def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
     ax.set_ylabel(main_label)
     ax.set_title("Scenarios (small) and average (large, 95 % intervals)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize="small")
+    figure.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.93)
     return _png(figure)
 
 
@@ -154,6 +169,7 @@ def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
         ax.set_xlabel("parameters (billions, log scale)")
         ax.set_ylabel(label)
         shown = "n/a (needs 3 runs)" if rho is None else f"{rho:+.2f}"
-        ax.set_title(f"{label} vs size: Spearman ρ = {shown}")
+        ax.set_title(f"{label} vs size: Spearman ρ = {shown}", fontsize="medium")
         ax.grid(alpha=0.3)
+    figure.subplots_adjust(left=0.07, right=0.98, bottom=0.13, top=0.9, wspace=0.25)
     return _png(figure)

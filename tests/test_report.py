@@ -1,0 +1,270 @@
+"""Reports of hand-made runs, whose every number is computed here by hand."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from clirun import eval_args, run_cli
+from handmade import full_dataset
+from proactivebench.report import write_report
+from proactivebench.report.measures import measure_run
+from proactivebench.report.runs import load_run, params_from_config, parse_params
+from proactivebench.report.thumbs import Thumbnails
+from proactivebench.stats import mcnemar_p
+
+OPTIONS = ["I do not know.", "Move the blocks to the right.", "hat", "tree"]
+XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def turn(number: int, answer: str, verdict: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "turn": number,
+        "image": f"img/{number}.png",
+        "crop": None,
+        "prompt": "What object is hidden?",
+        "options": OPTIONS,
+        "answer": answer,
+        "verdict": verdict,
+        **extra,
+    }
+
+
+def episode(scenario: str, sample: int, kind: str) -> dict[str, Any]:
+    """A result line of one of five hand-made kinds of episode."""
+    if kind == "error":
+        return {"scenario": scenario, "sample_id": sample, "error": "TimeoutError", "trace": []}
+    traces = {
+        "first": ([turn(1, "C", "correct")], True, "correct"),
+        "asked": (
+            [
+                turn(1, "B", "proactive", action="RIGHT", usage={"prompt_tokens": 10}),
+                turn(2, "hat", "correct", usage={"prompt_tokens": 30}),
+            ],
+            True,
+            "correct",
+        ),
+        "abstained": ([turn(1, "A", "wrong")], False, "abstained"),
+        "unreadable": ([turn(1, XSS, "mismatch")], False, "unreadable"),
+        "wrong": ([turn(1, "D", "wrong")], False, "wrong"),
+    }
+    trace, correct, end = traces[kind]
+    return {
+        "scenario": scenario,
+        "sample_id": sample,
+        "correct": correct,
+        "num_turns": len(trace),
+        "proactive_suggestions": len(trace) - 1,
+        "trace": trace,
+        "end_reason": end,
+        "correct_category": "hat",
+    }
+
+
+def make_run(
+    root: Path, name: str, lines: list[dict[str, Any]], model: str = "m", **config: Any
+) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    identity = {"data_dir": str(root / "no-data"), "model": model, "settings": {}, **config}
+    (run / "run.json").write_text(json.dumps(identity))
+    (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return run
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    """ROD: one episode of each kind; VSOD: every episode ended in an error."""
+    kinds = ["first", "asked", "abstained", "unreadable"]
+    lines = [episode("ROD", i, k) for i, k in enumerate(kinds)]
+    lines += [episode("VSOD", i, "error") for i in range(2)]
+    return make_run(tmp_path, "run", lines)
+
+
+def test_behaviour_metrics_by_hand(run: Path) -> None:
+    measures = measure_run(load_run(run))
+    rod = {k: v.estimate if v else None for k, v in measures.scenarios["ROD"].values.items()}
+    assert rod == {
+        "accuracy": 50.0,  # first and asked
+        "ps_rate": 0.25,  # one suggestion in four episodes
+        "first_turn_accuracy": 25.0,
+        "accuracy_after_asking": 100.0,  # the one that asked got it right
+        "asked": 25.0,
+        "abstained": 25.0,
+        "unreadable": 25.0,
+    }
+    vsod = measures.scenarios["VSOD"]
+    assert vsod.n == 0 and vsod.errors == 2
+    assert all(value is None for value in vsod.values.values())
+    assert measures.average.covers == ["ROD"] and measures.average.missing == ["VSOD"]
+    assert measures.average.values["accuracy"].estimate == 50.0
+    usage = measures.usage
+    assert usage["requests"] == 5
+    assert usage["tokens"]["prompt_tokens"] == {"sum": 40, "mean": 20.0, "requests": 2}
+
+
+def test_report_files_show_dashes_and_what_the_average_covers(run: Path) -> None:
+    outcome = write_report([run])
+    out = run / "report"
+    assert outcome.out_dir == out
+    markdown = (out / "report.md").read_text()
+    vsod_row = next(x for x in markdown.splitlines() if x.startswith("| VSOD"))
+    assert vsod_row.count("—") == 7 and "0.0" not in vsod_row
+    assert "average of 1 (ROD; no VSOD)" in markdown
+    assert "a count, not a percentage" in markdown
+    rows = list(csv.DictReader(io.StringIO((out / "tables" / "run-m.csv").read_text())))
+    rod = rows[0]
+    assert rod["scenario"] == "ROD" and float(rod["accuracy %"]) == 50.0
+    assert float(rod["accuracy % low"]) <= 50.0 <= float(rod["accuracy % high"])
+    assert rows[1]["accuracy %"] == ""  # VSOD: no value, not 0
+    latex = (out / "tables" / "run-m.tex").read_text()
+    assert "accuracy \\%" in latex and "\\toprule" in latex and "---" in latex
+    data = json.loads((out / "report.json").read_text())
+    assert data["runs"][0]["scenarios"]["VSOD"]["accuracy"] is None
+    assert data["runs"][0]["average"]["covers"] == ["ROD"]
+    assert outcome.warnings == [
+        "answers that designate no shown option (protocol §4) pass 10 % in ROD (25.0 %): "
+        "its accuracy reflects the answer format more than the model; try "
+        "--answer-extraction lenient, and `proactivebench show` to see one"
+    ]
+    assert (out / "plots" / "scenarios.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "plots" / "accuracy_vs_ps.png").is_file()
+
+
+def test_interval_of_a_report_is_reproducible_by_seed(run: Path, tmp_path: Path) -> None:
+    write_report([run], tmp_path / "a", seed=3)
+    write_report([run], tmp_path / "b", seed=3)
+    first = (tmp_path / "a" / "report.json").read_text()
+    assert first == (tmp_path / "b" / "report.json").read_text()
+
+
+def test_html_escapes_a_hostile_answer(run: Path) -> None:
+    page = write_report([run]).html.read_text()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "Content-Security-Policy\" content=\"default-src 'none'" in page
+    # The answer is in the viewer's data, as text.
+    blocks = [
+        json.loads(text)
+        for text in re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page)
+    ]
+    answers = [
+        t[4] for b in blocks if isinstance(b, dict) for e in b.get("episodes", []) for t in e["t"]
+    ]
+    assert XSS in answers
+
+
+def test_vs_gives_paired_differences_and_mcnemar(tmp_path: Path) -> None:
+    # 30 samples; the base is right on 0-9, the run on 0-9 and 10-21: 12 discordant pairs, all
+    # for the run: +40 points, McNemar exact p = 2 / 2^12.
+    base = [episode("QD", i, "first" if i < 10 else "wrong") for i in range(30)]
+    better = [episode("QD", i, "first" if i < 22 else "wrong") for i in range(30)]
+    base_dir = make_run(tmp_path, "base", base, model="base")
+    run_dir = make_run(tmp_path, "better", better, model="better")
+    write_report([run_dir], tmp_path / "out", vs=base_dir)
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    diff = data["comparisons"][0]["scenarios"]["QD"]
+    assert diff["shared"] == 30 and diff["accuracy"]["value"] == pytest.approx(40.0)
+    assert diff["accuracy"]["low"] > 0  # every resample favours the run
+    assert diff["mcnemar_p"] == pytest.approx(mcnemar_p(12, 0)) == pytest.approx(2 / 4096)
+    table = (tmp_path / "out" / "report.md").read_text()
+    assert "+40.0 [" in table and "p=0.000488" in table
+
+
+def test_size_plot_and_spearman_from_params_and_names(tmp_path: Path) -> None:
+    runs = []
+    for i, (model, correct) in enumerate([("org/Tiny-1B", 2), ("org/Mid-7B", 4), ("big", 6)]):
+        lines = [episode("QD", s, "first" if s < correct else "wrong") for s in range(8)]
+        runs.append(make_run(tmp_path, f"r{i}", lines, model=model))
+    write_report(runs, tmp_path / "out", params={"big": 70.0})
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [r["params_b"] for r in data["runs"]] == [1.0, 7.0, 70.0]
+    assert data["size_correlation"]["accuracy"] == pytest.approx(1.0)
+    assert (tmp_path / "out" / "plots" / "size.png").is_file()
+    assert (tmp_path / "out" / "tables" / "cross-accuracy.csv").is_file()
+
+
+def test_parameter_counts() -> None:
+    assert parse_params("7B") == 7.0 and parse_params("500M") == 0.5
+    assert parse_params("1.5b") == 1.5 and parse_params("7e9") == 7.0
+    assert params_from_config({"model": "openai:Qwen2.5-VL-72B-Instruct"}) == 72.0
+    assert params_from_config({"model": "hf:HuggingFaceTB/SmolVLM-256M-Instruct"}) == 0.256
+    assert params_from_config({"model": "baseline:oracle"}) is None
+    assert params_from_config({"model": "x", "params": 3e9}) == 3.0
+
+
+def test_without_matplotlib_tables_are_written_and_plots_skipped(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    outcome = write_report([run])
+    assert not (run / "report" / "plots").exists()
+    assert (run / "report" / "report.html").is_file()
+    assert (run / "report" / "tables" / "run-m.csv").is_file()
+    assert any("matplotlib is not installed" in n for n in outcome.notes)
+    assert "matplotlib is not installed" in (run / "report" / "report.md").read_text()
+
+
+def test_thumbnail_applies_the_crop(tmp_path: Path) -> None:
+    image = Image.new("RGB", (200, 100), (255, 0, 0))
+    image.paste((0, 0, 255), (100, 0, 200, 100))  # right half blue
+    (tmp_path / "img").mkdir()
+    image.save(tmp_path / "img" / "a.png")
+    thumbs = Thumbnails(tmp_path)
+    whole = thumbs.url(("img/a.png", None, None))
+    right = thumbs.url(("img/a.png", (120.0, 10.0, 190.0, 90.0), None))
+    assert thumbs.url(("../outside.png", None, None)) is None  # never leaves the data dir
+
+    def decode(url: str | None) -> Image.Image:
+        assert url is not None
+        return Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB")
+
+    assert decode(whole).size == (112, 56)  # shrunk to the thumbnail edge; never enlarged
+    red, _, blue = decode(right).resize((1, 1)).getpixel((0, 0))
+    assert blue > 200 and red < 60 and decode(right).size == (70, 80)
+
+
+def test_report_and_show_commands(run: Path, tmp_path: Path, capsys) -> None:
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0 and "| ROD |" in text and "report.html" in text
+    assert "warning:" in text and "designate no shown option" in text
+    code, text = run_cli(["show", str(run), "ROD", "1"], capsys)
+    assert code == 0
+    assert "turn 1" in text and "turn 2" in text and "B. Move the blocks to the right." in text
+    assert "action carried out: RIGHT" in text and "verdict: correct" in text
+    assert "the model chose the correct category" in text
+    code, text = run_cli(["show", str(run), "ROD", "3"], capsys)
+    assert XSS in text  # printed as written (no markup, no HTML)
+    code, text = run_cli(["show", str(run), "ROD", "99"], capsys)
+    assert code == 1 and "no ROD episode with sample id 99" in text and "Traceback" not in text
+    code, text = run_cli(["show", str(run), "XX", "1"], capsys)
+    assert code == 1 and "no episode of scenario 'XX'" in text
+    code, text = run_cli(["report", str(run), "--params", "nobody=7B"], capsys)
+    assert code == 1 and "no run of that name" in text
+
+
+def test_show_makes_control_characters_visible(tmp_path: Path, capsys) -> None:
+    line = episode("ROD", 0, "wrong")
+    line["trace"][0]["answer"] = "\x1b[31m[red]x[/red] :x:"
+    run = make_run(tmp_path, "run", [line])
+    code, text = run_cli(["show", str(run), "ROD", "0"], capsys)
+    assert code == 0 and "\\x1b[31m[red]x[/red] :x:" in text and "\x1b[31m" not in text
+
+
+def test_eval_writes_the_report_unless_told_not_to(tmp_path: Path, capsys) -> None:
+    data = full_dataset(tmp_path / "data")
+    code, text = run_cli(eval_args(data, tmp_path / "a"), capsys)
+    assert code == 0 and (tmp_path / "a" / "report" / "report.html").is_file()
+    assert "report: " in text
+    page = (tmp_path / "a" / "report" / "report.html").read_text()
+    assert page.count("data:image/") > 10  # thumbnails of the views
+    code, text = run_cli([*eval_args(data, tmp_path / "b"), "--no-report"], capsys)
+    assert code == 0 and not (tmp_path / "b" / "report").exists() and "report: " not in text

@@ -102,6 +102,11 @@ def test_demo_command_runs_offline_and_reuses_its_data(capsys, tmp_path: Path) -
     assert code == 0
     assert all(name in text for name in ("oracle", "proactive", "reactive", "average"))
     assert "100.0" in text and "runs/demo-seed0-n4/<baseline>/results.jsonl" in text
+    assert "ps: proactive suggestions per episode, on average (a count, not a %)" in text
+    # It ends with one short episode of the proactive baseline: asking, then answering.
+    shown = text.split("One episode of baseline:proactive (proactivebench show ", 1)[1]
+    assert "turn 1" in shown and "verdict: proactive · action carried out:" in shown
+    assert "ended after" in shown and "the model chose the correct category" in shown
     manifest = cache_root() / f"synth-test-v{GENERATOR_VERSION}-seed0-n4" / "synth_manifest.json"
     made = manifest.stat().st_mtime_ns
     code, again = run_cli(["demo", "--per-scenario", "4"], capsys)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from collections import Counter
@@ -51,6 +52,8 @@ from proactivebench.results import (
 from proactivebench.scenarios import Episode, Observation, StepResult, make_episode
 from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 from proactivebench.scenarios.base import OPTION_ORDERS
+
+log = logging.getLogger(__name__)
 
 MODES = ("mcqa", "oeg")
 
@@ -470,6 +473,20 @@ class _Run:
     judge: Judge | None = None
 
 
+def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:
+    """Say once, before the run, that some selected records cannot be played in full."""
+    selected = {(r.source.path, r.source.line) for r in records}
+    warnings = [w for w in dataset.warnings if (w.path, w.line) in selected]
+    if warnings:
+        more = f" (and {len(warnings) - 1} more; `proactivebench data validate` lists them)"
+        log.warning(
+            "%d selected record(s) cannot be played in full: %s%s",
+            len(warnings),
+            warnings[0],
+            more if len(warnings) > 1 else "",
+        )
+
+
 def _prepare(
     data_dir: str | os.PathLike[str],
     model: Model,
@@ -487,6 +504,7 @@ def _prepare(
     if not records:
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
+    _warn_unplayable(dataset, records)
     episodes = [make_episode(r, **options) for r in records]
     checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played

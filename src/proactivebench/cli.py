@@ -552,11 +552,16 @@ def judge_command(
 @cli.command("merge")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path))
-def merge_command(run_dirs: tuple[Path, ...], out_dir: Path) -> None:
-    """Join the run directories of the shards of one run."""
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Merge even when shards are missing or given twice (says which).",
+)
+def merge_command(run_dirs: tuple[Path, ...], out_dir: Path, partial: bool) -> None:
+    """Join the run directories of the shards of one run (every shard, once)."""
     from proactivebench.runner import merge_runs
 
-    summary = merge_runs(run_dirs, out_dir)
+    summary = merge_runs(run_dirs, out_dir, partial=partial)
     out.print(summary_table(summary))
     out.print(f"results: {out_dir / 'results.jsonl'}")
 

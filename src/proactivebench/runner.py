@@ -35,6 +35,7 @@ from proactivebench.records import Record
 from proactivebench.results import (
     RESULTS,
     RUN_CONFIG,
+    SHARD,
     SUMMARY,
     EpisodeResult,
     OEGResult,
@@ -296,20 +297,27 @@ def _turn_record(
 
 
 def _run_identity(
-    data_dir: Path, model: Model, settings: EvalSettings, judge: Judge | None
+    data_dir: Path,
+    model: Model,
+    settings: EvalSettings,
+    judge: Judge | None,
+    shard: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """What makes two runs' episodes comparable: data, model and the settings that change play.
+    """What makes two runs' episodes comparable: data, model and the settings that change play,
+    and which shard of the run a directory holds (`merge_runs` checks that all are there).
 
     `limit`, `scenarios` and `all_samples` only choose *which* episodes run, so a run may be
     resumed with a larger selection (e.g. after a `--limit` trial).
     """
-    identity = {
+    identity: dict[str, Any] = {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
         "settings": _settings_identity(settings, judge),
     }
     if model.request_settings():
         identity["model_settings"] = model.request_settings()
+    if shard is not None:
+        identity[SHARD] = {"index": shard[0], "count": shard[1]}
     return identity
 
 
@@ -513,7 +521,7 @@ def _prepare(
     problems = check_images(root, checked, store.guard)
     if problems:
         raise DataErrors(problems)
-    claim_run_dir(out, _run_identity(root, model, settings, judge))
+    claim_run_dir(out, _run_identity(root, model, settings, judge, shard))
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
     todo = [e for e in episodes if (e.scenario, e.record.id) not in done]

@@ -212,7 +212,7 @@ def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> tu
                 }
             )
         index["runs"].append(entry)
-    order = ["correct", "wrong", "abstained", "unreadable", "step_limit", "left_video", "no_action"]
+    order = ["correct", "wrong", "abstained", "unreadable", "step_limit", "left_video"]
     index["outcomes"] = sorted(outcomes, key=lambda o: (order.index(o) if o in order else 99, o))
     count = 0
     for position, scenario in enumerate(scenarios):

@@ -36,6 +36,7 @@ END_REASONS = {
     "step_limit": "the step limit was reached",
     "left_video": "the move would have left the video",
     "no_action": "the accepted option names no single action",
+    "no_view": "the record has no view to show (a data problem the loader warned about)",
 }
 
 

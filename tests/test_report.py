@@ -268,3 +268,60 @@ def test_eval_writes_the_report_unless_told_not_to(tmp_path: Path, capsys) -> No
     assert page.count("data:image/") > 10  # thumbnails of the views
     code, text = run_cli([*eval_args(data, tmp_path / "b"), "--no-report"], capsys)
     assert code == 0 and not (tmp_path / "b" / "report").exists() and "report: " not in text
+
+
+def oeg_line(sample: int, ps: int, cp: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "scenario": "QD",
+        "sample_id": sample,
+        "image": "QuickDraw/0.png",
+        "prompt": "What is drawn?",
+        "generation": "Could you add more strokes?",
+        "valid_answers_text": "cat",
+        "proactive_suggestion": ps,
+        "category_prediction": cp,
+        "aggregate": int(bool(ps or cp)),
+        "judge_agreement": 1.0,
+        **extra,
+    }
+
+
+def test_open_ended_run_reports_judged_rates(tmp_path: Path) -> None:
+    lines = [oeg_line(0, 1, 0), oeg_line(1, 0, 1), oeg_line(2, 0, 0), oeg_line(3, 1, 1)]
+    run = make_run(tmp_path, "oeg", lines, settings={"mode": "oeg"})
+    outcome = write_report([run])
+    rates = json.loads((run / "report" / "report.json").read_text())["runs"][0]["scenarios"]
+    assert {k: rates["QD"][k]["value"] for k in ("ps", "cp", "aggregate")} == {
+        "ps": 50.0,
+        "cp": 50.0,
+        "aggregate": 75.0,
+    }
+    assert "aggregate %" in (run / "report" / "report.md").read_text()
+    assert outcome.html.is_file() and "Could you add more strokes?" in outcome.html.read_text()
+    with pytest.raises(Exception, match="--vs compares MCQA runs"):
+        write_report([run], tmp_path / "x", vs=run)
+
+
+def test_report_refuses_what_it_cannot_read(run: Path, tmp_path: Path, capsys) -> None:
+    code, text = run_cli(["report", str(tmp_path / "nowhere")], capsys)
+    assert code == 1 and "is not a run directory" in text
+    code, text = run_cli(["report", str(run), str(run)], capsys)
+    assert code == 1 and "several runs: say where the report goes with --out" in text
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "run.json").write_text("{}")
+    code, text = run_cli(["report", str(tmp_path / "empty")], capsys)
+    assert code == 1 and "has no results.jsonl yet" in text
+    code, text = run_cli(["report", str(run), "--params", "m=lots"], capsys)
+    assert code == 2 and "cannot read a parameter count from 'lots'" in text
+
+
+def test_two_runs_of_one_model_get_distinct_labels(tmp_path: Path) -> None:
+    lines = [episode("QD", 0, "first")]
+    first = make_run(tmp_path, "plain", lines)
+    hint = make_run(tmp_path, "hint", lines, settings={"hint": True, "history": True})
+    again = make_run(tmp_path, "again", lines)
+    write_report([first, hint, again], tmp_path / "out")
+    labels = [
+        r["label"] for r in json.loads((tmp_path / "out" / "report.json").read_text())["runs"]
+    ]
+    assert labels == ["m (plain)", "m +hint +history", "m (again)"]

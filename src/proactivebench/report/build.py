@@ -79,6 +79,11 @@ def _images_of(runs: Sequence[Run]) -> dict[str, Thumbnails | None]:
     return found
 
 
+def _shows_images(run: Run, thumbs: Mapping[str, Thumbnails | None]) -> bool:
+    """Whether any scenario of `run` has a data directory to make thumbnails from."""
+    return any(t is not None and t.available for s, t in thumbs.items() if s in run.by_scenario)
+
+
 def _write(path: Path, content: str | bytes, outcome: ReportOutcome) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.partial")
@@ -143,26 +148,17 @@ def write_report(
 
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
     thumbs = _images_of(runs)
-    _write(
-        out / "report.html",
-        render_html(heading, runs, all_measures, tables, images, outcome.notes, thumbs),
-        outcome,
-    )
-    missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())
     unavailable = sorted(
-        {
-            str(r.data_dir)
-            for r in runs
-            if not any(
-                t is not None and t.available for s, t in thumbs.items() if s in r.by_scenario
-            )
-        }
+        {str(r.data_dir) for r in runs if r.by_scenario and not _shows_images(r, thumbs)}
     )
     if unavailable:
         outcome.notes.append(
             f"episode images not shown: data directory not found ({', '.join(unavailable)})"
         )
-    elif missing:
+    page = render_html(heading, runs, all_measures, tables, images, outcome.notes, thumbs)
+    _write(out / "report.html", page, outcome)
+    missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())
+    if missing:
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
     _write(out / "report.md", _markdown(heading, runs, tables, images, outcome), outcome)
     _write(

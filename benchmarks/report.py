@@ -10,7 +10,8 @@ does, and opens it in headless Chromium (Debian's, driven by Playwright) several
 - first strips: from navigation until the first scenario's episode strips are drawn once the
   viewer is scrolled into view (sections are drawn lazily, when they come into view).
 
-It also prints how long `eval` itself took and how long writing the report took.
+It also prints how long `eval` itself took and how long writing the report took, with the
+thumbnails made in one process and in worker processes (one per core, up to 8), side by side.
 
     python benchmarks/report.py [--per-scenario 500] [--repeats 5] [--keep DIR]
 """
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from proactivebench.data.synth import generate
 from proactivebench.models import load_model
-from proactivebench.report import write_report
+from proactivebench.report import thumbs, write_report
 from proactivebench.runner import evaluate
 
 
@@ -79,6 +80,12 @@ def main() -> None:
     outcome = evaluate(data, load_model("baseline:proactive"), run)
     played = time.perf_counter() - started
     episodes = sum(s.n for s in outcome.summary.scenarios.values())
+    parallel_from = thumbs.PARALLEL_FROM
+    thumbs.PARALLEL_FROM = 10**12  # one process
+    started = time.perf_counter()
+    write_report([run])
+    serial = time.perf_counter() - started
+    thumbs.PARALLEL_FROM = parallel_from
     started = time.perf_counter()
     report = write_report([run])
     written = time.perf_counter() - started
@@ -87,7 +94,10 @@ def main() -> None:
     loads, strips = open_times(report.html, args.repeats)
 
     print(f"episodes: {episodes}, turns shown: {turns} (baseline:proactive)")
-    print(f"eval: {played:.1f} s; writing the report: {written:.1f} s")
+    print(
+        f"eval: {played:.1f} s; writing the report: {written:.1f} s with worker processes "
+        f"({thumbs._cores()} cores), {serial:.1f} s in one process ({serial / written:.2f}x)"
+    )
     print(f"report.html: {size_mb:.1f} MB (budget 30 MB)")
     print(
         f"open (navigation to load), median of {len(loads)}: {statistics.median(loads):.2f} s "

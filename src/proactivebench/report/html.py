@@ -103,6 +103,7 @@ class _Images:
     def urls(self) -> list[str | None]:
         if self.thumbs is None:
             return []
+        self.thumbs.prepare(self._ids)
         return [self.thumbs.url(key) for key in self._ids]
 
 
@@ -126,7 +127,7 @@ def _turn(section: _Section, images: _Images, turn: dict[str, Any], number: int)
         _chosen(read_as if isinstance(read_as, str) else answer, options),
         answer,
         str(read_as) if read_as is not None else None,
-        str(turn.get("verdict", "")),
+        str(turn.get("verdict", "demonstration")),
         turn.get("action") and str(turn["action"]),
         turn.get("reason") and str(turn["reason"]),
         turn.get("turn", number),

@@ -350,3 +350,20 @@ def test_thumbnails_made_by_worker_processes_equal_those_made_here(
         assert len(forked._urls) == len(keys)  # made by the workers, before any request
     assert [forked.url(k) for k in keys] == expected
     assert expected[-1] is None and forked.missing == here.missing == 1
+
+
+def test_terminal_table_shows_dashes_and_what_the_average_covers(run: Path) -> None:
+    from rich.console import Console
+
+    from proactivebench.cli import summary_table
+    from proactivebench.metrics import summarize
+
+    summary = summarize(load_run(run).lines, model="m")
+    assert summary.scenarios["VSOD"].accuracy is None and summary.covered == ["ROD"]
+    assert summary.as_dict()["scenarios"]["VSOD"] == {"n": 0, "errors": 2}
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(summary_table(summary))
+    text = console.export_text()
+    vsod = next(x for x in text.splitlines() if "VSOD" in x)
+    assert "—" in vsod and "0.0" not in vsod
+    assert "average of ROD" in text

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
 
 from proactivebench.cli import cli, console, out, printable
 from proactivebench.errors import ProactiveBenchError
+
+if TYPE_CHECKING:
+    from proactivebench.report import ReportOutcome
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
@@ -29,11 +33,8 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
     return params
 
 
-def print_report_outcome(outcome: object) -> None:
+def print_report_outcome(outcome: ReportOutcome) -> None:
     """Where the report went, what it lacks, and the unreadable-answer warnings."""
-    from proactivebench.report import ReportOutcome
-
-    assert isinstance(outcome, ReportOutcome)
     for note in outcome.notes:
         console.print(f"note: {escape(printable(note))}", highlight=False)
     out.print(f"report: {escape(str(outcome.html))}", highlight=False)
@@ -83,9 +84,8 @@ def report_command(
     outcome = write_report(
         list(run_dirs), out_dir, vs=vs_dir, params=parse_params(params), seed=seed
     )
-    out.print(
-        (outcome.out_dir / "report.md").read_text(encoding="utf-8"), markup=False, highlight=False
-    )
+    markdown = (outcome.out_dir / "report.md").read_text(encoding="utf-8")
+    out.print(printable(markdown), markup=False, highlight=False)
     print_report_outcome(outcome)
 
 

@@ -76,6 +76,7 @@ def main() -> None:
         started = time.perf_counter()
         generate(data, per_scenario=args.per_scenario, seed=0)
         print(f"generated 7 x {args.per_scenario} samples in {time.perf_counter() - started:.0f} s")
+    shutil.rmtree(run, ignore_errors=True)  # a fresh run, never a resumed one
     started = time.perf_counter()
     outcome = evaluate(data, load_model("baseline:proactive"), run)
     played = time.perf_counter() - started

@@ -162,6 +162,15 @@ def test_html_escapes_a_hostile_answer(run: Path) -> None:
     assert XSS in answers
 
 
+def test_html_escapes_a_hostile_model_name_and_category(tmp_path: Path) -> None:
+    line = episode("ROD", 0, "first")
+    line["correct_category"] = XSS
+    run = make_run(tmp_path, "run", [line], model=XSS)
+    page = write_report([run]).html.read_text()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert" in page  # the label in the tables, as text
+
+
 def test_vs_gives_paired_differences_and_mcnemar(tmp_path: Path) -> None:
     # 30 samples; the base is right on 0-9, the run on 0-9 and 10-21: 12 discordant pairs, all
     # for the run: +40 points, McNemar exact p = 2 / 2^12.

@@ -13,7 +13,10 @@ does, and opens it in headless Chromium (Debian's, driven by Playwright) several
 It also prints how long `eval` itself took and how long writing the report took, with the
 thumbnails made in one process and in worker processes (one per core, up to 8), side by side.
 
-    python benchmarks/report.py [--per-scenario 500] [--repeats 5] [--keep DIR]
+With `--official-size`, the images are first replaced by 640×480 photo-like JPEGs (as the
+official data's; `official_size.py`), which thumbnails decode at a quarter of their size.
+
+    python benchmarks/report.py [--per-scenario 500] [--repeats 5] [--keep DIR] [--official-size]
 """
 
 from __future__ import annotations
@@ -68,13 +71,21 @@ def main() -> None:
     parser.add_argument("--per-scenario", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--keep", type=Path, default=None, help="Keep data and run here.")
+    parser.add_argument("--official-size", action="store_true", help="640x480 JPEG images.")
     args = parser.parse_args()
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="report-bench-"))
     data, run = root / "data", root / "run"
     if not (data / "synth_manifest.json").is_file():
         started = time.perf_counter()
-        generate(data, per_scenario=args.per_scenario, seed=0)
+        if args.official_size:
+            from official_size import make_official_size
+
+            generate(root / "png", per_scenario=args.per_scenario, seed=0)
+            make_official_size(root / "png", data)
+            shutil.rmtree(root / "png")
+        else:
+            generate(data, per_scenario=args.per_scenario, seed=0)
         print(f"generated 7 x {args.per_scenario} samples in {time.perf_counter() - started:.0f} s")
     shutil.rmtree(run, ignore_errors=True)  # a fresh run, never a resumed one
     started = time.perf_counter()

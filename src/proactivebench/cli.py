@@ -27,6 +27,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from proactivebench.cli_train import train as train_commands
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import ScenarioScore, Summary
 from proactivebench.models import SPEC_HELP, Decoding, load_model
@@ -682,6 +683,10 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
         sys.exit(1)
     valid = f"{report.records} records checked, every image present: {where} is valid"
     out.print(valid, highlight=False)
+
+
+# Training commands live in their own module (an optional extra; see cli_train).
+cli.add_command(train_commands)
 
 
 def main(argv: list[str] | None = None) -> None:

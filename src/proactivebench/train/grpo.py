@@ -261,6 +261,13 @@ def build_trainer(
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TrainError(f"cannot load model {settings.model!r}: {first}") from None
+    except ValueError as exc:
+        if settings.mode == "multi" and "tool calling" in str(exc):
+            raise TrainError(
+                f"the multi-turn mode needs a chat template with tool calling that TRL can "
+                f"parse (e.g. Qwen3-VL's); {settings.model!r} has none: {exc}"
+            ) from None
+        raise
 
 
 def save_outputs(trainer: Any, settings: TrainSettings, counts: dict[str, int]) -> None:

@@ -34,6 +34,7 @@ from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
+    from proactivebench.data.validate import DatasetCheck
     from proactivebench.judge import Judge
     from proactivebench.models.cache import ResponseCache
     from proactivebench.results import EpisodeResult, OEGResult
@@ -552,11 +553,16 @@ def judge_command(
 @cli.command("merge")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path))
-def merge_command(run_dirs: tuple[Path, ...], out_dir: Path) -> None:
-    """Join the run directories of the shards of one run."""
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Merge even when shards are missing or given twice (says which).",
+)
+def merge_command(run_dirs: tuple[Path, ...], out_dir: Path, partial: bool) -> None:
+    """Join the run directories of the shards of one run (every shard, once)."""
     from proactivebench.runner import merge_runs
 
-    summary = merge_runs(run_dirs, out_dir)
+    summary = merge_runs(run_dirs, out_dir, partial=partial)
     out.print(summary_table(summary))
     out.print(f"results: {out_dir / 'results.jsonl'}")
 
@@ -640,13 +646,22 @@ def data_validate(data_dir: Path, decode: bool) -> None:
     """Check every record and every image a data directory refers to."""
     from proactivebench.data.validate import validate_dataset
 
-    count, problems = validate_dataset(data_dir, decode=decode)
-    for problem in problems:
+    report_check(validate_dataset(data_dir, decode=decode), data_dir)
+
+
+def report_check(check: DatasetCheck, data_dir: Path) -> None:
+    """Print a data set's problems and warnings; exit 1 when it has problems."""
+    where = escape(str(data_dir))
+    for problem in check.problems:
         out.print(escape(str(problem)), highlight=False)
-    if problems:
-        console.print(f"[red]{len(problems)} problem(s)[/red] in {escape(str(data_dir))}")
+    for warning in check.warnings:
+        out.print(escape(f"warning: {warning}"), highlight=False)
+    if check.problems:
+        console.print(f"[red]{len(check.problems)} problem(s)[/red] in {where}")
         sys.exit(1)
-    out.print(f"{count} records checked, every image present: {data_dir} is valid")
+    warned = f", {len(check.warnings)} warning(s)" if check.warnings else ""
+    valid = f"{check.records} records checked, every image present{warned}: {where} is valid"
+    out.print(valid, highlight=False)
 
 
 @data.command("download")
@@ -676,13 +691,7 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
     where = escape(str(report.data_dir))
     summary = f"{repo_id}@{report.commit[:12]}: {report.summary()}"
     out.print(f"data in {where} ({summary})", highlight=False)
-    for problem in report.problems:
-        out.print(escape(str(problem)), highlight=False)
-    if report.problems:
-        console.print(f"[red]{len(report.problems)} problem(s)[/red] in {where}")
-        sys.exit(1)
-    valid = f"{report.records} records checked, every image present: {where} is valid"
-    out.print(valid, highlight=False)
+    report_check(report.check, report.data_dir)
 
 
 # Training commands live in their own module (an optional extra; see cli_train).

@@ -10,6 +10,7 @@ the model and every setting that changes play, so that a rerun resumes only the 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +23,12 @@ from proactivebench.prompting import assistant_turn, mcqa_message
 from proactivebench.protocol import SCENARIOS
 from proactivebench.scenarios import View
 
+log = logging.getLogger(__name__)
+
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
+#: The run.json key of a sharded run: {"index": I, "count": N}.
+SHARD = "shard"
 RUN_CONFIG = "run.json"
 
 
@@ -450,19 +455,53 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [f"{prefix}: {json.dumps(old)} → {json.dumps(new)}"]
 
 
-def merge_runs(
-    run_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
-) -> Summary:
-    """Join the run directories of shards (or of interrupted pieces) of one run into `out_dir`.
+def shard_gaps(shards: list[tuple[Path, dict[str, Any] | None]]) -> list[str]:
+    """What keeps these run directories from being the whole of one run: shards missing or
+    given twice, or runs split differently. `shards` pairs each directory with the `shard` of
+    its run.json (None for a run that was not split: the only shard of one)."""
+    counts = {(s or {"count": 1})["count"] for _, s in shards}
+    if len(counts) > 1:
+        splits = ", ".join(f"{run}: {_shard_name(s)}" for run, s in shards)
+        return [f"the runs were split into different numbers of shards ({splits})"]
+    count = counts.pop()
+    holders: dict[int, list[str]] = {}
+    for run, shard in shards:
+        holders.setdefault((shard or {"index": 0})["index"], []).append(str(run))
+    gaps = [
+        f"shard {index}/{count} given {len(runs)} times ({', '.join(runs)})"
+        for index, runs in sorted(holders.items())
+        if len(runs) > 1
+    ]
+    missing = [f"{index}/{count}" for index in range(count) if index not in holders]
+    if missing:
+        gaps.append(f"shard(s) {', '.join(missing)} missing")
+    return gaps
 
-    The runs must share data, model and settings; an episode present in several is kept once.
+
+def _shard_name(shard: dict[str, Any] | None) -> str:
+    return "not split" if shard is None else f"shard {shard['index']}/{shard['count']}"
+
+
+def merge_runs(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    partial: bool = False,
+) -> Summary:
+    """Join the run directories of the shards of one run into `out_dir`.
+
+    The runs must share data, model and settings, and together hold every shard once;
+    `partial` merges what is there anyway (an episode present in several runs is kept once,
+    and the merged directory can be resumed with `eval` to play what is missing).
     """
     if not run_dirs:
         raise ProactiveBenchError("merge needs at least one run directory")
     identity: dict[str, Any] | None = None
+    shards: list[tuple[Path, dict[str, Any] | None]] = []
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     for run in map(Path, run_dirs):
         config = read_run_config(run)
+        shards.append((run, config.pop(SHARD, None)))
         if identity is None:
             identity = config
         elif config != identity:
@@ -470,6 +509,15 @@ def merge_runs(
             raise RunMismatchError(
                 f"{run} holds a run with other data, model or settings: {changes}"
             )
+    gaps = shard_gaps(shards)
+    if gaps and not partial:
+        raise ProactiveBenchError(
+            f"not the whole run: {'; '.join(gaps)}. Merge every shard once, or pass --partial "
+            "to merge what is there"
+        )
+    if gaps:
+        log.warning("partial merge: %s", "; ".join(gaps))
+    for run, _ in shards:
         for result in latest_results(read_results(run / RESULTS)):
             key = result_key(result)
             if key not in merged or (merged[key].get("error") and not result.get("error")):

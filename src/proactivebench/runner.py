@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from collections import Counter
@@ -34,6 +35,7 @@ from proactivebench.records import Record
 from proactivebench.results import (
     RESULTS,
     RUN_CONFIG,
+    SHARD,
     SUMMARY,
     EpisodeResult,
     OEGResult,
@@ -51,6 +53,8 @@ from proactivebench.results import (
 from proactivebench.scenarios import Episode, Observation, StepResult, make_episode
 from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 from proactivebench.scenarios.base import OPTION_ORDERS
+
+log = logging.getLogger(__name__)
 
 MODES = ("mcqa", "oeg")
 
@@ -293,20 +297,27 @@ def _turn_record(
 
 
 def _run_identity(
-    data_dir: Path, model: Model, settings: EvalSettings, judge: Judge | None
+    data_dir: Path,
+    model: Model,
+    settings: EvalSettings,
+    judge: Judge | None,
+    shard: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """What makes two runs' episodes comparable: data, model and the settings that change play.
+    """What makes two runs' episodes comparable: data, model and the settings that change play,
+    and which shard of the run a directory holds (`merge_runs` checks that all are there).
 
     `limit`, `scenarios` and `all_samples` only choose *which* episodes run, so a run may be
     resumed with a larger selection (e.g. after a `--limit` trial).
     """
-    identity = {
+    identity: dict[str, Any] = {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
         "settings": _settings_identity(settings, judge),
     }
     if model.request_settings():
         identity["model_settings"] = model.request_settings()
+    if shard is not None:
+        identity[SHARD] = {"index": shard[0], "count": shard[1]}
     return identity
 
 
@@ -470,6 +481,20 @@ class _Run:
     judge: Judge | None = None
 
 
+def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:
+    """Say once, before the run, that some selected records cannot be played in full."""
+    selected = {(r.source.path, r.source.line) for r in records}
+    warnings = [w for w in dataset.warnings if (w.path, w.line) in selected]
+    if warnings:
+        more = f" (and {len(warnings) - 1} more; `proactivebench data validate` lists them)"
+        log.warning(
+            "%d selected record(s) cannot be played in full: %s%s",
+            len(warnings),
+            warnings[0],
+            more if len(warnings) > 1 else "",
+        )
+
+
 def _prepare(
     data_dir: str | os.PathLike[str],
     model: Model,
@@ -487,6 +512,7 @@ def _prepare(
     if not records:
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
+    _warn_unplayable(dataset, records)
     episodes = [make_episode(r, **options) for r in records]
     checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
@@ -495,7 +521,7 @@ def _prepare(
     problems = check_images(root, checked, store.guard)
     if problems:
         raise DataErrors(problems)
-    claim_run_dir(out, _run_identity(root, model, settings, judge))
+    claim_run_dir(out, _run_identity(root, model, settings, judge, shard))
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
     todo = [e for e in episodes if (e.scenario, e.record.id) not in done]

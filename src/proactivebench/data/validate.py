@@ -8,6 +8,7 @@ show exists inside the directory, in play and in reference mode.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from proactivebench.data.layout import (
@@ -17,7 +18,7 @@ from proactivebench.data.layout import (
     scenarios_present,
 )
 from proactivebench.errors import DataError
-from proactivebench.records import Source
+from proactivebench.records import Source, record_warnings
 from proactivebench.scenarios import Episode, make_episode
 
 
@@ -89,29 +90,39 @@ def check_image_contents(
     return problems
 
 
-def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> tuple[int, list[DataError]]:
-    """Validate a data directory: (number of records read, every problem found).
+@dataclass
+class DatasetCheck:
+    """What `validate_dataset` found: the records read, what makes the data set unusable
+    (`problems`), and records that load but cannot be played in full (`warnings`)."""
 
-    Records, the existence of every image an episode may show, and each image's header (with
-    `decode`, its pixels).
-    """
+    records: int = 0
+    problems: list[DataError] = field(default_factory=list)
+    warnings: list[DataError] = field(default_factory=list)
+
+
+def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> DatasetCheck:
+    """Validate a data directory: its records, the existence of every image an episode may
+    show, and each image's header (with `decode`, its pixels)."""
     root = Path(data_dir)
+    check = DatasetCheck()
     try:
         present = scenarios_present(root)
     except DataError as exc:
-        return 0, [exc]
+        check.problems.append(exc)
+        return check
     if not present:
-        return 0, [DataError("no '*_preprocessed.jsonl' files found", path=str(root))]
-    problems: list[DataError] = []
-    count = 0
+        check.problems.append(DataError("no '*_preprocessed.jsonl' files found", path=str(root)))
+        return check
+    problems = check.problems
     for short in present:
         records, bad = read_records(scenario_file(root, short), short)
-        count += len(records)
+        check.records += len(records)
         problems.extend(bad)
+        check.warnings.extend(w for record in records for w in record_warnings(record))
         episodes = [make_episode(r, reference=ref) for r in records for ref in (False, True)]
         guard = PathGuard(root)
         missing = _image_problems(episodes, guard)
         problems.extend(problem for problem, _ in missing)
         skip = {image for _, image in missing}
         problems.extend(check_image_contents(episodes, guard, skip, decode=decode))
-    return count, problems
+    return check

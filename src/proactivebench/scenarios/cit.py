@@ -5,7 +5,7 @@ from __future__ import annotations
 from proactivebench.protocol import fixed_action_space
 from proactivebench.records import CITRecord
 from proactivebench.scenarios.actions import is_abstention
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
 
 REWIND_OPTION = "Rewind the video."
 WAIT_MARKER = "Wait for the"
@@ -66,13 +66,13 @@ class CITEpisode(Episode):
         entries = (*obs.correct_actions, REWIND_OPTION, *obs.correct_categories)
         return ",".join(a.replace(".", "") for a in entries) + "."
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         step = self.record.step_size
         frame = int(self.image_id) + (-step if action == "REWIND" else step)
         if not 0 <= frame < self.record.num_images:
-            return False  # the move would leave the video: the episode stops here
+            return Halt("left_video", f"the move {action} would leave the video")
         self.image_id = frame
-        return True
+        return None
 
     def reachable_images(self) -> list[str]:
         record = self.record

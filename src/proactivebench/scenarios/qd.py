@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proactivebench.protocol import fixed_action_space
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
 
 
 class QDEpisode(Episode):
@@ -20,9 +20,9 @@ class QDEpisode(Episode):
     def _actions_allowed(self) -> bool:
         return not self.is_last_turn
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         self.image_id = int(self.image_id) + 1
-        return True
+        return None
 
     def reachable_images(self) -> list[str]:
         record = self.record

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proactivebench.protocol import fixed_action_space
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
 
 #: An image of the official data that is broken; the reference swaps in its neighbours.
 _BROKEN = "natural_bluebl_greenr-banana-s6"
@@ -28,10 +28,10 @@ class RODEpisode(Episode):
         # On the first turn the object cannot be seen: only a move is a correct answer.
         return self.num_turns > 0
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         delta = -1 if action == "LEFT" else 1
         self.image_id = (int(self.image_id) + delta) % self.record.num_images
-        return True
+        return None
 
     def reachable_images(self) -> list[str]:
         paths = set()

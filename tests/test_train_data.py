@@ -315,3 +315,15 @@ def test_scenario_is_told_by_the_interventions() -> None:
     assert infer_scenario(["Move the camera up.", "I cannot answer."]) == "COCO"
     assert infer_scenario(["Rewind the video.", "Wait for the object to appear."]) == "CIT"
     assert infer_scenario(["I do not know."]) == "unknown"
+
+
+def test_hub_source_failure_is_one_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    def unreachable(repo: str, split: str) -> None:
+        assert (repo, split) == ("tdemin16/ProactiveBench", "train")
+        raise ConnectionError("Couldn't reach 'tdemin16/ProactiveBench' on the Hub (offline)")
+
+    monkeypatch.setattr(datasets, "load_dataset", unreachable)
+    with pytest.raises(DataError, match="cannot load the train split of tdemin16/ProactiveBench"):
+        load_examples("hub")

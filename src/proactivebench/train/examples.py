@@ -337,7 +337,14 @@ def load_examples(
     path = Path(text)
     if text == "hub" or text.startswith("hub:"):
         repo = text.partition(":")[2] or HUB_DATASET
-        dataset = _official_dataset(datasets.load_dataset(repo, split="train"), repo)
+        try:
+            loaded = datasets.load_dataset(repo, split="train")
+        except Exception as exc:  # offline, unknown repo, no such split: one message
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(
+                f"cannot load the train split of {repo} from the Hub: {first}"
+            ) from None
+        dataset = _official_dataset(loaded, repo)
     elif path.is_dir():
         kept = [s for s in _present(path) if s not in held]
         if not kept:

@@ -21,6 +21,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -124,10 +125,58 @@ def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     return table
 
 
+class LineProgress(Progress):
+    """Progress off a terminal (a log file, CI): the same tasks, reported as one plain line each
+    time a tenth more is done (or a minute has passed) and at the end, instead of a bar that
+    only a terminal can redraw in place."""
+
+    def __init__(self, *columns: Any, console: Console) -> None:
+        super().__init__(*columns, console=console, disable=True)
+        #: Per task: the tenths done when it was last reported, and when.
+        self._reported: dict[TaskID, tuple[int, float]] = {}
+
+    def update(self, task_id: TaskID, **changes: Any) -> None:
+        super().update(task_id, **changes)
+        self._report(task_id)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._report(task_id)
+
+    def stop(self) -> None:
+        for task_id in list(self._tasks):
+            self._report(task_id, final=True)
+        super().stop()
+
+    def _report(self, task_id: TaskID, final: bool = False) -> None:
+        task = self._tasks[task_id]
+        if not task.total:
+            return
+        tenths = int(10 * task.completed / task.total)
+        last, when = self._reported.get(task_id, (-1, 0.0))
+        now = self.get_time()
+        if not (tenths > last or now - when >= 60 or (final and last < 10 and tenths != last)):
+            return
+        self._reported[task_id] = (tenths, now)
+        fields = "".join(f", {name} {value}" for name, value in task.fields.items())
+        line = (
+            f"{task.description}: {task.completed:g}/{task.total:g} "
+            f"({100 * task.completed / task.total:.0f}%){fields}, {task.elapsed or 0:.0f}s"
+        )
+        self.console.print(printable(line), markup=False, highlight=False)
+
+
+def new_progress(*columns: Any) -> Progress:
+    """A rich progress bar on a terminal, plain periodic lines anywhere else."""
+    if console.is_terminal:
+        return Progress(*columns, console=console)
+    return LineProgress(*columns, console=console)
+
+
 def count_progress() -> Progress:
     """A plain bar with a count, for generation and the demo's runs."""
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn())
-    return Progress(*columns, TimeElapsedColumn(), console=console)
+    return new_progress(*columns, TimeElapsedColumn())
 
 
 def parse_model_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -172,13 +221,13 @@ def episode_progress(
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn(
-            "{task.fields[rate]} ep/s  errors {task.fields[errors]}  retries {task.fields[retries]}"
+            "{task.fields[speed]}  errors {task.fields[errors]}  retries {task.fields[retries]}"
         ),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(label, total=None, rate="-", errors=0, retries=0)
+    with new_progress(*columns) as progress:
+        task = progress.add_task(label, total=None, speed="- ep/s", errors=0, retries=0)
         errors = 0
 
         def on_start(total: int, done: int) -> None:
@@ -191,7 +240,7 @@ def episode_progress(
             speed = progress.tasks[task].speed
             rate = f"{speed:.1f}" if speed else (f"{1 / elapsed:.1f}" if elapsed else "-")
             retries = stats().get("retries", 0)
-            progress.update(task, advance=1, rate=rate, errors=errors, retries=retries)
+            progress.update(task, advance=1, speed=f"{rate} ep/s", errors=errors, retries=retries)
 
         yield on_start, on_result
 
@@ -489,6 +538,12 @@ def eval_command(
         )
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+    if outcome.cached:
+        console.print(
+            f"{outcome.cached} of {outcome.answers} answers came from the response cache, not "
+            "from the model (--no-cache asks the model again)",
+            highlight=False,
+        )
     report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
 
 

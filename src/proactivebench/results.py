@@ -188,6 +188,8 @@ class OEGResult:
     correct_category: str | None = None
     usage: dict[str, int] | None = None
     latency_s: float | None = None
+    #: True when the response cache gave the generation (absent otherwise).
+    cached: bool | None = None
     settings: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -199,6 +201,20 @@ class OEGResult:
 
 
 _OEG_FIELDS = tuple(OEGResult.__dataclass_fields__)
+
+
+def cached_answers(lines: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(model answers, how many of them the response cache gave) over result lines: a table
+    made from cached answers says so, since it did not ask the model."""
+    answers = cached = 0
+    for line in lines:
+        if is_oeg_line(line):
+            turns = [line] if line.get("generation") is not None else []
+        else:
+            turns = [t for t in line.get("trace", ()) if isinstance(t, dict) and "answer" in t]
+        answers += len(turns)
+        cached += sum(t.get("cached") is True for t in turns)
+    return answers, cached
 
 
 def is_oeg_line(line: dict[str, Any]) -> bool:

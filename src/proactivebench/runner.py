@@ -28,7 +28,7 @@ from proactivebench.judge import Judge, oeg_decoding
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache
-from proactivebench.models.errors import RunAbort
+from proactivebench.models.errors import RunAbort, episode_error
 from proactivebench.oeg import play_oeg_episode
 from proactivebench.prompting import Conversation
 from proactivebench.records import Record
@@ -43,6 +43,7 @@ from proactivebench.results import (
     RunLock,
     RunMismatchError,
     TurnRecord,
+    cached_answers,
     claim_run_dir,
     latest_results,
     merge_runs,
@@ -258,7 +259,7 @@ async def play_episode(
         except RunAbort:
             raise  # the whole run stops, not this episode
         except Exception as exc:
-            result.error = f"{type(exc).__name__}: {exc}"
+            result.error = episode_error(exc)
             result.num_turns = len(result.trace)
             return result
         answer = completion.text if isinstance(completion.text, str) else ""
@@ -336,6 +337,9 @@ class RunOutcome:
     resumed: int
     #: Why episodes ended in an error (reason -> count); they are retried by a rerun.
     errors: Counter[str] = field(default_factory=Counter)
+    #: The model's answers in the results, and how many of them came from the response cache.
+    answers: int = 0
+    cached: int = 0
 
 
 def _conversations(
@@ -542,7 +546,8 @@ def _finish(run: _Run) -> RunOutcome:
     write_summary(run.out, summary)
     errors = Counter(str(r["error"]) for r in lines if r.get("error"))
     resumed = len(run.episodes) - len(run.todo)
-    return RunOutcome(summary, run.out, resumed=resumed, errors=errors)
+    answers, cached = cached_answers(lines)
+    return RunOutcome(summary, run.out, resumed, errors, answers, cached)
 
 
 async def aevaluate(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.protocol import SCENARIOS, mcqa_strings
+from proactivebench.protocol import mcqa_strings
 from proactivebench.train.examples import load_examples, parse_holdout, scenario_counts
 from proactivebench.train.rewards import RewardSettings, reward_functions
 
@@ -342,7 +342,6 @@ def read_run_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 __all__ = [
     "LANGUAGE_MODEL_TARGETS",
-    "SCENARIOS",
     "TrainError",
     "TrainOutcome",
     "TrainSettings",

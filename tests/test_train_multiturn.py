@@ -89,6 +89,57 @@ def test_multi_turn_mode_needs_episodes(tmp_path: Path) -> None:
         load_episode_rows(tmp_path / "train.parquet")
 
 
+TOOL_CALL = '<tool_call>\n{"name": "intervene", "arguments": {"option": "A"}}\n</tool_call>'
+
+
+def test_multi_turn_grpo_runs_the_tool_loop_on_the_episode(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two multi-turn GRPO steps through TRL's own tool loop, with the model's sampling
+    replaced by a script (a random tiny model never writes a tool call): on ROD's first turn,
+    rollouts 0 and 2 call `intervene("A")`, see the next image and answer G (cup: correct,
+    reward 1); rollouts 1 and 3 answer G at once (nothing is visible yet: reward 0)."""
+    pytest.importorskip("trl")
+    from trl import GRPOTrainer
+
+    from proactivebench.train.grpo import TrainSettings, train_grpo
+    from tiny_vlm import build_tiny_tool_vlm
+
+    calls: list[tuple[bool, bool]] = []
+
+    def scripted(trainer, prompt_ids, images, fields, num_generations, has_tool_images=False):
+        tokenizer = trainer._tokenizer
+        completions = []
+        for index, ids in enumerate(prompt_ids):
+            follow_up = "<tool_response>" in tokenizer.decode(ids)
+            calls.append((follow_up, has_tool_images))
+            text = "G" if follow_up or index % 2 else TOOL_CALL
+            completions.append(tokenizer.encode(text + "<|im_end|>", add_special_tokens=False))
+        return completions, None
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted)
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    model = build_tiny_tool_vlm(tmp_path / "model")
+    settings = TrainSettings.build(
+        str(model),
+        str(data),
+        tmp_path / "out",
+        mode="multi",
+        holdout="VSOD,MVP-N,IN-C,QD,CIT,COCO",
+        overrides={"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4},
+    )
+    outcome = train_grpo(settings)
+    steps = [e for e in outcome.log_history if "loss" in e]
+    assert len(steps) == 2
+    for step in steps:
+        assert step["tools/call_frequency"] == 0.5 and step["tools/failure_frequency"] == 0.0
+        assert step["rewards/outcome/mean"] == 0.5 and step["reward_std"] > 0
+        assert step["grad_norm"] > 0
+    # Each step: 4 first turns, then 2 follow-ups that saw the tool's image.
+    assert calls == ([(False, False)] * 4 + [(True, True)] * 2) * 2
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+
+
 def test_multi_turn_mode_refuses_a_template_without_tools(
     tiny_vlm_dir: Path, data: Path, tmp_path: Path
 ) -> None:

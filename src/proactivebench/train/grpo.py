@@ -45,6 +45,8 @@ DEFAULT_LORA: dict[str, Any] = {
 RUN_FILE = "train_run.json"
 ADAPTER_DIR = "adapter"
 MODES = ("single", "multi")
+#: The multi-turn mode's default `max_completion_length`: room for a few turns of a real VLM.
+MULTI_TURN_COMPLETION_LENGTH = 4096
 
 
 class TrainError(ProactiveBenchError):
@@ -191,6 +193,9 @@ def grpo_config(settings: TrainSettings, reward_weights: list[float]) -> Any:
         "report_to": "none",
         "reward_weights": reward_weights,
     }
+    if settings.mode == "multi":
+        # A multi-turn completion holds every turn: the tool responses' images and questions too.
+        values["max_completion_length"] = MULTI_TURN_COMPLETION_LENGTH
     if on_cpu:
         values.update(use_cpu=True, bf16=False)
     values.update(settings.grpo)

@@ -131,14 +131,17 @@ class EpisodeEnvironment:
             {"type": "text", "text": mcqa_text(obs.prompt, obs.options)},
         ]
 
-    def finish(self, answer: str) -> tuple[bool, int]:
-        """Read the final answer (if the episode still runs); (correct, turns)."""
-        episode = self.episode
-        if episode is None:
-            return False, 0
-        if not episode.done:
-            episode.step(answer)
-        return episode.correct and episode.done, episode.num_turns
+
+def settle(environment: EpisodeEnvironment, answer: str) -> tuple[bool, int]:
+    """Read a rollout's final answer on its episode (if it still runs): (correct, turns).
+
+    A function, not a method: every public method of the environment is a tool for TRL."""
+    episode = environment.episode
+    if episode is None:
+        return False, 0
+    if not episode.done:
+        episode.step(answer)
+    return episode.correct and episode.done, episode.num_turns
 
 
 class EpisodeOutcome:
@@ -159,7 +162,7 @@ class EpisodeOutcome:
             raise ValueError("the outcome reward needs the rollouts' environments")
         rewards = []
         for completion, environment in zip(completions, environments, strict=True):
-            correct, turns = environment.finish(completion_text(completion))
+            correct, turns = settle(environment, completion_text(completion))
             rewards.append(outcome_reward(correct, turns, self.settings.turn_cost))
         return rewards
 

@@ -327,3 +327,10 @@ def test_hub_source_failure_is_one_message(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
     with pytest.raises(DataError, match="cannot load the train split of tdemin16/ProactiveBench"):
         load_examples("hub")
+
+
+def test_a_file_without_the_official_columns_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.jsonl"
+    path.write_text('{"question": "what?", "answer": "cup"}\n')
+    with pytest.raises(DataError, match="not the official train schema: no column prompt"):
+        load_examples(path)

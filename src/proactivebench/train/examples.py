@@ -234,15 +234,17 @@ def _resolve_option(value: str, options: Sequence[str]) -> str | None:
     return options[normalized.index(target)] if target in normalized else None
 
 
-def official_row(row: dict[str, Any], index: int, where: str) -> dict[str, Any]:
-    """One row of the official train schema in our format; a `DataError` names what is wrong."""
+#: The columns every official row has; the per-model confidence columns are dropped.
+OFFICIAL_COLUMNS = ("prompt", "ground_truth", "proactive_actions", "options", "images")
+
+
+def official_fields(row: dict[str, Any], index: int, where: str) -> dict[str, Any]:
+    """What our format adds to one official row (its images are not touched, so a large split
+    is never decoded here); a `DataError` names the row and column that are wrong."""
 
     def fail(column: str, message: str) -> DataError:
         return DataError(message, path=where, line=index + 1, field=column)
 
-    for column in ("prompt", "ground_truth", "proactive_actions", "options", "images"):
-        if column not in row:
-            raise fail(column, "missing")
     options = row["options"]
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise fail("options", "expected a list of strings")
@@ -263,15 +265,9 @@ def official_row(row: dict[str, Any], index: int, where: str) -> dict[str, Any]:
     scenario = row.get("scenario") or infer_scenario(options, _text_of(row["prompt"]))
     if scenario not in (*SCENARIOS, UNKNOWN_SCENARIO):
         raise fail("scenario", f"unknown scenario {scenario!r}")
-    images = row["images"]
-    if not isinstance(images, list):
-        images = [images]
     return {
-        "prompt": row["prompt"],
-        "images": images,
         "ground_truth": resolved_truth,
         "proactive_actions": accepted,
-        "options": options,
         "scenario": scenario,
         "action_count": split_point(options, accepted, resolved_truth),
         "sample_id": index,
@@ -280,13 +276,26 @@ def official_row(row: dict[str, Any], index: int, where: str) -> dict[str, Any]:
 
 
 def _official_dataset(dataset: Dataset, where: str) -> Dataset:
+    missing = [c for c in OFFICIAL_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise DataError(
+            f"not the official train schema: no column {', '.join(missing)}", path=where
+        )
+    inputs = [*OFFICIAL_COLUMNS[:4], *(["scenario"] if "scenario" in dataset.column_names else [])]
     extra = [c for c in dataset.column_names if c not in COLUMNS]
-    return dataset.map(
-        lambda row, index: official_row(row, index, where),
+
+    def convert(*values: Any) -> dict[str, Any]:
+        *columns, index = values
+        return official_fields(dict(zip(inputs, columns, strict=True)), index, where)
+
+    converted = dataset.map(
+        convert,
+        input_columns=inputs,
         with_indices=True,
         remove_columns=extra,
         desc="reading the official train rows",
     )
+    return converted.select_columns(list(COLUMNS))
 
 
 def _import_datasets() -> Any:

@@ -115,6 +115,14 @@ def test_a_torn_last_line_is_still_repaired(data: Path, tmp_path: Path, capsys) 
 # ----- exit codes, one run at a time, terminal output -------------------------------------------
 
 
+def test_a_run_refused_before_it_starts_leaves_no_run_dir(tmp_path: Path, capsys) -> None:
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0)]})
+    (data / "ROD/0/1.png").unlink()
+    code, text = run_cli(eval_args(data, tmp_path / "runs" / "new"), capsys)
+    fails_clearly(code, text, "image not found: ROD/0/1.png")
+    assert not (tmp_path / "runs" / "new").exists()
+
+
 def test_nothing_to_play_is_an_error(tmp_path: Path, capsys) -> None:
     data = write_dataset(tmp_path / "data", {"ROD": [rod(0)]})
     code, text = run_cli(eval_args(data, tmp_path / "r1", "--scenarios", ","), capsys)

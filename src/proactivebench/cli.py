@@ -28,6 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from proactivebench.cli_train import train as train_commands
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import ScenarioScore, Summary
 from proactivebench.models import SPEC_HELP, Decoding, load_model
@@ -802,6 +803,10 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
     summary = f"{repo_id}@{report.commit[:12]}: {report.summary()}"
     out.print(f"data in {where} ({summary})", highlight=False)
     report_check(report.check, report.data_dir)
+
+
+# Training commands live in their own module (an optional extra; see cli_train).
+cli.add_command(train_commands)
 
 
 def main(argv: list[str] | None = None) -> None:

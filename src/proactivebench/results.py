@@ -9,6 +9,7 @@ the model and every setting that changes play, so that a rerun resumes only the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -379,10 +380,12 @@ class RunLock:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._lock: Any = None
+        self._created = False
 
     def __enter__(self) -> RunLock:
         from filelock import FileLock, Timeout
 
+        self._created = not self.run_dir.exists()
         make_run_dir(self.run_dir)
         pid_file = self.run_dir / ".lock.pid"
         self._lock = FileLock(self.run_dir / ".lock", timeout=0)
@@ -398,8 +401,15 @@ class RunLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._lock is not None:
-            self._lock.release()
+        if self._lock is None:
+            return
+        self._lock.release()
+        if self._created and not (self.run_dir / RUN_CONFIG).exists():
+            # The run never started (bad data, nothing to play): leave no empty run dir behind.
+            for name in (".lock", ".lock.pid"):
+                (self.run_dir / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.run_dir.rmdir()
 
 
 # ----- run.json -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ Nothing here reads a file or knows about models.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -382,11 +383,13 @@ class Episode:
         the video (CIT) or reaches a view the record does not have (docs/protocol.md §2)."""
         raise NotImplementedError
 
-    def reachable_images(self) -> list[str]:
-        """Every image path a (non-reference) episode of this record may show."""
+    def reachable_images(self) -> Iterable[str]:
+        """Every image path a (non-reference) episode of this record may show, in the order
+        play reaches them. Lazy where a record sets the count: a record may claim far more
+        frames than exist, and the check before a run stops at the first missing one."""
         raise NotImplementedError
 
-    def image_paths(self) -> list[str]:
+    def image_paths(self) -> Iterable[str]:
         """Every image path this episode, in its mode, may show: checked before a run starts."""
         if self.reference:
             return [self._reference_view().image]

@@ -75,8 +75,9 @@ class CITEpisode(Episode):
         return None
 
     def reachable_images(self) -> list[str]:
-        record = self.record
-        reach = range(-record.max_steps, record.max_steps + 1)
-        frames = {record.first_image + k * record.step_size for k in reach}
-        frames = {f for f in frames if 0 <= f < record.num_images} | {record.first_image}
-        return sorted({self._image_path(f) for f in frames})
+        # Frames first + k * step for |k| <= max_steps, within the video (computed as bounds:
+        # max_steps may be far larger than the video).
+        record, first, step = self.record, self.record.first_image, self.record.step_size
+        lowest = -min(record.max_steps, first // step)
+        highest = min(record.max_steps, (record.num_images - 1 - first) // step)
+        return [self._image_path(first + k * step) for k in range(lowest, highest + 1)]

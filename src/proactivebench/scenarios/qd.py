@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from proactivebench.protocol import fixed_action_space
 from proactivebench.scenarios.base import Episode, Halt
 
@@ -24,6 +26,6 @@ class QDEpisode(Episode):
         self.image_id = int(self.image_id) + 1
         return None
 
-    def reachable_images(self) -> list[str]:
-        record = self.record
-        return [self._image_path(record.first_image + t) for t in range(record.num_images)]
+    def reachable_images(self) -> Iterator[str]:
+        first = self.record.first_image
+        return map(self._image_path, range(first, first + self.record.num_images))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from proactivebench.protocol import fixed_action_space
 from proactivebench.scenarios.base import Episode, Halt
 
@@ -33,12 +35,11 @@ class RODEpisode(Episode):
         self.image_id = (int(self.image_id) + delta) % self.record.num_images
         return None
 
-    def reachable_images(self) -> list[str]:
-        paths = set()
+    def reachable_images(self) -> Iterator[str]:
         for frame in range(self.record.num_images):
             path = self.record.image_template.format(image=frame)
             if _BROKEN in path:
-                paths.update({path.replace("s6", "s5"), path.replace("s6", "s7")})
+                yield path.replace("s6", "s5")
+                yield path.replace("s6", "s7")
             else:
-                paths.add(path)
-        return sorted(paths)
+                yield path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from proactivebench.protocol import fixed_action_space
 from proactivebench.scenarios.base import Episode, Halt
 
@@ -22,5 +24,5 @@ class VSODEpisode(Episode):
         self.image_id = (int(self.image_id) + delta) % self.record.num_images
         return None
 
-    def reachable_images(self) -> list[str]:
-        return [self._image_path(i) for i in range(self.record.num_images)]
+    def reachable_images(self) -> Iterator[str]:
+        return map(self._image_path, range(self.record.num_images))

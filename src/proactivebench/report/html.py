@@ -155,9 +155,9 @@ def _oeg_turn(section: _Section, images: _Images, line: dict[str, Any]) -> list[
     ]
 
 
-def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> tuple[str, int]:
-    """The viewer's JSON blocks (an index, one block per run and scenario, one image block per
-    scenario) and the number of thumbnails."""
+def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> str:
+    """The viewer's JSON blocks: an index, one block per run and scenario, one image block per
+    scenario."""
     scenarios = scenario_order([s for run in runs for s in run.by_scenario])
     images = {s: _Images(thumbs.get(s)) for s in scenarios}
     blocks: list[str] = []
@@ -215,13 +215,10 @@ def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> tu
         index["runs"].append(entry)
     order = ["correct", "wrong", "abstained", "unreadable", "step_limit", "left_video"]
     index["outcomes"] = sorted(outcomes, key=lambda o: (order.index(o) if o in order else 99, o))
-    count = 0
     for position, scenario in enumerate(scenarios):
-        urls = images[scenario].urls()
-        blocks.append(json_block(f"img-{position}", urls))
-        count += len(urls)
+        blocks.append(json_block(f"img-{position}", images[scenario].urls()))
     blocks.insert(0, json_block("viewer-index", index))
-    return "\n".join(blocks), count
+    return "\n".join(blocks)
 
 
 def legend_html(metrics: Sequence[Metric]) -> str:
@@ -258,7 +255,7 @@ def render_html(
         for name, png in plots.items()
     )
     note_html = "".join(f'<p class="note">{e(n)}</p>' for n in notes)
-    viewer_blocks, _ = viewer_data(runs, thumbs)
+    viewer_blocks = viewer_data(runs, thumbs)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">

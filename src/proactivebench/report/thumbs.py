@@ -104,7 +104,7 @@ class Thumbnails:
                 if crop is None:
                     # JPEG decodes at a fraction of its size for free; a crop needs the
                     # original coordinates, so it decodes whole.
-                    opened.draft("RGB", (self.edge * 2, self.edge * 2))
+                    opened.draft("RGB", (self.edge, self.edge))
                 image = apply_view(opened.convert("RGB"), View(image_path, crop, resize))
                 image.thumbnail((self.edge, self.edge), Image.Resampling.BILINEAR)
                 buffer = io.BytesIO()

@@ -10,8 +10,7 @@ does, and opens it in headless Chromium (Debian's, driven by Playwright) several
 - first strips: from navigation until the first scenario's episode strips are drawn once the
   viewer is scrolled into view (sections are drawn lazily, when they come into view).
 
-It also prints how long `eval` itself took and how long writing the report took, with the
-thumbnails made in one process and in worker processes (one per core, up to 8), side by side.
+It also prints how long `eval` itself took and how long writing the report took.
 
 With `--official-size`, the images are first replaced by 640×480 photo-like JPEGs (as the
 official data's; `official_size.py`), which thumbnails decode at a quarter of their size.
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from proactivebench.data.synth import generate
 from proactivebench.models import load_model
-from proactivebench.report import thumbs, write_report
+from proactivebench.report import write_report
 from proactivebench.runner import evaluate
 
 
@@ -92,12 +91,6 @@ def main() -> None:
     outcome = evaluate(data, load_model("baseline:proactive"), run)
     played = time.perf_counter() - started
     episodes = sum(s.n for s in outcome.summary.scenarios.values())
-    parallel_from = thumbs.PARALLEL_FROM
-    thumbs.PARALLEL_FROM = 10**12  # one process
-    started = time.perf_counter()
-    write_report([run])
-    serial = time.perf_counter() - started
-    thumbs.PARALLEL_FROM = parallel_from
     started = time.perf_counter()
     report = write_report([run])
     written = time.perf_counter() - started
@@ -106,9 +99,16 @@ def main() -> None:
     loads, strips = open_times(report.html, args.repeats)
 
     print(f"episodes: {episodes}, turns shown: {turns} (baseline:proactive)")
+    views = len(
+        {
+            (t["image"], str(t.get("crop")), t.get("resize_short_edge"))
+            for line in report.measures[0].run.lines
+            for t in line.get("trace", [])
+        }
+    )
     print(
-        f"eval: {played:.1f} s; writing the report: {written:.1f} s with worker processes "
-        f"({thumbs._cores()} cores), {serial:.1f} s in one process ({serial / written:.2f}x)"
+        f"eval: {played:.1f} s; writing the report: {written:.1f} s ({views} distinct views, "
+        f"{1000 * written / views:.1f} ms each, thumbnail included)"
     )
     print(f"report.html: {size_mb:.1f} MB (budget 30 MB)")
     print(

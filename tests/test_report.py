@@ -336,31 +336,6 @@ def test_two_runs_of_one_model_get_distinct_labels(tmp_path: Path) -> None:
     assert labels == ["m (plain)", "m +hint +history", "m (again)"]
 
 
-def test_thumbnails_made_by_worker_processes_equal_those_made_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import threading
-
-    from proactivebench.report import thumbs as module
-
-    (tmp_path / "img").mkdir()
-    keys = []
-    for i in range(6):
-        Image.new("RGB", (64, 48), (40 * i, 255 - 40 * i, 90)).save(tmp_path / "img" / f"{i}.png")
-        keys += [(f"img/{i}.png", None, None), (f"img/{i}.png", (8.0, 8.0, 40.0, 40.0), 24)]
-    keys.append(("img/missing.png", None, None))
-    here = Thumbnails(tmp_path)
-    expected = [here.url(k) for k in keys]
-    monkeypatch.setattr(module, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(module, "_cores", lambda: 2)
-    forked = Thumbnails(tmp_path)
-    forked.prepare(keys)
-    if threading.active_count() == 1 and sys.platform == "linux":
-        assert len(forked._urls) == len(keys)  # made by the workers, before any request
-    assert [forked.url(k) for k in keys] == expected
-    assert expected[-1] is None and forked.missing == here.missing == 1
-
-
 def test_terminal_table_shows_dashes_and_what_the_average_covers(run: Path) -> None:
     from rich.console import Console
 

@@ -84,8 +84,7 @@ class _Section:
 
 
 class _Images:
-    """The thumbnails of one scenario, across runs: view -> index into a list of URLs, made
-    together once every view is known."""
+    """The thumbnails of one scenario, across runs: view -> index into a list of URLs."""
 
     def __init__(self, thumbs: Thumbnails | None) -> None:
         self.thumbs = thumbs
@@ -103,7 +102,6 @@ class _Images:
     def urls(self) -> list[str | None]:
         if self.thumbs is None:
             return []
-        self.thumbs.prepare(self._ids)
         return [self.thumbs.url(key) for key in self._ids]
 
 

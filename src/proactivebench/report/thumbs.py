@@ -11,11 +11,6 @@ from __future__ import annotations
 
 import base64
 import io
-import multiprocessing
-import os
-import sys
-import threading
-from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -29,10 +24,6 @@ from proactivebench.scenarios import View
 #: and keeps a report of 7 x 500 episodes far below 30 MB. JPEG where Pillow lacks WebP.
 THUMB_EDGE = 112
 THUMB_QUALITY = 50
-
-#: From this many views on, worker processes share the decoding (it dominates a report's time:
-#: about 1 ms per 256 px PNG), when the platform allows it safely.
-PARALLEL_FROM = 400
 
 ViewKey = tuple[str, tuple[float, ...] | None, int | None]
 
@@ -55,35 +46,6 @@ class Thumbnails:
     @property
     def available(self) -> bool:
         return self._guard is not None
-
-    def prepare(self, keys: Iterable[ViewKey]) -> None:
-        """Make the thumbnails of many views at once, in worker processes where that is safe:
-        on Linux, by `fork`, only while this process runs a single thread (a fork copies no
-        other thread, so no lock can be left held) - at the end of `eval` and in `report`.
-        `spawn` is never used: it would run the caller's main script again in every worker."""
-        todo = list(dict.fromkeys(k for k in keys if k not in self._urls))
-        workers = min(_cores(), 8)
-        if (
-            self._guard is None
-            or len(todo) < PARALLEL_FROM
-            or workers < 2
-            or sys.platform != "linux"
-            or threading.active_count() > 1
-        ):
-            return  # made one by one, on request
-        global _FORKED
-        _FORKED = self
-        try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                chunk = max(8, len(todo) // (workers * 8))
-                made = pool.map(_forked_make, todo, chunksize=chunk)
-        except OSError:
-            return  # no processes to be had: made one by one instead
-        finally:
-            _FORKED = None
-        for key, url in zip(todo, made, strict=True):
-            self._urls[key] = url
-            self.missing += url is None
 
     def url(self, key: ViewKey) -> str | None:
         """The view's thumbnail as a data URL, or None when its image cannot be read."""
@@ -120,18 +82,3 @@ def _format() -> str:
     from PIL import features
 
     return "WEBP" if features.check("webp") else "JPEG"
-
-
-def _cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-#: The maker whose views the forked workers make (inherited by the fork, never pickled).
-_FORKED: Thumbnails | None = None
-
-
-def _forked_make(key: ViewKey) -> str | None:
-    assert _FORKED is not None
-    return _FORKED._make(key)

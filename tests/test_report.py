@@ -109,7 +109,13 @@ def test_behaviour_metrics_by_hand(run: Path) -> None:
     assert measures.average.values["accuracy"].estimate == 50.0
     usage = measures.usage
     assert usage["requests"] == 5
-    assert usage["tokens"]["prompt_tokens"] == {"sum": 40, "mean": 20.0, "requests": 2}
+    assert usage["tokens"]["prompt_tokens"] == {
+        "sum": 40,
+        "mean": 20.0,
+        "p50": 20.0,
+        "p95": 29.0,  # 10 + 0.95 * (30 - 10)
+        "requests": 2,
+    }
 
 
 def test_report_files_show_dashes_and_what_the_average_covers(run: Path) -> None:
@@ -351,3 +357,27 @@ def test_terminal_table_shows_dashes_and_what_the_average_covers(run: Path) -> N
     vsod = next(x for x in text.splitlines() if "VSOD" in x)
     assert "—" in vsod and "0.0" not in vsod
     assert "average of ROD" in text
+
+
+def test_eval_warns_when_answers_are_unreadable(tmp_path: Path, capsys) -> None:
+    data = full_dataset(tmp_path / "data")
+    agent = tmp_path / "agent.py"
+    agent.write_text("def answer(messages, observation):\n    return '**The answer is (B)**'\n")
+    for extra in ((), ("--no-report",)):
+        out = tmp_path / f"run{len(extra)}"
+        code, text = run_cli(
+            [
+                "eval",
+                "--data",
+                str(data),
+                "--model",
+                f"python:{agent}:answer",
+                "--out",
+                str(out),
+                *extra,
+            ],
+            capsys,
+        )
+        assert code == 0
+        assert "warning: answers that designate no shown option (protocol §4) pass 10 %" in text
+        assert "ROD (100.0 %)" in text and "--answer-extraction lenient" in text

@@ -257,7 +257,13 @@ def usage_stats(run: Run) -> dict[str, Any]:
         "requests": len(requests),
         "cached": cached,
         "tokens": {
-            kind: {"sum": sum(counts), "mean": sum(counts) / len(counts), "requests": len(counts)}
+            kind: {
+                "sum": sum(counts),
+                "mean": sum(counts) / len(counts),
+                "p50": percentile(counts, 50),
+                "p95": percentile(counts, 95),
+                "requests": len(counts),
+            }
             for kind, counts in tokens.items()
         },
         "latency_s": {

@@ -31,7 +31,7 @@ from proactivebench.report.measures import (
     size_correlations,
     unreadable_warnings,
 )
-from proactivebench.report.runs import Run, load_run, load_runs
+from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
     Table,
     comparison_table,
@@ -115,9 +115,9 @@ def write_report(
         out_dir = Path(run_dirs[0]) / REPORT_DIR
     out = Path(out_dir)
     runs = load_runs(run_dirs, params)
-    base = load_run(vs) if vs is not None else None
+    base = load_runs([vs])[0] if vs is not None else None
     if base is not None:
-        base.label = f"{load_runs([vs])[0].label} (--vs)"
+        base.label += " (--vs)"
     outcome = ReportOutcome(out_dir=out)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -684,6 +684,11 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
     out.print(valid, highlight=False)
 
 
+from proactivebench.cli_inspect import import_inspect_command  # noqa: E402 - needs `cli`
+
+cli.add_command(import_inspect_command)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one message and a non-zero exit, never a traceback."""
     fit_to_output(console, out)

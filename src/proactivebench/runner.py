@@ -327,7 +327,7 @@ class RunOutcome:
     errors: Counter[str] = field(default_factory=Counter)
 
 
-def _conversations(
+def episode_conversations(
     settings: EvalSettings, pools: dict[str, list[Record]]
 ) -> Callable[[Episode], tuple[Conversation, list[Demonstration]]]:
     """What makes each episode's conversation: its demonstrations (drawn from the samples of
@@ -549,7 +549,7 @@ async def aevaluate(
                 run.model,
                 results,
                 settings,
-                _conversations(settings, run.pools),
+                episode_conversations(settings, run.pools),
                 run.judge,
                 concurrency,
                 on_result or (lambda r: None),

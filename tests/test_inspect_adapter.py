@@ -1,0 +1,207 @@
+"""The Inspect AI task against `proactivebench eval`: the same answers give the same scores.
+
+Scripted answers (the oracle's move, or a fixed letter) are computed here by playing our
+episodes with the answer key; `mockllm` gives them to the Inspect task in sample order, and a
+replay file gives them to `proactivebench eval`. Per scenario, accuracy and ps rate must agree,
+and `import-inspect` of the Inspect log must give the direct run's summary.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+from clirun import run_cli
+from proactivebench.data.layout import load_dataset
+from proactivebench.data.synth import generate
+from proactivebench.inspect import proactivebench
+from proactivebench.metrics import Summary
+from proactivebench.scenarios import Observation, make_episode
+from proactivebench.scenarios.base import best_move
+
+#: The policy of the i-th sample of a scenario: a correct intervention while a later turn
+#: remains (else the category), the oracle's move, or always this letter.
+POLICIES = ("proactive", "A", "oracle")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synth")
+    generate(root, per_scenario=3, seed=3)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _inspect_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inspect's traces and caches go to the test's directory, not the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
+def answer(policy: str, obs: Observation) -> str:
+    if policy == "proactive" and obs.correct_actions and obs.turn < obs.max_turns:
+        return obs.correct_actions[0]
+    return best_move(obs) if policy in ("oracle", "proactive") else policy
+
+
+def scripts(data: Path, **options: Any) -> list[tuple[str, int, list[str]]]:
+    """Each episode's answers, in the task's sample order (scenario by scenario, file order)."""
+    played = []
+    for records in load_dataset(data).records.values():
+        for index, record in enumerate(records):
+            episode = make_episode(record, **options)
+            policy = POLICIES[index % len(POLICIES)]
+            answers = []
+            while not episode.done:
+                answers.append(answer(policy, episode.observation))
+                episode.step(answers[-1])
+            played.append((record.scenario, record.id, answers))
+    return played
+
+
+def mock_outputs(played: list[tuple[str, int, list[str]]]) -> list[ModelOutput]:
+    outputs = []
+    for _, _, answers in played:
+        for text in answers:
+            output = ModelOutput.from_content("mockllm/model", text)
+            output.usage = ModelUsage(input_tokens=10, output_tokens=1, total_tokens=11)
+            outputs.append(output)
+    return outputs
+
+
+def run_inspect(data: Path, logs: Path, played: list, **params: Any) -> EvalLog:
+    model = get_model("mockllm/model", custom_outputs=mock_outputs(played))
+    # One sample at a time: mockllm hands out its outputs in the order they are asked for.
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), **params),
+        model=model,
+        max_samples=1,
+        display="none",
+        log_dir=str(logs),
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def inspect_scores(log: EvalLog) -> dict[str, tuple[float, float]]:
+    """Per scenario (accuracy, ps rate), as the log's grouped metrics report them."""
+    metrics = {s.name: {k: v.value for k, v in s.metrics.items()} for s in log.results.scores}
+    scenarios = [k.removeprefix("grouped_") for k in metrics["accuracy"] if k != "grouped_all"]
+    return {
+        s: (metrics["accuracy"][f"grouped_{s}"], metrics["ps_rate"][f"grouped_{s}"])
+        for s in scenarios
+    }
+
+
+def direct_run(
+    data: Path, tmp_path: Path, played: list, flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> Summary:
+    script = tmp_path / "answers.jsonl"
+    script.write_text(
+        "".join(
+            json.dumps({"scenario": s, "sample_id": i, "answers": a}) + "\n" for s, i, a in played
+        )
+    )
+    out = tmp_path / "direct"
+    args = ["eval", "--data", str(data), "--model", f"replay:{script}", "--out", str(out)]
+    code, text = run_cli([*args, *flags], capsys)
+    assert code == 0, text
+    summary = json.loads((out / "summary.json").read_text())
+    return summary
+
+
+def lines(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """A run's result lines by episode, without token counts (replay reports none)."""
+    found = {}
+    for text in (run / "results.jsonl").read_text().splitlines():
+        line = json.loads(text)
+        for turn in line["trace"]:
+            turn.pop("usage", None)
+        found[line["scenario"], line["sample_id"]] = line
+    return found
+
+
+def scores_of(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    return {k: (v["accuracy"], v["ps_rate"]) for k, v in summary["scenarios"].items()}
+
+
+@pytest.mark.parametrize(
+    ("params", "flags"),
+    [({}, []), ({"hint": True}, ["--hint"]), ({"history": True}, ["--history"])],
+    ids=["plain", "hint", "history"],
+)
+def test_inspect_task_scores_equal_a_replayed_eval(
+    data: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    params: dict[str, Any],
+    flags: list[str],
+) -> None:
+    played = scripts(data, hint=params.get("hint", False))
+    log = run_inspect(data, tmp_path / "logs", played, **params)
+    direct = direct_run(data, tmp_path, played, flags, capsys)
+
+    got = inspect_scores(log)
+    expected = scores_of(direct)
+    assert set(got) == set(expected)
+    for scenario, (accuracy, ps_rate) in expected.items():
+        assert got[scenario] == (pytest.approx(accuracy), pytest.approx(ps_rate)), scenario
+    assert set(got) == {"ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO"}
+    # The scripts make both outcomes and more than one turn happen, so the equality means
+    # something: every episode's outcome and length are compared through the means.
+    assert all(0 < a < 100 for a, _ in got.values()) and any(ps > 0 for _, ps in got.values())
+
+    # The log holds the whole episode: one user turn (image + question) and one answer per
+    # turn; every request as sent, with history the earlier turns too.
+    turns = {f"{s}-{i}": len(a) for s, i, a in played}
+    assert len(log.samples) == len(played)
+    for sample in log.samples:
+        n = turns[str(sample.id)]
+        assert [m.role for m in sample.messages] == ["user", "assistant"] * n
+        first = sample.messages[0].content
+        image = first[0].image  # the log stores each distinct image once, as an attachment
+        image = sample.attachments.get(image.removeprefix("attachment://"), image)
+        assert first[0].type == "image" and image.startswith("data:image/")
+        assert first[1].type == "text" and "Options:" in first[1].text
+        requests = [len(e.input) for e in sample.events if e.event == "model"]
+        assert requests == ([2 * k + 1 for k in range(n)] if params.get("history") else [1] * n)
+
+    # import-inspect turns the log into a run whose summary is the direct run's.
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)
+    assert code == 0, text
+    imported = json.loads((run / "summary.json").read_text())
+    assert imported["scenarios"] == direct["scenarios"]
+    assert imported["average"] == direct["average"]
+    # Line for line the same, but for the token counts that only the mock model reports.
+    assert lines(run) == lines(tmp_path / "direct")
+
+
+def test_import_inspect_refuses_what_is_not_a_proactivebench_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nothing.eval"
+    code, text = run_cli(["import-inspect", str(missing), "--out", str(tmp_path / "r")], capsys)
+    assert code != 0 and "no Inspect log" in text and "Traceback" not in text
+    garbage = tmp_path / "garbage.eval"
+    garbage.write_bytes(b"not a zip")
+    code, text = run_cli(["import-inspect", str(garbage), "--out", str(tmp_path / "r")], capsys)
+    assert code != 0 and "cannot read the Inspect log" in text and "Traceback" not in text
+
+
+def test_the_task_refuses_bad_settings_with_one_message(data: Path) -> None:
+    from proactivebench.errors import ProactiveBenchError
+
+    with pytest.raises(ProactiveBenchError, match="option_order"):
+        proactivebench(data=str(data), option_order="sideways")
+    with pytest.raises(ProactiveBenchError, match="--icl"):
+        proactivebench(data=str(data), reference=True, icl=2)

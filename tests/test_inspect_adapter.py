@@ -24,7 +24,8 @@ from clirun import run_cli
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.inspect import proactivebench
-from proactivebench.metrics import Summary
+from proactivebench.inspect_import import import_inspect_log
+from proactivebench.protocol import scenario_strings
 from proactivebench.scenarios import Observation, make_episode
 from proactivebench.scenarios.base import best_move
 
@@ -104,7 +105,8 @@ def inspect_scores(log: EvalLog) -> dict[str, tuple[float, float]]:
 
 def direct_run(
     data: Path, tmp_path: Path, played: list, flags: list[str], capsys: pytest.CaptureFixture[str]
-) -> Summary:
+) -> dict[str, Any]:
+    """`proactivebench eval` of the same answers with `replay:`; its summary.json."""
     script = tmp_path / "answers.jsonl"
     script.write_text(
         "".join(
@@ -136,8 +138,16 @@ def scores_of(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
 
 @pytest.mark.parametrize(
     ("params", "flags"),
-    [({}, []), ({"hint": True}, ["--hint"]), ({"history": True}, ["--history"])],
-    ids=["plain", "hint", "history"],
+    [
+        ({}, []),
+        ({"hint": True}, ["--hint"]),
+        ({"history": True}, ["--history"]),
+        (
+            {"icl": 1, "option_order": "shuffled", "seed": 5},
+            ["--icl", "1", "--option-order", "shuffled", "--seed", "5"],
+        ),
+    ],
+    ids=["plain", "hint", "history", "icl-shuffled"],
 )
 def test_inspect_task_scores_equal_a_replayed_eval(
     data: Path,
@@ -146,7 +156,8 @@ def test_inspect_task_scores_equal_a_replayed_eval(
     params: dict[str, Any],
     flags: list[str],
 ) -> None:
-    played = scripts(data, hint=params.get("hint", False))
+    options = {k: params[k] for k in ("hint", "option_order", "seed") if k in params}
+    played = scripts(data, **options)
     log = run_inspect(data, tmp_path / "logs", played, **params)
     direct = direct_run(data, tmp_path, played, flags, capsys)
 
@@ -160,20 +171,25 @@ def test_inspect_task_scores_equal_a_replayed_eval(
     # something: every episode's outcome and length are compared through the means.
     assert all(0 < a < 100 for a, _ in got.values()) and any(ps > 0 for _, ps in got.values())
 
-    # The log holds the whole episode: one user turn (image + question) and one answer per
-    # turn; every request as sent, with history the earlier turns too.
+    # The log holds the whole episode: the demonstrations, then one user turn (image +
+    # question) and one answer per turn; every request as sent, with history the earlier
+    # turns too.
     turns = {f"{s}-{i}": len(a) for s, i, a in played}
     assert len(log.samples) == len(played)
     for sample in log.samples:
         n = turns[str(sample.id)]
-        assert [m.role for m in sample.messages] == ["user", "assistant"] * n
-        first = sample.messages[0].content
+        line = sample.scores["proactive_score"].metadata["result"]
+        shown = 2 * sum(len(d["turns"]) for d in line.get("demonstrations", []))
+        assert bool(shown) == bool(params.get("icl"))
+        assert [m.role for m in sample.messages] == ["user", "assistant"] * (shown // 2 + n)
+        first = sample.messages[shown].content
         image = first[0].image  # the log stores each distinct image once, as an attachment
         image = sample.attachments.get(image.removeprefix("attachment://"), image)
         assert first[0].type == "image" and image.startswith("data:image/")
         assert first[1].type == "text" and "Options:" in first[1].text
         requests = [len(e.input) for e in sample.events if e.event == "model"]
-        assert requests == ([2 * k + 1 for k in range(n)] if params.get("history") else [1] * n)
+        past = [2 * k for k in range(n)] if params.get("history") else [0] * n
+        assert requests == [shown + p + 1 for p in past]
 
     # import-inspect turns the log into a run whose summary is the direct run's.
     run = tmp_path / "imported"
@@ -205,3 +221,47 @@ def test_the_task_refuses_bad_settings_with_one_message(data: Path) -> None:
         proactivebench(data=str(data), option_order="sideways")
     with pytest.raises(ProactiveBenchError, match="--icl"):
         proactivebench(data=str(data), reference=True, icl=2)
+
+
+def test_open_ended_generation_is_judged_by_the_judge_role(data: Path, tmp_path: Path) -> None:
+    """OEG: the judge is Inspect's `judge` model role. Its scripted verdicts mark the first
+    valid entry for even samples and the last one for odd ones; the protocol's count of
+    intervention entries (spec §6) says whether a mark is a suggestion or the category."""
+    generations, verdicts = [], []
+    expected: dict[str, list[tuple[int, int]]] = {}
+    for records in load_dataset(data).records.values():
+        for index, record in enumerate(records):
+            entries = [e for e in make_episode(record).oeg_answers().split(",") if e.strip()]
+            marked = 0 if index % 2 == 0 else len(entries) - 1
+            marks = ["1" if i == marked else "0" for i in range(len(entries))]
+            generations.append(f"generation {record.scenario} {record.id}")
+            verdicts.append(", ".join(marks))
+            proactive = marked < scenario_strings(record.scenario).oeg_proactive_count
+            expected.setdefault(record.scenario, []).append((int(proactive), int(not proactive)))
+    model = get_model("mockllm/model", custom_outputs=mock_outputs([("", 0, generations)]))
+    judge = get_model("mockllm/judge", custom_outputs=mock_outputs([("", 0, verdicts)]))
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), mode="oeg"),
+        model=model,
+        model_roles={"judge": judge},
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    metrics = {s.name: {k: v.value for k, v in s.metrics.items()} for s in log.results.scores}
+    for scenario, marks in expected.items():
+        ps = 100 * sum(p for p, _ in marks) / len(marks)
+        cp = 100 * sum(c for _, c in marks) / len(marks)
+        assert metrics["ps"][f"grouped_{scenario}"] == pytest.approx(ps), scenario
+        assert metrics["cp"][f"grouped_{scenario}"] == pytest.approx(cp), scenario
+        assert metrics["aggregate"][f"grouped_{scenario}"] == pytest.approx(100.0), scenario
+    assert {m[0] for marks in expected.values() for m in marks} == {0, 1}  # both kinds occur
+    line = log.samples[0].scores["proactive_oeg_score"].metadata["result"]
+    assert line["generation"] == f"generation {line['scenario']} {line['sample_id']}"
+    assert len(line["judge_outputs"]) == 1
+    summary = import_inspect_log(log.location, tmp_path / "imported")
+    for scenario, marks in expected.items():
+        assert summary.scenarios[scenario].ps == pytest.approx(
+            100 * sum(p for p, _ in marks) / len(marks)
+        )

@@ -26,12 +26,8 @@ from proactivebench.data.synth import generate
 from proactivebench.inspect import proactivebench
 from proactivebench.inspect_import import import_inspect_log
 from proactivebench.protocol import scenario_strings
-from proactivebench.scenarios import Observation, make_episode
-from proactivebench.scenarios.base import best_move
-
-#: The policy of the i-th sample of a scenario: a correct intervention while a later turn
-#: remains (else the category), the oracle's move, or always this letter.
-POLICIES = ("proactive", "A", "oracle")
+from proactivebench.scenarios import make_episode
+from scripted import Played, direct_run, lines, scripts
 
 
 @pytest.fixture(scope="module")
@@ -48,28 +44,7 @@ def _inspect_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
 
 
-def answer(policy: str, obs: Observation) -> str:
-    if policy == "proactive" and obs.correct_actions and obs.turn < obs.max_turns:
-        return obs.correct_actions[0]
-    return best_move(obs) if policy in ("oracle", "proactive") else policy
-
-
-def scripts(data: Path, **options: Any) -> list[tuple[str, int, list[str]]]:
-    """Each episode's answers, in the task's sample order (scenario by scenario, file order)."""
-    played = []
-    for records in load_dataset(data).records.values():
-        for index, record in enumerate(records):
-            episode = make_episode(record, **options)
-            policy = POLICIES[index % len(POLICIES)]
-            answers = []
-            while not episode.done:
-                answers.append(answer(policy, episode.observation))
-                episode.step(answers[-1])
-            played.append((record.scenario, record.id, answers))
-    return played
-
-
-def mock_outputs(played: list[tuple[str, int, list[str]]]) -> list[ModelOutput]:
+def mock_outputs(played: Played) -> list[ModelOutput]:
     outputs = []
     for _, _, answers in played:
         for text in answers:
@@ -79,7 +54,7 @@ def mock_outputs(played: list[tuple[str, int, list[str]]]) -> list[ModelOutput]:
     return outputs
 
 
-def run_inspect(data: Path, logs: Path, played: list, **params: Any) -> EvalLog:
+def run_inspect(data: Path, logs: Path, played: Played, **params: Any) -> EvalLog:
     model = get_model("mockllm/model", custom_outputs=mock_outputs(played))
     # One sample at a time: mockllm hands out its outputs in the order they are asked for.
     (log,) = inspect_eval(
@@ -103,35 +78,6 @@ def inspect_scores(log: EvalLog) -> dict[str, tuple[float, float]]:
     }
 
 
-def direct_run(
-    data: Path, tmp_path: Path, played: list, flags: list[str], capsys: pytest.CaptureFixture[str]
-) -> dict[str, Any]:
-    """`proactivebench eval` of the same answers with `replay:`; its summary.json."""
-    script = tmp_path / "answers.jsonl"
-    script.write_text(
-        "".join(
-            json.dumps({"scenario": s, "sample_id": i, "answers": a}) + "\n" for s, i, a in played
-        )
-    )
-    out = tmp_path / "direct"
-    args = ["eval", "--data", str(data), "--model", f"replay:{script}", "--out", str(out)]
-    code, text = run_cli([*args, *flags], capsys)
-    assert code == 0, text
-    summary = json.loads((out / "summary.json").read_text())
-    return summary
-
-
-def lines(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """A run's result lines by episode, without token counts (replay reports none)."""
-    found = {}
-    for text in (run / "results.jsonl").read_text().splitlines():
-        line = json.loads(text)
-        for turn in line["trace"]:
-            turn.pop("usage", None)
-        found[line["scenario"], line["sample_id"]] = line
-    return found
-
-
 def scores_of(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
     return {k: (v["accuracy"], v["ps_rate"]) for k, v in summary["scenarios"].items()}
 
@@ -142,12 +88,13 @@ def scores_of(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
         ({}, []),
         ({"hint": True}, ["--hint"]),
         ({"history": True}, ["--history"]),
+        ({"reference": True}, ["--reference"]),
         (
             {"icl": 1, "option_order": "shuffled", "seed": 5},
             ["--icl", "1", "--option-order", "shuffled", "--seed", "5"],
         ),
     ],
-    ids=["plain", "hint", "history", "icl-shuffled"],
+    ids=["plain", "hint", "history", "reference", "icl-shuffled"],
 )
 def test_inspect_task_scores_equal_a_replayed_eval(
     data: Path,
@@ -156,10 +103,10 @@ def test_inspect_task_scores_equal_a_replayed_eval(
     params: dict[str, Any],
     flags: list[str],
 ) -> None:
-    options = {k: params[k] for k in ("hint", "option_order", "seed") if k in params}
+    options = {k: params[k] for k in ("hint", "reference", "option_order", "seed") if k in params}
     played = scripts(data, **options)
     log = run_inspect(data, tmp_path / "logs", played, **params)
-    direct = direct_run(data, tmp_path, played, flags, capsys)
+    direct = direct_run(data, tmp_path / "direct", played, flags, capsys)
 
     got = inspect_scores(log)
     expected = scores_of(direct)
@@ -169,7 +116,11 @@ def test_inspect_task_scores_equal_a_replayed_eval(
     assert set(got) == {"ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO"}
     # The scripts make both outcomes and more than one turn happen, so the equality means
     # something: every episode's outcome and length are compared through the means.
-    assert all(0 < a < 100 for a, _ in got.values()) and any(ps > 0 for _, ps in got.values())
+    assert all(a > 0 for a, _ in got.values()) and any(a < 100 for a, _ in got.values())
+    if params.get("reference"):  # one clear turn: nothing to suggest
+        assert all(ps == 0 for _, ps in got.values())
+    else:
+        assert any(ps > 0 for _, ps in got.values())
 
     # The log holds the whole episode: the demonstrations, then one user turn (image +
     # question) and one answer per turn; every request as sent, with history the earlier

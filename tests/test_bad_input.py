@@ -115,6 +115,14 @@ def test_a_torn_last_line_is_still_repaired(data: Path, tmp_path: Path, capsys) 
 # ----- exit codes, one run at a time, terminal output -------------------------------------------
 
 
+def test_a_run_refused_before_it_starts_leaves_no_run_dir(tmp_path: Path, capsys) -> None:
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0)]})
+    (data / "ROD/0/1.png").unlink()
+    code, text = run_cli(eval_args(data, tmp_path / "runs" / "new"), capsys)
+    fails_clearly(code, text, "image not found: ROD/0/1.png")
+    assert not (tmp_path / "runs" / "new").exists()
+
+
 def test_nothing_to_play_is_an_error(tmp_path: Path, capsys) -> None:
     data = write_dataset(tmp_path / "data", {"ROD": [rod(0)]})
     code, text = run_cli(eval_args(data, tmp_path / "r1", "--scenarios", ","), capsys)
@@ -187,3 +195,64 @@ def test_empty_and_unreadable_images_are_caught(tmp_path: Path, capsys) -> None:
     # A run checks existence and size before it starts (headers are the validator's job).
     code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
     fails_clearly(code, text, "image file is empty (0 bytes): ROD/0/0.png")
+
+
+# ----- item 13: what a researcher should be told ----------------------------------------------
+
+
+def test_the_hosted_api_without_a_key_is_named_before_the_run(
+    data: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = eval_args(data, tmp_path / "run", "--no-cache")
+    args[args.index("baseline:oracle")] = "openai:gpt-4o"
+    code, text = run_cli(args, capsys)
+    fails_clearly(code, text, "hosted API at https://api.openai.com/v1", "$OPENAI_API_KEY")
+    assert (tmp_path / "run" / "results.jsonl").read_text() == ""  # no episode was tried
+
+
+def test_the_run_says_how_many_answers_came_from_the_cache(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    cache = str(tmp_path / "cache.sqlite")
+    body = "    return observation.options[-1]\n"
+    first = with_python_model(eval_args(data, tmp_path / "a", "--cache", cache), tmp_path, body)
+    code, text = run_cli(first, capsys)
+    assert code == 0 and "from the response cache" not in text
+    lines = (tmp_path / "a" / "results.jsonl").read_text().splitlines()
+    turns = sum(len(json.loads(line)["trace"]) for line in lines)
+    second = with_python_model(eval_args(data, tmp_path / "b", "--cache", cache), tmp_path, body)
+    code, text = run_cli(second, capsys)
+    assert code == 0 and f"{turns} of {turns} answers came from the response cache" in text
+
+
+def test_an_exception_in_a_users_function_shows_their_traceback_once(
+    data: Path, tmp_path: Path, capsys, caplog
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "def helper(messages):\n"
+        "    return messages[0]['content'][-1]['text'][99999]\n"
+        "\n"
+        "def answer(messages, observation):\n"
+        "    return helper(messages)\n"
+    )
+    args = eval_args(data, tmp_path / "run", "--no-cache")
+    args[args.index("baseline:oracle")] = f"python:{agent}:answer"
+    code, text = run_cli(args, capsys)
+    assert code == 3
+    assert caplog.text.count("Traceback (most recent call last)") == 1
+    assert f'File "{agent}", line 2, in helper' in caplog.text
+    assert "messages[0]['content'][-1]['text'][99999]" in caplog.text
+    assert 'python_callable.py", line' not in caplog.text  # the user's frames, not ours
+    assert f"IndexError: string index out of range (at {agent}:2 in helper)" in text
+
+
+def test_progress_off_a_terminal_is_plain_lines(data: Path, tmp_path: Path, capsys) -> None:
+    code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
+    total = len((tmp_path / "run" / "results.jsonl").read_text().splitlines())
+    assert code == 0 and f"baseline:oracle: {total}/{total} (100%)" in text
+    progress = [line for line in text.splitlines() if line.startswith("baseline:oracle: ")]
+    assert 2 <= len(progress) <= 11  # a line per tenth at most, and the end
+    assert not any(line.startswith("baseline:oracle ━") for line in text.splitlines())
+    assert "\r" not in text and "\x1b" not in text

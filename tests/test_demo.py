@@ -28,8 +28,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_generated_set_passes_validation(data: Path, capsys) -> None:
-    count, problems = validate_dataset(data)
-    assert (count, problems) == (7 * PER_SCENARIO, [])
+    check = validate_dataset(data)
+    assert (check.records, check.problems, check.warnings) == (7 * PER_SCENARIO, [], [])
     code, text = run_cli(["data", "validate", str(data)], capsys)
     assert code == 0 and "is valid" in text
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import textwrap
 import uuid
@@ -136,7 +137,14 @@ def answer(messages, observation):
     evaluate(data, load_model(f"python:{module}:answer"), tmp_path / "run")
     for (scenario, _), result in outcomes(tmp_path / "run").items():
         if scenario == "ROD":
-            assert result["error"] == "ValueError: no idea about blocks"
+            # The user's exception, and where in their code it was raised.
+            error = result["error"]
+            where = re.fullmatch(
+                r"ValueError: no idea about blocks \(at (.+):(\d+) in answer\)", error
+            )
+            assert where, error
+            source = Path(where[1]).read_text().splitlines()
+            assert "raise ValueError" in source[int(where[2]) - 1]
         elif scenario == "QD":
             assert (
                 result["error"].startswith("TypeError:") and "returned NoneType" in result["error"]

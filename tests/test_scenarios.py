@@ -64,7 +64,7 @@ def test_rod_broken_banana_frame_is_swapped_by_last_action() -> None:
     # docs/protocol.md §8: only outside reference mode.
     ref = make_episode(record("ROD", image_template=template), reference=True)
     assert ref.observation.view.image == "ROD/natural_bluebl_greenr-banana-s6/ref.png"
-    assert ref.image_paths() == ["ROD/natural_bluebl_greenr-banana-s6/ref.png"]
+    assert list(ref.image_paths()) == ["ROD/natural_bluebl_greenr-banana-s6/ref.png"]
 
 
 def test_rod_abstaining_fails() -> None:

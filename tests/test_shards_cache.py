@@ -62,6 +62,55 @@ def test_merge_refuses_runs_of_other_settings(data: Path, tmp_path: Path) -> Non
         merge_runs([tmp_path / "nothing"], tmp_path / "m2")
 
 
+def _shard(data: Path, run: Path, spec: str, capsys) -> Path:
+    assert run_cli(eval_args(data, run, "--shard", spec), capsys)[0] == 0
+    return run
+
+
+def test_run_json_records_the_shard_and_a_resume_keeps_to_it(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = _shard(data, tmp_path / "s0", "0/2", capsys)
+    assert json.loads((run / "run.json").read_text())["shard"] == {"index": 0, "count": 2}
+    code, text = run_cli(eval_args(data, run, "--shard", "1/2"), capsys)
+    assert code != 0 and "shard.index: 0 → 1" in text
+
+
+def test_merge_refuses_a_missing_shard_unless_partial(
+    data: Path, tmp_path: Path, capsys, caplog
+) -> None:
+    first = _shard(data, tmp_path / "s0", "0/2", capsys)
+    code, text = run_cli(["merge", str(first), "--out", str(tmp_path / "m")], capsys)
+    assert code != 0 and "shard(s) 1/2 missing" in text and "--partial" in text
+    assert not (tmp_path / "m" / "results.jsonl").exists()
+    args = ["merge", str(first), "--out", str(tmp_path / "m"), "--partial"]
+    code, text = run_cli(args, capsys)
+    assert code == 0 and "partial merge: shard(s) 1/2 missing" in caplog.text
+    assert keyed(tmp_path / "m") == keyed(first)
+    # The merged directory is the whole run's: resuming it plays only what was missing.
+    assert "shard" not in json.loads((tmp_path / "m" / "run.json").read_text())
+    assert run_cli(eval_args(data, tmp_path / "m"), capsys)[0] == 0
+    second = _shard(data, tmp_path / "s1", "1/2", capsys)
+    assert keyed(tmp_path / "m") == keyed(first) | keyed(second)
+
+
+def test_merge_refuses_a_shard_given_twice_or_other_splits(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    out = str(tmp_path / "merged")
+    first = _shard(data, tmp_path / "s0", "0/2", capsys)
+    second = _shard(data, tmp_path / "s1", "1/2", capsys)
+    code, text = run_cli(["merge", str(first), str(second), str(first), "--out", out], capsys)
+    assert code != 0 and f"shard 0/2 given 2 times ({first}, {first})" in text
+    third = _shard(data, tmp_path / "t0", "0/3", capsys)
+    code, text = run_cli(["merge", str(first), str(third), "--out", out], capsys)
+    assert code != 0 and "split into different numbers of shards" in text
+    whole = tmp_path / "whole"
+    assert run_cli(eval_args(data, whole), capsys)[0] == 0
+    code, text = run_cli(["merge", str(whole), str(whole), "--out", out], capsys)
+    assert code != 0 and "shard 0/1 given 2 times" in text
+
+
 def test_bad_shard_spec(data: Path, tmp_path: Path, capsys) -> None:
     code, text = run_cli(eval_args(data, tmp_path / "r", "--shard", "3/3"), capsys)
     assert code != 0 and "0 <= I < N" in text

@@ -21,6 +21,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -33,6 +34,7 @@ from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
+    from proactivebench.data.validate import DatasetCheck
     from proactivebench.judge import Judge
     from proactivebench.models.cache import ResponseCache
     from proactivebench.results import EpisodeResult, OEGResult
@@ -122,10 +124,58 @@ def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     return table
 
 
+class LineProgress(Progress):
+    """Progress off a terminal (a log file, CI): the same tasks, reported as one plain line each
+    time a tenth more is done (or a minute has passed) and at the end, instead of a bar that
+    only a terminal can redraw in place."""
+
+    def __init__(self, *columns: Any, console: Console) -> None:
+        super().__init__(*columns, console=console, disable=True)
+        #: Per task: the tenths done when it was last reported, and when.
+        self._reported: dict[TaskID, tuple[int, float]] = {}
+
+    def update(self, task_id: TaskID, **changes: Any) -> None:
+        super().update(task_id, **changes)
+        self._report(task_id)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._report(task_id)
+
+    def stop(self) -> None:
+        for task_id in list(self._tasks):
+            self._report(task_id, final=True)
+        super().stop()
+
+    def _report(self, task_id: TaskID, final: bool = False) -> None:
+        task = self._tasks[task_id]
+        if not task.total:
+            return
+        tenths = int(10 * task.completed / task.total)
+        last, when = self._reported.get(task_id, (-1, 0.0))
+        now = self.get_time()
+        if not (tenths > last or now - when >= 60 or (final and last < 10 and tenths != last)):
+            return
+        self._reported[task_id] = (tenths, now)
+        fields = "".join(f", {name} {value}" for name, value in task.fields.items())
+        line = (
+            f"{task.description}: {task.completed:g}/{task.total:g} "
+            f"({100 * task.completed / task.total:.0f}%){fields}, {task.elapsed or 0:.0f}s"
+        )
+        self.console.print(printable(line), markup=False, highlight=False)
+
+
+def new_progress(*columns: Any) -> Progress:
+    """A rich progress bar on a terminal, plain periodic lines anywhere else."""
+    if console.is_terminal:
+        return Progress(*columns, console=console)
+    return LineProgress(*columns, console=console)
+
+
 def count_progress() -> Progress:
     """A plain bar with a count, for generation and the demo's runs."""
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn())
-    return Progress(*columns, TimeElapsedColumn(), console=console)
+    return new_progress(*columns, TimeElapsedColumn())
 
 
 def parse_model_options(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -170,13 +220,13 @@ def episode_progress(
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn(
-            "{task.fields[rate]} ep/s  errors {task.fields[errors]}  retries {task.fields[retries]}"
+            "{task.fields[speed]}  errors {task.fields[errors]}  retries {task.fields[retries]}"
         ),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task(label, total=None, rate="-", errors=0, retries=0)
+    with new_progress(*columns) as progress:
+        task = progress.add_task(label, total=None, speed="- ep/s", errors=0, retries=0)
         errors = 0
 
         def on_start(total: int, done: int) -> None:
@@ -189,7 +239,7 @@ def episode_progress(
             speed = progress.tasks[task].speed
             rate = f"{speed:.1f}" if speed else (f"{1 / elapsed:.1f}" if elapsed else "-")
             retries = stats().get("retries", 0)
-            progress.update(task, advance=1, rate=rate, errors=errors, retries=retries)
+            progress.update(task, advance=1, speed=f"{rate} ep/s", errors=errors, retries=retries)
 
         yield on_start, on_result
 
@@ -487,6 +537,12 @@ def eval_command(
         )
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+    if outcome.cached:
+        console.print(
+            f"{outcome.cached} of {outcome.answers} answers came from the response cache, not "
+            "from the model (--no-cache asks the model again)",
+            highlight=False,
+        )
     report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
 
 
@@ -551,11 +607,16 @@ def judge_command(
 @cli.command("merge")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path))
-def merge_command(run_dirs: tuple[Path, ...], out_dir: Path) -> None:
-    """Join the run directories of the shards of one run."""
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Merge even when shards are missing or given twice (says which).",
+)
+def merge_command(run_dirs: tuple[Path, ...], out_dir: Path, partial: bool) -> None:
+    """Join the run directories of the shards of one run (every shard, once)."""
     from proactivebench.runner import merge_runs
 
-    summary = merge_runs(run_dirs, out_dir)
+    summary = merge_runs(run_dirs, out_dir, partial=partial)
     out.print(summary_table(summary))
     out.print(f"results: {out_dir / 'results.jsonl'}")
 
@@ -639,13 +700,22 @@ def data_validate(data_dir: Path, decode: bool) -> None:
     """Check every record and every image a data directory refers to."""
     from proactivebench.data.validate import validate_dataset
 
-    count, problems = validate_dataset(data_dir, decode=decode)
-    for problem in problems:
+    report_check(validate_dataset(data_dir, decode=decode), data_dir)
+
+
+def report_check(check: DatasetCheck, data_dir: Path) -> None:
+    """Print a data set's problems and warnings; exit 1 when it has problems."""
+    where = escape(str(data_dir))
+    for problem in check.problems:
         out.print(escape(str(problem)), highlight=False)
-    if problems:
-        console.print(f"[red]{len(problems)} problem(s)[/red] in {escape(str(data_dir))}")
+    for warning in check.warnings:
+        out.print(escape(f"warning: {warning}"), highlight=False)
+    if check.problems:
+        console.print(f"[red]{len(check.problems)} problem(s)[/red] in {where}")
         sys.exit(1)
-    out.print(f"{count} records checked, every image present: {data_dir} is valid")
+    warned = f", {len(check.warnings)} warning(s)" if check.warnings else ""
+    valid = f"{check.records} records checked, every image present{warned}: {where} is valid"
+    out.print(valid, highlight=False)
 
 
 @data.command("download")
@@ -675,13 +745,7 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
     where = escape(str(report.data_dir))
     summary = f"{repo_id}@{report.commit[:12]}: {report.summary()}"
     out.print(f"data in {where} ({summary})", highlight=False)
-    for problem in report.problems:
-        out.print(escape(str(problem)), highlight=False)
-    if report.problems:
-        console.print(f"[red]{len(report.problems)} problem(s)[/red] in {where}")
-        sys.exit(1)
-    valid = f"{report.records} records checked, every image present: {where} is valid"
-    out.print(valid, highlight=False)
+    report_check(report.check, report.data_dir)
 
 
 from proactivebench.cli_inspect import import_inspect_command  # noqa: E402 - needs `cli`

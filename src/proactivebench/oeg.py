@@ -20,7 +20,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.judge import Judge, answer_entries
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
-from proactivebench.models.errors import RunAbort
+from proactivebench.models.errors import RunAbort, episode_error
 from proactivebench.prompting import Message
 from proactivebench.results import (
     RESULTS,
@@ -78,11 +78,12 @@ async def play_oeg_episode(
     except RunAbort:
         raise
     except Exception as exc:
-        result.error = f"{type(exc).__name__}: {exc}"
+        result.error = episode_error(exc)
         return result
     result.generation = completion.text if isinstance(completion.text, str) else ""
     result.usage = completion.usage
     result.latency_s = round(completion.latency_s, 4) if completion.latency_s else None
+    result.cached = completion.cached or None
     valid = episode.oeg_answers()
     await _judge_into(result, valid, judge, ask_judge)
     return result
@@ -98,7 +99,7 @@ async def _judge_into(result: OEGResult, valid: str, judge: Judge, ask_judge: As
     except RunAbort:
         raise
     except Exception as exc:
-        result.error = f"judge: {type(exc).__name__}: {exc}"
+        result.error = f"judge: {episode_error(exc)}"
         return
     judgement = Judge.decide(valid, outputs, result.scenario)
     result.judge_outputs = list(judgement.outputs)

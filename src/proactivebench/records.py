@@ -113,6 +113,9 @@ class COCORecord(Record):
         return frozenset(self.direction.split("_"))
 
 
+#: The corruption levels ImageNet-C has: severities 1 to 5 (docs/protocol.md §5, IN-C).
+INC_LEVELS = range(1, 6)
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.scenario: cls
     for cls in (RODRecord, VSODRecord, MVPNRecord, INCRecord, QDRecord, CITRecord, COCORecord)
@@ -199,6 +202,64 @@ def _check_template(f: _Fields, template: str, allowed: frozenset[str]) -> None:
         raise f.error("image_template", f"must not leave the data dir ('..'): {template!r}")
 
 
+def _check_first_image(f: _Fields, cls: type[Record], first: int, num_images: int) -> None:
+    """`first_image` within the range its scenario's rules give it (docs/protocol.md §2, §5).
+
+    ROD and VSOD cycle through frames 0..num_images-1 and CIT moves within them, so a first
+    frame outside that range is one the episode could never come back to; IN-C starts at a
+    corruption level; QD and MVP-N ids are zero-padded file numbers. COCO does not use it.
+    """
+    if cls in (RODRecord, VSODRecord, CITRecord):
+        if not 0 <= first < num_images:
+            raise f.error(
+                "first_image",
+                f"must be a frame 0..num_images-1 (num_images={num_images}), got {first}",
+            )
+    elif cls is INCRecord:
+        if first not in INC_LEVELS:
+            raise f.error(
+                "first_image",
+                f"must be a corruption level {INC_LEVELS.start}..{INC_LEVELS[-1]}, got {first}",
+            )
+    elif cls is not COCORecord and first < 0:
+        raise f.error("first_image", f"must be >= 0, got {first}")
+
+
+def record_warnings(record: Record) -> list[DataError]:
+    """What is odd about a record that still loads and plays (docs/protocol.md §2).
+
+    The reference loads these records and only fails, or never succeeds, once an episode gets
+    there; so do we, instead of refusing the whole file for one record.
+    """
+    source = record.source
+
+    def warning(name: str, message: str) -> DataError:
+        return DataError(message, path=source.path, line=source.line, field=name)
+
+    found: list[DataError] = []
+    if record.answer not in record.categories:
+        found.append(
+            warning("answer", f"{record.answer!r} is not one of the categories: never correct")
+        )
+    if isinstance(record, MVPNRecord) and len(record.valid_images) < record.num_images:
+        found.append(
+            warning(
+                "valid_images",
+                f"{len(record.valid_images)} entries for num_images={record.num_images}: an "
+                f"episode that rotates to turn {len(record.valid_images) + 1} ends there, failed",
+            )
+        )
+    if isinstance(record, INCRecord) and record.first_image - record.num_images < 0:
+        found.append(
+            warning(
+                "num_images",
+                f"{record.num_images} turns from level {record.first_image} would go below "
+                f"level {INC_LEVELS.start}: an episode that gets there ends, failed",
+            )
+        )
+    return found
+
+
 def parse_record(scenario: str, obj: Any, source: Source) -> Record:
     """Validate one decoded JSON line of `scenario`'s file and build its typed record."""
     if not isinstance(obj, dict):
@@ -211,8 +272,6 @@ def parse_record(scenario: str, obj: Any, source: Source) -> Record:
     _check_template(f, template, cls.template_fields)
     categories = f.str_list("categories")
     answer = f.str("answer")
-    if answer not in categories:
-        raise f.error("answer", f"{answer!r} is not one of the categories")
     reference = f.get("reference_image")
     if cls is COCORecord:
         reference = None  # unused: COCO's reference view is its template, uncropped
@@ -230,17 +289,15 @@ def parse_record(scenario: str, obj: Any, source: Source) -> Record:
         answer=answer,
         source=source,
     )
+    _check_first_image(f, cls, common["first_image"], common["num_images"])
     extra: dict[str, Any] = {}
     if cls is VSODRecord:
         if "strong_occlusions" in obj:
             extra["strong_occlusions"] = f.bool("strong_occlusions")
     elif cls is MVPNRecord:
         valid = f.int_list("valid_images")
-        if len(valid) < common["num_images"]:
-            raise f.error(
-                "valid_images",
-                f"needs at least num_images={common['num_images']} entries, has {len(valid)}",
-            )
+        if any(view < 0 for view in valid):
+            raise f.error("valid_images", f"image ids must be >= 0, got {min(valid)}")
         extra["valid_images"] = valid
     elif cls is INCRecord:
         extra["quality_answer"] = f.str("quality_answer")

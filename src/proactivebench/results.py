@@ -9,7 +9,9 @@ the model and every setting that changes play, so that a rerun resumes only the 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +24,12 @@ from proactivebench.prompting import assistant_turn, mcqa_message
 from proactivebench.protocol import SCENARIOS
 from proactivebench.scenarios import View
 
+log = logging.getLogger(__name__)
+
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
+#: The run.json key of a sharded run: {"index": I, "count": N}.
+SHARD = "shard"
 RUN_CONFIG = "run.json"
 
 
@@ -183,6 +189,8 @@ class OEGResult:
     correct_category: str | None = None
     usage: dict[str, int] | None = None
     latency_s: float | None = None
+    #: True when the response cache gave the generation (absent otherwise).
+    cached: bool | None = None
     settings: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -194,6 +202,20 @@ class OEGResult:
 
 
 _OEG_FIELDS = tuple(OEGResult.__dataclass_fields__)
+
+
+def cached_answers(lines: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """(model answers, how many of them the response cache gave) over result lines: a table
+    made from cached answers says so, since it did not ask the model."""
+    answers = cached = 0
+    for line in lines:
+        if is_oeg_line(line):
+            turns = [line] if line.get("generation") is not None else []
+        else:
+            turns = [t for t in line.get("trace", ()) if isinstance(t, dict) and "answer" in t]
+        answers += len(turns)
+        cached += sum(t.get("cached") is True for t in turns)
+    return answers, cached
 
 
 def is_oeg_line(line: dict[str, Any]) -> bool:
@@ -358,10 +380,12 @@ class RunLock:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._lock: Any = None
+        self._created = False
 
     def __enter__(self) -> RunLock:
         from filelock import FileLock, Timeout
 
+        self._created = not self.run_dir.exists()
         make_run_dir(self.run_dir)
         pid_file = self.run_dir / ".lock.pid"
         self._lock = FileLock(self.run_dir / ".lock", timeout=0)
@@ -377,8 +401,15 @@ class RunLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._lock is not None:
-            self._lock.release()
+        if self._lock is None:
+            return
+        self._lock.release()
+        if self._created and not (self.run_dir / RUN_CONFIG).exists():
+            # The run never started (bad data, nothing to play): leave no empty run dir behind.
+            for name in (".lock", ".lock.pid"):
+                (self.run_dir / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.run_dir.rmdir()
 
 
 # ----- run.json -------------------------------------------------------------------------------
@@ -450,19 +481,53 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [f"{prefix}: {json.dumps(old)} → {json.dumps(new)}"]
 
 
-def merge_runs(
-    run_dirs: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
-) -> Summary:
-    """Join the run directories of shards (or of interrupted pieces) of one run into `out_dir`.
+def shard_gaps(shards: list[tuple[Path, dict[str, Any] | None]]) -> list[str]:
+    """What keeps these run directories from being the whole of one run: shards missing or
+    given twice, or runs split differently. `shards` pairs each directory with the `shard` of
+    its run.json (None for a run that was not split: the only shard of one)."""
+    counts = {(s or {"count": 1})["count"] for _, s in shards}
+    if len(counts) > 1:
+        splits = ", ".join(f"{run}: {_shard_name(s)}" for run, s in shards)
+        return [f"the runs were split into different numbers of shards ({splits})"]
+    count = counts.pop()
+    holders: dict[int, list[str]] = {}
+    for run, shard in shards:
+        holders.setdefault((shard or {"index": 0})["index"], []).append(str(run))
+    gaps = [
+        f"shard {index}/{count} given {len(runs)} times ({', '.join(runs)})"
+        for index, runs in sorted(holders.items())
+        if len(runs) > 1
+    ]
+    missing = [f"{index}/{count}" for index in range(count) if index not in holders]
+    if missing:
+        gaps.append(f"shard(s) {', '.join(missing)} missing")
+    return gaps
 
-    The runs must share data, model and settings; an episode present in several is kept once.
+
+def _shard_name(shard: dict[str, Any] | None) -> str:
+    return "not split" if shard is None else f"shard {shard['index']}/{shard['count']}"
+
+
+def merge_runs(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    partial: bool = False,
+) -> Summary:
+    """Join the run directories of the shards of one run into `out_dir`.
+
+    The runs must share data, model and settings, and together hold every shard once;
+    `partial` merges what is there anyway (an episode present in several runs is kept once,
+    and the merged directory can be resumed with `eval` to play what is missing).
     """
     if not run_dirs:
         raise ProactiveBenchError("merge needs at least one run directory")
     identity: dict[str, Any] | None = None
+    shards: list[tuple[Path, dict[str, Any] | None]] = []
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     for run in map(Path, run_dirs):
         config = read_run_config(run)
+        shards.append((run, config.pop(SHARD, None)))
         if identity is None:
             identity = config
         elif config != identity:
@@ -470,6 +535,15 @@ def merge_runs(
             raise RunMismatchError(
                 f"{run} holds a run with other data, model or settings: {changes}"
             )
+    gaps = shard_gaps(shards)
+    if gaps and not partial:
+        raise ProactiveBenchError(
+            f"not the whole run: {'; '.join(gaps)}. Merge every shard once, or pass --partial "
+            "to merge what is there"
+        )
+    if gaps:
+        log.warning("partial merge: %s", "; ".join(gaps))
+    for run, _ in shards:
         for result in latest_results(read_results(run / RESULTS)):
             key = result_key(result)
             if key not in merged or (merged[key].get("error") and not result.get("error")):

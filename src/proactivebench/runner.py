@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from collections import Counter
@@ -27,13 +28,14 @@ from proactivebench.judge import Judge, oeg_decoding
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache
-from proactivebench.models.errors import RunAbort
+from proactivebench.models.errors import RunAbort, episode_error
 from proactivebench.oeg import play_oeg_episode
 from proactivebench.prompting import Conversation
 from proactivebench.records import Record
 from proactivebench.results import (
     RESULTS,
     RUN_CONFIG,
+    SHARD,
     SUMMARY,
     EpisodeResult,
     OEGResult,
@@ -41,6 +43,7 @@ from proactivebench.results import (
     RunLock,
     RunMismatchError,
     TurnRecord,
+    cached_answers,
     claim_run_dir,
     latest_results,
     merge_runs,
@@ -51,6 +54,8 @@ from proactivebench.results import (
 from proactivebench.scenarios import Episode, Observation, StepResult, make_episode
 from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 from proactivebench.scenarios.base import OPTION_ORDERS
+
+log = logging.getLogger(__name__)
 
 MODES = ("mcqa", "oeg")
 
@@ -254,7 +259,7 @@ async def play_episode(
         except RunAbort:
             raise  # the whole run stops, not this episode
         except Exception as exc:
-            result.error = f"{type(exc).__name__}: {exc}"
+            result.error = episode_error(exc)
             result.num_turns = len(result.trace)
             return result
         answer = completion.text if isinstance(completion.text, str) else ""
@@ -293,20 +298,27 @@ def _turn_record(
 
 
 def _run_identity(
-    data_dir: Path, model: Model, settings: EvalSettings, judge: Judge | None
+    data_dir: Path,
+    model: Model,
+    settings: EvalSettings,
+    judge: Judge | None,
+    shard: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """What makes two runs' episodes comparable: data, model and the settings that change play.
+    """What makes two runs' episodes comparable: data, model and the settings that change play,
+    and which shard of the run a directory holds (`merge_runs` checks that all are there).
 
     `limit`, `scenarios` and `all_samples` only choose *which* episodes run, so a run may be
     resumed with a larger selection (e.g. after a `--limit` trial).
     """
-    identity = {
+    identity: dict[str, Any] = {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
         "settings": _settings_identity(settings, judge),
     }
     if model.request_settings():
         identity["model_settings"] = model.request_settings()
+    if shard is not None:
+        identity[SHARD] = {"index": shard[0], "count": shard[1]}
     return identity
 
 
@@ -325,6 +337,9 @@ class RunOutcome:
     resumed: int
     #: Why episodes ended in an error (reason -> count); they are retried by a rerun.
     errors: Counter[str] = field(default_factory=Counter)
+    #: The model's answers in the results, and how many of them came from the response cache.
+    answers: int = 0
+    cached: int = 0
 
 
 def episode_conversations(
@@ -470,6 +485,20 @@ class _Run:
     judge: Judge | None = None
 
 
+def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:
+    """Say once, before the run, that some selected records cannot be played in full."""
+    selected = {(r.source.path, r.source.line) for r in records}
+    warnings = [w for w in dataset.warnings if (w.path, w.line) in selected]
+    if warnings:
+        more = f" (and {len(warnings) - 1} more; `proactivebench data validate` lists them)"
+        log.warning(
+            "%d selected record(s) cannot be played in full: %s%s",
+            len(warnings),
+            warnings[0],
+            more if len(warnings) > 1 else "",
+        )
+
+
 def _prepare(
     data_dir: str | os.PathLike[str],
     model: Model,
@@ -487,6 +516,7 @@ def _prepare(
     if not records:
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
+    _warn_unplayable(dataset, records)
     episodes = [make_episode(r, **options) for r in records]
     checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
@@ -495,7 +525,7 @@ def _prepare(
     problems = check_images(root, checked, store.guard)
     if problems:
         raise DataErrors(problems)
-    claim_run_dir(out, _run_identity(root, model, settings, judge))
+    claim_run_dir(out, _run_identity(root, model, settings, judge, shard))
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
     todo = [e for e in episodes if (e.scenario, e.record.id) not in done]
@@ -516,7 +546,8 @@ def _finish(run: _Run) -> RunOutcome:
     write_summary(run.out, summary)
     errors = Counter(str(r["error"]) for r in lines if r.get("error"))
     resumed = len(run.episodes) - len(run.todo)
-    return RunOutcome(summary, run.out, resumed=resumed, errors=errors)
+    answers, cached = cached_answers(lines)
+    return RunOutcome(summary, run.out, resumed, errors, answers, cached)
 
 
 async def aevaluate(

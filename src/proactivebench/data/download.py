@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit
 
 from proactivebench.data.layout import SUFFIX
-from proactivebench.data.validate import validate_dataset
-from proactivebench.errors import DataError, ProactiveBenchError
+from proactivebench.data.validate import DatasetCheck, validate_dataset
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.paths import cache_root
 
 if TYPE_CHECKING:
@@ -101,8 +101,7 @@ class DownloadReport:
     extracted: list[str] = field(default_factory=list)
     #: Orphaned partial downloads that were deleted.
     cleaned: list[str] = field(default_factory=list)
-    records: int = 0
-    problems: list[DataError] = field(default_factory=list)
+    check: DatasetCheck = field(default_factory=DatasetCheck)
 
     def summary(self) -> str:
         parts = [f"{len(self.fetched)} file(s) downloaded"]
@@ -610,7 +609,7 @@ def download_dataset(
         state.make()
         with _locked(root):
             report = _download(root, repo_id, revision, token, on_progress)
-    report.records, report.problems = validate_dataset(root)
+    report.check = validate_dataset(root)
     return report
 
 

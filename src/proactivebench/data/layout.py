@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from proactivebench.errors import DataError, DataErrors
 from proactivebench.protocol import SCENARIOS, official_filter_ids, scenario_strings, stem_to_short
-from proactivebench.records import Record, Source, VSODRecord, parse_record
+from proactivebench.records import Record, Source, VSODRecord, parse_record, record_warnings
 
 SUFFIX = "_preprocessed.jsonl"
 #: Written by the synthetic generator; its presence means the official id filter does not apply.
@@ -141,6 +141,8 @@ class Dataset:
     root: Path
     records: dict[str, list[Record]]
     synthetic: bool
+    #: Records that load and play but cannot be played in full (`records.record_warnings`).
+    warnings: list[DataError] = field(default_factory=list)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.records.values())
@@ -166,7 +168,8 @@ def load_dataset(
         records[short] = found
     if problems:
         raise DataErrors(problems)
-    return Dataset(root=root, records=records, synthetic=synthetic)
+    warnings = [w for found in records.values() for r in found for w in record_warnings(r)]
+    return Dataset(root=root, records=records, synthetic=synthetic, warnings=warnings)
 
 
 class PathGuard:

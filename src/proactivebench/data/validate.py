@@ -7,7 +7,7 @@ show exists inside the directory, in play and in reference mode.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from proactivebench.data.layout import (
@@ -17,7 +17,7 @@ from proactivebench.data.layout import (
     scenarios_present,
 )
 from proactivebench.errors import DataError
-from proactivebench.records import Source
+from proactivebench.records import Source, record_warnings
 from proactivebench.scenarios import Episode, make_episode
 
 
@@ -30,7 +30,7 @@ def check_images(
     reported up front instead of surfacing as errors halfway through a long run. A run passes
     its image store's `guard`, so that the paths resolved here are not resolved again.
     """
-    return [problem for problem, _ in _image_problems(episodes, guard or PathGuard(root))]
+    return walk_images(episodes, guard or PathGuard(root)).problems
 
 
 #: What is wrong with an image path, by the kind `PathGuard.kind` finds.
@@ -41,42 +41,57 @@ _KIND_PROBLEMS = {
 }
 
 
-def _distinct_images(episodes: list[Episode]) -> Iterator[tuple[str, Source]]:
-    """Each image the episodes may show, once, with the record that first shows it."""
+@dataclass
+class ImageWalk:
+    """The images the episodes may show: those present (once each, with the record that first
+    shows it) and the problems found."""
+
+    present: list[tuple[str, Source]] = field(default_factory=list)
+    problems: list[DataError] = field(default_factory=list)
+
+
+def walk_images(episodes: list[Episode], guard: PathGuard) -> ImageWalk:
+    """Check that every image the episodes may show is a non-empty file inside the data dir.
+
+    A record is not walked past its first missing image: its later frames are most likely
+    missing too, and a record claiming a billion frames then costs no more than the files that
+    exist. Empty files and folders are reported one by one.
+    """
+    walk = ImageWalk()
     seen: set[str] = set()
+    bad: set[str] = set()
     for episode in episodes:
+        source = episode.record.source
         for relative in episode.image_paths():
-            if relative not in seen:
-                seen.add(relative)
-                yield relative, episode.record.source
-
-
-def _image_problems(episodes: list[Episode], guard: PathGuard) -> list[tuple[DataError, str]]:
-    """(problem, image) for every image that is missing, empty, not a file, or outside."""
-    problems: list[tuple[DataError, str]] = []
-    for relative, source in _distinct_images(episodes):
-        try:
-            reason = _KIND_PROBLEMS.get(guard.kind(relative))
-        except DataError as exc:  # the path leaves the data dir
-            problems.append((DataError(exc.message, path=source.path, line=source.line), relative))
-            continue
-        if reason:
-            problem = DataError(f"{reason}: {relative}", path=source.path, line=source.line)
-            problems.append((problem, relative))
-    return problems
+            if relative in bad:
+                break  # reported already, under the record that first showed it
+            if relative in seen:
+                continue
+            try:
+                kind = guard.kind(relative)
+                problem = f"{_KIND_PROBLEMS[kind]}: {relative}" if kind != "file" else None
+            except DataError as exc:  # the path leaves the data dir
+                kind, problem = "outside", exc.message
+            seen.add(relative)
+            if problem:
+                walk.problems.append(DataError(problem, path=source.path, line=source.line))
+                if kind in ("missing", "outside"):
+                    bad.add(relative)
+                    break
+                continue
+            walk.present.append((relative, source))
+    return walk
 
 
 def check_image_contents(
-    episodes: list[Episode], guard: PathGuard, skip: set[str], *, decode: bool = False
+    images: list[tuple[str, Source]], guard: PathGuard, *, decode: bool = False
 ) -> list[DataError]:
-    """Every image file (but those in `skip`, already reported) must be one Pillow can read:
-    its header (cheap), or with `decode` its pixels too (slow: every image is decoded)."""
+    """Every image file must be one Pillow can read: its header (cheap), or with `decode` its
+    pixels too (slow: every image is decoded)."""
     from PIL import Image
 
     problems: list[DataError] = []
-    for relative, source in _distinct_images(episodes):
-        if relative in skip:
-            continue
+    for relative, source in images:
         try:
             with Image.open(guard.resolve(relative)) as image:
                 if decode:
@@ -89,29 +104,38 @@ def check_image_contents(
     return problems
 
 
-def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> tuple[int, list[DataError]]:
-    """Validate a data directory: (number of records read, every problem found).
+@dataclass
+class DatasetCheck:
+    """What `validate_dataset` found: the records read, what makes the data set unusable
+    (`problems`), and records that load but cannot be played in full (`warnings`)."""
 
-    Records, the existence of every image an episode may show, and each image's header (with
-    `decode`, its pixels).
-    """
+    records: int = 0
+    problems: list[DataError] = field(default_factory=list)
+    warnings: list[DataError] = field(default_factory=list)
+
+
+def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> DatasetCheck:
+    """Validate a data directory: its records, the existence of every image an episode may
+    show, and each image's header (with `decode`, its pixels)."""
     root = Path(data_dir)
+    check = DatasetCheck()
     try:
         present = scenarios_present(root)
     except DataError as exc:
-        return 0, [exc]
+        check.problems.append(exc)
+        return check
     if not present:
-        return 0, [DataError("no '*_preprocessed.jsonl' files found", path=str(root))]
-    problems: list[DataError] = []
-    count = 0
+        check.problems.append(DataError("no '*_preprocessed.jsonl' files found", path=str(root)))
+        return check
+    problems = check.problems
     for short in present:
         records, bad = read_records(scenario_file(root, short), short)
-        count += len(records)
+        check.records += len(records)
         problems.extend(bad)
+        check.warnings.extend(w for record in records for w in record_warnings(record))
         episodes = [make_episode(r, reference=ref) for r in records for ref in (False, True)]
         guard = PathGuard(root)
-        missing = _image_problems(episodes, guard)
-        problems.extend(problem for problem, _ in missing)
-        skip = {image for _, image in missing}
-        problems.extend(check_image_contents(episodes, guard, skip, decode=decode))
-    return count, problems
+        walk = walk_images(episodes, guard)
+        problems.extend(walk.problems)
+        problems.extend(check_image_contents(walk.present, guard, decode=decode))
+    return check

@@ -34,3 +34,15 @@ class RunAbort(ProactiveBenchError):
     """A failure that ends the whole run rather than one episode: the server cannot be reached
     before the run, or too many requests in a row failed during it. Finished episodes are
     kept; a rerun of the same command resumes."""
+
+
+class UserCodeError(ProactiveBenchError):
+    """A user's `python:` function raised; the message says what, and where in their code."""
+
+
+def episode_error(exc: Exception) -> str:
+    """How a failed call is recorded on its episode: the exception's type and message, or, for
+    the user's own code, the message alone (it already names the user's exception)."""
+    if isinstance(exc, UserCodeError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -27,6 +27,7 @@ import re
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,8 +147,6 @@ def encode_body(body: dict[str, Any], urls: Sequence[str]) -> bytes | None:
 
 def _plain_http_elsewhere(url: str) -> bool:
     """Whether `url` is plain http:// to a host other than this machine."""
-    import urllib.parse
-
     parts = urllib.parse.urlsplit(url)
     local = parts.hostname in ("localhost", "::1") or (parts.hostname or "").startswith("127.")
     return parts.scheme == "http" and not local
@@ -292,8 +291,7 @@ class _Session:
         """The proxy that HTTP(S)_PROXY and NO_PROXY choose for `url`, looked up once per
         endpoint (aiohttp's `trust_env` looks it up again for every request: 0.6 ms)."""
         if url not in self._proxies:
-            import urllib.parse
-            import urllib.request
+            import urllib.request  # slow to import, and only needed here
 
             parts = urllib.parse.urlsplit(url)
             proxy = urllib.request.getproxies().get(parts.scheme)
@@ -450,6 +448,7 @@ class OpenAICompatible(Model):
         none answers, the run ends at once; a replica that does not answer is set aside for a
         while and the run goes on with the others.
         """
+        self._check_key()
         client, _ = self._session()
         replicas = self._replicas.replicas
         failures = [await client.probe(f"{r.url}/models", self.connect_timeout) for r in replicas]
@@ -460,6 +459,18 @@ class OpenAICompatible(Model):
         for replica, why in down:
             replica.failed()
             log.warning("%s", self._scrub(f"replica {replica.url} is unreachable ({why})"))
+
+    def _check_key(self) -> None:
+        """The hosted API without a key fails every request: say so once, before the run."""
+        host = urllib.parse.urlsplit(DEFAULT_BASE_URL).hostname
+        hosted = [u for u in self.urls if urllib.parse.urlsplit(u).hostname == host]
+        keyed = self._api_key or any(k.lower() == "authorization" for k in self._headers)
+        if hosted and not keyed:
+            raise RunAbort(
+                f"{self.name} goes to the hosted API at {hosted[0]} (no server URL given) and "
+                f"${self.api_key_env} is not set: set it, or name your server, e.g. "
+                f"openai:{self.model}@http://127.0.0.1:8000/v1"
+            )
 
     async def aclose(self) -> None:
         if self._client is not None:

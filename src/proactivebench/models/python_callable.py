@@ -18,7 +18,9 @@ or the same as `async def`. It is called once per turn and returns the answer te
 A sync function runs in a worker thread, one call at a time, so code that is not thread-safe
 (a local model) is safe; pass `parallel=True` to let sync calls overlap (I/O-bound code). An
 async function is awaited directly, as many at once as the run's concurrency. An exception it
-raises, or a return value that is not a string, is recorded as an error on that episode.
+raises, or a return value that is not a string, is recorded as an error on that episode, with
+the place in the user's code; the first time each failure occurs its traceback (the user's
+frames only: it is their code to fix) is logged.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import logging
 import os
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from hashlib import sha256
 from pathlib import Path
@@ -38,7 +42,10 @@ from typing import Any
 
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.errors import UserCodeError
 from proactivebench.prompting import map_image_parts
+
+log = logging.getLogger(__name__)
 
 
 def parse_target(value: str) -> tuple[str, str]:
@@ -105,6 +112,15 @@ def load_callable(value: str) -> Callable[..., Any]:
     return obj
 
 
+#: Where the standard library lives: its frames before the user's (asyncio's hand-off to a
+#: worker thread) are not the user's to see.
+_STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
+def _ours(filename: str) -> bool:
+    return filename == __file__ or filename.startswith(_STDLIB)
+
+
 class PythonCallable(Model):
     """Calls the user's function once per request (no batching)."""
 
@@ -118,6 +134,9 @@ class PythonCallable(Model):
             getattr(self.fn, "__call__", None)  # noqa: B004 - an async __call__ on an instance
         )
         self._lock: threading.Lock | None = None if parallel else threading.Lock()
+        #: Failures whose traceback was logged already (each is shown once per run).
+        self._reported: set[str] = set()
+        self._reported_lock = threading.Lock()
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return [await self._answer(request) for request in requests]
@@ -125,15 +144,36 @@ class PythonCallable(Model):
     async def _answer(self, request: ChatRequest) -> Completion:
         messages = self._messages(request)
         started = time.perf_counter()
-        if self.is_async:
-            text = await self.fn(messages, request.observation)
-        else:
-            text = await asyncio.to_thread(self._call_sync, messages, request)
-        if inspect.isawaitable(text):  # a sync wrapper that hands back a coroutine
-            text = await text
+        try:
+            if self.is_async:
+                text = await self.fn(messages, request.observation)
+            else:
+                text = await asyncio.to_thread(self._call_sync, messages, request)
+            if inspect.isawaitable(text):  # a sync wrapper that hands back a coroutine
+                text = await text
+        except Exception as exc:
+            raise self._user_error(exc) from None
         if not isinstance(text, str):
             raise TypeError(f"{self.name} returned {type(text).__name__}, expected str")
         return Completion(text=text, latency_s=time.perf_counter() - started)
+
+    def _user_error(self, exc: Exception) -> UserCodeError:
+        """`exc` as raised by the user's code: where, and (the first time) the traceback."""
+        tb = exc.__traceback__
+        while tb is not None and _ours(tb.tb_frame.f_code.co_filename):
+            tb = tb.tb_next  # our frames and asyncio's come first: not the user's to fix
+        frames = traceback.extract_tb(tb) if tb is not None else []
+        where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})"
+        message = f"{type(exc).__name__}: {exc}{where if frames else ''}"
+        with self._reported_lock:
+            first = message not in self._reported
+            self._reported.add(message)
+        if first:
+            text = "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
+            log.warning(
+                "%s raised (shown once; the episode is recorded as an error):\n%s", self.name, text
+            )
+        return UserCodeError(message)
 
     def _call_sync(self, messages: list[dict[str, Any]], request: ChatRequest) -> Any:
         if self._lock is None:

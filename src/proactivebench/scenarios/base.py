@@ -11,8 +11,9 @@ Nothing here reads a file or knows about models.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from proactivebench.protocol import oeg_fixed_answers, oeg_strings, scenario_strings
 from proactivebench.records import Record
@@ -87,10 +88,25 @@ class Observation:
 
 #: Why an episode ended: a correct category; a wrong or an abstaining option; an answer that
 #: designates no shown option; the step limit reached after an intervention; a move that would
-#: leave the video (CIT); an accepted option that names no single action.
+#: leave the video (CIT); a move to a view the record does not have (a short MVP-N
+#: `valid_images`, an IN-C level below 1); an accepted option that names no single action.
 EndReason = Literal[
-    "correct", "wrong", "abstained", "unreadable", "step_limit", "left_video", "no_action"
+    "correct",
+    "wrong",
+    "abstained",
+    "unreadable",
+    "step_limit",
+    "left_video",
+    "no_view",
+    "no_action",
 ]
+
+
+class Halt(NamedTuple):
+    """A move the episode cannot make: it ends there, failed, with `reason` recorded."""
+
+    end: EndReason
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -243,10 +259,11 @@ class Episode:
         if self.num_turns >= self.max_steps:
             return "proactive", None  # the step limit ends the episode before the move is made
         self.last_action = action
-        if not self._transition(action):
-            info["reason"] = f"the move {action} would leave the video"
+        halt = self._transition(action)
+        if halt is not None:
+            info["reason"] = halt.reason
             self.done = True
-            return "proactive", "left_video"
+            return "proactive", halt.end
         return "proactive", None
 
     def _observe(self) -> Observation:
@@ -361,15 +378,18 @@ class Episode:
     def _category_allowed(self) -> bool:
         return True
 
-    def _transition(self, action: str) -> bool:
-        """Apply `action`; return False when the episode must stop (random CIT)."""
+    def _transition(self, action: str) -> Halt | None:
+        """Apply `action`, or say why the episode must stop there instead: the move leaves
+        the video (CIT) or reaches a view the record does not have (docs/protocol.md §2)."""
         raise NotImplementedError
 
-    def reachable_images(self) -> list[str]:
-        """Every image path a (non-reference) episode of this record may show."""
+    def reachable_images(self) -> Iterable[str]:
+        """Every image path a (non-reference) episode of this record may show, in the order
+        play reaches them. Lazy where a record sets the count: a record may claim far more
+        frames than exist, and the check before a run stops at the first missing one."""
         raise NotImplementedError
 
-    def image_paths(self) -> list[str]:
+    def image_paths(self) -> Iterable[str]:
         """Every image path this episode, in its mode, may show: checked before a run starts."""
         if self.reference:
             return [self._reference_view().image]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from proactivebench.protocol import fixed_action_space
 from proactivebench.records import CITRecord
 from proactivebench.scenarios.actions import is_abstention
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
 
 REWIND_OPTION = "Rewind the video."
 WAIT_MARKER = "Wait for the"
@@ -66,17 +66,18 @@ class CITEpisode(Episode):
         entries = (*obs.correct_actions, REWIND_OPTION, *obs.correct_categories)
         return ",".join(a.replace(".", "") for a in entries) + "."
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         step = self.record.step_size
         frame = int(self.image_id) + (-step if action == "REWIND" else step)
         if not 0 <= frame < self.record.num_images:
-            return False  # the move would leave the video: the episode stops here
+            return Halt("left_video", f"the move {action} would leave the video")
         self.image_id = frame
-        return True
+        return None
 
     def reachable_images(self) -> list[str]:
-        record = self.record
-        reach = range(-record.max_steps, record.max_steps + 1)
-        frames = {record.first_image + k * record.step_size for k in reach}
-        frames = {f for f in frames if 0 <= f < record.num_images} | {record.first_image}
-        return sorted({self._image_path(f) for f in frames})
+        # Frames first + k * step for |k| <= max_steps, within the video (computed as bounds:
+        # max_steps may be far larger than the video).
+        record, first, step = self.record, self.record.first_image, self.record.step_size
+        lowest = -min(record.max_steps, first // step)
+        highest = min(record.max_steps, (record.num_images - 1 - first) // step)
+        return [self._image_path(first + k * step) for k in range(lowest, highest + 1)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proactivebench.protocol import scenario_strings
 from proactivebench.records import COCORecord
-from proactivebench.scenarios.base import Episode, View
+from proactivebench.scenarios.base import Episode, Halt, View
 
 ZOOM_OPTION = "Move farther from the object."
 HORIZONTAL_OPTIONS = ("Move the camera to the left.", "Move the camera to the right.")
@@ -69,7 +69,7 @@ class COCOEpisode(Episode):
             )
         return [o for o in options if o not in pruned]
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         # h <- h / n * (n + 1): kept in this form because the zoom pruning compares with ==.
         if action in ("LEFT", "RIGHT", "ZOOM"):
             self.moves_h += 1
@@ -77,7 +77,7 @@ class COCOEpisode(Episode):
         if action in ("UP", "DOWN", "ZOOM"):
             self.moves_v += 1
             self.v = self.v / self.moves_v * (self.moves_v + 1)
-        return True
+        return None
 
     def crop_box(self) -> tuple[float, float, float, float]:
         """The PIL box (left, top, right, bottom) of the current state."""

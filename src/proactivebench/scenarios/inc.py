@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from proactivebench.protocol import fixed_action_space
-from proactivebench.records import INCRecord
+from proactivebench.records import INC_LEVELS, INCRecord
 from proactivebench.scenarios.actions import is_abstention
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
+
+#: The mildest corruption: an enhancement from it has no image to show (docs/protocol.md §2).
+LOWEST_LEVEL = INC_LEVELS.start
 
 
 class INCEpisode(Episode):
@@ -40,10 +43,14 @@ class INCEpisode(Episode):
             + "."
         )
 
-    def _transition(self, action: str) -> bool:
-        self.image_id = int(self.image_id) - 1
-        return True
+    def _transition(self, action: str) -> Halt | None:
+        level = int(self.image_id) - 1
+        if level < LOWEST_LEVEL:
+            return Halt("no_view", f"the record has no corruption level below {LOWEST_LEVEL}")
+        self.image_id = level
+        return None
 
     def reachable_images(self) -> list[str]:
         record = self.record
-        return [self._image_path(record.first_image - t) for t in range(record.num_images)]
+        lowest = max(LOWEST_LEVEL, record.first_image - record.num_images + 1)
+        return [self._image_path(level) for level in range(record.first_image, lowest - 1, -1)]

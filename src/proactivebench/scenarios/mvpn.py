@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from proactivebench.protocol import fixed_action_space
 from proactivebench.records import MVPNRecord
-from proactivebench.scenarios.base import Episode, View
+from proactivebench.scenarios.base import Episode, Halt, View
 
 
 class MVPNEpisode(Episode):
@@ -31,13 +31,17 @@ class MVPNEpisode(Episode):
     def _actions_allowed(self) -> bool:
         return not self.is_last_turn
 
-    def _transition(self, action: str) -> bool:
-        self.image_id = self.record.valid_images[self.num_turns]
-        return True
+    def _transition(self, action: str) -> Halt | None:
+        views = self.record.valid_images
+        if self.num_turns >= len(views):
+            return Halt("no_view", f"valid_images has no view for turn {self.num_turns + 1}")
+        self.image_id = views[self.num_turns]
+        return None
 
     def reachable_images(self) -> list[str]:
         record = self.record
         n = record.num_images
         paths = {self._path(record.first_image, n == 1)}
-        paths.update(self._path(record.valid_images[t], t == n - 1) for t in range(1, n))
+        views = record.valid_images[:n]  # a short list ends the episode at its end instead
+        paths.update(self._path(views[t], t == n - 1) for t in range(1, len(views)))
         return sorted(paths)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from proactivebench.protocol import fixed_action_space
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
 
 
 class QDEpisode(Episode):
@@ -20,10 +22,10 @@ class QDEpisode(Episode):
     def _actions_allowed(self) -> bool:
         return not self.is_last_turn
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         self.image_id = int(self.image_id) + 1
-        return True
+        return None
 
-    def reachable_images(self) -> list[str]:
-        record = self.record
-        return [self._image_path(record.first_image + t) for t in range(record.num_images)]
+    def reachable_images(self) -> Iterator[str]:
+        first = self.record.first_image
+        return map(self._image_path, range(first, first + self.record.num_images))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from proactivebench.protocol import fixed_action_space
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
 
 #: An image of the official data that is broken; the reference swaps in its neighbours.
 _BROKEN = "natural_bluebl_greenr-banana-s6"
@@ -28,17 +30,16 @@ class RODEpisode(Episode):
         # On the first turn the object cannot be seen: only a move is a correct answer.
         return self.num_turns > 0
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         delta = -1 if action == "LEFT" else 1
         self.image_id = (int(self.image_id) + delta) % self.record.num_images
-        return True
+        return None
 
-    def reachable_images(self) -> list[str]:
-        paths = set()
+    def reachable_images(self) -> Iterator[str]:
         for frame in range(self.record.num_images):
             path = self.record.image_template.format(image=frame)
             if _BROKEN in path:
-                paths.update({path.replace("s6", "s5"), path.replace("s6", "s7")})
+                yield path.replace("s6", "s5")
+                yield path.replace("s6", "s7")
             else:
-                paths.add(path)
-        return sorted(paths)
+                yield path

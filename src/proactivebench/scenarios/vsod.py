@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from proactivebench.protocol import fixed_action_space
-from proactivebench.scenarios.base import Episode
+from proactivebench.scenarios.base import Episode, Halt
 
 
 class VSODEpisode(Episode):
@@ -17,10 +19,10 @@ class VSODEpisode(Episode):
     def _image_path(self, image_id: int | str) -> str:
         return self.record.image_template.format(image=str(image_id).zfill(4))
 
-    def _transition(self, action: str) -> bool:
+    def _transition(self, action: str) -> Halt | None:
         delta = -1 if action == "REWIND" else 1
         self.image_id = (int(self.image_id) + delta) % self.record.num_images
-        return True
+        return None
 
-    def reachable_images(self) -> list[str]:
-        return [self._image_path(i) for i in range(self.record.num_images)]
+    def reachable_images(self) -> Iterator[str]:
+        return map(self._image_path, range(self.record.num_images))

@@ -30,6 +30,7 @@ from openai_server import FakeOpenAI
 from proactivebench.data.images import ImageStore
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.prompting import mcqa_text, user_turn
 from proactivebench.runner import evaluate
@@ -39,6 +40,7 @@ from proactivebench.verifiers_env import (
     ProactiveData,
     ProactiveEnv,
     ProactiveTaskset,
+    ProactiveTasksetConfig,
     episode_outcome,
     episode_reward,
     to_wire_message,
@@ -221,3 +223,16 @@ def test_rollouts_play_our_episodes_and_score_them_with_our_reader(
 def _view(turn: dict[str, Any]) -> View:
     crop = tuple(turn["crop"]) if turn.get("crop") is not None else None
     return View(turn["image"], crop, turn.get("resize_short_edge"))  # type: ignore[arg-type]
+
+
+def test_the_taskset_refuses_bad_settings_with_one_message(data: Path) -> None:
+    def load(**settings: Any) -> list:
+        return list(ProactiveTaskset(ProactiveTasksetConfig(id=ENV_ID, **settings)))
+
+    with pytest.raises(ProactiveBenchError, match=r"--env\.taskset\.data"):
+        load()
+    with pytest.raises(ProactiveBenchError, match="option_order"):
+        load(data=str(data), option_order="sideways")
+    with pytest.raises(ProactiveBenchError, match="data directory not found"):
+        load(data=str(data / "missing"))
+    assert [t.key for t in load(data=str(data), scenarios=["QD"], limit=1)] == ["QD-0"]

@@ -37,15 +37,18 @@ from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import load_dataset, scenario_file
-from proactivebench.data.validate import check_images
-from proactivebench.errors import DataErrors, ProactiveBenchError
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.judge import Judge
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.oeg import play_oeg_episode
 from proactivebench.prompting import Message, is_image_part
 from proactivebench.records import Record
-from proactivebench.runner import EvalSettings, episode_conversations, play_episode, select_records
+from proactivebench.runner import (
+    EvalSettings,
+    choose_episodes,
+    episode_conversations,
+    play_episode,
+)
 from proactivebench.scenarios import make_episode
 
 #: Where a sample's score keeps its `results.jsonl` line (read by `import-inspect`).
@@ -147,24 +150,12 @@ def _scenario_list(scenarios: str | Sequence[str] | None) -> tuple[str, ...] | N
 
 
 def _prepare(data_dir: Path, settings: EvalSettings, judge_votes: int) -> _Plan:
-    dataset = load_dataset(data_dir, settings.scenarios, all_samples=settings.all_samples)
-    chosen = select_records(dataset, settings.limit)
-    if not chosen:
-        where = ", ".join(str(scenario_file(data_dir, s)) for s in dataset.records)
-        raise ProactiveBenchError(f"nothing to play: no sample selected from {where or data_dir}")
-    options = settings.episode_options()
-    checked = chosen
-    if settings.icl:  # demonstrations may show any sample of a scenario
-        checked = [r for rs in dataset.records.values() for r in rs]
-    store = ImageStore(data_dir)
-    problems = check_images(data_dir, [make_episode(r, **options) for r in checked], store.guard)
-    if problems:
-        raise DataErrors(problems)
+    chosen = choose_episodes(data_dir, settings)  # as `proactivebench eval` chooses them
     return _Plan(
         settings=settings,
-        records={_sample_id(r): r for r in chosen},
-        pools=dataset.records,
-        images=store,
+        records={_sample_id(e.record): e.record for e in chosen.episodes},
+        pools=chosen.dataset.records,
+        images=chosen.images,
         judge_votes=judge_votes,
     )
 

@@ -34,10 +34,9 @@ from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.prompting import Message, is_image_part, user_turn
 from proactivebench.records import Record
-from proactivebench.runner import select_records
+from proactivebench.runner import EvalSettings, choose_episodes
 from proactivebench.scenarios import Episode, make_episode
-from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
-from proactivebench.scenarios.base import OPTION_ORDERS
+from proactivebench.scenarios.answers import lenient_answer
 
 __all__ = [
     "PlaySettings",
@@ -187,23 +186,21 @@ class ProactiveTaskset(vf.Taskset[ProactiveTask, ProactiveTasksetConfig]):
         config = self.config
         if not config.data:
             raise ProactiveBenchError("say where the data is: --env.taskset.data DIR")
-        for name, allowed in (
-            ("option_order", OPTION_ORDERS),
-            ("answer_extraction", EXTRACTIONS),
-        ):
-            if getattr(config, name) not in allowed:
-                raise ProactiveBenchError(
-                    f"unknown {name} {getattr(config, name)!r}; choose from {', '.join(allowed)}"
-                )
-        data_dir = str(Path(config.data).expanduser().resolve())
-        dataset = load_dataset(data_dir, config.scenarios, all_samples=config.all_samples)
+        data_dir = Path(config.data).expanduser().resolve()
         play = PlaySettings(**config.model_dump(include=set(PlaySettings.model_fields)))
-        for record in select_records(dataset, config.limit):
+        settings = EvalSettings(  # checks the settings, as `proactivebench eval` does
+            **play.model_dump(),
+            scenarios=tuple(config.scenarios) if config.scenarios else None,
+            limit=config.limit,
+            all_samples=config.all_samples,
+        )
+        for episode in choose_episodes(data_dir, settings).episodes:
+            record = episode.record
             data = ProactiveData(
                 id=f"{record.scenario}-{record.id}",
                 name=f"{record.scenario} sample {record.id}",
                 prompt=None,  # the environment opens the conversation with the first image
-                data_dir=data_dir,
+                data_dir=str(data_dir),
                 scenario=record.scenario,
                 sample_id=record.id,
                 play=play,

@@ -26,7 +26,8 @@ from proactivebench.data.synth import generate
 from proactivebench.inspect import proactivebench
 from proactivebench.inspect_import import import_inspect_log
 from proactivebench.protocol import scenario_strings
-from proactivebench.scenarios import make_episode
+from proactivebench.scenarios import Episode, make_episode
+from proactivebench.scenarios.answers import Choice
 from scripted import Played, direct_run, lines, scripts
 
 
@@ -216,3 +217,16 @@ def test_open_ended_generation_is_judged_by_the_judge_role(data: Path, tmp_path:
         assert summary.scenarios[scenario].ps == pytest.approx(
             100 * sum(p for p, _ in marks) / len(marks)
         )
+
+
+def test_a_rule_change_in_scenarios_reaches_the_task(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task keeps no rule of its own: make every answer unreadable to the episodes, and
+    the oracle's answers end every Inspect episode as unreadable."""
+    played = scripts(data, policies=("oracle",))
+    monkeypatch.setattr(Episode, "read", lambda self, answer: Choice("unreadable"))
+    log = run_inspect(data, tmp_path / "logs", [(s, i, a[:1]) for s, i, a in played])
+    assert {a for a, _ in inspect_scores(log).values()} == {0.0}
+    ends = {s.scores["proactive_score"].metadata["result"]["end_reason"] for s in log.samples}
+    assert ends == {"unreadable"}

@@ -34,7 +34,8 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.prompting import mcqa_text, user_turn
 from proactivebench.runner import evaluate
-from proactivebench.scenarios import View, make_episode
+from proactivebench.scenarios import Episode, View, make_episode
+from proactivebench.scenarios.answers import Choice
 from proactivebench.verifiers_env import (
     PlaySettings,
     ProactiveData,
@@ -236,3 +237,15 @@ def test_the_taskset_refuses_bad_settings_with_one_message(data: Path) -> None:
     with pytest.raises(ProactiveBenchError, match="data directory not found"):
         load(data=str(data / "missing"))
     assert [t.key for t in load(data=str(data), scenarios=["QD"], limit=1)] == ["QD-0"]
+
+
+def test_a_rule_change_in_scenarios_reaches_the_reward(
+    data: Path, direct: tuple[list, dict], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The environment keeps no rule of its own: make every answer unreadable to the
+    episodes, and the same replies earn nothing."""
+    played, _ = direct
+    monkeypatch.setattr(Episode, "read", lambda self, answer: Choice("unreadable"))
+    for scenario, sample_id, answers in played:
+        outcome = episode_outcome(task_data(data, scenario, sample_id), answers)
+        assert not outcome.correct and outcome.interventions == 0 and outcome.turns == 1

@@ -30,6 +30,9 @@ from proactivebench.scenarios import Episode, make_episode
 from proactivebench.scenarios.answers import Choice
 from scripted import Played, direct_run, lines, scripts
 
+# Inspect's retry policy uses a tenacity argument that tenacity deprecates: not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter:DeprecationWarning")
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:

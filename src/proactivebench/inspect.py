@@ -308,10 +308,16 @@ def proactivebench(
         raise ProactiveBenchError(f"judge_votes must be >= 1, got {judge_votes}")
     data_dir = Path(data).expanduser().resolve()
     plan = _prepare(data_dir, settings, judge_votes)
+
+    def question(record: Record) -> str:
+        """The sample's input as Inspect lists it; the solver asks the real turns."""
+        episode = make_episode(record, **settings.episode_options())
+        return episode.oeg_prompt() if mode == "oeg" else episode.observation.prompt
+
     samples = [
         Sample(
             id=sample_id,
-            input=make_episode(record, **settings.episode_options()).observation.prompt,
+            input=question(record),
             target=record.answer,
             metadata={GROUP_KEY: record.scenario, "sample_id": record.id},
         )

@@ -108,6 +108,12 @@ def _records(data_dir: str, scenario: str) -> dict[int, Record]:
     return {record.id: record for record in dataset.records[scenario]}
 
 
+@functools.lru_cache(maxsize=8)
+def _images(data_dir: str) -> ImageStore:
+    """One image cache per data set, shared by the rollouts of this process."""
+    return ImageStore(Path(data_dir))
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What the replies did to the episode."""
@@ -225,7 +231,7 @@ class ProactiveEnv(vf.Env[ProactiveEnvConfig]):
     async def run(self, task: vf.Task, agents: vf.Agents) -> None:
         data: ProactiveData = task.data  # type: ignore[assignment]
         episode = data.episode()
-        images = ImageStore(Path(data.data_dir))
+        images = _images(data.data_dir)
         async with agents.assistant.interaction(task) as chat:
             while not episode.done:
                 turn = to_wire_message(user_turn(episode.observation), images)

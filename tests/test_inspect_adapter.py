@@ -9,6 +9,7 @@ and `import-inspect` of the Inspect log must give the direct run's summary.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,32 @@ def test_a_rule_change_in_scenarios_reaches_the_task(
     assert {a for a, _ in inspect_scores(log).values()} == {0.0}
     ends = {s.scores["proactive_score"].metadata["result"]["end_reason"] for s in log.samples}
     assert ends == {"unreadable"}
+
+
+def test_a_failed_model_call_is_an_inspect_sample_error_and_an_error_line(
+    data: Path, tmp_path: Path
+) -> None:
+    """Inspect decides what a failed call means (here: no retry, the run goes on); the
+    imported run records the sample as an error, left out of the scores, as `eval` does.
+    (Which of the two samples Inspect starts first is its choice.)"""
+
+    def outputs() -> Iterator[ModelOutput]:
+        yield from mock_outputs([("", 0, ["no idea"])])  # unreadable: one turn, any sample
+        raise RuntimeError("the server went away")
+
+    model = get_model("mockllm/model", custom_outputs=outputs())
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), scenarios="ROD,QD", limit=1),
+        model=model,
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        fail_on_error=False,
+        retry_on_error=0,
+    )
+    failed = [s for s in log.samples if s.error is not None]
+    assert len(failed) == 1 and "the server went away" in failed[0].error.message
+    summary = import_inspect_log(log.location, tmp_path / "imported")
+    scores = {k: (v.n, v.errors) for k, v in summary.scenarios.items()}
+    played = "QD" if failed[0].metadata["scenario"] == "ROD" else "ROD"
+    assert scores == {failed[0].metadata["scenario"]: (0, 1), played: (1, 0)}

@@ -55,7 +55,6 @@ from proactivebench.scenarios import make_episode
 RESULT_KEY = "result"
 #: The sample metadata Inspect's `grouped` metrics group by.
 GROUP_KEY = "scenario"
-SCORER_NAME = "proactive_score"
 JUDGE_ROLE = "judge"
 
 __all__ = ["JUDGE_ROLE", "RESULT_KEY", "proactivebench", "to_inspect_messages"]
@@ -189,12 +188,20 @@ def episode_player(plan: _Plan) -> Solver:
             transcript.extend([messages[-1], ChatMessageAssistant(content=answer)])
             return Completion(answer, usage=_usage(state.output))
 
+        identity = settings.identity()
         if settings.mode == "oeg":
             judge_model = InspectRoleModel(get_model(role=JUDGE_ROLE, required=True), plan.images)
             judge = Judge(judge_model, votes=plan.judge_votes)
-            result: Any = await play_oeg_episode(
-                episode, ask, settings.decoding, judge, judge.model.generate
-            )
+            identity["judge"] = judge.identity()
+
+            async def ask_judge(requests: Sequence[ChatRequest]) -> list[Completion]:
+                try:
+                    return await judge_model.generate(requests)
+                except BaseException as exc:  # as for the model: Inspect's error
+                    failure.append(exc)
+                    raise
+
+            result: Any = await play_oeg_episode(episode, ask, settings.decoding, judge, ask_judge)
         else:
             conversation, demos = conversations(episode)
             result = await play_episode(
@@ -208,7 +215,7 @@ def episode_player(plan: _Plan) -> Solver:
                 result.demonstrations = [d.to_json() for d in demos]
         if failure:
             raise failure[0]
-        result.settings = settings.identity()
+        result.settings = identity
         state.messages = transcript  # the whole episode, for Inspect's viewer
         state.metadata[RESULT_KEY] = result.to_json()
         state.completed = True

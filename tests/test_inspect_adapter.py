@@ -9,6 +9,7 @@ and `import-inspect` of the Inspect log must give the direct run's summary.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ import pytest
 
 pytest.importorskip("inspect_ai")
 
+from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
@@ -158,6 +161,14 @@ def test_inspect_task_scores_equal_a_replayed_eval(
     assert lines(run) == lines(tmp_path / "direct")
 
 
+def test_import_inspect_without_inspect_says_which_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # as if not installed
+    code, text = run_cli(["import-inspect", str(tmp_path / "x.eval"), "--out", "r"], capsys)
+    assert code != 0 and "proactivebench[inspect]" in text and "Traceback" not in text
+
+
 def test_import_inspect_refuses_what_is_not_a_proactivebench_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -168,6 +179,16 @@ def test_import_inspect_refuses_what_is_not_a_proactivebench_log(
     garbage.write_bytes(b"not a zip")
     code, text = run_cli(["import-inspect", str(garbage), "--out", str(tmp_path / "r")], capsys)
     assert code != 0 and "cannot read the Inspect log" in text and "Traceback" not in text
+    other = Task(dataset=[Sample(input="hello")], name="greeting")
+    (log,) = inspect_eval(
+        other,
+        model=get_model("mockllm/model", custom_outputs=mock_outputs([("", 0, ["hi"])])),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    code, text = run_cli(["import-inspect", log.location, "--out", str(tmp_path / "r")], capsys)
+    assert code != 0 and "not of 'proactivebench/proactivebench'" in text
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_task_refuses_bad_settings_with_one_message(data: Path) -> None:

@@ -21,3 +21,13 @@ def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
         return build_tiny_vlm(tmp_path_factory.mktemp("tiny-vlm"))
+
+
+@pytest.fixture(scope="session")
+def synth_train(tmp_path_factory: pytest.TempPathFactory):
+    """Our generator's train split, two samples of every scenario (training data tests)."""
+    from proactivebench.data.synth import generate
+
+    root = tmp_path_factory.mktemp("synth-train")
+    generate(root, per_scenario=2, seed=0, split="train")
+    return root

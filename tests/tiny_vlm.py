@@ -28,8 +28,10 @@ SPECIALS = [EOS, "<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<image>"
 IMAGE_TOKENS = 4
 
 
-def byte_tokenizer():
-    """A byte-level BPE with no merges: every text round-trips, nothing is downloaded."""
+def byte_tokenizer(specials: list[str] = SPECIALS):
+    """A byte-level BPE with no merges: every text round-trips, nothing is downloaded.
+
+    `specials[0]` is the end-of-text (and padding) token."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -39,12 +41,43 @@ def byte_tokenizer():
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core)
-    tokenizer.add_special_tokens({"eos_token": EOS, "pad_token": EOS})
-    tokenizer.add_special_tokens({"additional_special_tokens": SPECIALS[1:]})
+    tokenizer.add_special_tokens({"eos_token": specials[0], "pad_token": specials[0]})
+    tokenizer.add_special_tokens({"additional_special_tokens": specials[1:]})
     return tokenizer
 
 
-def build_tiny_vlm(out_dir: Path, seed: int = 0) -> Path:
+#: Qwen-style chat tokens, for a tiny model that speaks a chat template with tool calling.
+QWEN_SPECIALS = [
+    "<|im_end|>",
+    "<|im_start|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+]
+
+
+def build_tiny_tool_vlm(out_dir: Path, seed: int = 0) -> Path:
+    """The same tiny LLaVA with TRL's copy of the Qwen3-VL chat template, which TRL can parse
+    tool calls from (its multi-turn mode needs one); `<|image_pad|>` is the image token."""
+    from trl.chat_template_utils import qwen3_vl_chat_template
+
+    return build_tiny_vlm(
+        out_dir,
+        seed,
+        chat_template=qwen3_vl_chat_template,
+        specials=QWEN_SPECIALS,
+        image_token="<|image_pad|>",
+    )
+
+
+def build_tiny_vlm(
+    out_dir: Path,
+    seed: int = 0,
+    *,
+    chat_template: str = CHAT_TEMPLATE,
+    specials: list[str] = SPECIALS,
+    image_token: str = "<image>",
+) -> Path:
     """Save a random tiny LLaVA model and its processor to `out_dir` (returned)."""
     import torch
     from transformers import (
@@ -56,13 +89,14 @@ def build_tiny_vlm(out_dir: Path, seed: int = 0) -> Path:
         LlavaProcessor,
     )
 
-    tokenizer = byte_tokenizer()
+    tokenizer = byte_tokenizer(specials)
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessorPil(
             size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}
         ),
         tokenizer=tokenizer,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=chat_template,
+        image_token=image_token,
         patch_size=14,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
@@ -93,7 +127,7 @@ def build_tiny_vlm(out_dir: Path, seed: int = 0) -> Path:
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        image_token_id=tokenizer.convert_tokens_to_ids(image_token),
         image_seq_length=IMAGE_TOKENS,
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",

@@ -28,6 +28,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from proactivebench.cli_inspect import import_inspect_command
+from proactivebench.cli_train import train as train_commands
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import ScenarioScore, Summary
 from proactivebench.models import SPEC_HELP, Decoding, load_model
@@ -748,8 +750,8 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
     report_check(report.check, report.data_dir)
 
 
-from proactivebench.cli_inspect import import_inspect_command  # noqa: E402 - needs `cli`
-
+# Training commands live in their own module (an optional extra; see cli_train).
+cli.add_command(train_commands)
 cli.add_command(import_inspect_command)
 
 

@@ -1,0 +1,133 @@
+"""`proactivebench train ...`: parses arguments and calls `proactivebench.train`, nothing more.
+
+Kept apart from `cli.py` so that training, an optional extra, adds one registration line
+there; the shared consoles and helpers are imported from `cli` when a command runs (by then
+`cli` is fully loaded), never at import time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+
+@click.group("train")
+def train() -> None:
+    """Teach proactiveness: GRPO post-training with TRL (needs the [train] extra)."""
+
+
+@train.command("grpo")
+@click.option("--model", "model", required=True, help="Model path or Hub id (image-text-to-text).")
+@click.option(
+    "--data",
+    "data",
+    required=True,
+    help="A directory in the official layout (e.g. from 'data synth --split train'), a parquet "
+    "or JSONL file in the official train schema, or 'hub'.",
+)
+@click.option(
+    "--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Output directory."
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="YAML or TOML file: GRPOConfig fields, and 'rewards' / 'lora' sections.",
+)
+@click.option("--max-steps", type=click.IntRange(min=1), default=None, help="Optimizer steps.")
+@click.option("--lora", is_flag=True, help="Train a LoRA adapter on the language model only.")
+@click.option("--holdout", default=None, help="Scenarios kept out of training, e.g. ROD,MVP-N.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A GRPOConfig field (repeatable; JSON values are typed), over the config file.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["single", "multi"]),
+    default=None,
+    help="single: one turn per example (default); multi: experimental multi-turn episodes.",
+)
+def grpo_command(
+    model: str,
+    data: str,
+    out_dir: Path,
+    config_file: Path | None,
+    max_steps: int | None,
+    lora: bool,
+    holdout: str | None,
+    overrides: tuple[str, ...],
+    mode: str | None,
+) -> None:
+    """Post-train a model with GRPO on single-turn states of ProactiveBench episodes."""
+    from proactivebench.cli import console, out, parse_model_options
+    from proactivebench.train.grpo import TrainSettings, read_config_file, train_grpo
+
+    values = dict(parse_model_options(overrides))
+    if max_steps is not None:
+        values["max_steps"] = max_steps
+    config = read_config_file(config_file) if config_file is not None else {}
+    settings = TrainSettings.build(
+        model,
+        data,
+        out_dir,
+        config=config,
+        overrides=values,
+        holdout=holdout,
+        lora=lora,
+        mode=mode,
+    )
+
+    def on_data(counts: dict[str, int]) -> None:
+        shown = ", ".join(f"{s} {n}" for s, n in counts.items())
+        console.print(f"training examples: {shown}", highlight=False)
+        if settings.holdout:
+            console.print(f"held out: {', '.join(settings.holdout)}", highlight=False)
+
+    outcome = train_grpo(settings, on_data=on_data)
+    where = escape(str(outcome.out_dir))
+    out.print(f"trained {outcome.steps} steps on {outcome.examples} examples", highlight=False)
+    out.print(f"model: {where} (evaluate it with --model hf:{where})", highlight=False)
+
+
+@train.command("compare")
+@click.argument("base_run", type=click.Path(path_type=Path))
+@click.argument("tuned_run", type=click.Path(path_type=Path))
+@click.option(
+    "--holdout",
+    default=None,
+    help="Held-out scenarios; default: from the tuned model's train_run.json.",
+)
+def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> None:
+    """Seen vs held-out scenario gains from two eval runs (base model, tuned model)."""
+    from proactivebench.cli import out
+    from proactivebench.train.compare import compare_runs
+
+    comparison = compare_runs(base_run, tuned_run, holdout)
+    table = Table(title=f"{comparison.base_model} → {comparison.tuned_model}")
+    for heading in ("scenario", "split", "base acc %", "tuned acc %", "gain", "ps gain"):
+        table.add_column(heading, justify="left" if heading in ("scenario", "split") else "right")
+    for row in comparison.rows:
+        table.add_row(
+            row.scenario,
+            "seen" if row.seen else "held out",
+            f"{row.base.accuracy or 0.0:.1f}",
+            f"{row.tuned.accuracy or 0.0:.1f}",
+            f"{row.accuracy_gain:+.1f}",
+            f"{row.ps_gain:+.2f}",
+        )
+    table.add_section()
+    for label, seen in (("seen", True), ("held out", False)):
+        mean = comparison.mean_gain(seen)
+        if mean is not None:
+            table.add_row(
+                f"mean, {label}", "", "", "", f"{mean[0]:+.1f}", f"{mean[1]:+.2f}", style="bold"
+            )
+    out.print(table)
+    out.print(f"split from {escape(comparison.split_source)}", highlight=False)

@@ -1,0 +1,429 @@
+"""Single-turn training examples, one format for every source.
+
+The format is the official train split's (dataset `tdemin16/ProactiveBench`, split `train`):
+`prompt` (one user message whose content is an image placeholder and the MCQA text),
+`images` (the one image it shows), `ground_truth` (the correct category) and
+`proactive_actions` (the accepted interventions) among `options` (as shown, lettered from A).
+We add three columns so that a reward can read answers exactly as the benchmark does and a run
+can hold scenarios out: `scenario`, `action_count` (how many of `options` form the action group
+of docs/protocol.md §4, the rest being the categories) and `state` (which state of its episode
+the example shows; 0 for official rows). `ground_truth` is empty at a state where no category
+is accepted (ROD's first turn).
+
+Examples of an episode are not written by hand from the scenario rules: `episode_states` walks
+the episode state machine itself (`Episode.apply` of every accepted intervention), so the
+accepted answers at each state are those the benchmark accepts there.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from proactivebench.errors import DataError
+from proactivebench.prompting import mcqa_text
+from proactivebench.protocol import SCENARIOS, action_keywords
+from proactivebench.records import Record
+from proactivebench.scenarios import Episode, Observation, View, make_episode
+from proactivebench.scenarios.actions import is_abstention
+from proactivebench.scenarios.answers import Choice, normalize_full
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+#: The official training split on the Hub.
+HUB_DATASET = "tdemin16/ProactiveBench"
+#: The columns of our format, in order; anything else in a source is dropped.
+COLUMNS = (
+    "prompt",
+    "images",
+    "ground_truth",
+    "proactive_actions",
+    "options",
+    "scenario",
+    "action_count",
+    "sample_id",
+    "state",
+)
+#: The label of an official row whose scenario cannot be told (it can then not be held out).
+UNKNOWN_SCENARIO = "unknown"
+
+
+@dataclass(frozen=True)
+class TrainExample:
+    """One state of one episode, as a single-turn prompt with its accepted answers."""
+
+    scenario: str
+    sample_id: int
+    state: int
+    text: str
+    image: Any
+    options: tuple[str, ...]
+    action_count: int
+    proactive_actions: tuple[str, ...]
+    ground_truth: str
+
+    def row(self) -> dict[str, Any]:
+        """The example as a dataset row of our format."""
+        return {
+            "prompt": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image", "text": None},
+                        {"type": "text", "text": self.text},
+                    ],
+                }
+            ],
+            "images": [self.image],
+            "ground_truth": self.ground_truth,
+            "proactive_actions": list(self.proactive_actions),
+            "options": list(self.options),
+            "scenario": self.scenario,
+            "action_count": self.action_count,
+            "sample_id": self.sample_id,
+            "state": self.state,
+        }
+
+
+# ----- episodes --------------------------------------------------------------------------------
+
+
+def _state_key(obs: Observation) -> tuple[Any, ...]:
+    """What makes two states the same example: what is shown and what is accepted (the turn
+    number itself is not shown to the model)."""
+    return (obs.view, obs.prompt, obs.options, obs.correct_actions, obs.correct_categories)
+
+
+def episode_states(episode: Episode) -> list[Observation]:
+    """Every distinct state reachable from the episode's start by accepted interventions.
+
+    Breadth first, so each state is met at its earliest turn, where the most turns remain: a
+    later visit of the same state can reach nothing new (views only move forward in the
+    scenarios whose answer key depends on the turn: MVP-N, IN-C, QD). The episode is copied,
+    never changed.
+    """
+    start = copy.deepcopy(episode)
+    start.reset()
+    frontier = [start]
+    seen: set[tuple[Any, ...]] = set()
+    states: list[Observation] = []
+    while frontier:
+        current = frontier.pop(0)
+        obs = current.observation
+        key = _state_key(obs)
+        if key in seen:
+            continue
+        seen.add(key)
+        states.append(obs)
+        for option in dict.fromkeys(obs.correct_actions):
+            successor = copy.deepcopy(current)
+            if not successor.apply(Choice("action", option)).done:
+                frontier.append(successor)
+    return states
+
+
+def example_of(obs: Observation, state: int, image: Any) -> TrainExample:
+    """The single-turn example of one observation (shown in the record's option order)."""
+    if obs.positions:
+        raise ValueError("training examples show options in the record's order")
+    return TrainExample(
+        scenario=obs.scenario,
+        sample_id=obs.sample_id,
+        state=state,
+        text=mcqa_text(obs.prompt, obs.options),
+        image=image,
+        options=obs.options,
+        action_count=len(obs.action_options),
+        proactive_actions=obs.correct_actions,
+        ground_truth=obs.correct_categories[0] if obs.correct_categories else "",
+    )
+
+
+def record_examples(record: Record, image_of: Any, *, hint: bool = False) -> Iterator[TrainExample]:
+    """The examples of one record's episode; `image_of(view)` gives the PIL image of a view."""
+    episode = make_episode(record, hint=hint)
+    for index, obs in enumerate(episode_states(episode)):
+        yield example_of(obs, index, image_of(obs.view))
+
+
+def directory_examples(
+    data_dir: str | Path,
+    *,
+    scenarios: Iterable[str] | None = None,
+    hint: bool = False,
+) -> Iterator[TrainExample]:
+    """The examples of every record of a directory in the official layout (e.g. our
+    generator's train split), every sample included (no official test filter)."""
+    from proactivebench.data.images import ImageStore
+    from proactivebench.data.layout import load_dataset
+
+    data = load_dataset(data_dir, scenarios, all_samples=True)
+    store = ImageStore(data.root)
+    for records in data.records.values():
+        for record in records:
+            # A copy: the store's decoded images are shared, a dataset keeps what it gets.
+            yield from record_examples(record, lambda v: store.image(v).copy(), hint=hint)
+
+
+# ----- the official train split ------------------------------------------------------------------
+
+
+def _text_of(prompt: Any) -> str:
+    """The text parts of a conversational prompt, joined (for telling the scenario)."""
+    texts = []
+    for message in prompt or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [p.get("text") or "" for p in content if isinstance(p, dict)]
+    return "\n".join(texts)
+
+
+def infer_scenario(options: Sequence[str], prompt_text: str = "") -> str:
+    """The scenario whose interventions the options offer, or `UNKNOWN_SCENARIO`.
+
+    The official rows carry no scenario column; their interventions tell it (the protocol's
+    keyword table and the wordings of docs/protocol.md §6): blocks → ROD, camera or "farther"
+    → COCO, a rotation → MVP-N, an enhancement → IN-C, more details → QD, a rewind or a wait →
+    VSOD when the occlusion is named, else CIT.
+    """
+    texts = [o.lower() for o in options if not is_abstention(o)]
+    actions = {action for o in texts for keyword, action in action_keywords() if keyword in o}
+    joined = " ".join(texts)
+    if "block" in joined:
+        return "ROD"
+    if "camera" in joined or "ZOOM" in actions:
+        return "COCO"
+    if "ROTATE" in actions:
+        return "MVP-N"
+    enhancements = {"BRIGHTNESS", "CONTRAST", "SATURATE", "BLUR", "NOISE"}
+    if actions & (enhancements | {"JPEG_COMPRESSION", "PIXELATE", "ARTIFACTS"}):
+        return "IN-C"
+    if "DETAILS" in actions:
+        return "QD"
+    if actions & {"REWIND", "FORWARD"}:
+        return "VSOD" if "occlu" in joined or "occlu" in prompt_text.lower() else "CIT"
+    return UNKNOWN_SCENARIO
+
+
+def split_point(options: Sequence[str], proactive_actions: Sequence[str], ground_truth: str) -> int:
+    """How many leading options form the action group (the protocol shows interventions and
+    abstentions first, then the categories, §3): up to the last accepted intervention or
+    abstention, and never past the correct category."""
+    last = -1
+    for index, option in enumerate(options):
+        if option in proactive_actions or is_abstention(option):
+            last = index
+    count = last + 1
+    if ground_truth in options:
+        count = min(count, options.index(ground_truth))
+    return count
+
+
+def _resolve_option(value: str, options: Sequence[str]) -> str | None:
+    """`value` as one of `options`: equal, or equal once read as the protocol reads (§4)."""
+    if value in options:
+        return value
+    normalized = [normalize_full(o) for o in options]
+    target = normalize_full(value)
+    return options[normalized.index(target)] if target in normalized else None
+
+
+#: The columns every official row has; the per-model confidence columns are dropped.
+OFFICIAL_COLUMNS = ("prompt", "ground_truth", "proactive_actions", "options", "images")
+
+
+def official_fields(row: dict[str, Any], index: int, where: str) -> dict[str, Any]:
+    """What our format adds to one official row (its images are not touched, so a large split
+    is never decoded here); a `DataError` names the row and column that are wrong."""
+
+    def fail(column: str, message: str) -> DataError:
+        return DataError(message, path=where, line=index + 1, field=column)
+
+    options = row["options"]
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise fail("options", "expected a list of strings")
+    truth = row["ground_truth"]
+    if not isinstance(truth, str):
+        raise fail("ground_truth", "expected a string")
+    resolved_truth = _resolve_option(truth, options) if truth else ""
+    if resolved_truth is None:
+        raise fail("ground_truth", f"{truth!r} is not one of the options")
+    actions = row["proactive_actions"] or []
+    if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
+        raise fail("proactive_actions", "expected a list of strings")
+    resolved = [_resolve_option(a, options) for a in actions]
+    missing = [a for a, r in zip(actions, resolved, strict=True) if r is None]
+    if missing:
+        raise fail("proactive_actions", f"{missing[0]!r} is not one of the options")
+    accepted = [r for r in resolved if r is not None]
+    scenario = row.get("scenario") or infer_scenario(options, _text_of(row["prompt"]))
+    if scenario not in (*SCENARIOS, UNKNOWN_SCENARIO):
+        raise fail("scenario", f"unknown scenario {scenario!r}")
+    return {
+        "ground_truth": resolved_truth,
+        "proactive_actions": accepted,
+        "scenario": scenario,
+        "action_count": split_point(options, accepted, resolved_truth),
+        "sample_id": index,
+        "state": 0,
+    }
+
+
+def _official_dataset(dataset: Dataset, where: str) -> Dataset:
+    missing = [c for c in OFFICIAL_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise DataError(
+            f"not the official train schema: no column {', '.join(missing)}", path=where
+        )
+    inputs = [*OFFICIAL_COLUMNS[:4], *(["scenario"] if "scenario" in dataset.column_names else [])]
+    extra = [c for c in dataset.column_names if c not in COLUMNS]
+
+    def convert(*values: Any) -> dict[str, Any]:
+        *columns, index = values
+        return official_fields(dict(zip(inputs, columns, strict=True)), index, where)
+
+    converted = dataset.map(
+        convert,
+        input_columns=inputs,
+        with_indices=True,
+        remove_columns=extra,
+        desc="reading the official train rows",
+    )
+    return converted.select_columns(list(COLUMNS))
+
+
+def _import_datasets() -> Any:
+    try:
+        import datasets
+    except ImportError:
+        raise DataError(
+            "training data needs the 'datasets' package; pip install 'proactivebench[train]'"
+        ) from None
+    return datasets
+
+
+# ----- one entry point ---------------------------------------------------------------------------
+
+
+def parse_holdout(names: str | Iterable[str] | None) -> list[str]:
+    """`ROD,MVP-N` → short names in the paper's spelling (case-insensitive)."""
+    if names is None:
+        return []
+    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
+    by_upper = {s.upper(): s for s in SCENARIOS}
+    chosen = []
+    for name in filter(None, wanted):
+        short = by_upper.get(name.upper())
+        if short is None:
+            raise DataError(
+                f"unknown scenario {name!r} to hold out; choose from {', '.join(SCENARIOS)}"
+            )
+        chosen.append(short)
+    return list(dict.fromkeys(chosen))
+
+
+def load_examples(
+    source: str | Path,
+    *,
+    holdout: Iterable[str] = (),
+    hint: bool = False,
+) -> Dataset:
+    """The training examples of `source`, without the held-out scenarios' rows.
+
+    `source`: a directory in the official layout (e.g. from `data synth --split train`), a
+    local parquet or JSON/JSONL file in the official train schema, or `hub` (the official
+    split, through `datasets`; `hub:OWNER/NAME` for another repository).
+    """
+    datasets = _import_datasets()
+    held = set(parse_holdout(holdout))
+    text = str(source)
+    path = Path(text)
+    if text == "hub" or text.startswith("hub:"):
+        repo = text.partition(":")[2] or HUB_DATASET
+        try:
+            loaded = datasets.load_dataset(repo, split="train")
+        except Exception as exc:  # offline, unknown repo, no such split: one message
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(
+                f"cannot load the train split of {repo} from the Hub: {first}"
+            ) from None
+        dataset = _official_dataset(loaded, repo)
+    elif path.is_dir():
+        kept = [s for s in _present(path) if s not in held]
+        if not kept:
+            raise DataError("every scenario of the data is held out", path=text)
+        rows = [e.row() for e in directory_examples(path, scenarios=kept, hint=hint)]
+        if not rows:
+            raise DataError("no training examples in the data directory", path=text)
+        dataset = datasets.Dataset.from_list(rows)
+    elif path.is_file():
+        kind = _file_kind(path)
+        dataset = _official_dataset(
+            datasets.load_dataset(kind, data_files=str(path), split="train"), text
+        )
+    else:
+        raise DataError(
+            "training data not found (a directory, a parquet/JSONL file or 'hub')", path=text
+        )
+    if held:
+        dataset = dataset.filter(lambda s: s not in held, input_columns="scenario")
+    if len(dataset) == 0:
+        raise DataError(
+            "no training examples left after holding out " + ", ".join(sorted(held)), path=text
+        )
+    return dataset
+
+
+def _present(path: Path) -> list[str]:
+    from proactivebench.data.layout import scenarios_present
+
+    present = scenarios_present(path)
+    if not present:
+        raise DataError("no '*_preprocessed.jsonl' files found", path=str(path))
+    return present
+
+
+def _file_kind(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
+    if suffix in (".jsonl", ".json"):
+        return "json"
+    raise DataError("expected a .parquet, .jsonl or .json file", path=str(path))
+
+
+def observation_of(row: dict[str, Any]) -> Observation:
+    """The answer key of one example as an observation, for the benchmark's answer reader."""
+    options = tuple(row["options"])
+    count = int(row["action_count"])
+    truth = row["ground_truth"]
+    return Observation(
+        scenario=row.get("scenario") or UNKNOWN_SCENARIO,
+        sample_id=int(row.get("sample_id") or 0),
+        turn=1,
+        max_turns=1,
+        prompt="",
+        options=options,
+        action_options=options[:count],
+        categories=options[count:],
+        view=View(""),
+        correct_actions=tuple(row["proactive_actions"] or ()),
+        correct_categories=(truth,) if truth else (),
+    )
+
+
+def scenario_counts(dataset: Dataset) -> dict[str, int]:
+    """Examples per scenario, in the paper's order."""
+    counts: dict[str, int] = {}
+    for scenario in dataset["scenario"]:
+        counts[scenario] = counts.get(scenario, 0) + 1
+    order = [*SCENARIOS, UNKNOWN_SCENARIO]
+    return {
+        s: counts[s] for s in sorted(counts, key=lambda s: order.index(s) if s in order else 99)
+    }

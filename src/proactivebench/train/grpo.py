@@ -1,0 +1,356 @@
+"""`train grpo`: TRL's `GRPOTrainer` configured with our data and rewards, nothing re-implemented.
+
+The engines do the work: TRL generates (in-process, or with vLLM when `use_vllm` is set),
+scores with our reward callables and optimises; accelerate and DeepSpeed scale it when the
+command runs under `accelerate launch`. We choose data, rewards and sensible defaults for the
+task (a short answer: `max_completion_length` 50, the protocol's token limit), restrict LoRA
+to the language model, and leave a directory that `eval --model hf:DIR` loads as it is: the
+final (merged) weights and the processor in DIR, a LoRA adapter in DIR/adapter, TRL's
+`trainer_state.json` (reward mean and std per reward function and per scenario, grad norm,
+loss) and our `train_run.json` (what was trained on and what was held out).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.protocol import mcqa_strings
+from proactivebench.train.examples import load_examples, parse_holdout, scenario_counts
+from proactivebench.train.rewards import RewardSettings, reward_functions
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+EXTRA_HINT = "install the extra: pip install 'proactivebench[train]'"
+#: LoRA on the language model only: `q_proj|v_proj` alone would also match the vision
+#: tower's attention of LLaVA-style models. A regex is matched against full module names.
+LANGUAGE_MODEL_TARGETS = (
+    r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+)
+DEFAULT_LORA: dict[str, Any] = {
+    "r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "target_modules": LANGUAGE_MODEL_TARGETS,
+}
+#: Written beside the model: what the run trained on and held out (read by `train compare`).
+RUN_FILE = "train_run.json"
+ADAPTER_DIR = "adapter"
+MODES = ("single", "multi")
+#: The multi-turn mode's default `max_completion_length`: room for a few turns of a real VLM.
+MULTI_TURN_COMPLETION_LENGTH = 4096
+
+
+class TrainError(ProactiveBenchError):
+    """A training run cannot start: missing extra, bad config file, unknown setting."""
+
+
+def require_train_extra() -> None:
+    """Fail with one message naming the extra when TRL, PEFT or datasets is missing."""
+    for module in ("trl", "peft", "datasets", "transformers", "torch"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise TrainError(f"training needs {module}; {EXTRA_HINT}") from None
+
+
+# ----- configuration -----------------------------------------------------------------------------
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A YAML (.yaml/.yml) or TOML (.toml) file as a mapping, or one clear error."""
+    where = Path(path)
+    suffix = where.suffix.lower()
+    try:
+        text = where.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TrainError(f"{where}: cannot read the config file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise TrainError(f"{where}: the config file is not UTF-8 text") from None
+    try:
+        if suffix == ".toml":
+            loaded: Any = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+
+            loaded = yaml.safe_load(text) or {}
+        else:
+            raise TrainError(f"{where}: expected a .yaml, .yml or .toml config file")
+    except tomllib.TOMLDecodeError as exc:
+        raise TrainError(f"{where}: invalid TOML: {exc}") from None
+    except ImportError:
+        raise TrainError(f"{where}: reading YAML needs PyYAML; {EXTRA_HINT}") from None
+    except Exception as exc:  # yaml.YAMLError and its subclasses
+        if isinstance(exc, TrainError):
+            raise
+        raise TrainError(f"{where}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(loaded, dict):
+        raise TrainError(f"{where}: expected a mapping of settings at the top level")
+    return loaded
+
+
+@dataclass
+class TrainSettings:
+    """Everything a run needs. `grpo` holds `GRPOConfig` fields; `rewards` and `lora` come from
+    the config file's `rewards` and `lora` sections."""
+
+    model: str
+    data: str
+    out_dir: Path
+    holdout: list[str] = field(default_factory=list)
+    grpo: dict[str, Any] = field(default_factory=dict)
+    rewards: RewardSettings = field(default_factory=RewardSettings)
+    lora: dict[str, Any] | None = None
+    mode: str = "single"
+    hint: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        model: str,
+        data: str,
+        out_dir: str | os.PathLike[str],
+        *,
+        config: dict[str, Any] | None = None,
+        overrides: dict[str, Any] | None = None,
+        holdout: str | Iterable[str] | None = None,
+        lora: bool = False,
+        mode: str | None = None,
+    ) -> TrainSettings:
+        """Settings from a config mapping, then flag overrides (flags win)."""
+        raw = dict(config or {})
+        reward_values = raw.pop("rewards", {}) or {}
+        lora_values = raw.pop("lora", None)
+        config_holdout, config_mode = raw.pop("holdout", None), raw.pop("mode", None)
+        holdout = holdout if holdout is not None else config_holdout
+        mode = mode or config_mode or "single"
+        hint = bool(raw.pop("hint", False))
+        grpo = {**raw, **(overrides or {})}
+        check_grpo_fields(grpo)
+        if not isinstance(reward_values, dict):
+            raise TrainError("the 'rewards' section must be a mapping")
+        try:
+            rewards = RewardSettings.from_mapping(reward_values)
+        except ValueError as exc:
+            raise TrainError(str(exc)) from None
+        lora_options = None
+        if lora or lora_values is not None:
+            if lora_values is not None and not isinstance(lora_values, dict):
+                raise TrainError("the 'lora' section must be a mapping of LoraConfig fields")
+            lora_options = {**DEFAULT_LORA, **(lora_values or {})}
+        if mode not in MODES:
+            raise TrainError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        return cls(
+            model=model,
+            data=str(data),
+            out_dir=Path(out_dir),
+            holdout=parse_holdout(holdout),
+            grpo=grpo,
+            rewards=rewards,
+            lora=lora_options,
+            mode=mode,
+            hint=hint,
+        )
+
+
+def grpo_field_names() -> set[str]:
+    from trl import GRPOConfig
+
+    return {f.name for f in dataclasses.fields(GRPOConfig) if f.init}
+
+
+def check_grpo_fields(values: dict[str, Any]) -> None:
+    """Refuse settings that are not `GRPOConfig` fields, naming them (a typo would otherwise
+    be ignored silently or fail deep inside TRL)."""
+    require_train_extra()
+    unknown = sorted(set(values) - grpo_field_names() - {"output_dir"})
+    if unknown:
+        raise TrainError(
+            f"unknown GRPOConfig field(s): {', '.join(unknown)} "
+            "(see TRL's GRPOConfig; sections 'rewards' and 'lora' hold our settings)"
+        )
+
+
+def grpo_config(settings: TrainSettings, reward_weights: list[float]) -> Any:
+    """The `GRPOConfig`: our defaults for the task, then the user's fields."""
+    import torch
+    from trl import GRPOConfig
+
+    on_cpu = not torch.cuda.is_available()
+    values: dict[str, Any] = {
+        "output_dir": str(settings.out_dir),
+        "max_completion_length": mcqa_strings()["max_new_tokens"],
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "reward_weights": reward_weights,
+    }
+    if settings.mode == "multi":
+        # A multi-turn completion holds every turn: the tool responses' images and questions too.
+        values["max_completion_length"] = MULTI_TURN_COMPLETION_LENGTH
+    if on_cpu:
+        values.update(use_cpu=True, bf16=False)
+    values.update(settings.grpo)
+    values["output_dir"] = str(settings.out_dir)
+    try:
+        return GRPOConfig(**values)
+    except (ValueError, TypeError) as exc:
+        raise TrainError(f"invalid GRPO settings: {exc}") from None
+
+
+def lora_config(options: dict[str, Any]) -> Any:
+    from peft import LoraConfig
+
+    try:
+        return LoraConfig(task_type="CAUSAL_LM", **options)
+    except (TypeError, ValueError) as exc:
+        raise TrainError(f"invalid LoRA settings: {exc}") from None
+
+
+# ----- running -----------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainOutcome:
+    out_dir: Path
+    examples: int
+    counts: dict[str, int]
+    steps: int
+    log_history: list[dict[str, Any]]
+
+
+def training_data(settings: TrainSettings) -> Dataset:
+    """The examples the trainer gets: single-turn states, or episodes for the multi-turn mode."""
+    if settings.mode == "multi":
+        from proactivebench.train.multiturn import load_episode_rows
+
+        return load_episode_rows(settings.data, holdout=settings.holdout, hint=settings.hint)
+    return load_examples(settings.data, holdout=settings.holdout, hint=settings.hint)
+
+
+def build_trainer(
+    settings: TrainSettings, dataset: Dataset, callbacks: list[Any] | None = None
+) -> Any:
+    """A `GRPOTrainer` for `settings` on `dataset` (the model loaded from its path or id)."""
+    require_train_extra()
+    from trl import GRPOTrainer
+
+    if settings.mode == "multi":
+        from proactivebench.train.multiturn import environment_factory, multiturn_rewards
+
+        funcs, weights = multiturn_rewards(settings.rewards)
+        extra: dict[str, Any] = {"environment_factory": environment_factory(settings.data)}
+    else:
+        funcs, weights = reward_functions(settings.rewards)
+        extra = {}
+    args = grpo_config(settings, weights)
+    peft = lora_config(settings.lora) if settings.lora is not None else None
+    try:
+        return GRPOTrainer(
+            model=settings.model,
+            reward_funcs=funcs,
+            args=args,
+            train_dataset=dataset,
+            peft_config=peft,
+            callbacks=callbacks,
+            **extra,
+        )
+    except OSError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrainError(f"cannot load model {settings.model!r}: {first}") from None
+    except ValueError as exc:
+        if settings.mode == "multi" and "tool calling" in str(exc):
+            raise TrainError(
+                f"the multi-turn mode needs a chat template with tool calling that TRL can "
+                f"parse (e.g. Qwen3-VL's); {settings.model!r} has none: {exc}"
+            ) from None
+        raise
+
+
+def save_outputs(trainer: Any, settings: TrainSettings, counts: dict[str, int]) -> None:
+    """Final weights and processor in DIR (merged for LoRA, the adapter in DIR/adapter), TRL's
+    `trainer_state.json`, and `train_run.json`."""
+    out = settings.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    model = trainer.model
+    if settings.lora is not None:
+        model.save_pretrained(out / ADAPTER_DIR)
+        model = model.merge_and_unload()
+    model.save_pretrained(out)
+    trainer.processing_class.save_pretrained(out)
+    trainer.state.save_to_json(str(out / "trainer_state.json"))
+    seen = [s for s in counts if s not in settings.holdout]
+    record = {
+        "model": settings.model,
+        "data": settings.data,
+        "mode": settings.mode,
+        "held_out": settings.holdout,
+        "trained_on": seen,
+        "examples_per_scenario": counts,
+        "lora": settings.lora,
+        "rewards": settings.rewards.as_dict(),
+        "grpo": {k: _jsonable(v) for k, v in settings.grpo.items()},
+        "steps": trainer.state.global_step,
+    }
+    (out / RUN_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def train_grpo(
+    settings: TrainSettings,
+    *,
+    on_data: Callable[[dict[str, int]], None] | None = None,
+    callbacks: list[Any] | None = None,
+) -> TrainOutcome:
+    """Load the data, train, save; `on_data` hears the examples per scenario before training."""
+    require_train_extra()
+    dataset = training_data(settings)
+    counts = scenario_counts(dataset)
+    if on_data is not None:
+        on_data(counts)
+    trainer = build_trainer(settings, dataset, callbacks)
+    trainer.train()
+    save_outputs(trainer, settings, counts)
+    return TrainOutcome(
+        out_dir=settings.out_dir,
+        examples=len(dataset),
+        counts=counts,
+        steps=trainer.state.global_step,
+        log_history=list(trainer.state.log_history),
+    )
+
+
+def read_run_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """`train_run.json` of a model directory, or None when it has none."""
+    path = Path(model_dir) / RUN_FILE
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+__all__ = [
+    "LANGUAGE_MODEL_TARGETS",
+    "TrainError",
+    "TrainOutcome",
+    "TrainSettings",
+    "build_trainer",
+    "read_config_file",
+    "train_grpo",
+]

@@ -288,7 +288,28 @@ class FakeOpenAI:
                 await asyncio.sleep(self.config.latency)
             if fault is not None:
                 return await self._fault(request, fault)
+            if body.get("stream"):
+                return await self._stream(request, self.completion(body))
             return _json(200, self.completion(body))
+
+    async def _stream(self, request: web.Request, completion: dict[str, Any]) -> web.StreamResponse:
+        """The completion as server-sent events (`"stream": true`), as OpenAI sends them: the
+        content in a delta, the finish reason, the usage in a last chunk, then `[DONE]`."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        choice = completion["choices"][0]
+        head = {k: completion[k] for k in ("id", "created", "model")}
+        chunks = [
+            {"choices": [{"index": 0, "delta": {**choice["message"]}, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+            {"choices": [], "usage": completion["usage"]},
+        ]
+        for chunk in chunks:
+            event = {**head, "object": "chat.completion.chunk", **chunk}
+            await response.write(f"data: {json.dumps(event)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         key = self.config.api_key

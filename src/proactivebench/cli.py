@@ -28,6 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from proactivebench.cli_inspect import import_inspect_command
 from proactivebench.cli_train import train as train_commands
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import ScenarioScore, Summary
@@ -807,6 +808,7 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
 
 # Training commands live in their own module (an optional extra; see cli_train).
 cli.add_command(train_commands)
+cli.add_command(import_inspect_command)
 
 
 def main(argv: list[str] | None = None) -> None:

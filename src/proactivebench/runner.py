@@ -342,7 +342,7 @@ class RunOutcome:
     cached: int = 0
 
 
-def _conversations(
+def episode_conversations(
     settings: EvalSettings, pools: dict[str, list[Record]]
 ) -> Callable[[Episode], tuple[Conversation, list[Demonstration]]]:
     """What makes each episode's conversation: its demonstrations (drawn from the samples of
@@ -499,17 +499,24 @@ def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:
         )
 
 
-def _prepare(
+@dataclass
+class Chosen:
+    """The episodes of a run, checked against the data before anything is asked."""
+
+    dataset: Dataset
+    episodes: list[Episode]
+    #: The data set's shared image cache, for the backends.
+    images: ImageStore
+
+
+def choose_episodes(
     data_dir: str | os.PathLike[str],
-    model: Model,
-    out_dir: str | os.PathLike[str],
     settings: EvalSettings,
-    shard: tuple[int, int] | None,
-    cache: ResponseCache | None,
-    judge: Judge | None,
-) -> _Run:
+    shard: tuple[int, int] | None = None,
+) -> Chosen:
+    """Load the data, choose the episodes `settings` select and check every image they (and
+    their demonstrations) may show: the one way in for `evaluate` and the adapters."""
     root = Path(data_dir)
-    out = Path(out_dir)
     dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard)
@@ -525,6 +532,22 @@ def _prepare(
     problems = check_images(root, checked, store.guard)
     if problems:
         raise DataErrors(problems)
+    return Chosen(dataset, episodes, store)
+
+
+def _prepare(
+    data_dir: str | os.PathLike[str],
+    model: Model,
+    out_dir: str | os.PathLike[str],
+    settings: EvalSettings,
+    shard: tuple[int, int] | None,
+    cache: ResponseCache | None,
+    judge: Judge | None,
+) -> _Run:
+    root = Path(data_dir)
+    out = Path(out_dir)
+    chosen = choose_episodes(root, settings, shard)
+    episodes, store = chosen.episodes, chosen.images
     claim_run_dir(out, _run_identity(root, model, settings, judge, shard))
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
@@ -536,7 +559,7 @@ def _prepare(
         if cache is not None and judge.model.needs_images:
             judge = judge.with_model(CachedModel(judge.model, cache))
         judge.model.bind_images(store)
-    return _Run(episodes, todo, model, out, dataset.records, judge)
+    return _Run(episodes, todo, model, out, chosen.dataset.records, judge)
 
 
 def _finish(run: _Run) -> RunOutcome:
@@ -580,7 +603,7 @@ async def aevaluate(
                 run.model,
                 results,
                 settings,
-                _conversations(settings, run.pools),
+                episode_conversations(settings, run.pools),
                 run.judge,
                 concurrency,
                 on_result or (lambda r: None),

@@ -1,0 +1,102 @@
+"""An Inspect AI log of the `proactivebench/proactivebench` task turned into one of our runs.
+
+The task's scorer keeps each episode's `results.jsonl` line in the score's metadata, so the
+import copies lines, it does not rebuild them: the summary of the imported run equals the one
+`proactivebench eval` would give for the same answers, and our reports read it as any run.
+A sample that Inspect ended in an error becomes an error line, left out of the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.metrics import Summary, summarize
+from proactivebench.results import (
+    RESULTS,
+    EpisodeResult,
+    OEGResult,
+    claim_run_dir,
+    result_order,
+    write_summary,
+)
+
+#: The registered name of the task (`inspect eval proactivebench/proactivebench`).
+TASK_NAME = "proactivebench/proactivebench"
+#: Where the task's scorer keeps the line; the same key as `proactivebench.inspect.RESULT_KEY`
+#: (not imported from there, so that reading a log does not load the task's module).
+RESULT_KEY = "result"
+
+
+def import_inspect_log(
+    log_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
+) -> Summary:
+    """Write `results.jsonl`, `run.json` and `summary.json` of the episodes in an Inspect log.
+
+    Only the first epoch is imported (a run of ours plays each episode once).
+    """
+    log = _read_log(Path(log_path))
+    out = Path(out_dir)
+    if (out / RESULTS).exists():
+        raise ProactiveBenchError(f"{out / RESULTS} exists; import into a new directory")
+    metadata = log.eval.metadata or {}
+    settings = metadata.get("settings", {})
+    lines = [
+        _line(sample, settings) for sample in log.samples or [] if getattr(sample, "epoch", 1) == 1
+    ]
+    if not lines:
+        raise ProactiveBenchError(f"{log_path} holds no finished sample to import")
+    identity = {
+        "data_dir": metadata.get("data_dir"),
+        "model": log.eval.model,
+        "settings": settings,
+        # What Inspect asked the model with: the task's decoding, or the command line's.
+        "generate_config": log.plan.config.model_dump(mode="json", exclude_none=True),
+        "inspect_log": str(log_path),
+    }
+    claim_run_dir(out, identity)
+    ordered = sorted(lines, key=result_order)
+    with (out / RESULTS).open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in ordered)
+    summary = summarize(ordered, model=log.eval.model)
+    write_summary(out, summary)
+    return summary
+
+
+def _read_log(path: Path) -> Any:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise ProactiveBenchError(
+            "import-inspect needs Inspect AI: pip install 'proactivebench[inspect]'"
+        ) from None
+    if not path.is_file():
+        raise ProactiveBenchError(f"no Inspect log at {path}")
+    try:
+        log = read_eval_log(str(path))
+    except Exception as exc:  # any reader failure is a damaged or foreign file
+        raise ProactiveBenchError(f"cannot read the Inspect log {path}: {exc}") from None
+    if log.eval.task != TASK_NAME:
+        raise ProactiveBenchError(
+            f"{path} is a log of the task {log.eval.task!r}, not of {TASK_NAME!r}"
+        )
+    return log
+
+
+def _line(sample: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    """The sample's result line, or an error line when Inspect gave it no score."""
+    for score in (sample.scores or {}).values():
+        line = (score.metadata or {}).get(RESULT_KEY)
+        if isinstance(line, dict):
+            return line
+    metadata = sample.metadata or {}
+    error = sample.error.message if sample.error is not None else "no score in the Inspect log"
+    scenario, sample_id = metadata.get("scenario"), metadata.get("sample_id")
+    if not isinstance(scenario, str) or not isinstance(sample_id, int):
+        raise ProactiveBenchError(f"sample {sample.id!r} of the log is not a proactivebench one")
+    if settings.get("mode") == "oeg":
+        return OEGResult(scenario, sample_id, image="", prompt="", error=error).to_json()
+    return EpisodeResult(scenario, sample_id, num_turns=0, error=error).to_json()

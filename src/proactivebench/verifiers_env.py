@@ -1,0 +1,241 @@
+"""ProactiveBench as a verifiers (v1) environment: `vf-eval proactivebench-verifiers`.
+
+A thin adapter, for evaluation with `vf-eval` and RL training with prime-rl. Each task is one
+of our episodes. The environment opens a conversation with the model under training and plays
+the episode in it: each user turn carries the current image and question (our conversation
+builder's message), the model's answer moves our episode (`Episode.step`), and the next user
+turn carries the image the chosen intervention reveals, until the episode ends.
+
+The reward is our answer reader's verdict, computed from the trace alone: the assistant's
+replies are played again through a fresh episode of the task (episodes are deterministic), so
+scoring needs no state kept from the rollout and a rule change in `scenarios/` changes the
+play and the reward alike. A correct category earns 1; each accepted intervention earns
+`intervention_reward` (default 0, configurable; the multi-turn reward of the training issue).
+
+The conversation keeps its history, as multi-turn RL needs: this is `proactivebench eval
+--history`, without in-context examples. verifiers owns the model connection, retries and
+concurrency. Needs the `verifiers` extra (`pip install 'proactivebench[verifiers]'`); the
+loadable package is `proactivebench_verifiers` (verifiers finds environments by module name).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import verifiers.v1 as vf
+from pydantic_config import BaseConfig
+
+from proactivebench.data.images import ImageStore
+from proactivebench.data.layout import load_dataset
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.prompting import Message, is_image_part, user_turn
+from proactivebench.records import Record
+from proactivebench.runner import EvalSettings, choose_episodes
+from proactivebench.scenarios import Episode, make_episode
+from proactivebench.scenarios.answers import lenient_answer
+
+__all__ = [
+    "PlaySettings",
+    "ProactiveData",
+    "ProactiveEnv",
+    "ProactiveEnvConfig",
+    "ProactiveTask",
+    "ProactiveTaskConfig",
+    "ProactiveTaskset",
+    "ProactiveTasksetConfig",
+    "episode_outcome",
+    "episode_reward",
+    "to_wire_message",
+]
+
+
+# ----- translation ------------------------------------------------------------------------------
+
+
+def to_wire_message(message: Message, images: ImageStore) -> dict[str, Any]:
+    """Our user message in the OpenAI wire shape verifiers takes: images as data URLs."""
+    content = message["content"]
+    if isinstance(content, list):
+        content = [
+            {"type": "image_url", "image_url": {"url": images.data_url(part["view"])}}
+            if is_image_part(part)
+            else {"type": "text", "text": str(part.get("text", ""))}
+            for part in content
+        ]
+    return {"role": message["role"], "content": content}
+
+
+class PlaySettings(BaseConfig):
+    """The settings that change how an episode is played; each means what the `proactivebench
+    eval` flag of the same name means."""
+
+    hint: bool = False
+    reference: bool = False
+    random_actions: bool = False
+    seed: int = 0
+    resize_short_edge: int | None = None
+    option_order: str = "record"
+    answer_extraction: str = "strict"
+
+
+class ProactiveData(vf.TaskData):
+    """One episode: which sample, where its data lives, and how it is played."""
+
+    data_dir: str
+    scenario: str
+    sample_id: int
+    play: PlaySettings = PlaySettings()
+
+    def episode(self) -> Episode:
+        """A fresh episode of this task (the same play every time: episodes are pure)."""
+        record = _records(self.data_dir, self.scenario)[self.sample_id]
+        options = self.play.model_dump(exclude={"answer_extraction"})
+        return make_episode(record, **options)
+
+    def read_as(self, reply: str) -> str:
+        """What our reader reads of a reply (lenient extraction removes decorations first)."""
+        return lenient_answer(reply) if self.play.answer_extraction == "lenient" else reply
+
+
+@functools.lru_cache(maxsize=64)
+def _records(data_dir: str, scenario: str) -> dict[int, Record]:
+    """Every record of one scenario file, by id (loaded once per process)."""
+    dataset = load_dataset(Path(data_dir), [scenario], all_samples=True)
+    return {record.id: record for record in dataset.records[scenario]}
+
+
+@functools.lru_cache(maxsize=8)
+def _images(data_dir: str) -> ImageStore:
+    """One image cache per data set, shared by the rollouts of this process."""
+    return ImageStore(Path(data_dir))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the replies did to the episode."""
+
+    correct: bool
+    #: Accepted interventions (turns whose verdict was "proactive").
+    interventions: int
+    turns: int
+    #: The replies ran out before the episode ended (the rollout stopped early).
+    unfinished: bool
+
+
+def episode_outcome(data: ProactiveData, replies: Sequence[str]) -> Outcome:
+    """Play `replies` through a fresh episode of `data`, as the environment played them."""
+    episode = data.episode()
+    interventions = 0
+    for reply in replies:
+        if episode.done:
+            break
+        step = episode.step(data.read_as(reply))
+        interventions += step.verdict == "proactive"
+    return Outcome(episode.correct, interventions, episode.num_turns, not episode.done)
+
+
+def episode_reward(outcome: Outcome, intervention_reward: float = 0.0) -> float:
+    """1 for a correct category, plus `intervention_reward` per accepted intervention."""
+    return float(outcome.correct) + intervention_reward * outcome.interventions
+
+
+# ----- task and taskset -------------------------------------------------------------------------
+
+
+class ProactiveTaskConfig(vf.TaskConfig):
+    """The reward's knob, under `--env.taskset.task.*`."""
+
+    intervention_reward: float = 0.0
+    """What each accepted intervention earns (a correct category earns 1)."""
+
+
+class ProactiveTask(vf.Task[ProactiveData, vf.State, ProactiveTaskConfig]):
+    """Scores a finished conversation by playing its replies through our episode."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.data.scenario}-{self.data.sample_id}"
+
+    def _outcome(self, trace: vf.Trace) -> Outcome:
+        return episode_outcome(self.data, [m.content or "" for m in trace.assistant_messages])
+
+    @vf.reward(weight=1.0)
+    async def proactive(self, trace: vf.Trace) -> float:
+        return episode_reward(self._outcome(trace), self.config.intervention_reward)
+
+    @vf.metric
+    async def correct(self, trace: vf.Trace) -> float:
+        return float(self._outcome(trace).correct)
+
+    @vf.metric
+    async def proactive_suggestions(self, trace: vf.Trace) -> float:
+        return float(self._outcome(trace).turns - 1)
+
+
+class ProactiveTasksetConfig(vf.TasksetConfig, PlaySettings):
+    """Which episodes and how they are played, under `--env.taskset.*`."""
+
+    data: str = ""
+    """A data directory in the official layout (or from `proactivebench data synth`)."""
+    scenarios: list[str] | None = None
+    limit: int | None = None
+    all_samples: bool = False
+    task: ProactiveTaskConfig = ProactiveTaskConfig()
+
+
+class ProactiveTaskset(vf.Taskset[ProactiveTask, ProactiveTasksetConfig]):
+    def load(self) -> Iterator[ProactiveTask]:
+        config = self.config
+        if not config.data:
+            raise ProactiveBenchError("say where the data is: --env.taskset.data DIR")
+        data_dir = Path(config.data).expanduser().resolve()
+        play = PlaySettings(**config.model_dump(include=set(PlaySettings.model_fields)))
+        settings = EvalSettings(  # checks the settings, as `proactivebench eval` does
+            **play.model_dump(),
+            scenarios=tuple(config.scenarios) if config.scenarios else None,
+            limit=config.limit,
+            all_samples=config.all_samples,
+        )
+        for episode in choose_episodes(data_dir, settings).episodes:
+            record = episode.record
+            data = ProactiveData(
+                id=f"{record.scenario}-{record.id}",
+                name=f"{record.scenario} sample {record.id}",
+                prompt=None,  # the environment opens the conversation with the first image
+                data_dir=str(data_dir),
+                scenario=record.scenario,
+                sample_id=record.id,
+                play=play,
+            )
+            yield ProactiveTask(data, config.task)
+
+
+# ----- the environment --------------------------------------------------------------------------
+
+
+class ProactiveEnvConfig(vf.EnvConfig):
+    assistant: vf.AgentConfig = vf.AgentConfig(
+        harness={"id": "null"}, runtime=vf.SubprocessConfig()
+    )
+    """The model under evaluation or training: a plain chat (the tool-less `null` harness),
+    run on this machine (no code is executed)."""
+
+
+class ProactiveEnv(vf.Env[ProactiveEnvConfig]):
+    """Plays one episode per rollout: the user turns are our observations."""
+
+    async def run(self, task: vf.Task, agents: vf.Agents) -> None:
+        data: ProactiveData = task.data  # type: ignore[assignment]
+        episode = data.episode()
+        images = _images(data.data_dir)
+        async with agents.assistant.interaction(task) as chat:
+            while not episode.done:
+                turn = to_wire_message(user_turn(episode.observation), images)
+                segment = await chat.turn([turn])
+                if segment.terminated:
+                    break  # a limit ended the rollout; the reward reads what was answered
+                episode.step(data.read_as(segment.last_reply))

@@ -1,0 +1,286 @@
+"""The Inspect AI task against `proactivebench eval`: the same answers give the same scores.
+
+Scripted answers (the oracle's move, or a fixed letter) are computed here by playing our
+episodes with the answer key; `mockllm` gives them to the Inspect task in sample order, and a
+replay file gives them to `proactivebench eval`. Per scenario, accuracy and ps rate must agree,
+and `import-inspect` of the Inspect log must give the direct run's summary.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+from clirun import run_cli
+from proactivebench.data.layout import load_dataset
+from proactivebench.data.synth import generate
+from proactivebench.inspect import proactivebench
+from proactivebench.inspect_import import import_inspect_log
+from proactivebench.protocol import scenario_strings
+from proactivebench.scenarios import Episode, make_episode
+from proactivebench.scenarios.answers import Choice
+from scripted import Played, direct_run, lines, scripts
+
+# Inspect's retry policy uses a tenacity argument that tenacity deprecates: not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter:DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synth")
+    generate(root, per_scenario=3, seed=3)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _inspect_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inspect's traces and caches go to the test's directory, not the user's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
+def mock_outputs(played: Played) -> list[ModelOutput]:
+    outputs = []
+    for _, _, answers in played:
+        for text in answers:
+            output = ModelOutput.from_content("mockllm/model", text)
+            output.usage = ModelUsage(input_tokens=10, output_tokens=1, total_tokens=11)
+            outputs.append(output)
+    return outputs
+
+
+def run_inspect(data: Path, logs: Path, played: Played, **params: Any) -> EvalLog:
+    model = get_model("mockllm/model", custom_outputs=mock_outputs(played))
+    # One sample at a time: mockllm hands out its outputs in the order they are asked for.
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), **params),
+        model=model,
+        max_samples=1,
+        display="none",
+        log_dir=str(logs),
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def inspect_scores(log: EvalLog) -> dict[str, tuple[float, float]]:
+    """Per scenario (accuracy, ps rate), as the log's grouped metrics report them."""
+    metrics = {s.name: {k: v.value for k, v in s.metrics.items()} for s in log.results.scores}
+    scenarios = [k.removeprefix("grouped_") for k in metrics["accuracy"] if k != "grouped_all"]
+    return {
+        s: (metrics["accuracy"][f"grouped_{s}"], metrics["ps_rate"][f"grouped_{s}"])
+        for s in scenarios
+    }
+
+
+def scores_of(summary: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    return {k: (v["accuracy"], v["ps_rate"]) for k, v in summary["scenarios"].items()}
+
+
+@pytest.mark.parametrize(
+    ("params", "flags"),
+    [
+        ({}, []),
+        ({"hint": True}, ["--hint"]),
+        ({"history": True}, ["--history"]),
+        ({"reference": True}, ["--reference"]),
+        (
+            {"icl": 1, "option_order": "shuffled", "seed": 5},
+            ["--icl", "1", "--option-order", "shuffled", "--seed", "5"],
+        ),
+    ],
+    ids=["plain", "hint", "history", "reference", "icl-shuffled"],
+)
+def test_inspect_task_scores_equal_a_replayed_eval(
+    data: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    params: dict[str, Any],
+    flags: list[str],
+) -> None:
+    options = {k: params[k] for k in ("hint", "reference", "option_order", "seed") if k in params}
+    played = scripts(data, **options)
+    log = run_inspect(data, tmp_path / "logs", played, **params)
+    direct = direct_run(data, tmp_path / "direct", played, flags, capsys)
+
+    got = inspect_scores(log)
+    expected = scores_of(direct)
+    assert set(got) == set(expected)
+    for scenario, (accuracy, ps_rate) in expected.items():
+        assert got[scenario] == (pytest.approx(accuracy), pytest.approx(ps_rate)), scenario
+    assert set(got) == {"ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO"}
+    # The scripts make both outcomes and more than one turn happen, so the equality means
+    # something: every episode's outcome and length are compared through the means.
+    assert all(a > 0 for a, _ in got.values()) and any(a < 100 for a, _ in got.values())
+    if params.get("reference"):  # one clear turn: nothing to suggest
+        assert all(ps == 0 for _, ps in got.values())
+    else:
+        assert any(ps > 0 for _, ps in got.values())
+
+    # The log holds the whole episode: the demonstrations, then one user turn (image +
+    # question) and one answer per turn; every request as sent, with history the earlier
+    # turns too.
+    turns = {f"{s}-{i}": len(a) for s, i, a in played}
+    assert len(log.samples) == len(played)
+    for sample in log.samples:
+        n = turns[str(sample.id)]
+        line = sample.scores["proactive_score"].metadata["result"]
+        shown = 2 * sum(len(d["turns"]) for d in line.get("demonstrations", []))
+        assert bool(shown) == bool(params.get("icl"))
+        assert [m.role for m in sample.messages] == ["user", "assistant"] * (shown // 2 + n)
+        first = sample.messages[shown].content
+        image = first[0].image  # the log stores each distinct image once, as an attachment
+        image = sample.attachments.get(image.removeprefix("attachment://"), image)
+        assert first[0].type == "image" and image.startswith("data:image/")
+        assert first[1].type == "text" and "Options:" in first[1].text
+        requests = [len(e.input) for e in sample.events if e.event == "model"]
+        past = [2 * k for k in range(n)] if params.get("history") else [0] * n
+        assert requests == [shown + p + 1 for p in past]
+
+    # import-inspect turns the log into a run whose summary is the direct run's.
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)
+    assert code == 0, text
+    imported = json.loads((run / "summary.json").read_text())
+    assert imported["scenarios"] == direct["scenarios"]
+    assert imported["average"] == direct["average"]
+    # Line for line the same, but for the token counts that only the mock model reports.
+    assert lines(run) == lines(tmp_path / "direct")
+
+
+def test_import_inspect_without_inspect_says_which_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # as if not installed
+    code, text = run_cli(["import-inspect", str(tmp_path / "x.eval"), "--out", "r"], capsys)
+    assert code != 0 and "proactivebench[inspect]" in text and "Traceback" not in text
+
+
+def test_import_inspect_refuses_what_is_not_a_proactivebench_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nothing.eval"
+    code, text = run_cli(["import-inspect", str(missing), "--out", str(tmp_path / "r")], capsys)
+    assert code != 0 and "no Inspect log" in text and "Traceback" not in text
+    garbage = tmp_path / "garbage.eval"
+    garbage.write_bytes(b"not a zip")
+    code, text = run_cli(["import-inspect", str(garbage), "--out", str(tmp_path / "r")], capsys)
+    assert code != 0 and "cannot read the Inspect log" in text and "Traceback" not in text
+    other = Task(dataset=[Sample(input="hello")], name="greeting")
+    (log,) = inspect_eval(
+        other,
+        model=get_model("mockllm/model", custom_outputs=mock_outputs([("", 0, ["hi"])])),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    code, text = run_cli(["import-inspect", log.location, "--out", str(tmp_path / "r")], capsys)
+    assert code != 0 and "not of 'proactivebench/proactivebench'" in text
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_task_refuses_bad_settings_with_one_message(data: Path) -> None:
+    from proactivebench.errors import ProactiveBenchError
+
+    with pytest.raises(ProactiveBenchError, match="option_order"):
+        proactivebench(data=str(data), option_order="sideways")
+    with pytest.raises(ProactiveBenchError, match="--icl"):
+        proactivebench(data=str(data), reference=True, icl=2)
+
+
+def test_open_ended_generation_is_judged_by_the_judge_role(data: Path, tmp_path: Path) -> None:
+    """OEG: the judge is Inspect's `judge` model role. Its scripted verdicts mark the first
+    valid entry for even samples and the last one for odd ones; the protocol's count of
+    intervention entries (spec §6) says whether a mark is a suggestion or the category."""
+    generations, verdicts = [], []
+    expected: dict[str, list[tuple[int, int]]] = {}
+    for records in load_dataset(data).records.values():
+        for index, record in enumerate(records):
+            entries = [e for e in make_episode(record).oeg_answers().split(",") if e.strip()]
+            marked = 0 if index % 2 == 0 else len(entries) - 1
+            marks = ["1" if i == marked else "0" for i in range(len(entries))]
+            generations.append(f"generation {record.scenario} {record.id}")
+            verdicts.append(", ".join(marks))
+            proactive = marked < scenario_strings(record.scenario).oeg_proactive_count
+            expected.setdefault(record.scenario, []).append((int(proactive), int(not proactive)))
+    model = get_model("mockllm/model", custom_outputs=mock_outputs([("", 0, generations)]))
+    judge = get_model("mockllm/judge", custom_outputs=mock_outputs([("", 0, verdicts)]))
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), mode="oeg"),
+        model=model,
+        model_roles={"judge": judge},
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    metrics = {s.name: {k: v.value for k, v in s.metrics.items()} for s in log.results.scores}
+    for scenario, marks in expected.items():
+        ps = 100 * sum(p for p, _ in marks) / len(marks)
+        cp = 100 * sum(c for _, c in marks) / len(marks)
+        assert metrics["ps"][f"grouped_{scenario}"] == pytest.approx(ps), scenario
+        assert metrics["cp"][f"grouped_{scenario}"] == pytest.approx(cp), scenario
+        assert metrics["aggregate"][f"grouped_{scenario}"] == pytest.approx(100.0), scenario
+    assert {m[0] for marks in expected.values() for m in marks} == {0, 1}  # both kinds occur
+    line = log.samples[0].scores["proactive_oeg_score"].metadata["result"]
+    assert line["generation"] == f"generation {line['scenario']} {line['sample_id']}"
+    assert len(line["judge_outputs"]) == 1
+    summary = import_inspect_log(log.location, tmp_path / "imported")
+    for scenario, marks in expected.items():
+        assert summary.scenarios[scenario].ps == pytest.approx(
+            100 * sum(p for p, _ in marks) / len(marks)
+        )
+
+
+def test_a_rule_change_in_scenarios_reaches_the_task(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task keeps no rule of its own: make every answer unreadable to the episodes, and
+    the oracle's answers end every Inspect episode as unreadable."""
+    played = scripts(data, policies=("oracle",))
+    monkeypatch.setattr(Episode, "read", lambda self, answer: Choice("unreadable"))
+    log = run_inspect(data, tmp_path / "logs", [(s, i, a[:1]) for s, i, a in played])
+    assert {a for a, _ in inspect_scores(log).values()} == {0.0}
+    ends = {s.scores["proactive_score"].metadata["result"]["end_reason"] for s in log.samples}
+    assert ends == {"unreadable"}
+
+
+def test_a_failed_model_call_is_an_inspect_sample_error_and_an_error_line(
+    data: Path, tmp_path: Path
+) -> None:
+    """Inspect decides what a failed call means (here: no retry, the run goes on); the
+    imported run records the sample as an error, left out of the scores, as `eval` does.
+    (Which of the two samples Inspect starts first is its choice.)"""
+
+    def outputs() -> Iterator[ModelOutput]:
+        yield from mock_outputs([("", 0, ["no idea"])])  # unreadable: one turn, any sample
+        raise RuntimeError("the server went away")
+
+    model = get_model("mockllm/model", custom_outputs=outputs())
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), scenarios="ROD,QD", limit=1),
+        model=model,
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        fail_on_error=False,
+        retry_on_error=0,
+    )
+    failed = [s for s in log.samples if s.error is not None]
+    assert len(failed) == 1 and "the server went away" in failed[0].error.message
+    summary = import_inspect_log(log.location, tmp_path / "imported")
+    scores = {k: (v.n, v.errors) for k, v in summary.scenarios.items()}
+    played = "QD" if failed[0].metadata["scenario"] == "ROD" else "ROD"
+    assert scores == {failed[0].metadata["scenario"]: (0, 1), played: (1, 0)}

@@ -108,6 +108,7 @@ def test_no_held_out_record_reaches_the_trainer(
     out = trained
     run = json.loads((out / "train_run.json").read_text())
     assert run["held_out"] == [HELD_OUT]
+    assert run["hint"] is False and run["lora"]["r"] == 4
     assert HELD_OUT not in run["trained_on"] and HELD_OUT not in run["examples_per_scenario"]
     assert set(run["trained_on"]) == {"ROD", "VSOD", "IN-C", "QD", "CIT", "COCO"}
     settings = TrainSettings.build(str(tiny_vlm_dir), str(synth_train), out, holdout=HELD_OUT)

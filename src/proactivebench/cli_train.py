@@ -7,7 +7,9 @@ there; the shared consoles and helpers are imported from `cli` when a command ru
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -49,6 +51,11 @@ def train() -> None:
     help="A GRPOConfig field (repeatable; JSON values are typed), over the config file.",
 )
 @click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace a previous run's outputs in --out (a non-empty --out is refused otherwise).",
+)
+@click.option(
     "--mode",
     type=click.Choice(["single", "multi"]),
     default=None,
@@ -63,13 +70,16 @@ def grpo_command(
     lora: bool,
     holdout: str | None,
     overrides: tuple[str, ...],
+    overwrite: bool,
     mode: str | None,
 ) -> None:
     """Post-train a model with GRPO on single-turn states of ProactiveBench episodes."""
-    from proactivebench.cli import console, out, parse_model_options
+    from proactivebench.cli import EXIT_INTERRUPTED, console, out
+    from proactivebench.train.checks import one_line_warnings
     from proactivebench.train.grpo import TrainSettings, read_config_file, train_grpo
 
-    values = dict(parse_model_options(overrides))
+    one_line_warnings()
+    values = parse_settings(overrides)
     if max_steps is not None:
         values["max_steps"] = max_steps
     config = read_config_file(config_file) if config_file is not None else {}
@@ -82,6 +92,8 @@ def grpo_command(
         holdout=holdout,
         lora=lora,
         mode=mode,
+        config_name=str(config_file) if config_file is not None else "config",
+        overwrite=overwrite,
     )
 
     def on_data(counts: dict[str, int]) -> None:
@@ -90,10 +102,27 @@ def grpo_command(
         if settings.holdout:
             console.print(f"held out: {', '.join(settings.holdout)}", highlight=False)
 
-    outcome = train_grpo(settings, on_data=on_data)
+    try:
+        outcome = train_grpo(settings, on_data=on_data)
+    except KeyboardInterrupt:
+        # No checkpoint is resumed: say so rather than eval's "rerun to resume".
+        console.print("interrupted; the model was not saved (a rerun starts from the beginning)")
+        sys.exit(EXIT_INTERRUPTED)
     where = escape(str(outcome.out_dir))
     out.print(f"trained {outcome.steps} steps on {outcome.examples} examples", highlight=False)
     out.print(f"model: {where} (evaluate it with --model hf:{where})", highlight=False)
+
+
+def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`--set KEY=VALUE` pairs, JSON-typed as `--model-option`'s; the types are checked
+    against GRPOConfig's fields later, naming `--set` and the field."""
+    from proactivebench.cli import parse_model_options
+
+    try:
+        return dict(parse_model_options(pairs))
+    except click.BadParameter as exc:
+        exc.param_hint = "--set"
+        raise
 
 
 @train.command("compare")

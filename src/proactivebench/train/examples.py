@@ -18,7 +18,9 @@ accepted answers at each state are those the benchmark accepts there.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -238,16 +240,64 @@ def _resolve_option(value: str, options: Sequence[str]) -> str | None:
 OFFICIAL_COLUMNS = ("prompt", "ground_truth", "proactive_actions", "options", "images")
 
 
-def official_fields(row: dict[str, Any], index: int, where: str) -> dict[str, Any]:
-    """What our format adds to one official row (its images are not touched, so a large split
-    is never decoded here); a `DataError` names the row and column that are wrong."""
+def _check_prompt(prompt: Any, fail: Any) -> int:
+    """The number of image placeholders of a conversational prompt, or a `DataError`."""
+    if not isinstance(prompt, list) or not prompt:
+        raise fail("prompt", "expected a list of chat messages ({role, content})")
+    count = 0
+    for message in prompt:
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise fail("prompt", "expected a list of chat messages ({role, content})")
+        content = message.get("content")
+        if isinstance(content, list):
+            if not all(isinstance(part, dict) for part in content):
+                raise fail("prompt", "a message's content parts must be {type, ...} objects")
+            count += sum(part.get("type") == "image" for part in content)
+        elif not isinstance(content, str):
+            raise fail("prompt", "a message's content must be text or a list of parts")
+    return count
+
+
+def _check_images(images: Any, placeholders: int, base: Path | None, fail: Any) -> list[str] | None:
+    """Check a row's images against its prompt; image paths (strings) come back absolute,
+    resolved against the data file's directory (`base`) or, failing that, the current one."""
+    if not isinstance(images, list) or not images:
+        raise fail("images", "expected a list of at least one image")
+    if len(images) != placeholders:
+        raise fail(
+            "images",
+            f"{len(images)} image(s) but the prompt has {placeholders} image placeholder(s)",
+        )
+    if not all(isinstance(i, str) for i in images):
+        return None  # embedded images (parquet) or the Hub's image feature: not decoded here
+    resolved = []
+    for image in images:
+        candidates = [Path(image).expanduser()]
+        if base is not None and not candidates[0].is_absolute():
+            candidates.insert(0, base / image)
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            raise fail("images", f"no image file {image!r} (relative to the data file's folder)")
+        resolved.append(str(found.resolve()))
+    return resolved
+
+
+def official_fields(
+    row: dict[str, Any], index: int, where: str, base: Path | None = None
+) -> dict[str, Any]:
+    """What our format adds to one official row, once it is checked; a `DataError` names the
+    row and column that are wrong. Images are counted, never decoded (a large split is
+    converted quickly); image paths are checked to exist and made absolute."""
 
     def fail(column: str, message: str) -> DataError:
         return DataError(message, path=where, line=index + 1, field=column)
 
+    placeholders = _check_prompt(row["prompt"], fail)
     options = row["options"]
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise fail("options", "expected a list of strings")
+    if not options:
+        raise fail("options", "no options: the example can only score 0")
     truth = row["ground_truth"]
     if not isinstance(truth, str):
         raise fail("ground_truth", "expected a string")
@@ -262,10 +312,18 @@ def official_fields(row: dict[str, Any], index: int, where: str) -> dict[str, An
     if missing:
         raise fail("proactive_actions", f"{missing[0]!r} is not one of the options")
     accepted = [r for r in resolved if r is not None]
+    if not resolved_truth and not accepted:
+        raise fail(
+            "ground_truth",
+            "empty, and no proactive_actions either: nothing is accepted, the example can "
+            "only score 0",
+        )
+    images = _check_images(row.get("images"), placeholders, base, fail)
     scenario = row.get("scenario") or infer_scenario(options, _text_of(row["prompt"]))
     if scenario not in (*SCENARIOS, UNKNOWN_SCENARIO):
         raise fail("scenario", f"unknown scenario {scenario!r}")
     return {
+        **({"images": images} if images is not None else {}),
         "ground_truth": resolved_truth,
         "proactive_actions": accepted,
         "scenario": scenario,
@@ -275,18 +333,23 @@ def official_fields(row: dict[str, Any], index: int, where: str) -> dict[str, An
     }
 
 
-def _official_dataset(dataset: Dataset, where: str) -> Dataset:
+def _official_dataset(dataset: Dataset, where: str, base: Path | None = None) -> Dataset:
     missing = [c for c in OFFICIAL_COLUMNS if c not in dataset.column_names]
     if missing:
         raise DataError(
             f"not the official train schema: no column {', '.join(missing)}", path=where
         )
-    inputs = [*OFFICIAL_COLUMNS[:4], *(["scenario"] if "scenario" in dataset.column_names else [])]
+    inputs = [*OFFICIAL_COLUMNS, *(["scenario"] if "scenario" in dataset.column_names else [])]
     extra = [c for c in dataset.column_names if c not in COLUMNS]
+    # Embedded images are read as bytes for the check (never decoded), then typed back.
+    image_feature = dataset.features["images"]
+    undecoded = _without_decoding(image_feature)
+    if undecoded is not None:
+        dataset = dataset.cast_column("images", undecoded)
 
     def convert(*values: Any) -> dict[str, Any]:
         *columns, index = values
-        return official_fields(dict(zip(inputs, columns, strict=True)), index, where)
+        return official_fields(dict(zip(inputs, columns, strict=True)), index, where, base)
 
     converted = dataset.map(
         convert,
@@ -295,7 +358,19 @@ def _official_dataset(dataset: Dataset, where: str) -> Dataset:
         remove_columns=extra,
         desc="reading the official train rows",
     )
+    if undecoded is not None:
+        converted = converted.cast_column("images", image_feature)
     return converted.select_columns(list(COLUMNS))
+
+
+def _without_decoding(feature: Any) -> Any | None:
+    """The `images` feature with its image decoding off, or None when it holds no `Image`."""
+    import datasets
+
+    inner = getattr(feature, "feature", None)
+    if isinstance(inner, datasets.Image) and inner.decode:
+        return datasets.List(datasets.Image(decode=False))
+    return None
 
 
 def _import_datasets() -> Any:
@@ -346,6 +421,7 @@ def load_examples(
     path = Path(text)
     if text == "hub" or text.startswith("hub:"):
         repo = text.partition(":")[2] or HUB_DATASET
+        _probe_hub(repo)
         try:
             loaded = datasets.load_dataset(repo, split="train")
         except Exception as exc:  # offline, unknown repo, no such split: one message
@@ -363,10 +439,7 @@ def load_examples(
             raise DataError("no training examples in the data directory", path=text)
         dataset = datasets.Dataset.from_list(rows)
     elif path.is_file():
-        kind = _file_kind(path)
-        dataset = _official_dataset(
-            datasets.load_dataset(kind, data_files=str(path), split="train"), text
-        )
+        dataset = _official_dataset(_read_file(datasets, path), text, path.resolve().parent)
     else:
         raise DataError(
             "training data not found (a directory, a parquet/JSONL file or 'hub')", path=text
@@ -387,6 +460,62 @@ def _present(path: Path) -> list[str]:
     if not present:
         raise DataError("no '*_preprocessed.jsonl' files found", path=str(path))
     return present
+
+
+def _probe_hub(repo: str) -> None:
+    """One quick request before `datasets` tries the Hub: without a network it would retry
+    for half a minute, printing every retry. Offline (HF_HUB_OFFLINE=1) the cache is used."""
+    from huggingface_hub import HfApi, constants
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+    if constants.HF_HUB_OFFLINE or offline:
+        return
+    try:
+        HfApi().dataset_info(repo, timeout=10)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(
+            f"cannot reach the dataset {repo} on the Hub: {first} (if its train split is in "
+            "your cache, set HF_HUB_OFFLINE=1)"
+        ) from None
+
+
+@contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    import logging
+
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _read_file(datasets: Any, path: Path) -> Dataset:
+    """A parquet or JSON(L) file as a dataset, or one message naming the file (datasets and
+    pyarrow fail on a malformed or empty file with their own exception types)."""
+    kind = _file_kind(path)
+    try:
+        if path.stat().st_size == 0:
+            raise DataError("the file is empty", path=str(path))
+        with _quiet("datasets"):  # its own account of a failure, before ours
+            loaded = datasets.load_dataset(kind, data_files=str(path), split="train")
+    except DataError:
+        raise
+    except OSError as exc:
+        raise DataError(f"cannot read it: {exc.strerror or exc}", path=str(path)) from None
+    except Exception as exc:  # DatasetGenerationError, ArrowInvalid, StopIteration, ...
+        cause: BaseException = exc
+        while cause.__cause__ is not None or cause.__context__ is not None:
+            cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+        text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+        reason = f": {text}" if text else ""
+        raise DataError(f"not a readable {kind} file{reason}", path=str(path)) from None
+    if len(loaded) == 0:
+        raise DataError("the file holds no rows", path=str(path))
+    return loaded
 
 
 def _file_kind(path: Path) -> str:

@@ -12,17 +12,27 @@ loss) and our `train_run.json` (what was trained on and what was held out).
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import logging
 import os
 import tomllib
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.errors import ProactiveBenchError
 from proactivebench.protocol import mcqa_strings
+from proactivebench.train.checks import (
+    TrainError,
+    check_bool,
+    check_grpo_values,
+    check_holdout,
+    check_model,
+    clear_previous_outputs,
+    prepare_out_dir,
+    remove_if_empty,
+)
 from proactivebench.train.examples import load_examples, parse_holdout, scenario_counts
 from proactivebench.train.rewards import RewardSettings, reward_functions
 
@@ -48,9 +58,7 @@ MODES = ("single", "multi")
 #: The multi-turn mode's default `max_completion_length`: room for a few turns of a real VLM.
 MULTI_TURN_COMPLETION_LENGTH = 4096
 
-
-class TrainError(ProactiveBenchError):
-    """A training run cannot start: missing extra, bad config file, unknown setting."""
+log = logging.getLogger(__name__)
 
 
 def require_train_extra() -> None:
@@ -111,6 +119,8 @@ class TrainSettings:
     lora: dict[str, Any] | None = None
     mode: str = "single"
     hint: bool = False
+    #: Replace a previous run's outputs in `out_dir` (otherwise a non-empty one is refused).
+    overwrite: bool = False
 
     @classmethod
     def build(
@@ -124,31 +134,45 @@ class TrainSettings:
         holdout: str | Iterable[str] | None = None,
         lora: bool = False,
         mode: str | None = None,
+        config_name: str = "config",
+        overwrite: bool = False,
     ) -> TrainSettings:
-        """Settings from a config mapping, then flag overrides (flags win)."""
+        """Settings from a config mapping, then flag overrides (flags win). Every value is
+        checked here, before any data or model is read; errors name the field and where it was
+        set (`config_name`, or `--set`)."""
         raw = dict(config or {})
         reward_values = raw.pop("rewards", {}) or {}
         lora_values = raw.pop("lora", None)
-        config_holdout, config_mode = raw.pop("holdout", None), raw.pop("mode", None)
+        config_holdout = check_holdout(raw.pop("holdout", None), config_name)
+        config_mode = raw.pop("mode", None)
         holdout = holdout if holdout is not None else config_holdout
         mode = mode or config_mode or "single"
-        hint = bool(raw.pop("hint", False))
+        hint = check_bool("hint", raw.pop("hint", False), config_name)
+        require_train_extra()
+        check_grpo_values(raw, config_name)
+        check_grpo_values(dict(overrides or {}), "--set")
         grpo = {**raw, **(overrides or {})}
-        check_grpo_fields(grpo)
         if not isinstance(reward_values, dict):
-            raise TrainError("the 'rewards' section must be a mapping")
+            raise TrainError(f"{config_name}: the 'rewards' section must be a mapping")
         try:
             rewards = RewardSettings.from_mapping(reward_values)
         except ValueError as exc:
-            raise TrainError(str(exc)) from None
+            raise TrainError(f"{config_name}: rewards: {exc}") from None
+        if lora_values is not None and not isinstance(lora_values, dict):
+            raise TrainError(
+                f"{config_name}: the 'lora' section must be a mapping of LoraConfig fields"
+            )
         lora_options = None
-        if lora or lora_values is not None:
-            if lora_values is not None and not isinstance(lora_values, dict):
-                raise TrainError("the 'lora' section must be a mapping of LoraConfig fields")
+        if lora:
             lora_options = {**DEFAULT_LORA, **(lora_values or {})}
-        if mode not in MODES:
+        elif lora_values is not None:
+            log.warning(
+                "%s: the 'lora' section applies only with --lora; training all the weights",
+                config_name,
+            )
+        if not isinstance(mode, str) or mode not in MODES:
             raise TrainError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        return cls(
+        settings = cls(
             model=model,
             data=str(data),
             out_dir=Path(out_dir),
@@ -158,25 +182,16 @@ class TrainSettings:
             lora=lora_options,
             mode=mode,
             hint=hint,
+            overwrite=overwrite,
         )
+        if lora_options is not None:
+            lora_config(lora_options)
+        return settings
 
 
-def grpo_field_names() -> set[str]:
-    from trl import GRPOConfig
-
-    return {f.name for f in dataclasses.fields(GRPOConfig) if f.init}
-
-
-def check_grpo_fields(values: dict[str, Any]) -> None:
-    """Refuse settings that are not `GRPOConfig` fields, naming them (a typo would otherwise
-    be ignored silently or fail deep inside TRL)."""
-    require_train_extra()
-    unknown = sorted(set(values) - grpo_field_names() - {"output_dir"})
-    if unknown:
-        raise TrainError(
-            f"unknown GRPOConfig field(s): {', '.join(unknown)} "
-            "(see TRL's GRPOConfig; sections 'rewards' and 'lora' hold our settings)"
-        )
+#: Deprecation notices transformers prints on every run because TRL still uses the old
+#: names (`gradient_checkpointing`); nothing the user can act on.
+_RENAMED = r"`(is_)?gradient_checkpointing\w*` is deprecated"
 
 
 def grpo_config(settings: TrainSettings, reward_weights: list[float]) -> Any:
@@ -201,7 +216,9 @@ def grpo_config(settings: TrainSettings, reward_weights: list[float]) -> Any:
     values.update(settings.grpo)
     values["output_dir"] = str(settings.out_dir)
     try:
-        return GRPOConfig(**values)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
+            return GRPOConfig(**values)
     except (ValueError, TypeError) as exc:
         raise TrainError(f"invalid GRPO settings: {exc}") from None
 
@@ -236,6 +253,22 @@ def training_data(settings: TrainSettings) -> Dataset:
     return load_examples(settings.data, holdout=settings.holdout, hint=settings.hint)
 
 
+class QuietProgress:
+    """The progress bar without the per-step dicts that transformers writes to stdout below it
+    (they are kept in `trainer_state.json`); stdout keeps only the command's result."""
+
+    @staticmethod
+    def install(trainer: Any) -> None:
+        from transformers.trainer_callback import ProgressCallback
+
+        class _Progress(ProgressCallback):
+            def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any):
+                return None
+
+        if trainer.pop_callback(ProgressCallback) is not None:
+            trainer.add_callback(_Progress())
+
+
 def build_trainer(
     settings: TrainSettings, dataset: Dataset, callbacks: list[Any] | None = None
 ) -> Any:
@@ -254,7 +287,7 @@ def build_trainer(
     args = grpo_config(settings, weights)
     peft = lora_config(settings.lora) if settings.lora is not None else None
     try:
-        return GRPOTrainer(
+        trainer = GRPOTrainer(
             model=settings.model,
             reward_funcs=funcs,
             args=args,
@@ -272,13 +305,19 @@ def build_trainer(
                 f"the multi-turn mode needs a chat template with tool calling that TRL can "
                 f"parse (e.g. Qwen3-VL's); {settings.model!r} has none: {exc}"
             ) from None
+        if type(exc).__name__ == "NoMatchingPeftModuleError" or "target modules" in str(exc):
+            raise TrainError(f"--lora: no module of {settings.model} matches: {exc}") from None
         raise
+    QuietProgress.install(trainer)
+    return trainer
 
 
 def save_outputs(trainer: Any, settings: TrainSettings, counts: dict[str, int]) -> None:
     """Final weights and processor in DIR (merged for LoRA, the adapter in DIR/adapter), TRL's
     `trainer_state.json`, and `train_run.json`."""
     out = settings.out_dir
+    if settings.overwrite:
+        clear_previous_outputs(out)
     out.mkdir(parents=True, exist_ok=True)
     model = trainer.model
     if settings.lora is not None:
@@ -292,6 +331,7 @@ def save_outputs(trainer: Any, settings: TrainSettings, counts: dict[str, int]) 
         "model": settings.model,
         "data": settings.data,
         "mode": settings.mode,
+        "hint": settings.hint,
         "held_out": settings.holdout,
         "trained_on": seen,
         "examples_per_scenario": counts,
@@ -311,21 +351,43 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def check_settings(settings: TrainSettings) -> None:
+    """Everything that can be told before the data is read: the GRPO config as TRL builds it
+    (its own consistency checks), the output directory's state, the model's kind."""
+    require_train_extra()
+    if settings.mode == "multi":
+        from proactivebench.train.multiturn import multiturn_rewards
+
+        weights = multiturn_rewards(settings.rewards)[1]
+    else:
+        weights = reward_functions(settings.rewards)[1]
+    grpo_config(settings, weights)
+
+
 def train_grpo(
     settings: TrainSettings,
     *,
     on_data: Callable[[dict[str, int]], None] | None = None,
     callbacks: list[Any] | None = None,
 ) -> TrainOutcome:
-    """Load the data, train, save; `on_data` hears the examples per scenario before training."""
-    require_train_extra()
-    dataset = training_data(settings)
-    counts = scenario_counts(dataset)
-    if on_data is not None:
-        on_data(counts)
-    trainer = build_trainer(settings, dataset, callbacks)
-    trainer.train()
-    save_outputs(trainer, settings, counts)
+    """Check, load the data, train, save; `on_data` hears the examples per scenario before
+    training. A run that fails or is interrupted before saving leaves no directory it made."""
+    check_settings(settings)
+    made = prepare_out_dir(settings.out_dir, overwrite=settings.overwrite)
+    try:
+        check_model(settings.model, settings.lora["target_modules"] if settings.lora else None)
+        dataset = training_data(settings)
+        counts = scenario_counts(dataset)
+        if on_data is not None:
+            on_data(counts)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
+            trainer = build_trainer(settings, dataset, callbacks)
+            trainer.train()
+        save_outputs(trainer, settings, counts)
+    except BaseException:
+        remove_if_empty(made)
+        raise
     return TrainOutcome(
         out_dir=settings.out_dir,
         examples=len(dataset),

@@ -1,0 +1,315 @@
+"""`train grpo` refuses bad input before it trains: one message naming what and where, a
+non-zero exit, no traceback, and no directory left behind.
+
+Every case here fails before the first training step (most before the data is read), so the
+tests need no training; the one that builds a trainer stops it at its first step.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from PIL import Image
+
+from clirun import run_cli
+from proactivebench.errors import DataError
+from proactivebench.train.checks import TrainError, clear_previous_outputs
+from proactivebench.train.examples import load_examples
+from proactivebench.train.grpo import TrainSettings, train_grpo
+
+SMALL = {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 1}
+
+
+def grpo_args(model: Path | str, data: Path | str, out: Path, *extra: str) -> list[str]:
+    return ["train", "grpo", "--model", str(model), "--data", str(data), "--out", str(out), *extra]
+
+
+def refused(args: list[str], capsys: pytest.CaptureFixture[str], *expected: str) -> str:
+    code, text = run_cli(args, capsys)
+    assert code != 0, text
+    assert "Traceback" not in text
+    for part in expected:
+        assert part in text, text
+    return text
+
+
+def write_config(path: Path, values: dict[str, Any]) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    return path
+
+
+# ----- the model ---------------------------------------------------------------------------------
+
+
+def test_a_model_that_is_no_vlm_is_refused_before_the_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from transformers import LlamaConfig
+
+    missing_data = tmp_path / "no-data"  # the model is checked first: the data is never read
+    out = tmp_path / "out"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused(grpo_args(empty, missing_data, out), capsys, f"--model {empty}", "no config.json")
+    blank = tmp_path / "blank"
+    blank.mkdir()
+    (blank / "config.json").write_text("{}")
+    refused(grpo_args(blank, missing_data, out), capsys, f"--model {blank}: cannot read its config")
+    text_only = tmp_path / "llama"
+    LlamaConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2).save_pretrained(
+        text_only
+    )
+    for extra in ((), ("--lora",)):
+        refused(
+            grpo_args(text_only, missing_data, out, *extra),
+            capsys,
+            "not an image-text-to-text model",
+            "no vision_config",
+        )
+    refused(grpo_args("/nonexistent/model", missing_data, out), capsys, "no such directory")
+    assert not out.exists()
+
+
+def test_lora_targets_that_match_nothing_are_refused(
+    tiny_vlm_dir: Path, synth_train: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path / "c.yaml", {**SMALL, "lora": {"target_modules": ".*nope.*"}})
+    out = tmp_path / "out"
+    args = grpo_args(tiny_vlm_dir, synth_train, out, "--config", str(config), "--lora")
+    refused(args, capsys, "--lora: no module of", "'.*nope.*'")
+    assert not out.exists()
+
+
+# ----- the data ----------------------------------------------------------------------------------
+
+
+def official_row(**changes: Any) -> dict[str, Any]:
+    row = {
+        "prompt": [
+            {
+                "role": "user",
+                "content": [{"type": "image", "text": None}, {"type": "text", "text": "What?"}],
+            }
+        ],
+        "ground_truth": "cup",
+        "proactive_actions": ["Move the blocks to the left."],
+        "options": ["Move the blocks to the left.", "I do not know.", "apple", "cup"],
+        "images": ["img.png"],
+    }
+    row.update(changes)
+    return row
+
+
+def write_rows(folder: Path, name: str, rows: list[dict[str, Any]]) -> Path:
+    folder.mkdir(exist_ok=True)
+    Image.new("RGB", (8, 8)).save(folder / "img.png")
+    path = folder / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_official_rows_are_checked_and_image_paths_resolved_beside_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "data"
+    good = write_rows(folder, "good.jsonl", [official_row(), official_row()])
+    monkeypatch.chdir(tmp_path)  # "img.png" is beside the file, not in the current directory
+    dataset = load_examples(good)
+    assert dataset[0]["images"] == [str((folder / "img.png").resolve())]
+    cases = {
+        "images": (official_row(images=["missing.png"]), "no image file 'missing.png'"),
+        "images ": (official_row(images=[]), "at least one image"),
+        "images  ": (official_row(images=["img.png", "img.png"]), "2 image(s) but the prompt"),
+        "prompt": (official_row(prompt="just text"), "list of chat messages"),
+        "options": (
+            official_row(options=[], ground_truth="", proactive_actions=[]),
+            "can only score 0",
+        ),
+        "ground_truth": (
+            official_row(ground_truth="", proactive_actions=[]),
+            "nothing is accepted",
+        ),
+    }
+    for field, (bad, message) in cases.items():
+        path = write_rows(folder, "bad.jsonl", [official_row(), bad])
+        with pytest.raises(DataError) as error:
+            load_examples(path)
+        assert f"{path}:2: field '{field.strip()}'" in str(error.value)
+        assert message in str(error.value)
+
+
+def test_unreadable_data_files_are_named(
+    tiny_vlm_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    malformed = tmp_path / "malformed.jsonl"
+    malformed.write_text('{"prompt": [}\n{"a": 1}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not parquet at all" * 10)
+    for path, message in (
+        (malformed, "not a readable json file"),
+        (empty, "the file is empty"),
+        (garbage, "not a readable parquet file"),
+    ):
+        with pytest.raises(DataError, match=message) as error:
+            load_examples(path)
+        assert str(path) in str(error.value)
+    out = tmp_path / "out"
+    text = refused(grpo_args(tiny_vlm_dir, garbage, out), capsys, f"{garbage}: not a readable")
+    assert text.count("magic bytes") == 1  # datasets' own account of it is not printed too
+    assert not out.exists()
+
+
+def test_hub_without_network_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from huggingface_hub import HfApi, constants
+
+    calls = []
+
+    def unreachable(self: Any, repo: str, **kwargs: Any) -> None:
+        calls.append(kwargs.get("timeout"))
+        raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(HfApi, "dataset_info", unreachable)
+    with pytest.raises(DataError, match="cannot reach the dataset tdemin16/ProactiveBench"):
+        load_examples("hub")
+    assert len(calls) == 1 and calls[0] is not None
+
+
+# ----- settings ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"learning_rate": "fast"}, "c.yaml: learning_rate: expected a number, not 'fast'"),
+        ({"learning_rate": float("nan")}, "learning_rate: expected a finite number"),
+        ({"learning_rate": 0}, "learning_rate: expected a positive number"),
+        ({"max_completion_length": 0}, "max_completion_length: expected a positive integer"),
+        ({"holdout": 5}, "c.yaml: holdout: expected scenario names"),
+        ({"hint": "no"}, "c.yaml: hint: expected true or false, not 'no'"),
+        ({"max_steps": 0}, "max_steps: expected a number of steps >= 1"),
+        ({"max_steps": -5}, "max_steps: expected a number of steps >= 1"),
+        ({"use_vllm": "yes"}, "use_vllm: expected true or false"),
+        ({"output_dir": "/elsewhere"}, "output_dir: the output directory is set with --out"),
+        ({"num_generations": 1}, "at least 2 generations"),
+    ],
+)
+def test_config_values_are_checked_up_front(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(TrainError) as error:
+        settings = TrainSettings.build("m", "d", "o", config=config, config_name="c.yaml")
+        from proactivebench.train.grpo import check_settings
+
+        check_settings(settings)
+    assert message in str(error.value)
+
+
+def test_max_steps_is_checked_wherever_it_is_set() -> None:
+    for value in (0, -5, "3"):
+        with pytest.raises(TrainError, match="--set: max_steps"):
+            TrainSettings.build("m", "d", "o", overrides={"max_steps": value})
+    assert TrainSettings.build("m", "d", "o", overrides={"max_steps": -1}).grpo["max_steps"] == -1
+
+
+def test_set_flags_are_named(
+    tmp_path: Path, synth_train: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = grpo_args(tmp_path / "model", synth_train, tmp_path / "out")
+    text = refused([*base, "--set", "learning_rate"], capsys, "--set", "expected KEY=VALUE")
+    assert "--model-option" not in text
+    refused(
+        [*base, "--set", "per_device_train_batch_size=abc"],
+        capsys,
+        "--set: per_device_train_batch_size: expected an integer, not 'abc'",
+    )
+    refused(
+        [*base, "--set", "generation_kwargs={bad"],
+        capsys,
+        "--set: generation_kwargs: expected a mapping",
+    )
+
+
+def test_a_lora_section_applies_only_with_the_flag(caplog: pytest.LogCaptureFixture) -> None:
+    config = {"lora": {"r": 4}}
+    with caplog.at_level("WARNING"):
+        settings = TrainSettings.build("m", "d", "o", config=config, config_name="c.yaml")
+    assert settings.lora is None
+    assert "applies only with --lora" in caplog.text
+    assert TrainSettings.build("m", "d", "o", config=config, lora=True).lora["r"] == 4
+
+
+# ----- the output directory ----------------------------------------------------------------------
+
+
+def test_out_is_checked_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "afile"
+    a_file.write_text("mine")
+    model, data = tmp_path / "no-model", tmp_path / "no-data"
+    refused(grpo_args(model, data, a_file), capsys, f"--out {a_file}: exists and is not a dir")
+    refused(
+        grpo_args(model, data, a_file / "sub"), capsys, f"--out {a_file / 'sub'}: cannot create"
+    )
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    (previous / "train_run.json").write_text("{}")
+    refused(
+        grpo_args(model, data, previous),
+        capsys,
+        f"--out {previous}: not empty (holds train_run.json)",
+        "--overwrite",
+    )
+    assert (previous / "train_run.json").read_text() == "{}"  # nothing lost
+    # the model is checked after the out dir, and the directory made for the run is removed
+    refused(grpo_args(model, data, tmp_path / "new" / "out"), capsys, "--model")
+    assert not (tmp_path / "new").exists()
+
+
+def test_overwrite_replaces_only_a_previous_runs_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "adapter").mkdir(parents=True)
+    (out / "adapter" / "adapter_model.safetensors").write_bytes(b"x")
+    for name in ("train_run.json", "trainer_state.json", "model.safetensors", "config.json"):
+        (out / name).write_text("old")
+    (out / "notes.txt").write_text("mine")
+    clear_previous_outputs(out)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_run_stopped_after_it_started_leaves_no_directory(
+    tiny_vlm_dir: Path,
+    synth_train: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from transformers import TrainerCallback
+
+    class Stop(TrainerCallback):
+        def on_train_begin(self, *args: Any, **kwargs: Any) -> None:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "runs" / "out"
+    settings = TrainSettings.build(
+        str(tiny_vlm_dir), str(synth_train), out, config=SMALL, holdout="ROD,VSOD,MVP-N,IN-C"
+    )
+    with pytest.raises(KeyboardInterrupt):
+        train_grpo(settings, callbacks=[Stop()])
+    assert not (tmp_path / "runs").exists()
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("proactivebench.train.grpo.train_grpo", interrupted)
+    code, text = run_cli(grpo_args(tiny_vlm_dir, synth_train, out), capsys)
+    assert code == 130 and "the model was not saved" in text and "resume" not in text

@@ -135,17 +135,20 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
 )
 def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> None:
     """Seen vs held-out scenario gains from two eval runs (base model, tuned model)."""
-    from proactivebench.cli import out
+    from proactivebench.cli import console, out
     from proactivebench.train.compare import compare_runs
 
     comparison = compare_runs(base_run, tuned_run, holdout)
+    for note in comparison.notes:
+        console.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False)
     table = Table(title=f"{comparison.base_model} → {comparison.tuned_model}")
-    for heading in ("scenario", "split", "base acc %", "tuned acc %", "gain", "ps gain"):
+    for heading in ("scenario", "split", "n", "base acc %", "tuned acc %", "gain", "ps gain"):
         table.add_column(heading, justify="left" if heading in ("scenario", "split") else "right")
     for row in comparison.rows:
         table.add_row(
             row.scenario,
             "seen" if row.seen else "held out",
+            str(row.tuned.n),
             f"{row.base.accuracy or 0.0:.1f}",
             f"{row.tuned.accuracy or 0.0:.1f}",
             f"{row.accuracy_gain:+.1f}",
@@ -156,7 +159,7 @@ def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> Non
         mean = comparison.mean_gain(seen)
         if mean is not None:
             table.add_row(
-                f"mean, {label}", "", "", "", f"{mean[0]:+.1f}", f"{mean[1]:+.2f}", style="bold"
+                f"mean, {label}", "", "", "", "", f"{mean[0]:+.1f}", f"{mean[1]:+.2f}", style="bold"
             )
     out.print(table)
     out.print(f"split from {escape(comparison.split_source)}", highlight=False)

@@ -10,15 +10,16 @@ latest results, so they are the numbers `eval` prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import ScenarioScore, summarize
-from proactivebench.results import latest_results, read_results, read_run_config
+from proactivebench.results import RUN_CONFIG, latest_results, read_results
 from proactivebench.train.examples import parse_holdout
-from proactivebench.train.grpo import read_run_file
+from proactivebench.train.grpo import RUN_FILE, read_run_file
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Comparison:
     rows: list[ScenarioGain]
     #: Where the split into seen and held-out scenarios came from.
     split_source: str
+    #: What the user should know: different data or settings, episodes left out.
+    notes: list[str] = field(default_factory=list)
 
     def mean_gain(self, seen: bool) -> tuple[float, float] | None:
         """Unweighted mean accuracy and ps-rate gains over the seen (or held-out) scenarios."""
@@ -65,6 +68,7 @@ class Comparison:
             "base_model": self.base_model,
             "tuned_model": self.tuned_model,
             "split_source": self.split_source,
+            "notes": self.notes,
             "scenarios": {
                 r.scenario: {
                     "seen": r.seen,
@@ -80,46 +84,130 @@ class Comparison:
         }
 
 
-def _run_summary(run_dir: Path) -> tuple[str, dict[str, ScenarioScore]]:
-    config = read_run_config(run_dir)
+@dataclass(frozen=True)
+class EvalRun:
+    """One eval run as compare reads it: its directory, run.json and latest result lines."""
+
+    path: Path
+    config: dict[str, Any]
+    lines: list[dict[str, Any]]
+
+    @property
+    def model(self) -> str:
+        return str(self.config.get("model", ""))
+
+
+def _read_run(run_dir: Path) -> EvalRun:
+    path = run_dir / RUN_CONFIG
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ProactiveBenchError(
+            f"{run_dir} is not an eval run directory (no {RUN_CONFIG})"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProactiveBenchError(f"{path} is damaged ({exc}); cannot compare this run") from None
+    if not isinstance(config, dict):
+        raise ProactiveBenchError(f"{path} is damaged (not a JSON object); cannot compare this run")
     lines = latest_results(read_results(run_dir / "results.jsonl"))
     if not lines:
         raise ProactiveBenchError(f"{run_dir}: no results to compare")
     if any("aggregate" in line for line in lines):
         raise ProactiveBenchError(f"{run_dir}: an open-ended run; compare needs MCQA runs")
-    model = str(config.get("model", ""))
-    return model, summarize(lines, model=model).scenarios
+    return EvalRun(Path(run_dir), config, [dict(line) for line in lines])
 
 
-def trained_scenarios(model_spec: str) -> tuple[list[str], list[str]] | None:
-    """(trained on, held out) from `train_run.json` of a `hf:DIR` model, if it has one."""
-    if not model_spec.startswith("hf:"):
+def _key(line: dict[str, Any]) -> tuple[str, Any]:
+    return (str(line.get("scenario")), line.get("sample_id"))
+
+
+def shared_lines(base: EvalRun, tuned: EvalRun) -> tuple[list[Any], list[Any], list[str]]:
+    """The two runs' results on the episodes both played, and warnings on what differs: the
+    data, the settings, and the scenarios or samples only one run has (left out)."""
+    notes = []
+    if base.config.get("data_dir") != tuned.config.get("data_dir"):
+        notes.append(
+            f"the runs played different data ({base.config.get('data_dir')} vs "
+            f"{tuned.config.get('data_dir')}): only samples with the same scenario and id are "
+            "compared, and they may not be the same samples"
+        )
+    if base.config.get("settings") != tuned.config.get("settings"):
+        notes.append("the runs used different eval settings (see their run.json)")
+    base_keys = {_key(line) for line in base.lines}
+    tuned_keys = {_key(line) for line in tuned.lines}
+    shared = base_keys & tuned_keys
+    for run, keys in ((base, base_keys), (tuned, tuned_keys)):
+        dropped = keys - shared
+        if dropped:
+            scenarios = sorted({s for s, _ in dropped})
+            notes.append(
+                f"{len(dropped)} episode(s) of {run.path} ({', '.join(scenarios)}) are not in "
+                "the other run and are left out"
+            )
+    return (
+        [line for line in base.lines if _key(line) in shared],
+        [line for line in tuned.lines if _key(line) in shared],
+        notes,
+    )
+
+
+def model_directory(spec: str, run: EvalRun) -> Path | None:
+    """The directory of a `hf:DIR` model spec. A relative DIR is relative to wherever eval
+    ran; run.json does not say where, so it is looked for from the current directory, then
+    from the folders above the run directory and above its data directory (eval is usually
+    run from one folder holding all three)."""
+    if not spec.startswith("hf:"):
         return None
-    run = read_run_file(model_spec[3:])
+    given = Path(spec[3:]).expanduser()
+    if given.is_absolute():
+        return given
+    bases = [Path.cwd(), *run.path.resolve().parents]
+    data_dir = run.config.get("data_dir")
+    if isinstance(data_dir, str):
+        bases += list(Path(data_dir).parents)
+    for base in dict.fromkeys(bases):
+        if (base / given / RUN_FILE).is_file():
+            return base / given
+    return None
+
+
+def trained_scenarios(
+    model_spec: str, run: EvalRun | None = None
+) -> tuple[list[str], list[str], Path] | None:
+    """(trained on, held out, where) from `train_run.json` of a `hf:DIR` model, if it has one."""
     if run is None:
+        where = Path(model_spec[3:]) if model_spec.startswith("hf:") else None
+    else:
+        where = model_directory(model_spec, run)
+    if where is None:
         return None
-    return list(run.get("trained_on") or []), list(run.get("held_out") or [])
+    record = read_run_file(where)
+    if record is None:
+        return None
+    return list(record.get("trained_on") or []), list(record.get("held_out") or []), where
 
 
 def compare_runs(base_dir: Path, tuned_dir: Path, holdout: str | None = None) -> Comparison:
-    """Per-scenario gains from `base_dir` to `tuned_dir`, split into seen and held-out."""
-    base_model, base = _run_summary(Path(base_dir))
-    tuned_model, tuned = _run_summary(Path(tuned_dir))
+    """Per-scenario gains from `base_dir` to `tuned_dir`, split into seen and held-out, over
+    the episodes both runs played."""
+    base_run, tuned_run = _read_run(Path(base_dir)), _read_run(Path(tuned_dir))
+    base_lines, tuned_lines, notes = shared_lines(base_run, tuned_run)
+    if not base_lines:
+        raise ProactiveBenchError("the two runs share no episode (scenario and sample id)")
+    base = summarize(base_lines, model=base_run.model).scenarios
+    tuned = summarize(tuned_lines, model=tuned_run.model).scenarios
     if holdout is not None:
         held = set(parse_holdout(holdout))
         source = "--holdout"
     else:
-        split = trained_scenarios(tuned_model)
+        split = trained_scenarios(tuned_run.model, tuned_run)
         if split is None:
             raise ProactiveBenchError(
-                f"{tuned_dir}: its model ({tuned_model}) has no train_run.json saying what was "
-                "held out; name the held-out scenarios with --holdout"
+                f"{tuned_dir}: its model ({tuned_run.model}) has no train_run.json saying what "
+                "was held out; name the held-out scenarios with --holdout"
             )
-        trained_on, _ = split
+        trained_on, _, where = split
         held = {s for s in tuned if s not in trained_on}
-        source = f"{tuned_model[3:]}/train_run.json"
-    common = [s for s in tuned if s in base]
-    if not common:
-        raise ProactiveBenchError("the two runs share no scenario")
-    rows = [ScenarioGain(s, s not in held, base[s], tuned[s]) for s in common]
-    return Comparison(base_model, tuned_model, rows, source)
+        source = str(where / RUN_FILE)
+    rows = [ScenarioGain(s, s not in held, base[s], tuned[s]) for s in tuned if s in base]
+    return Comparison(base_run.model, tuned_run.model, rows, source, notes)

@@ -1,0 +1,93 @@
+"""`train compare` finds the tuned model's train_run.json from any directory, compares only
+the episodes both runs played, and says so when the runs differ."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("datasets")
+
+from clirun import run_cli
+from proactivebench.data.synth import generate
+from proactivebench.train.compare import compare_runs
+
+
+@pytest.fixture(scope="module")
+def test_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synth-test")
+    generate(root, per_scenario=2, seed=3, split="test")
+    return root
+
+
+def eval_run(data: Path, out: Path, model: str, capsys, *extra: str) -> Path:
+    code, text = run_cli(
+        ["eval", "--data", str(data), "--model", model, "--out", str(out), *extra], capsys
+    )
+    assert code == 0, text
+    return out
+
+
+def as_tuned(run: Path, model_dir: str) -> None:
+    """Make `run` look like an eval of `hf:MODEL_DIR` (a relative path, as a user types it),
+    a directory `train grpo` left with its train_run.json."""
+    config = json.loads((run / "run.json").read_text())
+    config["model"] = f"hf:{model_dir}"
+    (run / "run.json").write_text(json.dumps(config))
+
+
+def test_the_tuned_model_is_found_from_another_directory(
+    test_data: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project = tmp_path / "project"
+    (project / "tuned").mkdir(parents=True)
+    record = {"trained_on": ["ROD", "VSOD", "IN-C", "QD", "CIT", "COCO"], "held_out": ["MVP-N"]}
+    (project / "tuned" / "train_run.json").write_text(json.dumps(record))
+    monkeypatch.chdir(project)
+    base = eval_run(test_data, Path("runs/base"), "baseline:abstain", capsys)
+    tuned = eval_run(test_data, Path("runs/tuned"), "baseline:oracle", capsys)
+    as_tuned(tuned, "tuned")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    comparison = compare_runs(project / base, project / tuned)
+    assert {r.scenario for r in comparison.rows if not r.seen} == {"MVP-N"}
+    assert comparison.split_source == str(project / "tuned" / "train_run.json")
+    assert not comparison.notes
+
+
+def test_only_shared_episodes_are_compared_and_differences_are_warned(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other_data = tmp_path / "other-data"
+    generate(other_data, per_scenario=1, seed=3, split="test")
+    base = eval_run(other_data, tmp_path / "base", "baseline:abstain", capsys)
+    tuned = eval_run(
+        test_data, tmp_path / "tuned", "baseline:oracle", capsys, "--scenarios", "ROD,QD"
+    )
+    comparison = compare_runs(base, tuned, holdout="QD")
+    # base: 1 sample of each scenario; tuned: 2 of ROD and QD; shared: sample 0 of ROD and QD
+    assert [(r.scenario, r.base.n, r.tuned.n) for r in comparison.rows] == [
+        ("ROD", 1, 1),
+        ("QD", 1, 1),
+    ]
+    notes = " | ".join(comparison.notes)
+    assert "different data" in notes
+    assert f"5 episode(s) of {base}" in notes and f"2 episode(s) of {tuned} (QD, ROD)" in notes
+    code, text = run_cli(["train", "compare", str(base), str(tuned), "--holdout", "QD"], capsys)
+    assert code == 0 and text.count("warning:") == 3
+
+
+def test_a_damaged_run_is_named_with_compare_wording(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = eval_run(test_data, tmp_path / "run", "baseline:oracle", capsys)
+    (run / "run.json").write_text("{not json")
+    code, text = run_cli(["train", "compare", str(run), str(run), "--holdout", "QD"], capsys)
+    assert code == 1 and "damaged" in text and "cannot compare" in text
+    assert "afresh" not in text and "Traceback" not in text

@@ -20,7 +20,7 @@ from PIL import Image
 
 from clirun import run_cli
 from proactivebench.errors import DataError
-from proactivebench.train.checks import TrainError, clear_previous_outputs
+from proactivebench.train.checks import TrainError, clear_previous_outputs, owned_outputs
 from proactivebench.train.examples import load_examples
 from proactivebench.train.grpo import TrainSettings, train_grpo
 
@@ -282,7 +282,7 @@ def test_overwrite_replaces_only_a_previous_runs_outputs(tmp_path: Path) -> None
     for name in ("train_run.json", "trainer_state.json", "model.safetensors", "config.json"):
         (out / name).write_text("old")
     (out / "notes.txt").write_text("mine")
-    clear_previous_outputs(out)
+    clear_previous_outputs(owned_outputs(out))
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
@@ -303,9 +303,25 @@ def test_a_run_stopped_after_it_started_leaves_no_directory(
     settings = TrainSettings.build(
         str(tiny_vlm_dir), str(synth_train), out, config=SMALL, holdout="ROD,VSOD,MVP-N,IN-C"
     )
+    import proactivebench.train.grpo as grpo
+
+    built = []
+
+    def keep(*args: Any, **kwargs: Any) -> Any:
+        built.append(build_trainer(*args, **kwargs))
+        return built[-1]
+
+    build_trainer = grpo.build_trainer
+    monkeypatch.setattr(grpo, "build_trainer", keep)
     with pytest.raises(KeyboardInterrupt):
         train_grpo(settings, callbacks=[Stop()])
     assert not (tmp_path / "runs").exists()
+    # The progress bar stays; the per-step dicts it would print on stdout do not.
+    from transformers.trainer_callback import ProgressCallback, TrainerControl
+
+    (bar,) = [c for c in built[0].callback_handler.callbacks if isinstance(c, ProgressCallback)]
+    bar.training_bar = object()  # a bar is showing: the stock callback would write to it
+    assert bar.on_log(built[0].args, built[0].state, TrainerControl(), logs={"loss": 1.0}) is None
 
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt

@@ -243,12 +243,12 @@ def prepare_out_dir(out: Path, *, overwrite: bool) -> list[Path]:
     return made
 
 
-def clear_previous_outputs(out: Path) -> None:
-    """Remove a previous run's outputs from `out` (with --overwrite), just before saving the
-    new ones, so that nothing stale (an old adapter) stays beside them."""
+def clear_previous_outputs(paths: Iterable[Path]) -> None:
+    """Remove a previous run's outputs (`owned_outputs`, listed before the new run started),
+    so that nothing stale (an old adapter) stays beside the new ones."""
     import shutil
 
-    for path in owned_outputs(out):
+    for path in paths:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         else:

@@ -30,6 +30,7 @@ from proactivebench.train.checks import (
     check_holdout,
     check_model,
     clear_previous_outputs,
+    owned_outputs,
     prepare_out_dir,
     remove_if_empty,
 )
@@ -312,12 +313,14 @@ def build_trainer(
     return trainer
 
 
-def save_outputs(trainer: Any, settings: TrainSettings, counts: dict[str, int]) -> None:
+def save_outputs(
+    trainer: Any, settings: TrainSettings, counts: dict[str, int], stale: Iterable[Path] = ()
+) -> None:
     """Final weights and processor in DIR (merged for LoRA, the adapter in DIR/adapter), TRL's
-    `trainer_state.json`, and `train_run.json`."""
+    `trainer_state.json`, and `train_run.json`; `stale`: a previous run's outputs, removed
+    first (with --overwrite)."""
     out = settings.out_dir
-    if settings.overwrite:
-        clear_previous_outputs(out)
+    clear_previous_outputs(stale)
     out.mkdir(parents=True, exist_ok=True)
     model = trainer.model
     if settings.lora is not None:
@@ -374,6 +377,10 @@ def train_grpo(
     training. A run that fails or is interrupted before saving leaves no directory it made."""
     check_settings(settings)
     made = prepare_out_dir(settings.out_dir, overwrite=settings.overwrite)
+    # With --overwrite: the previous run's outputs, kept until the new model is saved; its
+    # checkpoints go now, so that the new run's own are not mixed with them.
+    stale = owned_outputs(settings.out_dir) if settings.overwrite else []
+    clear_previous_outputs(p for p in stale if p.name.startswith("checkpoint-"))
     try:
         check_model(settings.model, settings.lora["target_modules"] if settings.lora else None)
         dataset = training_data(settings)
@@ -384,7 +391,7 @@ def train_grpo(
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
             trainer = build_trainer(settings, dataset, callbacks)
             trainer.train()
-        save_outputs(trainer, settings, counts)
+        save_outputs(trainer, settings, counts, stale)
     except BaseException:
         remove_if_empty(made)
         raise

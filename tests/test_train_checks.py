@@ -328,4 +328,39 @@ def test_a_run_stopped_after_it_started_leaves_no_directory(
 
     monkeypatch.setattr("proactivebench.train.grpo.train_grpo", interrupted)
     code, text = run_cli(grpo_args(tiny_vlm_dir, synth_train, out), capsys)
-    assert code == 130 and "the model was not saved" in text and "resume" not in text
+    assert code == 130 and "nothing was saved" in text and "resume" not in text
+
+
+def test_an_interrupted_run_with_checkpoints_resumes(
+    tiny_vlm_dir: Path, synth_train: Path, tmp_path: Path
+) -> None:
+    from transformers import TrainerCallback
+
+    class StopAtSecondStep(TrainerCallback):
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == 1:
+                raise KeyboardInterrupt
+
+    class CountSteps(TrainerCallback):
+        steps = 0
+
+        def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
+            CountSteps.steps += 1
+
+    out = tmp_path / "out"
+    config = {**SMALL, "max_steps": 2, "save_strategy": "steps", "save_steps": 1}
+    holdout = "ROD,VSOD,MVP-N,IN-C"
+
+    def settings(**changes: Any) -> TrainSettings:
+        values = {"config": config, "holdout": holdout, **changes}
+        return TrainSettings.build(str(tiny_vlm_dir), str(synth_train), out, **values)
+
+    with pytest.raises(KeyboardInterrupt):
+        train_grpo(settings(), callbacks=[StopAtSecondStep()])
+    assert (out / "checkpoint-1").is_dir() and (out / "train_resume.json").is_file()
+    # other settings do not resume these checkpoints, and nothing is lost
+    with pytest.raises(TrainError, match="unfinished run with other settings"):
+        train_grpo(settings(holdout="ROD"))
+    outcome = train_grpo(settings(), callbacks=[CountSteps()])
+    assert outcome.steps == 2 and CountSteps.steps == 1  # only the step not yet done
+    assert (out / "train_run.json").is_file() and not (out / "train_resume.json").exists()

@@ -76,7 +76,13 @@ def grpo_command(
     """Post-train a model with GRPO on single-turn states of ProactiveBench episodes."""
     from proactivebench.cli import EXIT_INTERRUPTED, console, out
     from proactivebench.train.checks import one_line_warnings
-    from proactivebench.train.grpo import TrainSettings, read_config_file, train_grpo
+    from proactivebench.train.grpo import (
+        RESUME_FILE,
+        TrainSettings,
+        checkpoints,
+        read_config_file,
+        train_grpo,
+    )
 
     one_line_warnings()
     values = parse_settings(overrides)
@@ -105,8 +111,17 @@ def grpo_command(
     try:
         outcome = train_grpo(settings, on_data=on_data)
     except KeyboardInterrupt:
-        # No checkpoint is resumed: say so rather than eval's "rerun to resume".
-        console.print("interrupted; the model was not saved (a rerun starts from the beginning)")
+        saved = checkpoints(settings.out_dir) if settings.out_dir.is_dir() else []
+        if saved and (settings.out_dir / RESUME_FILE).is_file():
+            console.print(
+                f"interrupted; rerun the same command to resume from {escape(str(saved[-1]))}",
+                highlight=False,
+            )
+        else:
+            console.print(
+                "interrupted; nothing was saved (no checkpoint: set save_strategy to keep "
+                "some), a rerun starts from the beginning"
+            )
         sys.exit(EXIT_INTERRUPTED)
     where = escape(str(outcome.out_dir))
     out.print(f"trained {outcome.steps} steps on {outcome.examples} examples", highlight=False)

@@ -184,6 +184,8 @@ def one_line_warnings() -> None:
 #: What a run writes in its output directory; `--overwrite` removes these and nothing else.
 OWNED_FILES = (
     "train_run.json",
+    "train_resume.json",
+    "README.md",
     "trainer_state.json",
     "config.json",
     "generation_config.json",

@@ -54,6 +54,9 @@ DEFAULT_LORA: dict[str, Any] = {
 }
 #: Written beside the model: what the run trained on and held out (read by `train compare`).
 RUN_FILE = "train_run.json"
+#: Written while a run trains: the settings its checkpoints belong to (a rerun of the same
+#: settings resumes from the last checkpoint). Removed once the final model is saved.
+RESUME_FILE = "train_resume.json"
 ADAPTER_DIR = "adapter"
 MODES = ("single", "multi")
 #: The multi-turn mode's default `max_completion_length`: room for a few turns of a real VLM.
@@ -367,6 +370,40 @@ def check_settings(settings: TrainSettings) -> None:
     grpo_config(settings, weights)
 
 
+def settings_identity(settings: TrainSettings) -> dict[str, Any]:
+    """What must be the same for a rerun to resume a run's checkpoints (`--max-steps` too: a
+    resumed run ends where the first would have)."""
+    return {
+        "model": settings.model,
+        "data": settings.data,
+        "mode": settings.mode,
+        "hint": settings.hint,
+        "held_out": settings.holdout,
+        "lora": settings.lora,
+        "rewards": settings.rewards.as_dict(),
+        "grpo": {k: _jsonable(v) for k, v in settings.grpo.items()},
+    }
+
+
+def last_checkpoint(out: Path, identity: dict[str, Any]) -> Path | None:
+    """The last checkpoint of an unfinished run in `out` with these settings, if any."""
+    if (out / RUN_FILE).exists():
+        return None
+    try:
+        recorded = json.loads((out / RESUME_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if recorded != identity:
+        return None
+    return checkpoints(out)[-1] if checkpoints(out) else None
+
+
+def checkpoints(out: Path) -> list[Path]:
+    """`checkpoint-N` folders of `out`, in step order."""
+    found = [p for p in out.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()]
+    return sorted(found, key=lambda p: int(p.name[11:]))
+
+
 def train_grpo(
     settings: TrainSettings,
     *,
@@ -374,9 +411,18 @@ def train_grpo(
     callbacks: list[Any] | None = None,
 ) -> TrainOutcome:
     """Check, load the data, train, save; `on_data` hears the examples per scenario before
-    training. A run that fails or is interrupted before saving leaves no directory it made."""
+    training. A run that fails or is interrupted before saving leaves no directory it made;
+    one that wrote checkpoints (`save_strategy`) is resumed by a rerun of the same settings."""
     check_settings(settings)
-    made = prepare_out_dir(settings.out_dir, overwrite=settings.overwrite)
+    out = settings.out_dir
+    identity = json.loads(json.dumps(settings_identity(settings)))
+    resume = not settings.overwrite and last_checkpoint(out, identity) is not None
+    if not resume and not settings.overwrite and (out / RESUME_FILE).is_file():
+        raise TrainError(
+            f"--out {out}: holds an unfinished run with other settings (its checkpoints); "
+            "rerun it with the same settings to resume, or pass --overwrite"
+        )
+    made = [] if resume else prepare_out_dir(out, overwrite=settings.overwrite)
     # With --overwrite: the previous run's outputs, kept until the new model is saved; its
     # checkpoints go now, so that the new run's own are not mixed with them.
     stale = owned_outputs(settings.out_dir) if settings.overwrite else []
@@ -390,9 +436,13 @@ def train_grpo(
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
             trainer = build_trainer(settings, dataset, callbacks)
-            trainer.train()
+            (out / RESUME_FILE).write_text(json.dumps(identity, indent=2) + "\n", "utf-8")
+            trainer.train(resume_from_checkpoint=True if resume else None)
         save_outputs(trainer, settings, counts, stale)
+        (out / RESUME_FILE).unlink(missing_ok=True)
     except BaseException:
+        if not list(out.glob("checkpoint-*")):  # nothing to resume from
+            (out / RESUME_FILE).unlink(missing_ok=True)
         remove_if_empty(made)
         raise
     return TrainOutcome(

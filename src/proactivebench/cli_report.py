@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +17,23 @@ from proactivebench.errors import ProactiveBenchError
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
+
+
+@contextmanager
+def reader_may_stop() -> Iterator[None]:
+    """`proactivebench report RUN | head -1`: when the reader stops reading, the rest of the
+    output is dropped quietly (the report files are written already), exit status 0."""
+    quiet = out.quiet
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered goes nowhere, quietly
+    except SystemExit:
+        # rich's Console.on_broken_pipe silences the console, points stdout at devnull and
+        # exits 1: here the stopped reader is no failure.
+        if quiet or not out.quiet:
+            raise
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
@@ -70,7 +91,7 @@ def print_warnings(warnings: list[str]) -> None:
     help="Parameter count of a run's model (NAME: model, label or directory name), for the "
     "size plot; repeatable.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, help="Bootstrap seed [0 or more].")
 def report_command(
     run_dirs: tuple[Path, ...],
     out_dir: Path | None,
@@ -82,11 +103,17 @@ def report_command(
     from proactivebench.report import write_report
 
     outcome = write_report(
-        list(run_dirs), out_dir, vs=vs_dir, params=parse_params(params), seed=seed
+        list(run_dirs),
+        out_dir,
+        vs=vs_dir,
+        params=parse_params(params),
+        seed=seed,
+        allow_empty=False,
     )
     markdown = (outcome.out_dir / "report.md").read_text(encoding="utf-8")
-    out.print(printable(markdown), markup=False, highlight=False)
-    print_report_outcome(outcome)
+    with reader_may_stop():
+        out.print(printable(markdown), markup=False, highlight=False)
+        print_report_outcome(outcome)
 
 
 @cli.command("show")
@@ -97,4 +124,6 @@ def show_command(run_dir: Path, scenario: str, sample_id: int) -> None:
     """Print one episode as a transcript: prompts, options, answers, verdicts, the end."""
     from proactivebench.report.transcript import find_episode, transcript
 
-    out.print(transcript(find_episode(run_dir, scenario, sample_id), printable))
+    episode = find_episode(run_dir, scenario, sample_id)
+    with reader_may_stop():
+        out.print(transcript(episode, printable))

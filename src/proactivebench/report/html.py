@@ -21,6 +21,7 @@ from typing import Any
 from proactivebench.report.measures import Metric, RunMeasures, metrics_of
 from proactivebench.report.runs import Run, scenario_order
 from proactivebench.report.tables import Table, to_html
+from proactivebench.report.text import visible
 from proactivebench.report.thumbs import Thumbnails, view_key
 from proactivebench.scenarios.answers import read_group
 
@@ -236,7 +237,10 @@ def render_html(
     thumbs: dict[str, Thumbnails | None],
 ) -> str:
     """The whole page."""
-    e = html.escape
+
+    def e(text: str) -> str:
+        return html.escape(visible(text))
+
     run_items = "".join(
         f'<li><strong>{e(run.label)}</strong> <span class="muted">{e(str(run.run_dir))}'
         f"{' · ' + e(f'{run.params_b:g}B parameters') if run.params_b else ''}</span></li>"

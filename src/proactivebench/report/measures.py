@@ -149,15 +149,19 @@ class ScenarioMeasures:
     #: scored).
     covers: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: The metrics whose `low`/`high` are bootstrap bounds; the others are plain means, and
+    #: report.json gives them no bounds rather than a zero-width interval.
+    bootstrapped: set[str] = field(default_factory=set)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"n": self.n, "errors": self.errors}
         for key, value in self.values.items():
-            out[key] = (
-                None
-                if value is None
-                else {"value": value.estimate, "low": value.low, "high": value.high}
-            )
+            if value is None:
+                out[key] = None
+            elif key in self.bootstrapped:
+                out[key] = {"value": value.estimate, "low": value.low, "high": value.high}
+            else:
+                out[key] = {"value": value.estimate}
         if self.covers or self.missing:
             out["covers"] = self.covers
             out["missing"] = self.missing
@@ -197,6 +201,7 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
                 measures.values[metric.key] = bootstrap_mean(
                     values, seed=seed + index, n_resamples=n_resamples
                 )
+                measures.bootstrapped.add(metric.key)
             else:
                 measures.values[metric.key] = _point(values)
         scenarios[name] = measures
@@ -214,6 +219,7 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
             average.values[metric.key] = bootstrap_mean_of_means(
                 groups, seed=seed, n_resamples=n_resamples
             )
+            average.bootstrapped.add(metric.key)
         else:
             means = [sum(g) / len(g) for g in groups if g]
             average.values[metric.key] = _point(means)

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -282,3 +283,18 @@ def test_every_plot_axis_is_labelled_and_rates_start_at_zero(
     assert bars[1].get_xlabel() == "scenario" and bars[0].get_ylim()[1] == 100.0
     labels = [t.get_text() for t in figures[2].axes[0].texts]
     assert "org/B-7B$" in labels  # the name as written, not TeX
+
+
+def test_report_json_stays_strict_json_whatever_the_files_hold(tmp_path: Path) -> None:
+    lines = seven()
+    lines[0]["trace"][0]["latency_s"] = float("nan")
+    lines[1]["trace"][0]["usage"] = {"prompt_tokens": float("inf")}
+    run = make_run(tmp_path, "run", lines, settings={"temperature": float("nan")})
+    write_report([run])
+    document = (run / "report" / "report.json").read_text()
+    data = json.loads(document, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    assert data["runs"][0]["settings"] == {"temperature": None}
+    assert data["runs"][0]["usage"]["latency_s"]["requests"] == 0
+    page = (run / "report" / "report.html").read_text()
+    blocks = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page)
+    assert blocks and "NaN" not in "".join(blocks)

@@ -19,7 +19,7 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.report import plots
-from proactivebench.report.html import legend_html, render_html
+from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
     MCQA_METRICS,
     OEG_METRICS,
@@ -181,7 +181,7 @@ def write_report(
     if missing:
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
     _write(out / "report.md", _markdown(heading, runs, tables, images, outcome), outcome)
-    document = _json(runs, all_measures, comparisons, correlations, outcome)
+    document = finite_or_none(_json(runs, all_measures, comparisons, correlations, outcome))
     _write(out / "report.json", json.dumps(document, indent=2, allow_nan=False) + "\n", outcome)
     _remove_stale(out, outcome.files)
     return outcome

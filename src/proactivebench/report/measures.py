@@ -9,6 +9,7 @@ as the paper reports, naming which those are.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -244,6 +245,12 @@ def _requests(run: Run) -> list[Line]:
     return [turn for line in run.lines for turn in line.get("trace", [])]
 
 
+def _finite(value: Any) -> bool:
+    """A number a sum can take: result lines are JSON, which Python reads with NaN and
+    Infinity."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def usage_stats(run: Run) -> dict[str, Any]:
     """Token counts (sum and mean per request, per kind the backend reported) and model
     latency (sum, mean, p50, p95 over requests the model answered, not the cache)."""
@@ -252,12 +259,12 @@ def usage_stats(run: Run) -> dict[str, Any]:
     tokens: dict[str, list[int]] = {}
     for request in requests:
         for kind, count in (request.get("usage") or {}).items():
-            if isinstance(count, (int, float)):
+            if _finite(count):
                 tokens.setdefault(kind, []).append(int(count))
     latencies = [
         float(r["latency_s"])
         for r in requests
-        if isinstance(r.get("latency_s"), (int, float)) and not r.get("cached")
+        if _finite(r.get("latency_s")) and not r.get("cached")
     ]
     return {
         "requests": len(requests),

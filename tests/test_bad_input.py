@@ -256,3 +256,31 @@ def test_progress_off_a_terminal_is_plain_lines(data: Path, tmp_path: Path, caps
     assert 2 <= len(progress) <= 11  # a line per tenth at most, and the end
     assert not any(line.startswith("baseline:oracle ━") for line in text.splitlines())
     assert "\r" not in text and "\x1b" not in text
+
+
+def test_a_model_named_with_control_characters_and_markup_prints_inert(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    agent = tmp_path / "a\x1b[31m[red]x\ny.py"
+    agent.write_text("def answer(messages, observation):\n    return 'A'\n")
+    args = eval_args(data, tmp_path / "run", "--no-cache", "--no-report")
+    args[args.index("baseline:oracle")] = f"python:{agent}:answer"
+    code, text = run_cli(args, capsys)
+    assert code == 0 and "\x1b" not in text
+    shown = "a\\x1b[31m[red]x\\ny.py:answer"
+    progress = [line for line in text.splitlines() if line.startswith("python:") and "%" in line]
+    assert progress and all(shown in line for line in progress)  # one line each, name intact
+    assert sum(line.endswith(shown) for line in text.splitlines()) == 1  # the table's title
+
+
+def test_log_lines_reach_the_terminal_inert() -> None:
+    import logging
+
+    from proactivebench.cli import PrintableFormatter
+
+    record = logging.LogRecord(
+        "x", logging.WARNING, __file__, 1, "raised:\n%s", ("\x1b[31m",), None
+    )
+    assert (
+        PrintableFormatter("warning: %(message)s").format(record) == "warning: raised:\n\\x1b[31m"
+    )

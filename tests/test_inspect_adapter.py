@@ -9,6 +9,7 @@ and `import-inspect` of the Inspect log must give the direct run's summary.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,6 +199,17 @@ def test_the_task_refuses_bad_settings_with_one_message(data: Path) -> None:
         proactivebench(data=str(data), option_order="sideways")
     with pytest.raises(ProactiveBenchError, match="--icl"):
         proactivebench(data=str(data), reference=True, icl=2)
+    # Parameters given from Python as strings or out of range (the tryout's cases).
+    bad = [
+        ({"hint": "false"}, "hint must be true or false, got 'false'"),
+        ({"limit": -1}, "limit must be >= 1, got -1"),
+        ({"resize_short_edge": -5}, "resize_short_edge must be >= 1"),
+        ({"icl": "abc"}, "icl must be an integer, got 'abc'"),
+        ({"judge_votes": 0}, "judge_votes must be an integer >= 1"),
+    ]
+    for parameters, message in bad:
+        with pytest.raises(ProactiveBenchError, match=re.escape(message)):
+            proactivebench(data=str(data), **parameters)
 
 
 def test_open_ended_generation_is_judged_by_the_judge_role(data: Path, tmp_path: Path) -> None:

@@ -236,6 +236,12 @@ def test_the_taskset_refuses_bad_settings_with_one_message(data: Path) -> None:
         load(data=str(data), option_order="sideways")
     with pytest.raises(ProactiveBenchError, match="data directory not found"):
         load(data=str(data / "missing"))
+    with pytest.raises(ProactiveBenchError, match="limit must be >= 1"):
+        load(data=str(data), limit=-1)
+    with pytest.raises(ProactiveBenchError, match="resize_short_edge must be >= 1"):
+        load(data=str(data), resize_short_edge=-5)
+    with pytest.raises(ProactiveBenchError, match="intervention_reward must be a finite number"):
+        load(data=str(data), task={"intervention_reward": float("nan")})
     assert [t.key for t in load(data=str(data), scenarios=["QD"], limit=1)] == ["QD-0"]
 
 

@@ -27,6 +27,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from proactivebench.cli_inspect import import_inspect_command
 from proactivebench.cli_train import train as train_commands
@@ -60,6 +61,20 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+def one_line(text: str) -> str:
+    """`printable`, and line breaks and tabs made visible too: for a name shown in a title or
+    a progress line (a model spec may name a file called anything)."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+class PrintableFormatter(logging.Formatter):
+    """Log records (the library's warnings, a user's traceback) with control characters made
+    visible, as everything else printed."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
 def fit_to_output(*consoles: Console) -> None:
     """Off a terminal, let tables take their natural width instead of the assumed 80 columns."""
     for c in consoles:
@@ -80,7 +95,7 @@ OEG_COLUMNS = (
 def summary_table(summary: Summary, title: str | None = None) -> Table:
     """Per-scenario n, the run's rates and errors, and their average over scenarios."""
     columns = OEG_COLUMNS if summary.oeg else MCQA_COLUMNS
-    table = Table(title=title or summary.model)
+    table = Table(title=Text(one_line(title or summary.model)))
     table.add_column("scenario")
     table.add_column("n", justify="right")
     for heading, _, _ in columns:
@@ -184,6 +199,11 @@ class LineProgress(Progress):
         self.console.print(printable(line), markup=False, highlight=False)
 
 
+def description_column() -> TextColumn:
+    """A progress task's name, as plain text (a model spec is not markup)."""
+    return TextColumn("{task.description}", style="bold", markup=False)
+
+
 def new_progress(*columns: Any) -> Progress:
     """A rich progress bar on a terminal, plain periodic lines anywhere else."""
     if console.is_terminal:
@@ -193,7 +213,7 @@ def new_progress(*columns: Any) -> Progress:
 
 def count_progress() -> Progress:
     """A plain bar with a count, for generation and the demo's runs."""
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn())
+    columns = (description_column(), BarColumn(), MofNCompleteColumn())
     return new_progress(*columns, TimeElapsedColumn())
 
 
@@ -235,7 +255,7 @@ def episode_progress(
     Shows episodes/s, episodes that ended in an error, and the backend's retries.
     """
     columns = (
-        TextColumn("[bold]{task.description}"),
+        description_column(),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn(
@@ -245,7 +265,7 @@ def episode_progress(
         TimeRemainingColumn(),
     )
     with new_progress(*columns) as progress:
-        task = progress.add_task(label, total=None, speed="- ep/s", errors=0, retries=0)
+        task = progress.add_task(one_line(label), total=None, speed="- ep/s", errors=0, retries=0)
         errors = 0
 
         def on_start(total: int, done: int) -> None:
@@ -814,8 +834,11 @@ cli.add_command(import_inspect_command)
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one message and a non-zero exit, never a traceback."""
     fit_to_output(console, out)
-    if not logging.getLogger().handlers:  # the library's warnings, one line each
-        logging.basicConfig(level=logging.WARNING, format="warning: %(message)s")
+    root = logging.getLogger()
+    if not root.handlers:  # the library's warnings, one line each
+        handler = logging.StreamHandler()
+        handler.setFormatter(PrintableFormatter("warning: %(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[handler])
     try:
         cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):

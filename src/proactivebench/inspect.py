@@ -311,8 +311,8 @@ def proactivebench(
         option_order=option_order,
         mode=mode,
     )
-    if judge_votes < 1:
-        raise ProactiveBenchError(f"judge_votes must be >= 1, got {judge_votes}")
+    if isinstance(judge_votes, bool) or not isinstance(judge_votes, int) or judge_votes < 1:
+        raise ProactiveBenchError(f"judge_votes must be an integer >= 1, got {judge_votes!r}")
     data_dir = Path(data).expanduser().resolve()
     plan = _prepare(data_dir, settings, judge_votes)
 

@@ -77,6 +77,16 @@ __all__ = [
 ]
 
 
+#: EvalSettings' true/false settings, and its integer ones: (name, lowest value, may be None).
+_FLAGS = ("hint", "reference", "random_actions", "all_samples", "history", "cot", "icl_reduced")
+_COUNTS = (
+    ("seed", None, False),
+    ("limit", 1, True),
+    ("resize_short_edge", 1, True),
+    ("icl", 0, False),
+)
+
+
 @dataclass(frozen=True)
 class EvalSettings:
     """What defines a run; a resumed run must have the same."""
@@ -108,6 +118,7 @@ class EvalSettings:
     mode: str = "mcqa"
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.mode not in MODES:
             raise ProactiveBenchError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
         if self.mode == "oeg":
@@ -128,6 +139,22 @@ class EvalSettings:
             raise ProactiveBenchError(
                 "--icl shows multi-turn demonstrations; reference mode is one clear turn"
             )
+
+    def _check_types(self) -> None:
+        """Flags must be true or false and counts integers in range: settings also come from
+        Python callers and adapters' string parameters, where "false" would read as true."""
+        for name in _FLAGS:
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ProactiveBenchError(f"{name} must be true or false, got {value!r}")
+        for name, lowest, optional in _COUNTS:
+            value = getattr(self, name)
+            if value is None and optional:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ProactiveBenchError(f"{name} must be an integer, got {value!r}")
+            if lowest is not None and value < lowest:
+                raise ProactiveBenchError(f"{name} must be >= {lowest}, got {value}")
 
     def episode_options(self) -> dict[str, Any]:
         return {

@@ -21,6 +21,7 @@ loadable package is `proactivebench_verifiers` (verifiers finds environments by 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,6 +193,9 @@ class ProactiveTaskset(vf.Taskset[ProactiveTask, ProactiveTasksetConfig]):
         config = self.config
         if not config.data:
             raise ProactiveBenchError("say where the data is: --env.taskset.data DIR")
+        reward = config.task.intervention_reward
+        if not math.isfinite(reward):
+            raise ProactiveBenchError(f"intervention_reward must be a finite number, got {reward}")
         data_dir = Path(config.data).expanduser().resolve()
         play = PlaySettings(**config.model_dump(include=set(PlaySettings.model_fields)))
         settings = EvalSettings(  # checks the settings, as `proactivebench eval` does

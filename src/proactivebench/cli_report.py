@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,23 +13,6 @@ from proactivebench.errors import ProactiveBenchError
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
-
-
-@contextmanager
-def reader_may_stop() -> Iterator[None]:
-    """`proactivebench report RUN | head -1`: when the reader stops reading, the rest of the
-    output is dropped quietly (the report files are written already), exit status 0."""
-    quiet = out.quiet
-    try:
-        yield
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered goes nowhere, quietly
-    except SystemExit:
-        # rich's Console.on_broken_pipe silences the console, points stdout at devnull and
-        # exits 1: here the stopped reader is no failure.
-        if quiet or not out.quiet:
-            raise
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
@@ -111,9 +90,8 @@ def report_command(
         allow_empty=False,
     )
     markdown = (outcome.out_dir / "report.md").read_text(encoding="utf-8")
-    with reader_may_stop():
-        out.print(printable(markdown), markup=False, highlight=False)
-        print_report_outcome(outcome)
+    out.print(printable(markdown), markup=False, highlight=False)
+    print_report_outcome(outcome)
 
 
 @cli.command("show")
@@ -125,5 +103,4 @@ def show_command(run_dir: Path, scenario: str, sample_id: int) -> None:
     from proactivebench.report.transcript import find_episode, transcript
 
     episode = find_episode(run_dir, scenario, sample_id)
-    with reader_may_stop():
-        out.print(transcript(episode, printable))
+    out.print(transcript(episode, printable))

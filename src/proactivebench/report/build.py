@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
+from proactivebench.metrics import average_label
 from proactivebench.report import plots
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
@@ -34,7 +35,6 @@ from proactivebench.report.measures import (
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
     Table,
-    average_label,
     comparison_table,
     cross_table,
     run_table,

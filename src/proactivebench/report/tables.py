@@ -14,6 +14,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from proactivebench.metrics import average_label
 from proactivebench.protocol import SCENARIOS
 from proactivebench.report import text as text_formats
 from proactivebench.report.measures import (
@@ -77,16 +78,6 @@ def difference_cell(value: Interval | None, percent: bool, p: float | None = Non
     if p is not None:
         text += f" p={p:.3g}"
     return Cell(text, value.estimate, value.low, value.high, p)
-
-
-def average_label(covers: Sequence[str], missing: Sequence[str] = ()) -> str:
-    """ "average" over all seven scenarios; otherwise which scenarios the average covers
-    (and those that had no value), so that averages over different sets are never read as
-    alike."""
-    if not missing and sorted(covers) == sorted(SCENARIOS):
-        return "average"
-    shown = f"average of {len(covers)} ({', '.join(covers) or 'none'}"
-    return shown + (f"; no {', '.join(missing)})" if missing else ")")
 
 
 def _covers_differ(coverages: Sequence[Sequence[str]]) -> bool:

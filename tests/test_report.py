@@ -356,7 +356,7 @@ def test_terminal_table_shows_dashes_and_what_the_average_covers(run: Path) -> N
     text = console.export_text()
     vsod = next(x for x in text.splitlines() if "VSOD" in x)
     assert "—" in vsod and "0.0" not in vsod
-    assert "average of ROD" in text
+    assert "average of 1 (ROD; no VSOD)" in text
 
 
 def test_eval_warns_when_answers_are_unreadable(tmp_path: Path, capsys) -> None:

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import re
 import sys
 from collections import Counter
@@ -46,7 +47,21 @@ if TYPE_CHECKING:
 # a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
 # emoji=False: ":x:" in a model name or an answer stays ":x:".
 console = Console(stderr=True, soft_wrap=True, emoji=False)
-out = Console(soft_wrap=True, emoji=False)
+
+
+class ReaderMayStop(Console):
+    """stdout's console: when the reader stops reading (`proactivebench report RUN | head`),
+    the rest of the output goes nowhere and the command ends as it would have (rich's own
+    reaction exits 1, as if the command had failed)."""
+
+    def on_broken_pipe(self) -> None:
+        if not self.quiet:
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+
+
+out = ReaderMayStop(soft_wrap=True, emoji=False)
 #: Width given to rich off a terminal, where it would otherwise assume 80 columns (or $COLUMNS)
 #: and wrap the cells of a table: files, pipes and captured output get every table whole.
 UNBOUNDED_WIDTH = 10_000
@@ -115,11 +130,7 @@ def summary_table(summary: Summary, title: str | None = None) -> Table:
     average = summary.average
     if average is not None:
         table.add_section()
-        covered = summary.covered
-        label = "average"
-        if len(covered) < len(summary.scenarios):  # say which scenarios it stands for
-            label = f"average of {', '.join(covered)}"
-        table.add_row(label, *cells(average), style="bold")
+        table.add_row(summary.average_label, *cells(average), style="bold")
     return table
 
 

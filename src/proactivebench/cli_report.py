@@ -70,7 +70,7 @@ def print_warnings(warnings: list[str]) -> None:
     help="Parameter count of a run's model (NAME: model, label or directory name), for the "
     "size plot; repeatable.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, help="Bootstrap seed [0 or more].")
 def report_command(
     run_dirs: tuple[Path, ...],
     out_dir: Path | None,
@@ -82,7 +82,12 @@ def report_command(
     from proactivebench.report import write_report
 
     outcome = write_report(
-        list(run_dirs), out_dir, vs=vs_dir, params=parse_params(params), seed=seed
+        list(run_dirs),
+        out_dir,
+        vs=vs_dir,
+        params=parse_params(params),
+        seed=seed,
+        allow_empty=False,
     )
     markdown = (outcome.out_dir / "report.md").read_text(encoding="utf-8")
     out.print(printable(markdown), markup=False, highlight=False)
@@ -97,4 +102,5 @@ def show_command(run_dir: Path, scenario: str, sample_id: int) -> None:
     """Print one episode as a transcript: prompts, options, answers, verdicts, the end."""
     from proactivebench.report.transcript import find_episode, transcript
 
-    out.print(transcript(find_episode(run_dir, scenario, sample_id), printable))
+    episode = find_episode(run_dir, scenario, sample_id)
+    out.print(transcript(episode, printable))

@@ -11,7 +11,7 @@ unweighted mean over the scenarios that have rates, as the paper reports.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -68,6 +68,12 @@ class Summary:
         """The scenarios the average covers: those with at least one scored episode."""
         return [name for name, score in self.scenarios.items() if score.n]
 
+    @property
+    def average_label(self) -> str:
+        """The average row's name: which scenarios it covers, unless all seven."""
+        missing = [name for name, score in self.scenarios.items() if not score.n]
+        return average_label(self.covered, missing)
+
     def as_dict(self) -> dict[str, Any]:
         average = self.average
         return {
@@ -75,6 +81,16 @@ class Summary:
             "scenarios": {k: v.as_dict() for k, v in self.scenarios.items()},
             "average": average.as_dict() if average else None,
         }
+
+
+def average_label(covers: Sequence[str], missing: Sequence[str] = ()) -> str:
+    """ "average" over all seven scenarios; otherwise which scenarios the average covers
+    (and those that had no value), so that averages over different sets are never read as
+    alike."""
+    if not missing and sorted(covers) == sorted(SCENARIOS):
+        return "average"
+    shown = f"average of {len(covers)} ({', '.join(covers) or 'none'}"
+    return shown + (f"; no {', '.join(missing)})" if missing else ")")
 
 
 def _mean(values: list[float], scale: float = 1.0) -> float | None:

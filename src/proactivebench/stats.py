@@ -43,7 +43,7 @@ def _resample_means(
 
     Drawn in chunks so that memory stays bounded for thousands of samples.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed % 2**64)  # any int is a seed; NumPy takes only >= 0
     n = values.shape[0]
     means = np.empty((n_resamples, values.shape[1]))
     for start in range(0, n_resamples, chunk):

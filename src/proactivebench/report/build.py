@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
+from proactivebench.metrics import average_label
 from proactivebench.report import plots
-from proactivebench.report.html import legend_html, render_html
+from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
     MCQA_METRICS,
     OEG_METRICS,
@@ -42,6 +43,7 @@ from proactivebench.report.tables import (
     to_markdown,
     usage_table,
 )
+from proactivebench.report.text import markdown as md
 from proactivebench.report.thumbs import Thumbnails
 
 #: Where `eval` and a one-run `report` put the report: inside the run directory.
@@ -104,9 +106,14 @@ def write_report(
     seed: int = 0,
     n_resamples: int = 2000,
     title: str | None = None,
+    allow_empty: bool = True,
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
-    one run's `report/` folder)."""
+    one run's `report/` folder).
+
+    A run without episodes is reported with a warning; when every run is empty and not
+    `allow_empty` (the `report` command), there is nothing to report and that is an error.
+    `eval` allows it: its run's report is written whatever the run holds."""
     if not run_dirs:
         raise ProactiveBenchError("report needs at least one run directory")
     if out_dir is None:
@@ -118,7 +125,16 @@ def write_report(
     base = load_runs([vs])[0] if vs is not None else None
     if base is not None:
         base.label += " (--vs)"
+    empty = [r for r in runs if not r.lines]
+    if empty and len(empty) == len(runs) and not allow_empty:
+        names = ", ".join(str(r.run_dir) for r in empty)
+        raise ProactiveBenchError(
+            f"nothing to report: no episode in {names} (results.jsonl is empty)"
+        )
     outcome = ReportOutcome(out_dir=out)
+    outcome.warnings += [
+        f"{r.run_dir} holds no episodes (results.jsonl is empty): its row is all —" for r in empty
+    ]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -149,7 +165,11 @@ def write_report(
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
     thumbs = _images_of(runs)
     unavailable = sorted(
-        {str(r.data_dir) for r in runs if r.by_scenario and not _shows_images(r, thumbs)}
+        {
+            str(r.data_dir) if r.data_dir is not None else f"{r.run_dir}/run.json names none"
+            for r in runs
+            if r.by_scenario and not _shows_images(r, thumbs)
+        }
     )
     if unavailable:
         outcome.notes.append(
@@ -161,16 +181,44 @@ def write_report(
     if missing:
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
     _write(out / "report.md", _markdown(heading, runs, tables, images, outcome), outcome)
-    _write(
-        out / "report.json",
-        json.dumps(_json(runs, all_measures, comparisons, correlations, outcome), indent=2) + "\n",
-        outcome,
-    )
+    document = finite_or_none(_json(runs, all_measures, comparisons, correlations, outcome))
+    _write(out / "report.json", json.dumps(document, indent=2, allow_nan=False) + "\n", outcome)
+    _remove_stale(out, outcome.files)
     return outcome
 
 
+#: The files a report writes besides report.md/.json/.html, by folder: what a previous report
+#: in the same directory may have left.
+_REPORT_FILES = {"tables": ("*.csv", "*.tex"), "plots": ("*.png",)}
+
+
+def _remove_stale(out: Path, written: Sequence[Path]) -> None:
+    """Delete what an earlier report left in `out` that this one did not write (a table of a
+    run no longer given, the size plot...): only the report's own kinds of file, in its own
+    folders, so nothing else the user keeps there is touched."""
+    kept = {p.resolve() for p in written}
+    for folder, patterns in _REPORT_FILES.items():
+        for pattern in patterns:
+            for path in sorted((out / folder).glob(pattern)):
+                if path.is_file() and path.resolve() not in kept:
+                    path.unlink(missing_ok=True)
+
+
+def _unique_keys(tables: list[Table]) -> list[Table]:
+    """Table keys name files: two runs whose labels slug alike get `-2`, `-3`..."""
+    seen: set[str] = set()
+    for table in tables:
+        key, number = table.key, 1
+        while key in seen:
+            number += 1
+            key = f"{table.key}-{number}"
+        seen.add(key)
+        table.key = key
+    return tables
+
+
 def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Comparison]) -> list[Table]:
-    tables = [run_table(m) for m in all_measures]
+    tables = _unique_keys([run_table(m) for m in all_measures])
     mcqa = [m for m in all_measures if not m.run.oeg]
     oeg = [m for m in all_measures if m.run.oeg]
     if len(all_measures) > 1:
@@ -192,14 +240,25 @@ def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[
     if reason:
         outcome.notes.append(reason)
         return {}
-    images = {
-        "scenarios": plots.scenario_bars(all_measures),
-        "accuracy_vs_ps": plots.accuracy_vs_ps(all_measures),
+    images: dict[str, bytes] = {}
+    drawers = {
+        "scenarios": plots.scenario_bars,
+        "accuracy_vs_ps": plots.accuracy_vs_ps,
+        "size": plots.size_plot,
     }
-    sized = plots.size_plot(all_measures)
-    if sized is not None:
-        images["size"] = sized
-    elif len(all_measures) > 1:
+    for name, draw in drawers.items():
+        try:
+            png = draw(all_measures)
+        except Exception as exc:
+            outcome.notes.append(f"plot {name} not drawn: {type(exc).__name__}: {exc}")
+            continue
+        if png is not None:
+            images[name] = png
+    if (
+        "size" not in images
+        and len(all_measures) > 1
+        and not any(n.startswith("plot size") for n in outcome.notes)
+    ):
         outcome.notes.append(
             "size plot skipped: fewer than two runs with a known parameter count "
             "(give them with --params NAME=7B)"
@@ -214,10 +273,10 @@ def _markdown(
     images: Mapping[str, bytes],
     outcome: ReportOutcome,
 ) -> str:
-    lines = [f"# {title}", ""]
+    lines = [f"# {md(title)}", ""]
     for run in runs:
         size = f", {run.params_b:g}B parameters" if run.params_b else ""
-        lines.append(f"- **{run.label}**: `{run.run_dir}`{size}")
+        lines.append(f"- **{md(run.label)}**: {md(str(run.run_dir))}{size}")
     lines += ["", "## What the columns mean", ""]
     metrics = []
     for run in runs:
@@ -231,7 +290,7 @@ def _markdown(
         lines.append("")
     if outcome.notes or outcome.warnings:
         lines += ["## Notes", ""]
-        lines += [f"- {n}" for n in [*outcome.warnings, *outcome.notes]]
+        lines += [f"- {md(n)}" for n in [*outcome.warnings, *outcome.notes]]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -255,7 +314,10 @@ def _json(
                 "settings": m.run.settings,
                 "params_b": m.run.params_b,
                 "scenarios": {k: v.as_dict() for k, v in m.scenarios.items()},
-                "average": m.average.as_dict(),
+                "average": {
+                    **m.average.as_dict(),
+                    "label": average_label(m.average.covers, m.average.missing),
+                },
                 "usage": m.usage,
             }
             for m in all_measures
@@ -265,7 +327,11 @@ def _json(
                 "run": c.run.label,
                 "base": c.base.label,
                 "scenarios": {k: v.as_dict() for k, v in c.scenarios.items()},
-                "average": {**c.average.as_dict(), "covers": c.covers},
+                "average": {
+                    **c.average.as_dict(),
+                    "covers": c.covers,
+                    "label": average_label(c.covers),
+                },
             }
             for c in comparisons
         ],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from proactivebench.report.measures import Metric, RunMeasures, metrics_of
 from proactivebench.report.runs import Run, scenario_order
 from proactivebench.report.tables import Table, to_html
+from proactivebench.report.text import visible
 from proactivebench.report.thumbs import Thumbnails, view_key
 from proactivebench.scenarios.answers import read_group
 
@@ -31,9 +33,23 @@ def _asset(name: str) -> str:
     return resources.files("proactivebench.report").joinpath("assets", name).read_text("utf-8")
 
 
+def finite_or_none(value: Any) -> Any:
+    """`value` with every NaN or infinity (from hand-edited run.json or result lines) as
+    None: report.json and the page's data stay strict JSON (JavaScript reads no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    return value
+
+
 def json_block(element_id: str, data: Any) -> str:
     """A JSON data block that no string inside can end early."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    text = json.dumps(
+        finite_or_none(data), allow_nan=False, ensure_ascii=False, separators=(",", ":")
+    ).replace("<", "\\u003c")
     return f'<script type="application/json" id="{html.escape(element_id)}">{text}</script>'
 
 
@@ -236,7 +252,10 @@ def render_html(
     thumbs: dict[str, Thumbnails | None],
 ) -> str:
     """The whole page."""
-    e = html.escape
+
+    def e(text: str) -> str:
+        return html.escape(visible(text))
+
     run_items = "".join(
         f'<li><strong>{e(run.label)}</strong> <span class="muted">{e(str(run.run_dir))}'
         f"{' · ' + e(f'{run.params_b:g}B parameters') if run.params_b else ''}</span></li>"

@@ -9,6 +9,7 @@ as the paper reports, naming which those are.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,15 +150,19 @@ class ScenarioMeasures:
     #: scored).
     covers: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: The metrics whose `low`/`high` are bootstrap bounds; the others are plain means, and
+    #: report.json gives them no bounds rather than a zero-width interval.
+    bootstrapped: set[str] = field(default_factory=set)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"n": self.n, "errors": self.errors}
         for key, value in self.values.items():
-            out[key] = (
-                None
-                if value is None
-                else {"value": value.estimate, "low": value.low, "high": value.high}
-            )
+            if value is None:
+                out[key] = None
+            elif key in self.bootstrapped:
+                out[key] = {"value": value.estimate, "low": value.low, "high": value.high}
+            else:
+                out[key] = {"value": value.estimate}
         if self.covers or self.missing:
             out["covers"] = self.covers
             out["missing"] = self.missing
@@ -197,6 +202,7 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
                 measures.values[metric.key] = bootstrap_mean(
                     values, seed=seed + index, n_resamples=n_resamples
                 )
+                measures.bootstrapped.add(metric.key)
             else:
                 measures.values[metric.key] = _point(values)
         scenarios[name] = measures
@@ -214,6 +220,7 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
             average.values[metric.key] = bootstrap_mean_of_means(
                 groups, seed=seed, n_resamples=n_resamples
             )
+            average.bootstrapped.add(metric.key)
         else:
             means = [sum(g) / len(g) for g in groups if g]
             average.values[metric.key] = _point(means)
@@ -238,6 +245,12 @@ def _requests(run: Run) -> list[Line]:
     return [turn for line in run.lines for turn in line.get("trace", [])]
 
 
+def _finite(value: Any) -> bool:
+    """A number a sum can take: result lines are JSON, which Python reads with NaN and
+    Infinity."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def usage_stats(run: Run) -> dict[str, Any]:
     """Token counts (sum and mean per request, per kind the backend reported) and model
     latency (sum, mean, p50, p95 over requests the model answered, not the cache)."""
@@ -246,12 +259,12 @@ def usage_stats(run: Run) -> dict[str, Any]:
     tokens: dict[str, list[int]] = {}
     for request in requests:
         for kind, count in (request.get("usage") or {}).items():
-            if isinstance(count, (int, float)):
+            if _finite(count):
                 tokens.setdefault(kind, []).append(int(count))
     latencies = [
         float(r["latency_s"])
         for r in requests
-        if isinstance(r.get("latency_s"), (int, float)) and not r.get("cached")
+        if _finite(r.get("latency_s")) and not r.get("cached")
     ]
     return {
         "requests": len(requests),

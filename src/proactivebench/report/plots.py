@@ -8,13 +8,17 @@ every table; `missing_reason()` says why the plots are absent.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import wraps
+from typing import TYPE_CHECKING, TypeVar
 
 from proactivebench.report.measures import RunMeasures, size_correlations
 from proactivebench.report.runs import scenario_order
+from proactivebench.report.text import visible
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
@@ -25,6 +29,44 @@ def missing_reason() -> str | None:
     except ImportError:
         return "plots skipped: matplotlib is not installed (pip install 'proactivebench[report]')"
     return None
+
+
+#: Every text drawn literally: a `$` in a model's name is a dollar sign, never TeX math.
+_LITERAL_TEXT = {"text.parse_math": False, "text.usetex": False}
+
+Drawn = TypeVar("Drawn")
+
+
+@contextmanager
+def _literal_text() -> Iterator[None]:
+    from matplotlib import rc_context
+
+    with rc_context(_LITERAL_TEXT):
+        yield
+
+
+def literal(draw: Callable[..., Drawn]) -> Callable[..., Drawn]:
+    """Draw under `_LITERAL_TEXT` (text artists read `text.parse_math` when made)."""
+
+    @wraps(draw)
+    def drawn(*args: object, **kwargs: object) -> Drawn:
+        with _literal_text():
+            return draw(*args, **kwargs)
+
+    return drawn
+
+
+def _label(text: str) -> str:
+    """A name as a plot shows it: control characters as escapes (fonts have no glyph)."""
+    return visible(text)
+
+
+def _rate_axis(ax: Axes, percent: bool) -> None:
+    """Rates start at 0; an all-zero axis shows 0..1 (or 0..100 %), not -0.04..0.04."""
+    if ax.dataLim.y1 > 0:
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_ylim(0, 100.0 if percent else 1.0)
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -51,6 +93,7 @@ def _key(all_measures: Sequence[RunMeasures]) -> tuple[str, str, str]:
     return "accuracy", "accuracy %", "ps_rate"
 
 
+@literal
 def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
     """Per-scenario bars of the main rate and the second one, one bar per run, with 95 %
     intervals; a scenario without a value has no bar."""
@@ -74,11 +117,13 @@ def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
                 ys.append(value.estimate)
                 lows.append(value.estimate - value.low)
                 highs.append(value.high - value.estimate)
-            label_of = measures.run.label if ax is axes[0] else None
+            label_of = _label(measures.run.label) if ax is axes[0] else None
             ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of)
         ax.set_ylabel(label)
+        _rate_axis(ax, key != "ps_rate")
         ax.grid(axis="y", alpha=0.3)
-    axes[1].set_xticks(range(len(scenarios)), scenarios)
+    axes[1].set_xticks(range(len(scenarios)), [_label(s) for s in scenarios])
+    axes[1].set_xlabel("scenario")
     columns = min(3, len(all_measures))
     rows = -(-len(all_measures) // columns)
     top = 1.0 - (0.45 + 0.22 * rows) / 6.2
@@ -90,10 +135,11 @@ def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
         bbox_to_anchor=(0.5, 1.0 - 0.3 / 6.2),
     )
     figure.suptitle("Per scenario, with 95 % bootstrap intervals", y=0.995, fontsize="medium")
-    figure.subplots_adjust(left=0.08, right=0.98, bottom=0.06, top=top, hspace=0.08)
+    figure.subplots_adjust(left=0.08, right=0.98, bottom=0.1, top=top, hspace=0.08)
     return _png(figure)
 
 
+@literal
 def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
     """Each run's scenarios as points (main rate against ps), the average as a larger mark
     with its intervals both ways."""
@@ -126,7 +172,7 @@ def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
             fmt="o",
             markersize=8,
             color=points.get_facecolor()[0][:3],
-            label=measures.run.label,
+            label=_label(measures.run.label),
         )
     ax.set_xlabel("ps rate (suggestions / episode)" if second == "ps_rate" else "ps %")
     ax.set_ylabel(main_label)
@@ -138,6 +184,7 @@ def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
     return _png(figure)
 
 
+@literal
 def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
     """Proactiveness (average ps rate, or OEG ps %) and the main rate against parameter count,
     with Spearman's rho of each; None when fewer than two runs have a parameter count."""
@@ -161,7 +208,9 @@ def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
         rho = rhos.get(key)
         ax.scatter(xs, ys)
         for x, y, name in points:
-            ax.annotate(name, (x, y), fontsize="x-small", xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                _label(name), (x, y), fontsize="x-small", xytext=(3, 3), textcoords="offset points"
+            )
         ax.set_xscale("log")
         for axis in (ax.xaxis,):
             axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

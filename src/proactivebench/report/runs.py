@@ -7,6 +7,8 @@ settings that make it differ from a plain run (hint, history, ICL, reference...)
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.protocol import SCENARIOS
+from proactivebench.report.text import visible
 from proactivebench.results import (
     RESULTS,
     is_oeg_line,
@@ -64,7 +67,10 @@ class Run:
 def load_run(run_dir: str | Path) -> Run:
     """Read a run directory (run.json and results.jsonl), or say clearly why it is not one."""
     path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise ProactiveBenchError(f"{path} is not a run directory (a file, not a folder)")
     config = read_run_config(path)
+    _check_config(path, config)
     if not (path / RESULTS).is_file():
         raise ProactiveBenchError(f"{path} has no {RESULTS} yet: nothing to report")
     lines = sorted(latest_results(read_results(path / RESULTS)), key=result_order)
@@ -75,15 +81,68 @@ def load_run(run_dir: str | Path) -> Run:
     return run
 
 
+#: The fields of run.json a report reads, and the JSON type each must have when present.
+_CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    "settings": (dict,),
+    "model": (str,),
+    "data_dir": (str,),
+}
+
+
+def _check_config(path: Path, config: Mapping[str, Any]) -> None:
+    """One clear error naming run.json and the field when a field has the wrong shape (a
+    hand-edited or foreign file), rather than a failure deep inside the report."""
+    for key, types in _CONFIG_TYPES.items():
+        value = config.get(key)
+        if value is not None and not isinstance(value, types):
+            kind = "an object" if types == (dict,) else "a string"
+            shown = visible(json.dumps(value))
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise ProactiveBenchError(
+                f"{path / 'run.json'} is damaged: {key!r} must be {kind}, not {shown}"
+            )
+
+
+def _unique_labels(runs: Sequence[Run]) -> list[str]:
+    """Each run's label, made unique: runs of one model and settings are told apart by their
+    directory, then by as much of its path as it takes, and last by a number."""
+    labels = [visible(setting_label(r)) for r in runs]
+    for depth in range(1, 1 + max(len(r.run_dir.parts) for r in runs)):
+        clashes = [labels.count(label) > 1 for label in labels]
+        if not any(clashes):
+            return labels
+        for index, run in enumerate(runs):
+            if clashes[index]:
+                base = visible(setting_label(run))
+                tail = "/".join(run.run_dir.parts[-depth:]) or str(run.run_dir)
+                labels[index] = f"{base} ({visible(tail)})"
+    seen: dict[str, int] = {}
+    for index, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[index] = f"{label} #{seen[label]}"
+    return labels
+
+
 def load_runs(
     run_dirs: Sequence[str | Path], params: Mapping[str, float] | None = None
 ) -> list[Run]:
     """Read every run, give each a unique label and apply `--params` by label, model or
     directory name."""
+    seen: dict[Path, str] = {}
+    for run_dir in run_dirs:
+        key = Path(run_dir).resolve()
+        if key in seen:
+            twice = (
+                f"{run_dir} is given twice"
+                if str(run_dir) == seen[key]
+                else f"{seen[key]} and {run_dir} are the same run directory"
+            )
+            raise ProactiveBenchError(f"{twice}: give each run once (each run is one row)")
+        seen[key] = str(run_dir)
     runs = [load_run(d) for d in run_dirs]
-    labels = [setting_label(r) for r in runs]
-    for run, label in zip(runs, labels, strict=True):
-        run.label = label if labels.count(label) == 1 else f"{label} ({run.run_dir.name})"
+    for run, label in zip(runs, _unique_labels(runs), strict=True):
+        run.label = label
     for name, value in (params or {}).items():
         matched = [r for r in runs if name in (r.label, r.model, r.run_dir.name)]
         if not matched:
@@ -128,14 +187,21 @@ def parse_params(text: str) -> float:
     match = _SIZE.match(text)
     if not match:
         raise ProactiveBenchError(f"cannot read a parameter count from {text!r} (e.g. 7B, 500M)")
-    return float(match.group(1)) * _SCALE[match.group(2).lower()]
+    value = float(match.group(1)) * _SCALE[match.group(2).lower()]
+    if not math.isfinite(value) or value <= 0:
+        raise ProactiveBenchError(
+            f"parameter count {text!r} must be a finite number above zero (e.g. 7B, 500M)"
+        )
+    return value
 
 
 def params_from_config(config: Mapping[str, Any]) -> float | None:
     """A parameter count the run states (run.json's `params`) or its model's name shows
     ("Qwen2.5-VL-7B-Instruct" -> 7, "SmolVLM-500M" -> 0.5)."""
     stated = config.get("params")
-    if isinstance(stated, (int, float)):
+    if isinstance(stated, (int, float)) and not isinstance(stated, bool):
+        if not math.isfinite(stated) or stated <= 0:
+            return None
         return float(stated) / 1e9 if stated > 1e6 else float(stated)
     if isinstance(stated, str):
         try:
@@ -147,7 +213,8 @@ def params_from_config(config: Mapping[str, Any]) -> float | None:
     if not matches:
         return None
     number, unit = matches[-1]
-    return float(number) * _SCALE[unit.lower()]
+    value = float(number) * _SCALE[unit.lower()]
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def scenario_order(names: Sequence[str]) -> list[str]:

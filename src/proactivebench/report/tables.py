@@ -14,6 +14,9 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from proactivebench.metrics import average_label
+from proactivebench.protocol import SCENARIOS
+from proactivebench.report import text as text_formats
 from proactivebench.report.measures import (
     Comparison,
     Difference,
@@ -77,11 +80,9 @@ def difference_cell(value: Interval | None, percent: bool, p: float | None = Non
     return Cell(text, value.estimate, value.low, value.high, p)
 
 
-def average_label(covers: Sequence[str], missing: Sequence[str]) -> str:
-    """ "average", or which scenarios the average covers when some have no value."""
-    if not missing:
-        return "average"
-    return f"average of {len(covers)} ({', '.join(covers) or 'none'}; no {', '.join(missing)})"
+def _covers_differ(coverages: Sequence[Sequence[str]]) -> bool:
+    """Whether the rows' averages cover different scenarios, or fewer than all seven."""
+    return any(sorted(c) != sorted(SCENARIOS) for c in coverages)
 
 
 def run_table(measures: RunMeasures) -> Table:
@@ -108,7 +109,8 @@ def run_table(measures: RunMeasures) -> Table:
 def cross_table(all_measures: Sequence[RunMeasures], metric: Metric) -> Table:
     """The paper's layout for one metric: a row per run, a column per scenario + average."""
     scenarios = scenario_order([s for m in all_measures for s in m.scenarios])
-    columns = ["run", *scenarios, "average"]
+    label_covers = _covers_differ([m.average.covers for m in all_measures])
+    columns = ["run", *scenarios, "average", *(["average covers"] if label_covers else [])]
     rows = []
     notes = []
     for measures in all_measures:
@@ -118,6 +120,9 @@ def cross_table(all_measures: Sequence[RunMeasures], metric: Metric) -> Table:
             value = found.values.get(metric.key) if found else None
             row.append(interval_cell(value, metric.percent, metric.interval))
         row.append(interval_cell(measures.average.values.get(metric.key), metric.percent, True))
+        if label_covers:
+            average = measures.average
+            row.append(Cell(average_label(average.covers, average.missing)))
         rows.append(row)
         if measures.average.missing:
             notes.append(
@@ -134,7 +139,8 @@ def comparison_table(comparisons: Sequence[Comparison], key: str) -> Table:
     percent = key == "accuracy"
     base = comparisons[0].base.label if comparisons else ""
     scenarios = scenario_order([s for c in comparisons for s in c.scenarios])
-    columns = ["run", *scenarios, "average"]
+    label_covers = _covers_differ([c.covers for c in comparisons])
+    columns = ["run", *scenarios, "average", *(["average covers"] if label_covers else [])]
     rows = []
     for comparison in comparisons:
         row = [Cell(comparison.run.label)]
@@ -145,6 +151,8 @@ def comparison_table(comparisons: Sequence[Comparison], key: str) -> Table:
                 continue
             value = diff.accuracy if percent else diff.ps_rate
             row.append(difference_cell(value, percent, diff.p_value if percent else None))
+        if label_covers:
+            row.append(Cell(average_label(comparison.covers)))
         rows.append(row)
     heading = "accuracy (points)" if percent else "ps rate"
     notes = [
@@ -204,7 +212,12 @@ def slug(text: str) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return text_formats.markdown(text)
+
+
+def _md_cell(cell: Cell) -> str:
+    """Numbers are ours and shown as they are; text (run names) is escaped."""
+    return cell.text if cell.value is not None else _md_escape(cell.text)
 
 
 def to_markdown(table: Table) -> str:
@@ -212,12 +225,18 @@ def to_markdown(table: Table) -> str:
     lines.append("| " + " | ".join(_md_escape(c) for c in table.columns) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|")
     for index, row in enumerate(table.rows):
-        cells = [_md_escape(c.text) for c in row]
+        cells = [_md_cell(c) for c in row]
         if table.average_last and index == len(table.rows) - 1:
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *(f"_{_md_escape(n)}_" for n in table.notes)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _csv_number(part: str, number: float) -> float | str:
+    """Values and bounds to 6 decimals; p-values to 3 significant digits, so that a tiny
+    p-value stays a number (5.66e-15), not 0."""
+    return f"{number:.3g}" if part == "p" else round(float(number), 6)
 
 
 def to_csv(table: Table) -> str:
@@ -238,38 +257,22 @@ def to_csv(table: Table) -> str:
         header += [f"{name} {p}" if p != "value" else name for p in parts] if parts else [name]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([text_formats.visible(h) for h in header])
     for row in table.rows:
         out: list[object] = []
         for cell, parts in zip(row, widths, strict=True):
             if not parts:
-                out.append(cell.text)
+                out.append(text_formats.visible(cell.text))
                 continue
             for part in parts:
                 number = getattr(cell, part)
-                out.append("" if number is None else round(number, 6))
+                out.append("" if number is None else _csv_number(part, number))
         writer.writerow(out)
     return buffer.getvalue()
 
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "—": "---",
-    "Δ": r"$\Delta$",
-}
-
-
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+    return text_formats.latex(text)
 
 
 def to_latex(table: Table) -> str:
@@ -294,7 +297,10 @@ def to_latex(table: Table) -> str:
 
 def to_html(table: Table) -> str:
     """A <table>; every string escaped (model names and settings come from files)."""
-    e = html.escape
+
+    def e(text: str) -> str:
+        return html.escape(text_formats.visible(text))
+
     head = "".join(f"<th>{e(c)}</th>" for c in table.columns)
     body = []
     for index, row in enumerate(table.rows):

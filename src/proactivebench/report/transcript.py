@@ -72,7 +72,7 @@ def transcript(line: dict[str, Any], clean: Callable[[str], str] = str) -> Rende
     """The episode of a result line as text; `clean` makes model text printable."""
     parts: list[RenderableType] = []
     head = Text()
-    head.append(f"{line['scenario']} sample {line['sample_id']}", style="bold")
+    head.append(f"{clean(str(line['scenario']))} sample {line['sample_id']}", style="bold")
     if line.get("correct_category") is not None:
         head.append(f" · answer key: {clean(str(line['correct_category']))}")
     head.append(f" · outcome: {outcome_of(line)}")
@@ -135,8 +135,17 @@ def _ending(line: dict[str, Any], clean: Callable[[str], str]) -> Text:
 
 
 def _oeg(line: dict[str, Any], clean: Callable[[str], str]) -> list[RenderableType]:
+    view = Text(f"  image: {clean(str(line.get('image')))}", style="dim")
+    if line.get("crop") is not None:
+        view.append(f" crop {clean(str(line['crop']))}")
+    outputs = line.get("judge_outputs") or []
+    judged: list[RenderableType] = [
+        Text(f"  judge output {index}: " + clean(str(output)), style="dim")
+        for index, output in enumerate(outputs if isinstance(outputs, list) else [outputs], 1)
+    ]
     return [
         Text(""),
+        view,
         Text("  " + clean(str(line.get("prompt", "")))),
         Text("  answer: " + clean(str(line.get("generation") or "(none)"))),
         Text("  valid answers: " + clean(str(line.get("valid_answers_text") or ""))),
@@ -146,6 +155,7 @@ def _oeg(line: dict[str, Any], clean: Callable[[str], str]) -> list[RenderableTy
             f"aggregate {line.get('aggregate')}",
             style="bold",
         ),
+        *judged,
         *(
             [Text("  error: " + clean(str(line["error"])), style="red")]
             if line.get("error")

@@ -1,0 +1,62 @@
+"""Names and other strings from files (model names, run directories, settings) made inert
+for each output format: control characters shown as escapes (`\\x1b`, `\\n`), and the
+characters that Markdown, HTML inside Markdown and LaTeX would read as markup escaped.
+
+A model's name is data; no report format may let it format, link or run anything.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: C0 controls (newline and tab included: a name is one line), DEL and C1 controls.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character written as its escape (`\\x1b`, `\\n`)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+#: Characters Markdown may read as emphasis, code, links, headings, lists or tables.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+_HTML_IN_MARKDOWN = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
+def markdown(text: str) -> str:
+    """One line of Markdown that shows `text` literally: controls visible, markup escaped,
+    and `<>&` as entities (Markdown passes raw HTML through)."""
+    text = "".join(_HTML_IN_MARKDOWN.get(c, c) for c in visible(text))
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    # A row that starts with "[" would be read as the optional argument of the "\\" before it.
+    "[": "{[}",
+    "]": "{]}",
+    "—": "---",
+    "Δ": r"$\Delta$",
+}
+
+
+def latex(text: str) -> str:
+    """`text` as LaTeX that typesets it literally (controls shown as escapes first)."""
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in visible(text))
+
+
+def plot_label(text: str) -> str:
+    """A label matplotlib draws literally: controls visible, `$` never starting math."""
+    return visible(text).replace("$", r"\$")

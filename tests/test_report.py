@@ -18,7 +18,7 @@ from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.report import write_report
 from proactivebench.report.measures import measure_run
-from proactivebench.report.runs import load_run, params_from_config, parse_params
+from proactivebench.report.runs import load_run, params_from_config, parse_param_count
 from proactivebench.report.thumbs import Thumbnails
 from proactivebench.stats import mcnemar_p
 
@@ -208,8 +208,8 @@ def test_size_plot_and_spearman_from_params_and_names(tmp_path: Path) -> None:
 
 
 def test_parameter_counts() -> None:
-    assert parse_params("7B") == 7.0 and parse_params("500M") == 0.5
-    assert parse_params("1.5b") == 1.5 and parse_params("7e9") == 7.0
+    assert parse_param_count("7B") == 7.0 and parse_param_count("500M") == 0.5
+    assert parse_param_count("1.5b") == 1.5 and parse_param_count("7e9") == 7.0
     assert params_from_config({"model": "openai:Qwen2.5-VL-72B-Instruct"}) == 72.0
     assert params_from_config({"model": "hf:HuggingFaceTB/SmolVLM-256M-Instruct"}) == 0.256
     assert params_from_config({"model": "baseline:oracle"}) is None

@@ -1,5 +1,6 @@
 """Training data and rewards: episodes become the right single-turn examples, the official train
-schema loads, and completions earn what spec §4 and the issue's reward table say.
+schema loads, and completions earn what docs/protocol.md §4 and the reward table of
+docs/training.md say.
 
 Expected states and answer keys below are worked out by hand from docs/protocol.md §5 for the
 hand-written records of `handmade.py`, not computed with the code under test.

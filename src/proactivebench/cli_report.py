@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
     """`NAME=7B` pairs -> {NAME: 7.0} (billions of parameters)."""
-    from proactivebench.report.runs import parse_params as parse_count
+    from proactivebench.report.runs import parse_param_count
 
     params: dict[str, float] = {}
     for pair in pairs:
@@ -27,7 +27,7 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
                 f"expected NAME=COUNT (e.g. qwen=7B), got {pair!r}", param_hint="--params"
             )
         try:
-            params[name.strip()] = parse_count(count)
+            params[name.strip()] = parse_param_count(count)
         except ProactiveBenchError as exc:
             raise click.BadParameter(str(exc), param_hint="--params") from None
     return params

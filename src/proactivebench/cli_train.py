@@ -73,7 +73,7 @@ def grpo_command(
     overwrite: bool,
     mode: str | None,
 ) -> None:
-    """Post-train a model with GRPO on single-turn states of ProactiveBench episodes."""
+    """Post-train a model with GRPO on ProactiveBench episodes (single-turn states by default)."""
     from proactivebench.cli import EXIT_INTERRUPTED, console, out
     from proactivebench.train.checks import one_line_warnings
     from proactivebench.train.grpo import (

@@ -8,7 +8,7 @@ translates: our requests become Inspect chat messages (images as data URLs), Ins
 exact `results.jsonl` line, so that `proactivebench import-inspect` turns a log back into a run.
 
 Inspect owns retries, caching, concurrency and the model connection here; ours are not used.
-Needs the `inspect` extra (`pip install 'proactivebench[inspect]'`).
+Needs the `inspect` extra (`pip install -e '.[inspect]'`).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def _read_log(path: Path) -> Any:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise ProactiveBenchError(
-            "import-inspect needs Inspect AI: pip install 'proactivebench[inspect]'"
+            "import-inspect needs Inspect AI: pip install -e '.[inspect]'"
         ) from None
     if not path.is_file():
         raise ProactiveBenchError(f"no Inspect log at {path}")

@@ -10,11 +10,12 @@ The reward is our answer reader's verdict, computed from the trace alone: the as
 replies are played again through a fresh episode of the task (episodes are deterministic), so
 scoring needs no state kept from the rollout and a rule change in `scenarios/` changes the
 play and the reward alike. A correct category earns 1; each accepted intervention earns
-`intervention_reward` (default 0, configurable; the multi-turn reward of the training issue).
+`intervention_reward` (default 0, configurable; with a negative value, the same as the training
+mode's `outcome_reward` with a turn cost, `train/rewards.py`).
 
 The conversation keeps its history, as multi-turn RL needs: this is `proactivebench eval
 --history`, without in-context examples. verifiers owns the model connection, retries and
-concurrency. Needs the `verifiers` extra (`pip install 'proactivebench[verifiers]'`); the
+concurrency. Needs the `verifiers` extra (`pip install -e '.[verifiers]'`); the
 loadable package is `proactivebench_verifiers` (verifiers finds environments by module name).
 """
 

@@ -30,7 +30,7 @@ from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 
-EXTRA_HINT = "install the extra: pip install 'proactivebench[hf]'"
+EXTRA_HINT = "install the extra: pip install -e '.[hf]'"
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
 HFMessage = dict[str, Any]

@@ -27,7 +27,7 @@ def missing_reason() -> str | None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return "plots skipped: matplotlib is not installed (pip install 'proactivebench[report]')"
+        return "plots skipped: matplotlib is not installed (pip install -e '.[report]')"
     return None
 
 

@@ -182,7 +182,7 @@ _SCALE = {"": 1e-9, "k": 1e-6, "m": 1e-3, "b": 1.0, "t": 1e3}
 _NAME_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([bBmM])(?![a-zA-Z])")
 
 
-def parse_params(text: str) -> float:
+def parse_param_count(text: str) -> float:
     """ "7B", "1.5b", "500M", "7e9" -> billions of parameters."""
     match = _SIZE.match(text)
     if not match:
@@ -205,7 +205,7 @@ def params_from_config(config: Mapping[str, Any]) -> float | None:
         return float(stated) / 1e9 if stated > 1e6 else float(stated)
     if isinstance(stated, str):
         try:
-            return parse_params(stated)
+            return parse_param_count(stated)
         except ProactiveBenchError:
             return None
     name = str(config.get("model", "")).rsplit("/", 1)[-1]

@@ -378,7 +378,7 @@ def _import_datasets() -> Any:
         import datasets
     except ImportError:
         raise DataError(
-            "training data needs the 'datasets' package; pip install 'proactivebench[train]'"
+            "training data needs the 'datasets' package; pip install -e '.[train]'"
         ) from None
     return datasets
 

@@ -40,7 +40,7 @@ from proactivebench.train.rewards import RewardSettings, reward_functions
 if TYPE_CHECKING:
     from datasets import Dataset
 
-EXTRA_HINT = "install the extra: pip install 'proactivebench[train]'"
+EXTRA_HINT = "install the extra: pip install -e '.[train]'"
 #: LoRA on the language model only: `q_proj|v_proj` alone would also match the vision
 #: tower's attention of LLaVA-style models. A regex is matched against full module names.
 LANGUAGE_MODEL_TARGETS = (

@@ -1,4 +1,5 @@
-"""Rewards in TRL's signature, computed by the benchmark's own answer reader (spec §4).
+"""Rewards in TRL's signature, computed by the benchmark's own answer reader
+(docs/protocol.md §4).
 
 A completion is read against its example's options exactly as an episode reads an answer
 (`read_choice`): a correct category earns `category` (1), an accepted intervention earns

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -33,9 +32,12 @@ from rich.text import Text
 from proactivebench.cli_inspect import import_inspect_command
 from proactivebench.cli_train import train as train_commands
 from proactivebench.errors import ProactiveBenchError
+from proactivebench.escapes import visible
 from proactivebench.metrics import ScenarioScore, Summary
 from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.protocol import SCENARIOS
+from proactivebench.scenarios.answers import EXTRACTIONS
+from proactivebench.scenarios.base import OPTION_ORDERS
 
 if TYPE_CHECKING:
     from proactivebench.data.validate import DatasetCheck
@@ -67,19 +69,14 @@ out = ReaderMayStop(soft_wrap=True, emoji=False)
 UNBOUNDED_WIDTH = 10_000
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def printable(text: str) -> str:
-    """`text` with control characters made visible (`\x1b`): a server's or a model's text
-    must not recolour or rewrite the terminal."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    """Multi-line text (an answer, a transcript, a traceback) for the terminal: control
+    characters visible (`\x1b`), line breaks kept."""
+    return visible(text, keep_lines=True)
 
 
-def one_line(text: str) -> str:
-    """`printable`, and line breaks and tabs made visible too: for a name shown in a title or
-    a progress line (a model spec may name a file called anything)."""
-    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+#: A name shown in a title or a progress line: one line, every control character visible.
+one_line = visible
 
 
 class PrintableFormatter(logging.Formatter):
@@ -176,8 +173,8 @@ class LineProgress(Progress):
 
     def __init__(self, *columns: Any, console: Console) -> None:
         super().__init__(*columns, console=console, disable=True)
-        #: Per task: the tenths done when it was last reported, and when.
-        self._reported: dict[TaskID, tuple[int, float]] = {}
+        #: Per task: how much was done when it was last reported, and when.
+        self._reported: dict[TaskID, tuple[float, float]] = {}
 
     def update(self, task_id: TaskID, **changes: Any) -> None:
         super().update(task_id, **changes)
@@ -194,18 +191,19 @@ class LineProgress(Progress):
 
     def _report(self, task_id: TaskID, final: bool = False) -> None:
         task = self._tasks[task_id]
-        if not task.total:
+        total, done, now = task.total, task.completed, self.get_time()
+        if not total:
             return
-        tenths = int(10 * task.completed / task.total)
-        last, when = self._reported.get(task_id, (-1, 0.0))
-        now = self.get_time()
-        if not (tenths > last or now - when >= 60 or (final and last < 10 and tenths != last)):
-            return
-        self._reported[task_id] = (tenths, now)
+        if task_id in self._reported:
+            last, when = self._reported[task_id]
+            new_tenth = int(10 * done / total) > int(10 * last / total)
+            if not (new_tenth or now - when >= 60 or (final and done != last)):
+                return
+        self._reported[task_id] = (done, now)
         fields = "".join(f", {name} {value}" for name, value in task.fields.items())
         line = (
-            f"{task.description}: {task.completed:g}/{task.total:g} "
-            f"({100 * task.completed / task.total:.0f}%){fields}, {task.elapsed or 0:.0f}s"
+            f"{task.description}: {done:g}/{total:g} "
+            f"({100 * done / total:.0f}%){fields}, {task.elapsed or 0:.0f}s"
         )
         self.console.print(printable(line), markup=False, highlight=False)
 
@@ -428,14 +426,14 @@ def with_overrides(decoding: Decoding, **overrides: Any) -> Decoding:
 )
 @click.option(
     "--option-order",
-    type=click.Choice(["record", "shuffled"]),
+    type=click.Choice(OPTION_ORDERS),
     default="record",
     show_default=True,
     help="shuffled: permute the shown options per sample and turn, to measure position bias.",
 )
 @click.option(
     "--answer-extraction",
-    type=click.Choice(["strict", "lenient"]),
+    type=click.Choice(EXTRACTIONS),
     default="strict",
     show_default=True,
     help="lenient: drop <think> reasoning, markdown, 'Answer:' prefixes and brackets around a "

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import re
 
-#: C0 controls (newline and tab included: a name is one line), DEL and C1 controls.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+from proactivebench.escapes import visible
 
-
-def visible(text: str) -> str:
-    """`text` with every control character written as its escape (`\\x1b`, `\\n`)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+__all__ = ["latex", "markdown", "plot_label", "visible"]
 
 
 #: Characters Markdown may read as emphasis, code, links, headings, lists or tables.

@@ -153,7 +153,7 @@ def test_a_second_run_into_the_same_directory_stops_at_once(
 ) -> None:
     import os
 
-    from proactivebench.results import RunLock
+    from proactivebench.rundir import RunLock
 
     run = tmp_path / "run"
     with RunLock(run):  # another run holds it

@@ -13,8 +13,10 @@ import pytest
 
 from handmade import ABSTAIN, CATS, rod, write_dataset
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.rundir import read_results
+from proactivebench.runner import evaluate
 from proactivebench.scenarios import View
+from proactivebench.settings import EvalSettings
 
 PROTOCOL = json.loads(
     (Path(__file__).parents[1] / "src/proactivebench/spec/protocol.json").read_text()
@@ -111,7 +113,7 @@ def test_resize_short_edge_reaches_every_view(one_rod: Path, tmp_path: Path) -> 
 def test_resuming_with_other_conversation_settings_is_refused(
     one_rod: Path, tmp_path: Path
 ) -> None:
-    from proactivebench.results import RunMismatchError
+    from proactivebench.errors import RunMismatchError
 
     evaluate(one_rod, Scripted(["A", "cup"]), tmp_path / "run")
     with pytest.raises(RunMismatchError, match=r"settings\.history: null → true"):
@@ -204,7 +206,7 @@ def test_lenient_extraction_reads_decorated_answers_and_says_how(
 
 def test_every_request_can_be_rebuilt_from_its_result_line(tmp_path: Path) -> None:
     from handmade import mvpn
-    from proactivebench.results import request_messages
+    from proactivebench.prompting import request_messages
 
     data = write_dataset(tmp_path / "data", {"MVP-N": [mvpn(5), mvpn(8), mvpn(12)]})
     model = Scripted(["A", "B. Rotate the object.", "D"] * 3)

@@ -14,7 +14,8 @@ from proactivebench.data.validate import validate_dataset
 from proactivebench.models import load_model
 from proactivebench.paths import cache_root
 from proactivebench.protocol import SCENARIOS
-from proactivebench.runner import evaluate, read_results
+from proactivebench.rundir import read_results
+from proactivebench.runner import evaluate
 from proactivebench.scenarios import make_episode
 
 PER_SCENARIO = 40

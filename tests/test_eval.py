@@ -14,8 +14,10 @@ from handmade import full_dataset
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.protocol import SCENARIOS
-from proactivebench.runner import EvalSettings, aevaluate, evaluate, read_results
+from proactivebench.rundir import read_results
+from proactivebench.runner import aevaluate, evaluate
 from proactivebench.scenarios.base import best_move
+from proactivebench.settings import EvalSettings
 
 #: Fewest turns the protocol allows for a correct answer: ROD hides the object on turn 1.
 MIN_TURNS = {s: 2 if s == "ROD" else 1 for s in SCENARIOS}
@@ -254,7 +256,7 @@ def test_a_full_disk_ends_the_run_with_a_clear_error(
     import errno
 
     from proactivebench.errors import ProactiveBenchError
-    from proactivebench.runner import ResultsFile
+    from proactivebench.rundir import ResultsFile
 
     def no_space(self: ResultsFile) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -27,8 +27,10 @@ from proactivebench.models.base import ChatRequest, Decoding
 from proactivebench.models.hf import HFModel, to_hf_conversation
 from proactivebench.prompting import turn_messages
 from proactivebench.protocol import SCENARIOS
-from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.rundir import read_results
+from proactivebench.runner import evaluate
 from proactivebench.scenarios import View, make_episode
+from proactivebench.settings import EvalSettings
 from tiny_vlm import IMAGE_TOKENS
 
 VERDICTS = {"correct", "proactive", "wrong", "mismatch"}

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from proactivebench.data.images import ImageError, ImageStore
-from proactivebench.runner import ResultsFile, read_results
+from proactivebench.rundir import ResultsFile, read_results
 from proactivebench.scenarios import View
 
 

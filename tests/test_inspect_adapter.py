@@ -26,10 +26,10 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from clirun import run_cli
+from proactivebench.adapters.inspect_log import import_inspect_log
+from proactivebench.adapters.inspect_task import proactivebench
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
-from proactivebench.inspect import proactivebench
-from proactivebench.inspect_import import import_inspect_log
 from proactivebench.protocol import scenario_strings
 from proactivebench.scenarios import Episode, make_episode
 from proactivebench.scenarios.answers import Choice

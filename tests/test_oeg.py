@@ -16,7 +16,9 @@ from handmade import full_dataset
 from openai_server import FakeOpenAI, last_user_text
 from proactivebench.judge import Judge, judge_messages, parse_verdict
 from proactivebench.models import load_model
-from proactivebench.runner import EvalSettings, evaluate, read_results
+from proactivebench.rundir import read_results
+from proactivebench.runner import evaluate
+from proactivebench.settings import EvalSettings
 
 PROTOCOL = json.loads(
     (Path(__file__).parents[1] / "src/proactivebench/spec/protocol.json").read_text()

@@ -40,8 +40,10 @@ from proactivebench.models.openai_compat import (
     parse_retry_after,
 )
 from proactivebench.prompting import turn_messages
-from proactivebench.runner import EvalSettings, evaluate, latest_results, read_results
+from proactivebench.rundir import latest_results, read_results
+from proactivebench.runner import evaluate
 from proactivebench.scenarios import View, make_episode
+from proactivebench.settings import EvalSettings
 from resultlines import comparable
 
 FAST = RetryPolicy(max_retries=6, base_delay=0.02, max_delay=1.0)

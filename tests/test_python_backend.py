@@ -21,7 +21,8 @@ from proactivebench.models.base import ChatRequest
 from proactivebench.models.python_callable import PythonCallable
 from proactivebench.prompting import turn_messages
 from proactivebench.protocol import SCENARIOS
-from proactivebench.runner import evaluate, read_results
+from proactivebench.rundir import read_results
+from proactivebench.runner import evaluate
 from proactivebench.scenarios import make_episode
 
 

@@ -19,7 +19,8 @@ import pytest
 
 from handmade import full_dataset
 from proactivebench.models import load_model
-from proactivebench.runner import evaluate, read_results
+from proactivebench.rundir import read_results
+from proactivebench.runner import evaluate
 
 pytest.importorskip("fastapi", reason="needs transformers[serving]")
 pytest.importorskip("uvicorn", reason="needs transformers[serving]")

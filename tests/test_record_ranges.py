@@ -19,7 +19,7 @@ from handmade import BUILDERS, mvpn, qd, rod, write_dataset
 from proactivebench.errors import DataError
 from proactivebench.protocol import SCENARIOS
 from proactivebench.records import Source, parse_record
-from proactivebench.results import read_results
+from proactivebench.rundir import read_results
 from proactivebench.scenarios import make_episode
 from proactivebench.scenarios.base import OPTION_ORDERS
 

@@ -13,11 +13,13 @@ from PIL import Image
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import ProactiveBenchError, RunMismatchError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.cache import ResponseCache
-from proactivebench.runner import EvalSettings, RunMismatchError, evaluate, merge_runs, read_results
+from proactivebench.rundir import merge_runs, read_results
+from proactivebench.runner import evaluate
+from proactivebench.settings import EvalSettings
 from resultlines import comparable
 
 

@@ -23,7 +23,7 @@ pytest.importorskip("peft")
 from clirun import run_cli
 from proactivebench.cli import main
 from proactivebench.data.synth import generate
-from proactivebench.results import latest_results, read_results
+from proactivebench.rundir import latest_results, read_results
 from proactivebench.train.examples import scenario_counts
 from proactivebench.train.grpo import TrainSettings, training_data
 

@@ -27,16 +27,7 @@ from verifiers.v1.runtimes.base import Runtime
 from verifiers.v1.utils.loaders import load_environment, resolve_env_config
 
 from openai_server import FakeOpenAI
-from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import load_dataset
-from proactivebench.data.synth import generate
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.models import load_model
-from proactivebench.prompting import mcqa_text, user_turn
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import Episode, View, make_episode
-from proactivebench.scenarios.answers import Choice
-from proactivebench.verifiers_env import (
+from proactivebench.adapters.verifiers_env import (
     PlaySettings,
     ProactiveData,
     ProactiveEnv,
@@ -46,6 +37,15 @@ from proactivebench.verifiers_env import (
     episode_reward,
     to_wire_message,
 )
+from proactivebench.data.images import ImageStore
+from proactivebench.data.layout import load_dataset
+from proactivebench.data.synth import generate
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.models import load_model
+from proactivebench.prompting import mcqa_text, user_turn
+from proactivebench.runner import evaluate
+from proactivebench.scenarios import Episode, View, make_episode
+from proactivebench.scenarios.answers import Choice
 from scripted import lines, scripts, write_replay
 
 ENV_ID = "proactivebench-verifiers"

@@ -12,8 +12,8 @@ import click
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path))
 def import_inspect_command(log: Path, out_dir: Path) -> None:
     """Turn an Inspect log of proactivebench/proactivebench into a run directory."""
+    from proactivebench.adapters.inspect_log import import_inspect_log
     from proactivebench.cli import out, summary_table
-    from proactivebench.inspect_import import import_inspect_log
 
     summary = import_inspect_log(log, out_dir)
     out.print(summary_table(summary))

@@ -47,3 +47,7 @@ class DataErrors(ProactiveBenchError):
 
 class ModelSpecError(ProactiveBenchError):
     """A model spec on the command line that names no known backend or is malformed."""
+
+
+class RunMismatchError(ProactiveBenchError):
+    """The run directory holds a run of another model, data set or settings."""

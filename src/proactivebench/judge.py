@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Decoding, Model
 from proactivebench.protocol import oeg_strings, scenario_strings
 
@@ -101,14 +102,19 @@ class Judgement:
     agreement: float
 
 
+def check_votes(votes: Any) -> int:
+    """The number of judge votes, or one error naming it (it may come from a text parameter)."""
+    if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1:
+        raise ProactiveBenchError(f"judge_votes must be an integer >= 1, got {votes!r}")
+    return votes
+
+
 class Judge:
     """Asks a judge model `votes` times and takes the majority of its verdicts."""
 
     def __init__(self, model: Model, *, votes: int = 1, decoding: Decoding | None = None) -> None:
-        if votes < 1:
-            raise ValueError(f"votes must be >= 1, got {votes}")
         self.model = model
-        self.votes = votes
+        self.votes = check_votes(votes)
         self.decoding = decoding or oeg_decoding()
 
     def with_model(self, model: Model) -> Judge:

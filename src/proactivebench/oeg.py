@@ -22,15 +22,13 @@ from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
 from proactivebench.models.errors import RunAbort, episode_error
 from proactivebench.prompting import Message
-from proactivebench.results import (
+from proactivebench.results import OEGResult, is_oeg_line, result_order
+from proactivebench.rundir import (
     RESULTS,
     RUN_CONFIG,
-    OEGResult,
-    is_oeg_line,
     latest_results,
     read_results,
     read_run_config,
-    result_order,
     write_summary,
 )
 from proactivebench.scenarios import Episode

@@ -81,6 +81,35 @@ class Conversation:
         self._asked = None
 
 
+# ----- rebuilt from a result line -----------------------------------------------------------
+
+
+def request_messages(line: dict[str, Any], turn: int) -> list[Message]:
+    """The exact messages of the request of `turn` (1-based), rebuilt from a result line: the
+    demonstrations, then (with history) the earlier turns and their answers, then the turn.
+
+    A line stores what each turn added to the conversation, never a conversation whole, so
+    that a history run's file grows with its turns, not with their square.
+    """
+    prefix: list[Message] = []
+    for demo in line.get("demonstrations") or []:
+        for shown in demo["turns"]:
+            prefix += [_user_message(shown), assistant_turn(shown["answer"])]
+    trace = line["trace"]
+    past: list[Message] = []
+    if (line.get("settings") or {}).get("history"):
+        for shown in trace[: turn - 1]:
+            past += [_user_message(shown), assistant_turn(shown["answer"])]
+    return [*prefix, *past, _user_message(trace[turn - 1])]
+
+
+def _user_message(shown: dict[str, Any]) -> Message:
+    """The user message a trace (or demonstration) turn stands for."""
+    crop = tuple(shown["crop"]) if shown.get("crop") is not None else None
+    view = View(shown["image"], crop, shown.get("resize_short_edge"))
+    return mcqa_message(view, shown["prompt"], shown["options"])
+
+
 # ----- image parts ------------------------------------------------------------------------------
 
 

@@ -2,9 +2,9 @@
 
 verifiers loads an environment by importing a top-level module named after its id and taking
 the `Taskset` (and `Env`) its `__all__` exports; the code lives in
-`proactivebench.verifiers_env`.
+`proactivebench.adapters.verifiers_env`.
 """
 
-from proactivebench.verifiers_env import ProactiveEnv, ProactiveTaskset
+from proactivebench.adapters.verifiers_env import ProactiveEnv, ProactiveTaskset
 
 __all__ = ["ProactiveEnv", "ProactiveTaskset"]

@@ -18,14 +18,8 @@ from typing import Any
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.protocol import SCENARIOS
 from proactivebench.report.text import visible
-from proactivebench.results import (
-    RESULTS,
-    is_oeg_line,
-    latest_results,
-    read_results,
-    read_run_config,
-    result_order,
-)
+from proactivebench.results import is_oeg_line, result_order
+from proactivebench.rundir import RESULTS, latest_results, read_results, read_run_config
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import ScenarioScore, summarize
-from proactivebench.results import RUN_CONFIG, latest_results, read_results
+from proactivebench.rundir import RUN_CONFIG, latest_results, read_results
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
 

@@ -3,7 +3,8 @@
 A thin adapter, for evaluation with `vf-eval` and RL training with prime-rl. Each task is one
 of our episodes. The environment opens a conversation with the model under training and plays
 the episode in it: each user turn carries the current image and question (our conversation
-builder's message), the model's answer moves our episode (`Episode.step`), and the next user
+builder's message), the model's answer moves our episode (played by `proactivebench.play`, as
+`proactivebench eval` plays it), and the next user
 turn carries the image the chosen intervention reveals, until the episode ends.
 
 The reward is our answer reader's verdict, computed from the trace alone: the assistant's
@@ -29,16 +30,20 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
+from pydantic import Field, create_model
 from pydantic_config import BaseConfig
 
 from proactivebench.data.images import ImageStore
 from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.prompting import Message, is_image_part, user_turn
+from proactivebench.models.base import ChatRequest, Completion
+from proactivebench.play import play
+from proactivebench.prompting import Message, is_image_part
 from proactivebench.records import Record
-from proactivebench.runner import EvalSettings, choose_episodes
 from proactivebench.scenarios import Episode, make_episode
 from proactivebench.scenarios.answers import lenient_answer
+from proactivebench.selection import choose_episodes
+from proactivebench.settings import EvalSettings, Kind, offered
 
 __all__ = [
     "PlaySettings",
@@ -71,17 +76,25 @@ def to_wire_message(message: Message, images: ImageStore) -> dict[str, Any]:
     return {"role": message["role"], "content": content}
 
 
-class PlaySettings(BaseConfig):
-    """The settings that change how an episode is played; each means what the `proactivebench
-    eval` flag of the same name means."""
+def _config_model(name: str, kinds: tuple[Kind, ...], doc: str) -> type[BaseConfig]:
+    """A verifiers config with the settings of `kinds` that a verifiers rollout can honour,
+    made from their declaration (`proactivebench.settings`): same names, defaults and help."""
+    fields: dict[str, Any] = {
+        s.name: (s.type, Field(s.default, description=s.info.help))
+        for s in offered(EvalSettings, "verifiers", kinds)
+    }
+    return create_model(name, __base__=BaseConfig, __doc__=doc, **fields)
 
-    hint: bool = False
-    reference: bool = False
-    random_actions: bool = False
-    seed: int = 0
-    resize_short_edge: int | None = None
-    option_order: str = "record"
-    answer_extraction: str = "strict"
+
+PlaySettings = _config_model(
+    "PlaySettings",
+    ("episode",),
+    "The settings that change how an episode is played; each means what the "
+    "`proactivebench eval` flag of the same name means.",
+)
+SelectionSettings = _config_model(
+    "SelectionSettings", ("selection",), "Which episodes the taskset holds."
+)
 
 
 class ProactiveData(vf.TaskData):
@@ -92,15 +105,17 @@ class ProactiveData(vf.TaskData):
     sample_id: int
     play: PlaySettings = PlaySettings()
 
+    def settings(self) -> EvalSettings:
+        return EvalSettings(**self.play.model_dump())
+
     def episode(self) -> Episode:
-        """A fresh episode of this task (the same play every time: episodes are pure)."""
+        """A fresh episode of this task (the same play every time: episodes are deterministic)."""
         record = _records(self.data_dir, self.scenario)[self.sample_id]
-        options = self.play.model_dump(exclude={"answer_extraction"})
-        return make_episode(record, **options)
+        return make_episode(record, **self.settings().episode_options())
 
     def read_as(self, reply: str) -> str:
         """What our reader reads of a reply (lenient extraction removes decorations first)."""
-        return lenient_answer(reply) if self.play.answer_extraction == "lenient" else reply
+        return lenient_answer(reply) if self.settings().lenient else reply
 
 
 @functools.lru_cache(maxsize=64)
@@ -178,14 +193,11 @@ class ProactiveTask(vf.Task[ProactiveData, vf.State, ProactiveTaskConfig]):
         return float(self._outcome(trace).turns - 1)
 
 
-class ProactiveTasksetConfig(vf.TasksetConfig, PlaySettings):
+class ProactiveTasksetConfig(vf.TasksetConfig, PlaySettings, SelectionSettings):  # type: ignore[misc, valid-type]
     """Which episodes and how they are played, under `--env.taskset.*`."""
 
     data: str = ""
     """A data directory in the official layout (or from `proactivebench data synth`)."""
-    scenarios: list[str] | None = None
-    limit: int | None = None
-    all_samples: bool = False
     task: ProactiveTaskConfig = ProactiveTaskConfig()
 
 
@@ -199,12 +211,9 @@ class ProactiveTaskset(vf.Taskset[ProactiveTask, ProactiveTasksetConfig]):
             raise ProactiveBenchError(f"intervention_reward must be a finite number, got {reward}")
         data_dir = Path(config.data).expanduser().resolve()
         play = PlaySettings(**config.model_dump(include=set(PlaySettings.model_fields)))
-        settings = EvalSettings(  # checks the settings, as `proactivebench eval` does
-            **play.model_dump(),
-            scenarios=tuple(config.scenarios) if config.scenarios else None,
-            limit=config.limit,
-            all_samples=config.all_samples,
-        )
+        selection = config.model_dump(include=set(SelectionSettings.model_fields))
+        # Checks the settings, as `proactivebench eval` does.
+        settings = EvalSettings(**play.model_dump(), **selection)
         for episode in choose_episodes(data_dir, settings).episodes:
             record = episode.record
             data = ProactiveData(
@@ -235,12 +244,26 @@ class ProactiveEnv(vf.Env[ProactiveEnvConfig]):
 
     async def run(self, task: vf.Task, agents: vf.Agents) -> None:
         data: ProactiveData = task.data  # type: ignore[assignment]
-        episode = data.episode()
         images = _images(data.data_dir)
+        failure: list[BaseException] = []
         async with agents.assistant.interaction(task) as chat:
-            while not episode.done:
-                turn = to_wire_message(user_turn(episode.observation), images)
-                segment = await chat.turn([turn])
+
+            async def ask(request: ChatRequest) -> Completion:
+                # The chat keeps the conversation: each turn sends only the newest user turn.
+                turn = to_wire_message(request.messages[-1], images)
+                try:
+                    segment = await chat.turn([turn])
+                except BaseException as exc:  # verifiers' own error: it decides what follows
+                    failure.append(exc)
+                    raise
                 if segment.terminated:
-                    break  # a limit ended the rollout; the reward reads what was answered
-                episode.step(data.read_as(segment.last_reply))
+                    raise _RolloutEnded  # a limit ended the rollout; the reward reads the replies
+                return Completion(segment.last_reply)
+
+            await play(data.episode(), ask, data.settings())
+        if failure:
+            raise failure[0]
+
+
+class _RolloutEnded(Exception):
+    """verifiers ended the conversation (a turn or token limit) before the episode ended."""

@@ -15,14 +15,8 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
-from proactivebench.results import (
-    RESULTS,
-    EpisodeResult,
-    OEGResult,
-    claim_run_dir,
-    result_order,
-    write_summary,
-)
+from proactivebench.results import EpisodeResult, OEGResult, result_order
+from proactivebench.rundir import RESULTS, claim_run_dir, write_summary
 
 #: The registered name of the task (`inspect eval proactivebench/proactivebench`).
 TASK_NAME = "proactivebench/proactivebench"

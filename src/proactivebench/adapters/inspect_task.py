@@ -1,7 +1,7 @@
 """ProactiveBench as an Inspect AI task: `inspect eval proactivebench/proactivebench -T data=DIR`.
 
 A thin adapter. Each Inspect sample is one of our episodes, played by the same code as
-`proactivebench eval` (`runner.play_episode`, `oeg.play_oeg_episode`): the episode state
+`proactivebench eval` (`proactivebench.play`): the episode state
 machine, the conversation builder, the answer reader and the judge stay ours. This module only
 translates: our requests become Inspect chat messages (images as data URLs), Inspect's
 `generate` answers them, and the finished episode becomes a score whose metadata holds the
@@ -13,6 +13,7 @@ Needs the `inspect` extra (`pip install -e '.[inspect]'`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,19 +38,14 @@ from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.judge import Judge
+from proactivebench.judge import Judge, check_votes
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
-from proactivebench.oeg import play_oeg_episode
+from proactivebench.play import Judging, play
 from proactivebench.prompting import Message, is_image_part
 from proactivebench.records import Record
-from proactivebench.runner import (
-    EvalSettings,
-    choose_episodes,
-    episode_conversations,
-    play_episode,
-)
 from proactivebench.scenarios import make_episode
+from proactivebench.selection import choose_episodes
+from proactivebench.settings import EvalSettings, offered
 
 #: Where a sample's score keeps its `results.jsonl` line (read by `import-inspect`).
 RESULT_KEY = "result"
@@ -140,14 +136,6 @@ def _sample_id(record: Record) -> str:
     return f"{record.scenario}-{record.id}"
 
 
-def _scenario_list(scenarios: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    if scenarios is None or scenarios == "":
-        return None
-    if isinstance(scenarios, str):
-        return tuple(s.strip() for s in scenarios.split(",") if s.strip())
-    return tuple(str(s) for s in scenarios)
-
-
 def _prepare(data_dir: Path, settings: EvalSettings, judge_votes: int) -> _Plan:
     chosen = choose_episodes(data_dir, settings)  # as `proactivebench eval` chooses them
     return _Plan(
@@ -166,7 +154,6 @@ def _prepare(data_dir: Path, settings: EvalSettings, judge_votes: int) -> _Plan:
 def episode_player(plan: _Plan) -> Solver:
     """Plays the sample's episode turn by turn with `generate`, through our own loop."""
     settings = plan.settings
-    conversations = episode_conversations(settings, plan.pools)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         record = plan.records[str(state.sample_id)]
@@ -188,11 +175,9 @@ def episode_player(plan: _Plan) -> Solver:
             transcript.extend([messages[-1], ChatMessageAssistant(content=answer)])
             return Completion(answer, usage=_usage(state.output))
 
-        identity = settings.identity()
+        judging = None
         if settings.mode == "oeg":
             judge_model = InspectRoleModel(get_model(role=JUDGE_ROLE, required=True), plan.images)
-            judge = Judge(judge_model, votes=plan.judge_votes)
-            identity["judge"] = judge.identity()
 
             async def ask_judge(requests: Sequence[ChatRequest]) -> list[Completion]:
                 try:
@@ -201,21 +186,10 @@ def episode_player(plan: _Plan) -> Solver:
                     failure.append(exc)
                     raise
 
-            result: Any = await play_oeg_episode(episode, ask, settings.decoding, judge, ask_judge)
-        else:
-            conversation, demos = conversations(episode)
-            result = await play_episode(
-                episode,
-                ask,
-                settings.decoding,
-                conversation=conversation,
-                lenient=settings.answer_extraction == "lenient",
-            )
-            if demos:
-                result.demonstrations = [d.to_json() for d in demos]
+            judging = Judging(Judge(judge_model, votes=plan.judge_votes), ask_judge)
+        result = await play(episode, ask, settings, pools=plan.pools, judging=judging)
         if failure:
             raise failure[0]
-        result.settings = identity
         state.messages = transcript  # the whole episode, for Inspect's viewer
         state.metadata[RESULT_KEY] = result.to_json()
         state.completed = True
@@ -270,56 +244,33 @@ def proactive_oeg_score() -> Scorer:
 # ----- the task ---------------------------------------------------------------------------------
 
 
-@task
-def proactivebench(
-    data: str,
-    scenarios: str | list[str] | None = None,
-    hint: bool = False,
-    reference: bool = False,
-    random_actions: bool = False,
-    history: bool = False,
-    resize_short_edge: int | None = None,
-    icl: int = 0,
-    cot: bool = False,
-    icl_reduced: bool = False,
-    option_order: str = "record",
-    answer_extraction: str = "strict",
-    mode: str = "mcqa",
-    judge_votes: int = 1,
-    seed: int = 0,
-    limit: int | None = None,
-    all_samples: bool = False,
-) -> Task:
+def task_signature(settings: type[EvalSettings] = EvalSettings) -> inspect.Signature:
+    """The task's parameters: the data, every setting Inspect can honour (decoding is Inspect's
+    own `--max-tokens`, `--temperature`...), and the judge's votes."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter("data", keyword, annotation=str)]
+    parameters += [
+        inspect.Parameter(s.name, keyword, default=s.default, annotation=s.type)
+        for s in offered(settings, "inspect")
+    ]
+    parameters.append(inspect.Parameter("judge_votes", keyword, default=1, annotation=int))
+    return inspect.Signature(parameters, return_annotation=Task)
+
+
+def proactivebench(data: str, judge_votes: int = 1, **settings: Any) -> Task:
     """The ProactiveBench scenarios in `data` (the official layout, or `proactivebench data
-    synth`); every option means what the `proactivebench eval` flag of the same name means.
-    `mode=oeg` asks open-ended and judges with the `judge` model role
-    (`--model-role judge=...`)."""
-    settings = EvalSettings(
-        hint=hint,
-        reference=reference,
-        random_actions=random_actions,
-        seed=seed,
-        limit=limit,
-        all_samples=all_samples,
-        scenarios=_scenario_list(scenarios),
-        history=history,
-        resize_short_edge=resize_short_edge,
-        icl=icl,
-        cot=cot,
-        icl_reduced=icl_reduced,
-        answer_extraction=answer_extraction,
-        option_order=option_order,
-        mode=mode,
-    )
-    if isinstance(judge_votes, bool) or not isinstance(judge_votes, int) or judge_votes < 1:
-        raise ProactiveBenchError(f"judge_votes must be an integer >= 1, got {judge_votes!r}")
+    synth`); every other parameter means what the `proactivebench eval` flag of the same name
+    means. `mode=oeg` asks open-ended and judges with the `judge` model role
+    (`--model-role judge=...`, `judge_votes=N`)."""
+    checked = EvalSettings(**settings)
+    check_votes(judge_votes)
     data_dir = Path(data).expanduser().resolve()
-    plan = _prepare(data_dir, settings, judge_votes)
+    plan = _prepare(data_dir, checked, judge_votes)
 
     def question(record: Record) -> str:
         """The sample's input as Inspect lists it; the solver asks the real turns."""
-        episode = make_episode(record, **settings.episode_options())
-        return episode.oeg_prompt() if mode == "oeg" else episode.observation.prompt
+        episode = make_episode(record, **checked.episode_options())
+        return episode.oeg_prompt() if checked.mode == "oeg" else episode.observation.prompt
 
     samples = [
         Sample(
@@ -330,10 +281,17 @@ def proactivebench(
         )
         for sample_id, record in plan.records.items()
     ]
+    oeg = checked.mode == "oeg"
     return Task(
         dataset=MemoryDataset(samples, name=f"proactivebench:{data_dir.name}"),
         solver=episode_player(plan),
-        scorer=proactive_oeg_score() if mode == "oeg" else proactive_score(),
-        config=generate_config(settings.decoding),
-        metadata={"data_dir": str(data_dir), "settings": settings.identity()},
+        scorer=proactive_oeg_score() if oeg else proactive_score(),
+        config=generate_config(checked.decoding),
+        metadata={"data_dir": str(data_dir), "settings": checked.identity()},
     )
+
+
+# The parameters Inspect lists, binds and records (`-T NAME=VALUE`) come from the settings'
+# declaration, so that a new setting is a task parameter without an edit here.
+proactivebench.__signature__ = task_signature()  # type: ignore[attr-defined]
+proactivebench = task(proactivebench)

@@ -1,0 +1,89 @@
+"""Choosing a run's episodes: the one way in for `evaluate` and the adapters.
+
+The data is loaded, the records that the settings select are chosen (per scenario in file
+order, `limit` each, then a shard's slice), and every image the episodes (and their
+demonstrations) may show is checked before a model is asked anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from proactivebench.data.images import ImageStore
+from proactivebench.data.layout import Dataset, load_dataset, scenario_file
+from proactivebench.data.validate import check_images
+from proactivebench.errors import DataErrors, ProactiveBenchError
+from proactivebench.records import Record
+from proactivebench.scenarios import Episode, make_episode
+from proactivebench.settings import EvalSettings
+
+log = logging.getLogger(__name__)
+
+
+def select_records(
+    dataset: Dataset, limit: int | None, shard: tuple[int, int] | None = None
+) -> list[Record]:
+    """The records to play: scenario by scenario in file order, `limit` per scenario, then
+    every N-th one from I when `shard` = (I, N), so that the N shards partition the run."""
+    chosen: list[Record] = []
+    for records in dataset.records.values():
+        chosen.extend(records if limit is None else records[:limit])
+    if shard is not None:
+        index, count = shard
+        if not 0 <= index < count:
+            raise ProactiveBenchError(f"shard {index}/{count}: need 0 <= I < N")
+        chosen = chosen[index::count]
+    return chosen
+
+
+@dataclass
+class Chosen:
+    """The episodes of a run, checked against the data before anything is asked."""
+
+    dataset: Dataset
+    episodes: list[Episode]
+    #: The data set's shared image cache, for the backends.
+    images: ImageStore
+
+
+def choose_episodes(
+    data_dir: str | os.PathLike[str],
+    settings: EvalSettings,
+    shard: tuple[int, int] | None = None,
+) -> Chosen:
+    """Load the data, choose the episodes `settings` select and check every image they (and
+    their demonstrations) may show."""
+    root = Path(data_dir)
+    dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
+    options = settings.episode_options()
+    records = select_records(dataset, settings.limit, shard)
+    if not records:
+        where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
+        raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
+    _warn_unplayable(dataset, records)
+    episodes = [make_episode(r, **options) for r in records]
+    checked = episodes
+    if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
+        checked = [make_episode(r, **options) for rs in dataset.records.values() for r in rs]
+    store = ImageStore(root)
+    problems = check_images(root, checked, store.guard)
+    if problems:
+        raise DataErrors(problems)
+    return Chosen(dataset, episodes, store)
+
+
+def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:
+    """Say once, before the run, that some selected records cannot be played in full."""
+    selected = {(r.source.path, r.source.line) for r in records}
+    warnings = [w for w in dataset.warnings if (w.path, w.line) in selected]
+    if warnings:
+        more = f" (and {len(warnings) - 1} more; `proactivebench data validate` lists them)"
+        log.warning(
+            "%d selected record(s) cannot be played in full: %s%s",
+            len(warnings),
+            warnings[0],
+            more if len(warnings) > 1 else "",
+        )

@@ -1,0 +1,380 @@
+"""Run settings, each declared once.
+
+A setting is a field of `EvalSettings` (what a run plays) or of `RunOptions` (how a run is
+executed), declared with `setting(...)`: its default, its help text, its kind and the rules its
+values obey. Everything else is derived from these declarations, so that adding a setting is
+one field here plus its use where episodes are made or played:
+
+- the command line's options (`cli.options.setting_options`: `eval`, and `train grpo` for the
+  settings training can honour),
+- the Inspect task's parameters and the verifiers taskset's arguments (`adapters/`),
+- the run identity, in `run.json` and in every result line (`EvalSettings.identity`),
+- type checking of values from any source: the CLI, Python callers, Inspect's `-T` strings,
+  verifiers' config, a training config file (`EvalSettings.__post_init__`, `check_setting`).
+
+The kinds say what a setting does to a run. An *episode* setting changes what a model is shown
+or how its answers are read: it is part of the run's identity, and a run directory resumes only
+with the same. A *selection* setting chooses which episodes are played (a run may grow by a
+larger `--limit`). An *execution* setting changes how the run is carried out, never its results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from proactivebench.demonstrations import DemoSettings
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.judge import oeg_decoding
+from proactivebench.models.base import Decoding
+from proactivebench.protocol import SCENARIOS
+from proactivebench.scenarios.answers import EXTRACTIONS
+from proactivebench.scenarios.base import OPTION_ORDERS
+
+Kind = Literal["episode", "selection", "execution"]
+#: The places a setting appears besides the Python API (see `Setting.surfaces`).
+Surface = Literal["cli", "inspect", "verifiers", "train"]
+SURFACES: tuple[Surface, ...] = ("cli", "inspect", "verifiers", "train")
+MODES = ("mcqa", "oeg")
+
+_INFO_KEY = "proactivebench"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a setting's declaration says besides its name, type and default."""
+
+    help: str
+    kind: Kind
+    #: Recorded in the run identity even at its default. The settings of the first release are;
+    #: later ones appear only when they differ from the default, so that a run directory made
+    #: by an earlier version still resumes.
+    always_recorded: bool = False
+    #: Passed to `make_episode` (the episode state machine takes it).
+    builds_episode: bool = False
+    #: The smallest value an integer may take.
+    lowest: int | None = None
+    #: The values a text setting may take.
+    choices: tuple[str, ...] | None = None
+    #: The command-line option's metavar (e.g. "K").
+    metavar: str | None = None
+    #: Surfaces that cannot honour the setting, and so do not offer it (with the reason in the
+    #: declaration's comment). Every other surface offers it.
+    not_in: frozenset[Surface] = frozenset()
+
+    def offered_by(self, surface: Surface) -> bool:
+        return surface not in self.not_in
+
+
+def setting(default: Any = dataclasses.MISSING, *, factory: Any = None, **info: Any) -> Any:
+    """A dataclass field that carries its `Setting` declaration."""
+    metadata = {_INFO_KEY: Setting(**info)}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class SettingField:
+    """One declared setting, as the surfaces read it."""
+
+    name: str
+    #: The resolved annotation: bool, int, int | None, str, tuple[str, ...] | None, Decoding.
+    type: Any
+    default: Any
+    info: Setting
+
+    @property
+    def optional(self) -> bool:
+        """Whether None is a valid value (it then means "not set")."""
+        return type(None) in typing.get_args(self.type)
+
+    @property
+    def base_type(self) -> Any:
+        """The type without its `| None`."""
+        args = [a for a in typing.get_args(self.type) if a is not type(None)]
+        if isinstance(self.type, types.UnionType) and len(args) == 1:
+            return args[0]
+        return self.type
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def declared(cls: type) -> list[SettingField]:
+    """The declared settings of a settings dataclass (`EvalSettings`, `RunOptions`, or a
+    subclass with more fields), in declaration order."""
+    return list(_declared(cls))
+
+
+@functools.cache
+def _declared(cls: type) -> tuple[SettingField, ...]:
+    hints = typing.get_type_hints(cls)
+    fields = []
+    for f in dataclasses.fields(cls):
+        info = f.metadata.get(_INFO_KEY)
+        if info is None:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        fields.append(SettingField(f.name, hints[f.name], default, info))
+    return tuple(fields)
+
+
+def offered(cls: type, surface: Surface, kinds: Sequence[Kind] | None = None) -> list[SettingField]:
+    """The settings of `cls` that `surface` offers, optionally only those of some kinds."""
+    return [
+        s
+        for s in declared(cls)
+        if s.info.offered_by(surface) and (kinds is None or s.info.kind in kinds)
+    ]
+
+
+# ----- checking ---------------------------------------------------------------------------------
+
+
+def check_setting(spec: SettingField, value: Any) -> Any:
+    """`value` as the setting takes it, or one error naming the setting and the value.
+
+    Values also come from Python callers and from adapters' text parameters, where "false"
+    would read as true: a flag must be a real boolean, a count a real integer in range.
+    Scenario lists may be given as "ROD,QD" or a sequence; they are kept as a tuple.
+    """
+    name = spec.name
+    if value is None and spec.optional:
+        return None
+    kind = spec.base_type
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ProactiveBenchError(f"{name} must be true or false, got {value!r}")
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProactiveBenchError(f"{name} must be an integer, got {value!r}")
+        lowest = spec.info.lowest
+        if lowest is not None and value < lowest:
+            raise ProactiveBenchError(f"{name} must be >= {lowest}, got {value}")
+    elif kind is str:
+        choices = spec.info.choices
+        if not isinstance(value, str) or (choices and value not in choices):
+            allowed = f"; choose from {', '.join(choices)}" if choices else ""
+            raise ProactiveBenchError(f"unknown {name} {value!r}{allowed}")
+    elif typing.get_origin(kind) is tuple:
+        return _name_list(name, value)
+    elif isinstance(kind, type) and not isinstance(value, kind):
+        raise ProactiveBenchError(f"{name} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _name_list(name: str, value: Any) -> tuple[str, ...] | None:
+    """Comma-separated text or a sequence of texts, as a tuple; "" means not given. Empty
+    names are kept, for the data loader to refuse by name ("--scenarios ," is a mistake)."""
+    if value == "":
+        return None
+    if isinstance(value, str):
+        return tuple(s.strip() for s in value.split(","))
+    if isinstance(value, Sequence) and all(isinstance(s, str) for s in value):
+        return tuple(s.strip() for s in value)
+    raise ProactiveBenchError(f"{name} must be a comma-separated list, got {value!r}")
+
+
+class CheckedSettings:
+    """Checks every declared field's value when an instance is made, whatever made it."""
+
+    def __post_init__(self) -> None:
+        for spec in declared(type(self)):
+            value = check_setting(spec, getattr(self, spec.name))
+            object.__setattr__(self, spec.name, value)
+
+
+# ----- the settings -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalSettings(CheckedSettings):
+    """What defines a run: what its episodes show, how answers are read, which episodes are
+    played. A resumed run must have the same episode settings."""
+
+    hint: bool = setting(
+        False,
+        kind="episode",
+        always_recorded=True,
+        builds_episode=True,
+        help="Append the scenario's hint to every prompt.",
+    )
+    reference: bool = setting(
+        False,
+        kind="episode",
+        always_recorded=True,
+        builds_episode=True,
+        help="Reference (upper-bound) mode: one clear turn.",
+    )
+    random_actions: bool = setting(
+        False,
+        kind="episode",
+        always_recorded=True,
+        builds_episode=True,
+        help="Carry out a random action (ablation).",
+    )
+    # Not in `train`: GRPO's own `seed` is a config field of the same name.
+    seed: int = setting(
+        0,
+        kind="episode",
+        always_recorded=True,
+        builds_episode=True,
+        not_in=frozenset({"train"}),
+        help="Seed of the random baselines, the random actions, the option shuffle "
+        "(--option-order shuffled) and the choice of ICL demonstrations.",
+    )
+    limit: int | None = setting(
+        None,
+        kind="selection",
+        lowest=1,
+        metavar="N",
+        not_in=frozenset({"train"}),
+        help="At most N per scenario.",
+    )
+    all_samples: bool = setting(
+        False,
+        kind="selection",
+        not_in=frozenset({"train"}),
+        help="Do not apply the official test filter.",
+    )
+    scenarios: tuple[str, ...] | None = setting(
+        None,
+        kind="selection",
+        not_in=frozenset({"train"}),  # training has --holdout
+        help=f"Comma-separated short names ({','.join(SCENARIOS)}); default: all present.",
+    )
+    # Built from --max-tokens/--temperature/--top-p by hand (they also shape the judge's);
+    # Inspect and verifiers take decoding from their own options, training from GRPOConfig.
+    decoding: Decoding = setting(  # noqa: RUF009 - a field with a default factory
+        factory=Decoding,
+        kind="episode",
+        always_recorded=True,
+        not_in=frozenset({"cli", "inspect", "verifiers", "train"}),
+        help="Decoding of the tested model's answers.",
+    )
+    # Not in verifiers: its conversation always keeps its history. Not in training: examples
+    # are single turns.
+    history: bool = setting(
+        False,
+        kind="episode",
+        not_in=frozenset({"verifiers", "train"}),
+        help="Send every earlier turn of the episode with each turn.",
+    )
+    resize_short_edge: int | None = setting(
+        None,
+        kind="episode",
+        builds_episode=True,
+        lowest=1,
+        metavar="N",
+        help="Scale every image (COCO's crops excepted) to a short edge of N pixels.",
+    )
+    # In-context examples: not in verifiers (its chat opens with the first turn) nor training.
+    icl: int = setting(
+        0,
+        kind="episode",
+        lowest=0,
+        metavar="K",
+        not_in=frozenset({"verifiers", "train"}),
+        help="Show K oracle demonstrations of other samples before each episode.",
+    )
+    cot: bool = setting(
+        False,
+        kind="episode",
+        not_in=frozenset({"verifiers", "train"}),
+        help="Demonstrations reason before intervening (--icl).",
+    )
+    icl_reduced: bool = setting(
+        False,
+        kind="episode",
+        not_in=frozenset({"verifiers", "train"}),
+        help="Demonstrations keep their first and last turn (--icl).",
+    )
+    # Not in training: rewards read completions with the strict reader.
+    answer_extraction: str = setting(
+        "strict",
+        kind="episode",
+        choices=EXTRACTIONS,
+        not_in=frozenset({"train"}),
+        help="lenient: drop <think> reasoning, markdown, 'Answer:' prefixes and brackets "
+        "around a letter before reading (beyond the paper).",
+    )
+    # Not in training: its examples show the options in the record's order (train/examples.py).
+    option_order: str = setting(
+        "record",
+        kind="episode",
+        builds_episode=True,
+        choices=OPTION_ORDERS,
+        not_in=frozenset({"train"}),
+        help="shuffled: permute the shown options per sample and turn, to measure position bias.",
+    )
+    # An OEG run given the MCQA decoding gets the OEG one (no temperature, 32,768 tokens).
+    # Not in verifiers or training: both play multiple choice.
+    mode: str = setting(
+        "mcqa",
+        kind="episode",
+        choices=MODES,
+        not_in=frozenset({"verifiers", "train"}),
+        help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge).",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.mode == "oeg":
+            if self.icl or self.reference:
+                raise ProactiveBenchError("open-ended generation has no --icl or --reference")
+            if self.decoding == Decoding():
+                object.__setattr__(self, "decoding", oeg_decoding())
+        if (self.cot or self.icl_reduced) and not self.icl:
+            raise ProactiveBenchError("--cot and --icl-reduced shape demonstrations: add --icl K")
+        if self.icl and self.reference:
+            raise ProactiveBenchError(
+                "--icl shows multi-turn demonstrations; reference mode is one clear turn"
+            )
+
+    def episode_options(self) -> dict[str, Any]:
+        """The keyword arguments of `make_episode`."""
+        return {
+            s.name: getattr(self, s.name) for s in declared(type(self)) if s.info.builds_episode
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """The episode settings, as `run.json` and every result line record them."""
+        identity: dict[str, Any] = {}
+        for spec in declared(type(self)):
+            if spec.info.kind != "episode":
+                continue
+            value = getattr(self, spec.name)
+            if spec.info.always_recorded or value != spec.default:
+                identity[spec.name] = value.as_dict() if isinstance(value, Decoding) else value
+        return identity
+
+    @property
+    def lenient(self) -> bool:
+        """Whether answers are read leniently (`answer_extraction`)."""
+        return self.answer_extraction == "lenient"
+
+    @property
+    def demonstrations(self) -> DemoSettings | None:
+        if not self.icl:
+            return None
+        return DemoSettings(self.icl, cot=self.cot, reduced=self.icl_reduced)
+
+
+@dataclass(frozen=True)
+class RunOptions(CheckedSettings):
+    """How a run is executed: never part of its identity, never changes its results."""
+
+    concurrency: int = setting(
+        8,
+        kind="execution",
+        lowest=1,
+        not_in=frozenset({"inspect", "verifiers", "train"}),
+        help="Episodes in flight at once.",
+    )

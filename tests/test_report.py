@@ -320,8 +320,15 @@ def test_open_ended_run_reports_judged_rates(tmp_path: Path) -> None:
 def test_summary_and_report_give_the_same_rates(tmp_path: Path) -> None:
     """summary.json (metrics.summarize) and report.json (report.measures) average the same
     episode scores (metrics.*_score), so that their numbers never differ."""
-    from proactivebench.metrics import summarize
+    from proactivebench.metrics import episode_scores, summarize
 
+    assert episode_scores(episode("ROD", 0, "asked")) == {"accuracy": 100.0, "ps_rate": 1.0}
+    assert episode_scores(oeg_line(0, 1, 0), oeg=True) == {
+        "ps": 100.0,
+        "cp": 0.0,
+        "aggregate": 100.0,
+        "agreement": 100.0,
+    }
     kinds = ["first", "asked", "abstained", "unreadable", "wrong", "error"]
     mcqa = [episode("ROD", i, k) for i, k in enumerate(kinds)]
     oeg = [oeg_line(0, 1, 0), oeg_line(1, 0, 1), oeg_line(2, 0, 0, judge_agreement=2 / 3)]

@@ -70,10 +70,6 @@ class Observation:
     #: they stand in that order.
     positions: tuple[int, ...] = ()
 
-    @property
-    def num_action_options(self) -> int:
-        return len(self.action_options)
-
     def letters(self) -> tuple[list[str], list[str]]:
         """The letters of the action options and of the categories, as shown."""
         count = len(self.action_options) + len(self.categories)

@@ -1,10 +1,11 @@
 """Benchmark metrics of docs/protocol.md §4 and §6.
 
 MCQA, per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1), the mean
-number of proactive suggestions per episode (a count, not a percentage). Open-ended
+number of proactive suggestions per episode (a count, not a percentage). Each rate is the mean
+of one episode score (`accuracy_score`, `ps_rate_score`, ...), defined here only. Open-ended
 generation, per scenario: the rates (mean x 100) of episodes whose judged answer holds a
 proactive suggestion (ps), a correct category (cp), or either (aggregate), and the judges'
-agreement when several voted. Episodes that ended in an error are counted apart and never
+agreement (100 with a single vote). Episodes that ended in an error are counted apart and never
 scored as wrong; a scenario with none scored has no rates (None). The average row is the
 unweighted mean over the scenarios that have rates, as the paper reports.
 """

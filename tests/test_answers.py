@@ -11,6 +11,7 @@ from proactivebench.scenarios.answers import (
     normalize_full,
     read_choice,
     read_group,
+    strip_reasoning,
 )
 
 
@@ -110,3 +111,18 @@ def test_answer_formats_under_strict_and_lenient_reading(answer, strict, lenient
     obs = make_episode(record("ROD")).observation
     assert read_choice(obs, answer).kind == strict
     assert read_choice(obs, lenient_answer(answer)).kind == lenient
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<think>a</think>B<THINK>b\nc</Think> C", "B C"),  # every block, any case
+        ("lost its opening tag</think>0, 1", "0, 1"),
+        ("a</think>b</think>c", "c"),  # up to the last lone closing tag
+        ("<think>never closed B", "<think>never closed B"),
+        ("no reasoning", "no reasoning"),
+    ],
+)
+def test_strip_reasoning(text: str, expected: str) -> None:
+    """One rule for the lenient reader and the OEG judge (judge.parse_verdict)."""
+    assert strip_reasoning(text) == expected

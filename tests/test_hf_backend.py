@@ -25,7 +25,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Decoding
 from proactivebench.models.hf import HFModel, to_hf_conversation
-from proactivebench.prompting import turn_messages
+from proactivebench.prompting import user_turn
 from proactivebench.protocol import SCENARIOS
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
@@ -55,7 +55,7 @@ def first_turn_requests(data: Path, decoding: Decoding = SHORT) -> list[ChatRequ
     for records in load_dataset(data).records.values():
         for record in records:
             obs = make_episode(record).reset()
-            requests.append(ChatRequest(turn_messages(obs), obs, decoding))
+            requests.append(ChatRequest([user_turn(obs)], obs, decoding))
     return requests
 
 

@@ -39,7 +39,7 @@ from proactivebench.models.openai_compat import (
     RetryPolicy,
     parse_retry_after,
 )
-from proactivebench.prompting import turn_messages
+from proactivebench.prompting import user_turn
 from proactivebench.rundir import latest_results, read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import View, make_episode
@@ -84,7 +84,7 @@ def result_lines(run: Path) -> list[str]:
 def first_request(data: Path, scenario: str = "COCO", **decoding: Any) -> ChatRequest:
     record = load_dataset(data, (scenario,)).records[scenario][0]
     obs = make_episode(record).observation
-    return ChatRequest(turn_messages(obs), obs, Decoding(**decoding))
+    return ChatRequest([user_turn(obs)], obs, Decoding(**decoding))
 
 
 def generate(model: OpenAICompatible, data: Path, requests: list[ChatRequest]) -> list[Any]:
@@ -492,7 +492,7 @@ def test_request_bodies_splice_data_urls_and_survive_a_text_that_looks_like_a_sl
     model = backend("http://127.0.0.1:9/v1")
     model.bind_images(store)
     obs = make_episode(load_dataset(data, "COCO").records["COCO"][0]).observation
-    messages = turn_messages(obs)
+    messages = [user_turn(obs)]
     tricky = [
         [{**messages[0], "content": [*messages[0]["content"], {"type": "text", "text": text}]}]
         for text in ("\x00image-url\x00", "plain")

@@ -19,7 +19,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest
 from proactivebench.models.python_callable import PythonCallable
-from proactivebench.prompting import turn_messages
+from proactivebench.prompting import user_turn
 from proactivebench.protocol import SCENARIOS
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
@@ -173,7 +173,7 @@ def answer(messages, observation):
 """,
     )
     obs = make_episode(load_dataset(data).records["ROD"][0]).reset()
-    request = ChatRequest(turn_messages(obs), obs)
+    request = ChatRequest([user_turn(obs)], obs)
 
     def most_at_once(parallel: bool) -> int:
         model = PythonCallable(f"{module}:answer", parallel=parallel)

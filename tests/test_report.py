@@ -317,6 +317,32 @@ def test_open_ended_run_reports_judged_rates(tmp_path: Path) -> None:
         write_report([run], tmp_path / "x", vs=run)
 
 
+def test_summary_and_report_give_the_same_rates(tmp_path: Path) -> None:
+    """summary.json (metrics.summarize) and report.json (report.measures) average the same
+    episode scores (metrics.*_score), so that their numbers never differ."""
+    from proactivebench.metrics import episode_scores, summarize
+
+    assert episode_scores(episode("ROD", 0, "asked")) == {"accuracy": 100.0, "ps_rate": 1.0}
+    assert episode_scores(oeg_line(0, 1, 0), oeg=True) == {
+        "ps": 100.0,
+        "cp": 0.0,
+        "aggregate": 100.0,
+        "agreement": 100.0,
+    }
+    kinds = ["first", "asked", "abstained", "unreadable", "wrong", "error"]
+    mcqa = [episode("ROD", i, k) for i, k in enumerate(kinds)]
+    oeg = [oeg_line(0, 1, 0), oeg_line(1, 0, 1), oeg_line(2, 0, 0, judge_agreement=2 / 3)]
+    for name, lines, settings in (("mcqa", mcqa, {}), ("oeg", oeg, {"mode": "oeg"})):
+        run = load_run(make_run(tmp_path, name, lines, settings=settings))
+        summary = summarize(run.lines).as_dict()["scenarios"]
+        measures = measure_run(run).scenarios
+        for scenario, rates in summary.items():
+            keys = [k for k in rates if k not in ("n", "errors")]
+            assert keys and measures[scenario].n == rates["n"]
+            for key in keys:
+                assert measures[scenario].values[key].estimate == rates[key], (name, key)
+
+
 def test_report_refuses_what_it_cannot_read(run: Path, tmp_path: Path, capsys) -> None:
     code, text = run_cli(["report", str(tmp_path / "nowhere")], capsys)
     assert code == 1 and "is not a run directory" in text

@@ -77,7 +77,7 @@ def test_rod_reference_mode() -> None:
     ep = make_episode(record("ROD"), reference=True)
     obs = ep.observation
     assert obs.view.image == "ROD/0/ref.png"
-    assert obs.options == tuple(CATS) and obs.num_action_options == 0
+    assert obs.options == tuple(CATS) and len(obs.action_options) == 0
     assert obs.prompt == scenario_strings("ROD").reference_prompt
     step = ep.step("C")  # letters start at A over the categories: C = cup
     assert (step.verdict, step.correct, step.done, ep.num_turns) == ("correct", True, True, 1)

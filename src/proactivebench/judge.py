@@ -3,8 +3,9 @@
 A judge is any `Model` (an OpenAI-compatible server, a local `transformers` model, a user's
 function). It gets the protocol's system prompt and user template with the tested model's
 prompt, the valid answers and the generation; its verdict is the last run of comma-separated
-0s and 1s in its visible output (reasoning in `<think>…</think>` removed). A run of the wrong
-length, or none, scores 0 everywhere, as the reference scores it.
+0s and 1s in its visible output (reasoning in `<think>…</think>` removed by
+`scenarios.answers.strip_reasoning`). A run of the wrong length, or none, scores 0 everywhere,
+as the reference scores it.
 
 Judges vary from one sample to the next, so a judgement may take the majority of several
 votes (each with its own seed, so that they differ and are cached apart); the share of votes
@@ -20,12 +21,12 @@ from typing import Any
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Decoding, Model
 from proactivebench.protocol import oeg_strings, scenario_strings
+from proactivebench.scenarios.answers import strip_reasoning
 
 #: The reference's OEG decoding: sampling with the model's own temperature, and room for long
 #: reasoning: no temperature is sent, and up to 32,768 new tokens.
 OEG_MAX_TOKENS = 32768
 _VERDICT_RUN = re.compile(r"[01](?:\s*,\s*[01])*")
-_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
 def oeg_decoding() -> Decoding:
@@ -36,14 +37,6 @@ def oeg_decoding() -> Decoding:
 def answer_entries(valid_answers: str) -> list[str]:
     """The entries shown to the judge: the comma-separated parts, trimmed, without dots."""
     return [part.strip().replace(".", "") for part in valid_answers.split(",")]
-
-
-def visible(output: str) -> str:
-    """What a judge said after its reasoning (`<think>…</think>` blocks, or everything up to a
-    lone closing tag, when a server strips the opening one)."""
-    output = _THINKING.sub("", output)
-    closing = output.lower().rfind("</think>")
-    return output[closing + len("</think>") :] if closing >= 0 else output
 
 
 def judge_messages(user_prompt: str, valid_answers: str, generation: str) -> list[dict[str, Any]]:
@@ -77,7 +70,7 @@ class Verdict:
 def parse_verdict(valid_answers: str, judge_output: str, scenario: str) -> Verdict:
     """Read a judge's output: the last 0/1 run of its visible output, as many as the entries
     that are not empty; the scenario's first `oeg_proactive_count` are interventions."""
-    runs = _VERDICT_RUN.findall(visible(judge_output))
+    runs = _VERDICT_RUN.findall(strip_reasoning(judge_output))
     if not runs:
         return Verdict()
     expected = sum(1 for part in valid_answers.split(",") if part.strip())

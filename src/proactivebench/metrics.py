@@ -1,17 +1,18 @@
 """Benchmark metrics of docs/protocol.md §4 and §6.
 
 MCQA, per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1), the mean
-number of proactive suggestions per episode (a count, not a percentage). Open-ended
+number of proactive suggestions per episode (a count, not a percentage). Each rate is the mean
+of one episode score (`accuracy_score`, `ps_rate_score`, ...), defined here only. Open-ended
 generation, per scenario: the rates (mean x 100) of episodes whose judged answer holds a
 proactive suggestion (ps), a correct category (cp), or either (aggregate), and the judges'
-agreement when several voted. Episodes that ended in an error are counted apart and never
+agreement (100 with a single vote). Episodes that ended in an error are counted apart and never
 scored as wrong; a scenario with none scored has no rates (None). The average row is the
 unweighted mean over the scenarios that have rates, as the paper reports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -93,10 +94,73 @@ def average_label(covers: Sequence[str], missing: Sequence[str] = ()) -> str:
     return shown + (f"; no {', '.join(missing)})" if missing else ")")
 
 
-def _mean(values: list[float], scale: float = 1.0) -> float | None:
-    """None for no values: a scenario whose episodes all ended in errors has no rate (shown
-    as "—"), never 0."""
-    return scale * sum(values) / len(values) if values else None
+# ----- the score of one episode ----------------------------------------------------------------
+#
+# Each rate is the mean of its scored episodes' scores, and these functions are its one
+# definition: `summarize` (summary.json, the terminal), the report (report.measures, with
+# intervals) and the Inspect adapter all average them. A score is on the scale shown: 100 or
+# 0 for a percentage, a count for the ps rate. A line missing a field scores as if it were 0.
+
+Line = Mapping[str, Any]
+
+
+def accuracy_score(line: Line) -> float:
+    """MCQA accuracy (%): 100 for an episode that ended on the correct category, else 0."""
+    return 100.0 if line.get("correct") else 0.0
+
+
+def ps_rate_score(line: Line) -> float:
+    """MCQA ps rate: the episode's proactive suggestions (accepted interventions), turns - 1."""
+    return float(line.get("num_turns", 0) - 1)
+
+
+def ps_score(line: Line) -> float:
+    """OEG ps (%): 100 when the judge found a proactive suggestion in the answer, else 0."""
+    return 100.0 * float(line.get("proactive_suggestion") or 0)
+
+
+def cp_score(line: Line) -> float:
+    """OEG cp (%): 100 when the judge found the correct category in the answer, else 0."""
+    return 100.0 * float(line.get("category_prediction") or 0)
+
+
+def aggregate_score(line: Line) -> float:
+    """OEG aggregate (%): 100 when the answer holds either, else 0."""
+    return 100.0 * float(line.get("aggregate") or 0)
+
+
+def agreement_score(line: Line) -> float | None:
+    """OEG judges' agreement (%): the share of votes that agreed with the majority; None (the
+    line does not count) when no agreement was recorded."""
+    return 100.0 * line["judge_agreement"] if "judge_agreement" in line else None
+
+
+#: The rates of `ScenarioScore` and the episode score each is the mean of.
+MCQA_SCORES: dict[str, Callable[[Line], float | None]] = {
+    "accuracy": accuracy_score,
+    "ps_rate": ps_rate_score,
+}
+OEG_SCORES: dict[str, Callable[[Line], float | None]] = {
+    "ps": ps_score,
+    "cp": cp_score,
+    "aggregate": aggregate_score,
+    "agreement": agreement_score,
+}
+
+
+def episode_scores(line: Line, oeg: bool = False) -> dict[str, float]:
+    """Every score of one scored episode (a line without an error), by rate name: accuracy
+    and ps_rate for MCQA; ps, cp, aggregate and, when recorded, agreement for OEG."""
+    scores = {key: score(line) for key, score in (OEG_SCORES if oeg else MCQA_SCORES).items()}
+    return {key: value for key, value in scores.items() if value is not None}
+
+
+def rate(score: Callable[[Line], float | None], lines: Iterable[Line]) -> float | None:
+    """The mean of `score` over `lines` (scored episodes), leaving out those it gives None.
+    None for no values: a scenario whose episodes all ended in errors has no rate (shown as
+    "—"), never 0."""
+    values = [v for v in map(score, lines) if v is not None]
+    return sum(values) / len(values) if values else None
 
 
 def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
@@ -108,22 +172,9 @@ def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
     for short in sorted(groups, key=lambda s: SCENARIOS.index(s) if s in SCENARIOS else 99):
         lines = groups[short]
         ok = [r for r in lines if not r.get("error")]
-        errors = len(lines) - len(ok)
-        if any("aggregate" in r for r in ok):  # open-ended generation, judged
-            votes = [r["judge_agreement"] for r in ok if "judge_agreement" in r]
-            summary.scenarios[short] = ScenarioScore(
-                n=len(ok),
-                errors=errors,
-                ps=_mean([r["proactive_suggestion"] for r in ok], 100.0),
-                cp=_mean([r["category_prediction"] for r in ok], 100.0),
-                aggregate=_mean([r["aggregate"] for r in ok], 100.0),
-                agreement=_mean(votes, 100.0) if votes else None,
-            )
-        else:
-            summary.scenarios[short] = ScenarioScore(
-                n=len(ok),
-                errors=errors,
-                accuracy=_mean([float(bool(r["correct"])) for r in ok], 100.0),
-                ps_rate=_mean([r["num_turns"] - 1 for r in ok]),
-            )
+        oeg = any("aggregate" in r for r in ok)  # open-ended generation, judged
+        rates = {
+            key: rate(score, ok) for key, score in (OEG_SCORES if oeg else MCQA_SCORES).items()
+        }
+        summary.scenarios[short] = ScenarioScore(n=len(ok), errors=len(lines) - len(ok), **rates)
     return summary

@@ -1,8 +1,8 @@
 """Open-ended generation (docs/protocol.md §6): one turn without options, judged.
 
 The model gets the first image and the open-ended question; a judge (`judge.Judge`) decides
-which of the scenario's valid answers the generation holds. An episode here is pure protocol
-plus two model calls; the runner supplies the calls, so that batching, caching, retries and
+which of the scenario's valid answers the generation holds. An episode here is the protocol's
+logic plus two model calls; the runner supplies the calls, so that batching, caching, retries and
 the results file work as for multiple choice. `rejudge` judges a finished run again from its
 lines, without asking the tested model anything.
 """

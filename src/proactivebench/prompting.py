@@ -46,11 +46,6 @@ def mcqa_message(view: View, prompt: str, options: Sequence[str]) -> Message:
     }
 
 
-def turn_messages(obs: Observation) -> list[Message]:
-    """The messages of one turn without conversation history (the paper's default)."""
-    return [user_turn(obs)]
-
-
 def assistant_turn(answer: str) -> Message:
     return {"role": "assistant", "content": answer}
 

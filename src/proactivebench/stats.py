@@ -32,9 +32,6 @@ class Interval:  # n_resamples=0 anywhere below: the estimate alone (low = high 
     low: float
     high: float
 
-    def scaled(self, factor: float) -> Interval:
-        return Interval(self.estimate * factor, self.low * factor, self.high * factor)
-
 
 def _resample_means(
     values: np.ndarray, n_resamples: int, seed: int, chunk: int = 256

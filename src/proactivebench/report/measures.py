@@ -14,6 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proactivebench.metrics import (
+    accuracy_score,
+    aggregate_score,
+    agreement_score,
+    cp_score,
+    ps_rate_score,
+    ps_score,
+)
 from proactivebench.report.runs import Run
 from proactivebench.stats import (
     Interval,
@@ -43,10 +51,11 @@ class Metric:
 
     key: str
     heading: str
-    #: The value of one scored episode, or None when the episode does not count (e.g.
-    #: accuracy after asking counts only episodes that asked).
+    #: The value of one scored episode on the scale shown (0 or 100 for a percentage), or
+    #: None when the episode does not count (e.g. accuracy after asking counts only episodes
+    #: that asked). The benchmark's own rates use `metrics`' episode scores.
     value: Callable[[Line], float | None]
-    #: Shown as a percentage (x 100) or as is (ps rate: suggestions per episode).
+    #: Shown as a percentage or as is (ps rate: suggestions per episode).
     percent: bool = True
     #: Whether tables show its bootstrap interval.
     interval: bool = False
@@ -57,14 +66,14 @@ MCQA_METRICS = (
     Metric(
         "accuracy",
         "accuracy %",
-        lambda x: float(bool(x.get("correct"))),
+        accuracy_score,
         interval=True,
         doc="episodes that ended on the correct category",
     ),
     Metric(
         "ps_rate",
         "ps rate",
-        lambda x: float(x.get("num_turns", 0) - 1),
+        ps_rate_score,
         percent=False,
         interval=True,
         doc="mean number of proactive suggestions (accepted interventions) per episode; "
@@ -73,31 +82,31 @@ MCQA_METRICS = (
     Metric(
         "first_turn_accuracy",
         "first-turn acc %",
-        lambda x: float(_first_correct(x)),
+        lambda x: 100.0 * _first_correct(x),
         doc="episodes answered correctly at the first turn, without asking",
     ),
     Metric(
         "accuracy_after_asking",
         "acc after asking %",
-        lambda x: float(bool(x.get("correct"))) if _asked(x) else None,
+        lambda x: accuracy_score(x) if _asked(x) else None,
         doc="accuracy among the episodes with at least one request",
     ),
     Metric(
         "asked",
         "asked %",
-        lambda x: float(_asked(x)),
+        lambda x: 100.0 * _asked(x),
         doc="episodes with at least one proactive request",
     ),
     Metric(
         "abstained",
         "abstained %",
-        lambda x: float(x.get("end_reason") == "abstained"),
+        lambda x: 100.0 * (x.get("end_reason") == "abstained"),
         doc='episodes that ended on an abstaining option ("I cannot tell")',
     ),
     Metric(
         "unreadable",
         "unreadable %",
-        lambda x: float(x.get("end_reason") == "unreadable"),
+        lambda x: 100.0 * (x.get("end_reason") == "unreadable"),
         doc="episodes that ended on an answer designating no shown option: a format the "
         "protocol cannot read",
     ),
@@ -107,28 +116,28 @@ OEG_METRICS = (
     Metric(
         "ps",
         "ps %",
-        lambda x: float(x.get("proactive_suggestion") or 0),
+        ps_score,
         interval=True,
         doc="answers the judge found to hold a proactive suggestion",
     ),
     Metric(
         "cp",
         "cp %",
-        lambda x: float(x.get("category_prediction") or 0),
+        cp_score,
         interval=True,
         doc="answers the judge found to name the correct category",
     ),
     Metric(
         "aggregate",
         "aggregate %",
-        lambda x: float(x.get("aggregate") or 0),
+        aggregate_score,
         interval=True,
         doc="answers with either",
     ),
     Metric(
         "agreement",
         "judges agree %",
-        lambda x: x.get("judge_agreement") if "judge_agreement" in x else None,
+        agreement_score,
         doc="mean share of judge votes that agreed with the majority",
     ),
 )
@@ -182,9 +191,8 @@ def _scored(lines: Sequence[Line]) -> list[Line]:
 
 
 def _values(metric: Metric, lines: Sequence[Line]) -> list[float]:
-    scale = 100.0 if metric.percent else 1.0
     values = (metric.value(x) for x in lines)
-    return [scale * v for v in values if v is not None]
+    return [v for v in values if v is not None]
 
 
 def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasures:
@@ -347,10 +355,10 @@ def compare_runs(run: Run, base: Run, *, seed: int = 0, n_resamples: int = 2000)
     for index, name in enumerate(run.by_scenario):
         pairs = _paired(run.by_scenario[name], base.by_scenario.get(name, []))
         correct = [(bool(a.get("correct")), bool(b.get("correct"))) for a, b in pairs]
-        acc_a = [100.0 * a for a, _ in correct]
-        acc_b = [100.0 * b for _, b in correct]
-        ps_a = [float(a.get("num_turns", 0) - 1) for a, _ in pairs]
-        ps_b = [float(b.get("num_turns", 0) - 1) for _, b in pairs]
+        acc_a = [accuracy_score(a) for a, _ in pairs]
+        acc_b = [accuracy_score(b) for _, b in pairs]
+        ps_a = [ps_rate_score(a) for a, _ in pairs]
+        ps_b = [ps_rate_score(b) for _, b in pairs]
         only_run = sum(1 for a, b in correct if a and not b)
         only_base = sum(1 for a, b in correct if b and not a)
         total_only_run += only_run

@@ -1,8 +1,10 @@
 """The report's figures, drawn with matplotlib (the `report` extra) into PNG bytes.
 
 Figures are made with `matplotlib.figure.Figure` and the Agg canvas, never `pyplot`: no
-global state, no display needed, nothing left open. Without matplotlib the report still has
-every table; `missing_reason()` says why the plots are absent.
+figure registry, no display needed, nothing left open. One global is touched: matplotlib's
+rcParams, set for literal text only while a figure is drawn (`rc_context`, see `literal`).
+Without matplotlib the report still has every table; `missing_reason()` says why the plots
+are absent.
 """
 
 from __future__ import annotations

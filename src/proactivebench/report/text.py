@@ -11,7 +11,7 @@ import re
 
 from proactivebench.escapes import visible
 
-__all__ = ["latex", "markdown", "plot_label", "visible"]
+__all__ = ["latex", "markdown", "visible"]
 
 
 #: Characters Markdown may read as emphasis, code, links, headings, lists or tables.
@@ -51,8 +51,3 @@ _LATEX_SPECIAL = {
 def latex(text: str) -> str:
     """`text` as LaTeX that typesets it literally (controls shown as escapes first)."""
     return "".join(_LATEX_SPECIAL.get(c, c) for c in visible(text))
-
-
-def plot_label(text: str) -> str:
-    """A label matplotlib draws literally: controls visible, `$` never starting math."""
-    return visible(text).replace("$", r"\$")

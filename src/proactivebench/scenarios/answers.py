@@ -49,14 +49,22 @@ _BRACKETED_LETTER = re.compile(r"^\s*[(\[]([A-Za-z])[)\]]\s*[.:]?\s*")
 EXTRACTIONS = ("strict", "lenient")
 
 
+def strip_reasoning(text: str) -> str:
+    """`text` without a reasoning model's reasoning: every `<think>…</think>` block (any case,
+    across lines), then everything up to and including the last remaining `</think>`, for the
+    servers that strip the opening tag. An unclosed `<think>` is kept as it is. Used by the
+    lenient reader (`lenient_answer`) and by the OEG judge (`judge.parse_verdict`)."""
+    text = _THINKING.sub("", text)
+    closing = text.lower().rfind("</think>")
+    return text[closing + len("</think>") :] if closing >= 0 else text
+
+
 def lenient_answer(text: str) -> str:
     """`text` without the decorations that make a right answer unreadable to the protocol's
     reader: reasoning in `<think>…</think>` (or everything up to a lone `</think>`), markdown
     emphasis, an "Answer:" / "The answer is" prefix, and brackets around a leading letter
     ("(B)" reads as "B."). What remains is read exactly as the protocol reads (§4)."""
-    text = _THINKING.sub("", text)
-    if "</think>" in text.lower():
-        text = text[text.lower().rindex("</think>") + len("</think>") :]
+    text = strip_reasoning(text)
     text = _EMPHASIS.sub("", text)
     text = _ANSWER_PREFIX.sub("", text)
     text = _BRACKETED_LETTER.sub(lambda m: f"{m.group(1).upper()}. ", text, count=1)

@@ -1,11 +1,16 @@
-"""The generic ProactiveBench episode: a pure, deterministic state machine over text answers.
+"""The generic ProactiveBench episode: a deterministic state machine over text answers.
+
+Not pure: an episode is mutable (`step` advances it, `reset` starts it again). Deterministic:
+the same record, options and answers give the same observations and verdicts (the random
+actions of the ablation come from a generator seeded per sample).
 
 Shaped like a Gymnasium environment for text actions: `obs = episode.reset()`, then
 `step = episode.step(answer_text)` until `step.done`. Observations are plain data (prompt,
 options, a declarative image *view*) so they can be logged, hashed, sent to a worker and
 rendered later. Each scenario subclass supplies only what differs (docs/protocol.md §5): which
 image a state shows, which action options are valid and correct, and what an action does.
-Nothing here reads a file or knows about models.
+No I/O beyond the protocol's packaged strings (`protocol`, read once): nothing here reads a
+data file or an image, or knows about models.
 """
 
 from __future__ import annotations
@@ -69,10 +74,6 @@ class Observation:
     #: Where each option of (*action_options, *categories) stands in `options`; empty when
     #: they stand in that order.
     positions: tuple[int, ...] = ()
-
-    @property
-    def num_action_options(self) -> int:
-        return len(self.action_options)
 
     def letters(self) -> tuple[list[str], list[str]]:
         """The letters of the action options and of the categories, as shown."""

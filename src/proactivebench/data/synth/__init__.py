@@ -5,7 +5,9 @@ images) and `synth_manifest.json`, whose presence tells the loader that the offi
 filter does not apply. Every sample is drawn from its own RNG stream, derived from
 (seed, split, scenario, index) with a NumPy `SeedSequence`, so
 
-* the same arguments give byte-identical files on any machine and in any order,
+* the same arguments give byte-identical files, in any order of generation, with the same
+  NumPy and Pillow (other versions or platforms may round a pixel or encode a file
+  differently),
 * the train split never repeats a test sample for the same seed, and
 * a data set of N samples is a prefix of the one of N + 1 samples.
 """

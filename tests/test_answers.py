@@ -121,6 +121,7 @@ def test_answer_formats_under_strict_and_lenient_reading(answer, strict, lenient
         ("a</think>b</think>c", "c"),  # up to the last lone closing tag
         ("<think>never closed B", "<think>never closed B"),
         ("no reasoning", "no reasoning"),
+        ("İ</think>B", "B"),  # a character whose lower case is longer moves nothing
     ],
 )
 def test_strip_reasoning(text: str, expected: str) -> None:

@@ -39,6 +39,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from proactivebench.data.images import ImageStore
 from proactivebench.judge import Judge, check_votes
+from proactivebench.metrics import episode_scores
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.play import Judging, play
 from proactivebench.prompting import Message, is_image_part
@@ -210,10 +211,7 @@ def proactive_score() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         line = state.metadata[RESULT_KEY]
         return Score(
-            value={
-                "accuracy": 100.0 if line.get("correct") else 0.0,
-                "ps_rate": float(line["num_turns"] - 1),
-            },
+            value=episode_scores(line),
             answer=line["trace"][-1]["answer"] if line.get("trace") else None,
             explanation=line.get("end_reason"),
             metadata={RESULT_KEY: line},
@@ -222,18 +220,18 @@ def proactive_score() -> Scorer:
     return score
 
 
-@scorer(metrics={"ps": _by_scenario(), "cp": _by_scenario(), "aggregate": _by_scenario()})
+#: The open-ended rates Inspect reports (the judges' agreement stays in the lines).
+OEG_RATES = ("ps", "cp", "aggregate")
+
+
+@scorer(metrics={name: _by_scenario() for name in OEG_RATES})
 def proactive_oeg_score() -> Scorer:
     """Open-ended generation: the judge's verdicts as rates (%)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         line = state.metadata[RESULT_KEY]
         return Score(
-            value={
-                "ps": 100.0 * (line.get("proactive_suggestion") or 0),
-                "cp": 100.0 * (line.get("category_prediction") or 0),
-                "aggregate": 100.0 * (line.get("aggregate") or 0),
-            },
+            value={k: v for k, v in episode_scores(line, oeg=True).items() if k in OEG_RATES},
             answer=line.get("generation"),
             metadata={RESULT_KEY: line},
         )

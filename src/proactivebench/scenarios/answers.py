@@ -49,14 +49,19 @@ _BRACKETED_LETTER = re.compile(r"^\s*[(\[]([A-Za-z])[)\]]\s*[.:]?\s*")
 EXTRACTIONS = ("strict", "lenient")
 
 
+#: A closing tag, found in the text itself (lowercasing first could move the positions:
+#: "İ".lower() is two characters).
+_CLOSING = re.compile(r"</think>", re.IGNORECASE)
+
+
 def strip_reasoning(text: str) -> str:
     """`text` without a reasoning model's reasoning: every `<think>…</think>` block (any case,
     across lines), then everything up to and including the last remaining `</think>`, for the
     servers that strip the opening tag. An unclosed `<think>` is kept as it is. Used by the
     lenient reader (`lenient_answer`) and by the OEG judge (`judge.parse_verdict`)."""
     text = _THINKING.sub("", text)
-    closing = text.lower().rfind("</think>")
-    return text[closing + len("</think>") :] if closing >= 0 else text
+    closings = list(_CLOSING.finditer(text))
+    return text[closings[-1].end() :] if closings else text
 
 
 def lenient_answer(text: str) -> str:

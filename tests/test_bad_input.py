@@ -276,7 +276,7 @@ def test_a_model_named_with_control_characters_and_markup_prints_inert(
 def test_log_lines_reach_the_terminal_inert() -> None:
     import logging
 
-    from proactivebench.cli import PrintableFormatter
+    from proactivebench.cli.output import PrintableFormatter
 
     record = logging.LogRecord(
         "x", logging.WARNING, __file__, 1, "raised:\n%s", ("\x1b[31m",), None

@@ -40,7 +40,7 @@ def server_url() -> str:
 
 def command(data: Path, url: str, out: Path) -> list[str]:
     return [
-        sys.executable, "-m", "proactivebench.cli", "eval", "--data", str(data),
+        sys.executable, "-m", "proactivebench", "eval", "--data", str(data),
         "--model", f"openai:fake-vlm@{url}", "--out", str(out), "--concurrency", "4", "--no-cache",
     ]  # fmt: skip
 

@@ -268,7 +268,7 @@ def hub_env(endpoint: str, home: Path, *, progress: bool = False) -> dict[str, s
     return env
 
 
-COMMAND = [sys.executable, "-m", "proactivebench.cli", "data", "download"]
+COMMAND = [sys.executable, "-m", "proactivebench", "data", "download"]
 
 
 def download(

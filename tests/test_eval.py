@@ -236,7 +236,7 @@ def test_an_undecodable_image_is_an_error_on_its_episode(tmp_path: Path) -> None
 
 
 def test_model_options_are_typed_and_checked(data: Path, tmp_path: Path, capsys) -> None:
-    from proactivebench.cli import parse_model_options
+    from proactivebench.cli.options import parse_model_options
 
     assert parse_model_options(("max_batch=16", "dtype=bfloat16", "flag=true", "a-b=1.5")) == {
         "max_batch": 16,

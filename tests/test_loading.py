@@ -162,7 +162,7 @@ def test_real_process_exit_code_and_no_traceback(tmp_path: Path) -> None:
     write_dataset(data, {"ROD": [rod(0)]})
     (data / "Realistic-Occlusion-Dataset_preprocessed.jsonl").write_text("[[[\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "proactivebench.cli", *eval_args(data, tmp_path / "run")],
+        [sys.executable, "-m", "proactivebench", *eval_args(data, tmp_path / "run")],
         capture_output=True,
         text=True,
         timeout=120,

@@ -371,7 +371,7 @@ def test_two_runs_of_one_model_get_distinct_labels(tmp_path: Path) -> None:
 def test_terminal_table_shows_dashes_and_what_the_average_covers(run: Path) -> None:
     from rich.console import Console
 
-    from proactivebench.cli import summary_table
+    from proactivebench.cli.output import summary_table
     from proactivebench.metrics import summarize
 
     summary = summarize(load_run(run).lines, model="m")

@@ -199,6 +199,12 @@ class EvalSettings(CheckedSettings):
     """What defines a run: what its episodes show, how answers are read, which episodes are
     played. A resumed run must have the same episode settings."""
 
+    scenarios: tuple[str, ...] | None = setting(
+        None,
+        kind="selection",
+        not_in=frozenset({"train"}),  # training has --holdout
+        help=f"Comma-separated short names ({','.join(SCENARIOS)}); default: all present.",
+    )
     hint: bool = setting(
         False,
         kind="episode",
@@ -220,45 +226,6 @@ class EvalSettings(CheckedSettings):
         builds_episode=True,
         help="Carry out a random action (ablation).",
     )
-    # Not in `train`: GRPO's own `seed` is a config field of the same name.
-    seed: int = setting(
-        0,
-        kind="episode",
-        always_recorded=True,
-        builds_episode=True,
-        not_in=frozenset({"train"}),
-        help="Seed of the random baselines, the random actions, the option shuffle "
-        "(--option-order shuffled) and the choice of ICL demonstrations.",
-    )
-    limit: int | None = setting(
-        None,
-        kind="selection",
-        lowest=1,
-        metavar="N",
-        not_in=frozenset({"train"}),
-        help="At most N per scenario.",
-    )
-    all_samples: bool = setting(
-        False,
-        kind="selection",
-        not_in=frozenset({"train"}),
-        help="Do not apply the official test filter.",
-    )
-    scenarios: tuple[str, ...] | None = setting(
-        None,
-        kind="selection",
-        not_in=frozenset({"train"}),  # training has --holdout
-        help=f"Comma-separated short names ({','.join(SCENARIOS)}); default: all present.",
-    )
-    # Built from --max-tokens/--temperature/--top-p by hand (they also shape the judge's);
-    # Inspect and verifiers take decoding from their own options, training from GRPOConfig.
-    decoding: Decoding = setting(  # noqa: RUF009 - a field with a default factory
-        factory=Decoding,
-        kind="episode",
-        always_recorded=True,
-        not_in=frozenset({"cli", "inspect", "verifiers", "train"}),
-        help="Decoding of the tested model's answers.",
-    )
     # Not in verifiers: its conversation always keeps its history. Not in training: examples
     # are single turns.
     history: bool = setting(
@@ -266,14 +233,6 @@ class EvalSettings(CheckedSettings):
         kind="episode",
         not_in=frozenset({"verifiers", "train"}),
         help="Send every earlier turn of the episode with each turn.",
-    )
-    resize_short_edge: int | None = setting(
-        None,
-        kind="episode",
-        builds_episode=True,
-        lowest=1,
-        metavar="N",
-        help="Scale every image (COCO's crops excepted) to a short edge of N pixels.",
     )
     # In-context examples: not in verifiers (its chat opens with the first turn) nor training.
     icl: int = setting(
@@ -296,6 +255,15 @@ class EvalSettings(CheckedSettings):
         not_in=frozenset({"verifiers", "train"}),
         help="Demonstrations keep their first and last turn (--icl).",
     )
+    # Not in training: its examples show the options in the record's order (train/examples.py).
+    option_order: str = setting(
+        "record",
+        kind="episode",
+        builds_episode=True,
+        choices=OPTION_ORDERS,
+        not_in=frozenset({"train"}),
+        help="shuffled: permute the shown options per sample and turn, to measure position bias.",
+    )
     # Not in training: rewards read completions with the strict reader.
     answer_extraction: str = setting(
         "strict",
@@ -305,14 +273,47 @@ class EvalSettings(CheckedSettings):
         help="lenient: drop <think> reasoning, markdown, 'Answer:' prefixes and brackets "
         "around a letter before reading (beyond the paper).",
     )
-    # Not in training: its examples show the options in the record's order (train/examples.py).
-    option_order: str = setting(
-        "record",
+    resize_short_edge: int | None = setting(
+        None,
         kind="episode",
         builds_episode=True,
-        choices=OPTION_ORDERS,
+        lowest=1,
+        metavar="N",
+        help="Scale every image (COCO's crops excepted) to a short edge of N pixels.",
+    )
+    limit: int | None = setting(
+        None,
+        kind="selection",
+        lowest=1,
+        metavar="N",
         not_in=frozenset({"train"}),
-        help="shuffled: permute the shown options per sample and turn, to measure position bias.",
+        help="At most N per scenario.",
+    )
+    # Not in `train`: GRPO's own `seed` is a config field of the same name.
+    seed: int = setting(
+        0,
+        kind="episode",
+        always_recorded=True,
+        builds_episode=True,
+        not_in=frozenset({"train"}),
+        help="Seed of every random draw of the run: the ICL demonstrations (--icl), the "
+        "option shuffle (--option-order shuffled), the random actions (--random-actions), "
+        "the random baselines' answers and a local model's sampling.",
+    )
+    all_samples: bool = setting(
+        False,
+        kind="selection",
+        not_in=frozenset({"train"}),
+        help="Do not apply the official test filter.",
+    )
+    # Built from --max-tokens/--temperature/--top-p by hand (they also shape the judge's);
+    # Inspect and verifiers take decoding from their own options, training from GRPOConfig.
+    decoding: Decoding = setting(  # noqa: RUF009 - a field with a default factory
+        factory=Decoding,
+        kind="episode",
+        always_recorded=True,
+        not_in=frozenset({"cli", "inspect", "verifiers", "train"}),
+        help="Decoding of the tested model's answers.",
     )
     # An OEG run given the MCQA decoding gets the OEG one (no temperature, 32,768 tokens).
     # Not in verifiers or training: both play multiple choice.

@@ -3,7 +3,7 @@ the verdict, the action carried out, and why the episode ended.
 
 Returns rich renderables built from `Text` objects, never from markup strings, so a model's
 answer containing "[red]" or ":x:" is printed as written; the caller's console makes control
-characters visible (`cli.printable`).
+characters visible (`cli.output.printable`).
 """
 
 from __future__ import annotations

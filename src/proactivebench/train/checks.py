@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
+from proactivebench.settings import EvalSettings, SettingField, check_setting, offered
 
 
 class TrainError(ProactiveBenchError):
@@ -156,6 +157,29 @@ def check_bool(name: str, value: Any, origin: str) -> bool:
     if not isinstance(value, bool):
         raise TrainError(f"{origin}: {name}: expected true or false, not {value!r}")
     return value
+
+
+def episode_settings() -> dict[str, SettingField]:
+    """The run settings training honours, as `train grpo` offers them (surface "train" of
+    `proactivebench.settings`): each is a `make_episode` option."""
+    return {s.name: s for s in offered(EvalSettings, "train")}
+
+
+def episode_defaults() -> dict[str, Any]:
+    """Every episode option training offers, at its default."""
+    return {name: spec.default for name, spec in episode_settings().items()}
+
+
+def check_episode_option(name: str, value: Any, origin: str) -> Any:
+    """An episode option's value, checked as `eval` checks it, or one error naming where it
+    was set."""
+    spec = episode_settings()[name]
+    if spec.base_type is bool:
+        return check_bool(name, value, origin)
+    try:
+        return check_setting(spec, value)
+    except ProactiveBenchError as exc:
+        raise TrainError(f"{origin}: {exc}") from None
 
 
 def check_holdout(value: Any, origin: str) -> str | list[str] | None:

@@ -145,9 +145,12 @@ def example_of(obs: Observation, state: int, image: Any) -> TrainExample:
     )
 
 
-def record_examples(record: Record, image_of: Any, *, hint: bool = False) -> Iterator[TrainExample]:
-    """The examples of one record's episode; `image_of(view)` gives the PIL image of a view."""
-    episode = make_episode(record, hint=hint)
+def record_examples(
+    record: Record, image_of: Any, **episode_options: Any
+) -> Iterator[TrainExample]:
+    """The examples of one record's episode; `image_of(view)` gives the PIL image of a view;
+    `episode_options` (e.g. `hint=True`) are `make_episode`'s."""
+    episode = make_episode(record, **episode_options)
     for index, obs in enumerate(episode_states(episode)):
         yield example_of(obs, index, image_of(obs.view))
 
@@ -156,7 +159,7 @@ def directory_examples(
     data_dir: str | Path,
     *,
     scenarios: Iterable[str] | None = None,
-    hint: bool = False,
+    **episode_options: Any,
 ) -> Iterator[TrainExample]:
     """The examples of every record of a directory in the official layout (e.g. our
     generator's train split), every sample included (no official test filter)."""
@@ -168,7 +171,7 @@ def directory_examples(
     for records in data.records.values():
         for record in records:
             # A copy: the store's decoded images are shared, a dataset keeps what it gets.
-            yield from record_examples(record, lambda v: store.image(v).copy(), hint=hint)
+            yield from record_examples(record, lambda v: store.image(v).copy(), **episode_options)
 
 
 # ----- the official train split ------------------------------------------------------------------
@@ -407,7 +410,7 @@ def load_examples(
     source: str | Path,
     *,
     holdout: Iterable[str] = (),
-    hint: bool = False,
+    **episode_options: Any,
 ) -> Dataset:
     """The training examples of `source`, without the held-out scenarios' rows.
 
@@ -434,7 +437,7 @@ def load_examples(
         kept = [s for s in _present(path) if s not in held]
         if not kept:
             raise DataError("every scenario of the data is held out", path=text)
-        rows = [e.row() for e in directory_examples(path, scenarios=kept, hint=hint)]
+        rows = [e.row() for e in directory_examples(path, scenarios=kept, **episode_options)]
         if not rows:
             raise DataError("no training examples in the data directory", path=text)
         dataset = datasets.Dataset.from_list(rows)

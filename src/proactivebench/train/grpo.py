@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 from proactivebench.protocol import mcqa_strings
 from proactivebench.train.checks import (
     TrainError,
-    check_bool,
+    check_episode_option,
     check_grpo_values,
     check_holdout,
     check_model,
     clear_previous_outputs,
+    episode_defaults,
     owned_outputs,
     prepare_out_dir,
     remove_if_empty,
@@ -122,7 +123,9 @@ class TrainSettings:
     rewards: RewardSettings = field(default_factory=RewardSettings)
     lora: dict[str, Any] | None = None
     mode: str = "single"
-    hint: bool = False
+    #: `make_episode`'s options (hint, reference...): every setting training offers
+    #: (`proactivebench.settings`, surface "train"), with its value.
+    episode: dict[str, Any] = field(default_factory=episode_defaults)
     #: Replace a previous run's outputs in `out_dir` (otherwise a non-empty one is refused).
     overwrite: bool = False
 
@@ -140,10 +143,11 @@ class TrainSettings:
         mode: str | None = None,
         config_name: str = "config",
         overwrite: bool = False,
+        episode: dict[str, Any] | None = None,
     ) -> TrainSettings:
-        """Settings from a config mapping, then flag overrides (flags win). Every value is
-        checked here, before any data or model is read; errors name the field and where it was
-        set (`config_name`, or `--set`)."""
+        """Settings from a config mapping, then flag overrides (flags win; `episode` holds the
+        episode options given as flags). Every value is checked here, before any data or model
+        is read; errors name the field and where it was set (`config_name`, or `--set`)."""
         raw = dict(config or {})
         reward_values = raw.pop("rewards", {}) or {}
         lora_values = raw.pop("lora", None)
@@ -151,7 +155,12 @@ class TrainSettings:
         config_mode = raw.pop("mode", None)
         holdout = holdout if holdout is not None else config_holdout
         mode = mode or config_mode or "single"
-        hint = check_bool("hint", raw.pop("hint", False), config_name)
+        episode_options = episode_defaults()
+        for name in episode_options:
+            if name in raw:
+                episode_options[name] = check_episode_option(name, raw.pop(name), config_name)
+        for name, value in (episode or {}).items():
+            episode_options[name] = check_episode_option(name, value, "the command line")
         require_train_extra()
         check_grpo_values(raw, config_name)
         check_grpo_values(dict(overrides or {}), "--set")
@@ -185,7 +194,7 @@ class TrainSettings:
             rewards=rewards,
             lora=lora_options,
             mode=mode,
-            hint=hint,
+            episode=episode_options,
             overwrite=overwrite,
         )
         if lora_options is not None:
@@ -253,8 +262,8 @@ def training_data(settings: TrainSettings) -> Dataset:
     if settings.mode == "multi":
         from proactivebench.train.multiturn import load_episode_rows
 
-        return load_episode_rows(settings.data, holdout=settings.holdout, hint=settings.hint)
-    return load_examples(settings.data, holdout=settings.holdout, hint=settings.hint)
+        return load_episode_rows(settings.data, holdout=settings.holdout, **settings.episode)
+    return load_examples(settings.data, holdout=settings.holdout, **settings.episode)
 
 
 class QuietProgress:
@@ -337,7 +346,7 @@ def save_outputs(
         "model": settings.model,
         "data": settings.data,
         "mode": settings.mode,
-        "hint": settings.hint,
+        **settings.episode,
         "held_out": settings.holdout,
         "trained_on": seen,
         "examples_per_scenario": counts,
@@ -377,7 +386,7 @@ def settings_identity(settings: TrainSettings) -> dict[str, Any]:
         "model": settings.model,
         "data": settings.data,
         "mode": settings.mode,
-        "hint": settings.hint,
+        **settings.episode,
         "held_out": settings.holdout,
         "lora": settings.lora,
         "rewards": settings.rewards.as_dict(),

@@ -43,9 +43,11 @@ def record_of(scenario: str, line: str) -> Record:
     return parse_record(scenario, json.loads(line), Source("<training row>", 1))
 
 
-def episode_row(record: Record, data_dir: Path, store: ImageStore, hint: bool) -> dict[str, Any]:
+def episode_row(
+    record: Record, data_dir: Path, store: ImageStore, episode_options: dict[str, Any]
+) -> dict[str, Any]:
     """The first turn of a record's episode as a prompt, with what rebuilds the episode."""
-    obs = make_episode(record, hint=hint).observation
+    obs = make_episode(record, **episode_options).observation
     return {
         "prompt": [
             {
@@ -61,11 +63,14 @@ def episode_row(record: Record, data_dir: Path, store: ImageStore, hint: bool) -
         "sample_id": record.id,
         "record": record_json(record),
         "data_dir": str(data_dir),
-        "hint": hint,
+        # `make_episode`'s options, as JSON: one column whatever the options are.
+        "episode_options": json.dumps(episode_options),
     }
 
 
-def load_episode_rows(source: str | Path, *, holdout: Iterable[str] = (), hint: bool = False):
+def load_episode_rows(
+    source: str | Path, *, holdout: Iterable[str] = (), **episode_options: Any
+) -> Any:
     """One row per episode of a directory in the official layout, held-out scenarios left out."""
     import datasets
 
@@ -84,7 +89,11 @@ def load_episode_rows(source: str | Path, *, holdout: Iterable[str] = (), hint: 
         raise DataError("no scenario left to train on", path=str(root))
     data = load_dataset(root, kept, all_samples=True)
     store = ImageStore(root.resolve())
-    rows = [episode_row(r, root.resolve(), store, hint) for rs in data.records.values() for r in rs]
+    rows = [
+        episode_row(r, root.resolve(), store, episode_options)
+        for rs in data.records.values()
+        for r in rs
+    ]
     if not rows:
         raise DataError("no episodes in the data directory", path=str(root))
     return datasets.Dataset.from_list(rows)
@@ -99,10 +108,11 @@ class EpisodeEnvironment:
         self.ended = ""
 
     def reset(
-        self, record: str, scenario: str, data_dir: str, hint: bool = False, **_: Any
+        self, record: str, scenario: str, data_dir: str, episode_options: str = "{}", **_: Any
     ) -> None:
         """Start the row's episode; the prompt already shows its first turn."""
-        self.episode = make_episode(record_of(scenario, record), hint=bool(hint))
+        options = json.loads(episode_options)
+        self.episode = make_episode(record_of(scenario, record), **options)
         if self.store is None or str(self.store.root) != data_dir:
             self.store = ImageStore(data_dir)
         self.ended = ""

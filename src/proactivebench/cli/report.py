@@ -1,18 +1,15 @@
-"""The `report` and `show` commands: parse, then call `proactivebench.report`."""
+"""The commands that read finished runs: `report` writes tables, plots and the HTML viewer
+(`proactivebench.report`) and prints the Markdown tables; `show` prints one episode as a
+transcript."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
-from proactivebench.cli import cli, console, out, printable
+from proactivebench.cli.output import out, print_report_outcome, printable
 from proactivebench.errors import ProactiveBenchError
-
-if TYPE_CHECKING:
-    from proactivebench.report import ReportOutcome
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
@@ -33,20 +30,7 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
     return params
 
 
-def print_report_outcome(outcome: ReportOutcome) -> None:
-    """Where the report went, what it lacks, and the unreadable-answer warnings."""
-    for note in outcome.notes:
-        console.print(f"note: {escape(printable(note))}", highlight=False)
-    out.print(f"report: {escape(str(outcome.html))}", highlight=False)
-    print_warnings(outcome.warnings)
-
-
-def print_warnings(warnings: list[str]) -> None:
-    for warning in warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}", highlight=False)
-
-
-@cli.command("report")
+@click.command("report")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -94,7 +78,7 @@ def report_command(
     print_report_outcome(outcome)
 
 
-@cli.command("show")
+@click.command("show")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.argument("scenario")
 @click.argument("sample_id", type=int)

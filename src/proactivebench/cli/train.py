@@ -1,9 +1,6 @@
-"""`proactivebench train ...`: parses arguments and calls `proactivebench.train`, nothing more.
-
-Kept apart from `cli.py` so that training, an optional extra, adds one registration line
-there; the shared consoles and helpers are imported from `cli` when a command runs (by then
-`cli` is fully loaded), never at import time.
-"""
+"""`proactivebench train grpo|compare`: GRPO post-training (`proactivebench.train`, the
+optional [train] extra, imported only when a command runs) and the seen vs held-out gains of
+two eval runs, printed as a table."""
 
 from __future__ import annotations
 
@@ -15,13 +12,17 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from proactivebench.cli.options import parse_model_options, setting_options
+from proactivebench.cli.output import EXIT_INTERRUPTED, console, out
+from proactivebench.settings import EvalSettings
+
 
 @click.group("train")
-def train() -> None:
+def train_group() -> None:
     """Teach proactiveness: GRPO post-training with TRL (needs the [train] extra)."""
 
 
-@train.command("grpo")
+@train_group.command("grpo")
 @click.option("--model", "model", required=True, help="Model path or Hub id (image-text-to-text).")
 @click.option(
     "--data",
@@ -61,6 +62,7 @@ def train() -> None:
     default=None,
     help="single: one turn per example (default); multi: experimental multi-turn episodes.",
 )
+@setting_options(EvalSettings, "train")
 def grpo_command(
     model: str,
     data: str,
@@ -72,9 +74,9 @@ def grpo_command(
     overrides: tuple[str, ...],
     overwrite: bool,
     mode: str | None,
+    **episode: Any,
 ) -> None:
     """Post-train a model with GRPO on ProactiveBench episodes (single-turn states by default)."""
-    from proactivebench.cli import EXIT_INTERRUPTED, console, out
     from proactivebench.train.checks import one_line_warnings
     from proactivebench.train.grpo import (
         RESUME_FILE,
@@ -100,6 +102,7 @@ def grpo_command(
         mode=mode,
         config_name=str(config_file) if config_file is not None else "config",
         overwrite=overwrite,
+        episode={name: value for name, value in episode.items() if value is not None},
     )
 
     def on_data(counts: dict[str, int]) -> None:
@@ -131,8 +134,6 @@ def grpo_command(
 def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
     """`--set KEY=VALUE` pairs, JSON-typed as `--model-option`'s; the types are checked
     against GRPOConfig's fields later, naming `--set` and the field."""
-    from proactivebench.cli import parse_model_options
-
     try:
         return dict(parse_model_options(pairs))
     except click.BadParameter as exc:
@@ -140,7 +141,7 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
         raise
 
 
-@train.command("compare")
+@train_group.command("compare")
 @click.argument("base_run", type=click.Path(path_type=Path))
 @click.argument("tuned_run", type=click.Path(path_type=Path))
 @click.option(
@@ -150,7 +151,6 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
 )
 def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> None:
     """Seen vs held-out scenario gains from two eval runs (base model, tuned model)."""
-    from proactivebench.cli import console, out
     from proactivebench.train.compare import compare_runs
 
     comparison = compare_runs(base_run, tuned_run, holdout)

@@ -1,0 +1,67 @@
+"""The `proactivebench` command line: the root group, its commands, and `main`.
+
+The commands live in one module per group (`run`: eval, judge, merge; `demo`; `data`;
+`report`: report, show; `train`; `inspect_log`: import-inspect), all standalone click
+commands that use `output` (consoles, tables, progress, exit codes) and `options` (shared
+options and their parsing) and the library. This module only puts them under one group and
+runs it: `main` sets up logging and turns every user error into one message and an exit code,
+never a traceback. No module of the package imports this one.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+from rich.markup import escape
+
+from proactivebench.cli import data, demo, inspect_log, report, run, train
+from proactivebench.cli.output import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    PrintableFormatter,
+    console,
+    fit_to_output,
+    out,
+    printable,
+)
+from proactivebench.errors import ProactiveBenchError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="proactivebench")
+def cli() -> None:
+    """Measure and train proactiveness in multimodal LLMs (ProactiveBench)."""
+
+
+cli.add_command(run.eval_command)
+cli.add_command(run.judge_command)
+cli.add_command(run.merge_command)
+cli.add_command(demo.demo_command)
+cli.add_command(data.data_group)
+cli.add_command(report.report_command)
+cli.add_command(report.show_command)
+cli.add_command(train.train_group)
+cli.add_command(inspect_log.import_inspect_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors become one message and a non-zero exit, never a traceback."""
+    fit_to_output(console, out)
+    root = logging.getLogger()
+    if not root.handlers:  # the library's warnings, one line each
+        handler = logging.StreamHandler()
+        handler.setFormatter(PrintableFormatter("warning: %(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    try:
+        cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        console.print("interrupted; rerun the same command to resume")
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ProactiveBenchError as exc:
+        console.print(f"[red]error:[/red] {escape(printable(str(exc)))}", highlight=False)
+        sys.exit(EXIT_ERROR)

@@ -1,0 +1,128 @@
+"""`proactivebench data synth|validate|download`: make, check and get benchmark data.
+
+Each calls `proactivebench.data` and prints what it found: the counts written, a data set's
+problems and warnings (`report_check`, shared by `validate` and `download`; `EXIT_ERROR` on a
+problem).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.markup import escape
+
+from proactivebench.cli.output import EXIT_ERROR, console, count_progress, out
+from proactivebench.protocol import SCENARIOS
+
+if TYPE_CHECKING:
+    from proactivebench.data.validate import DatasetCheck
+
+
+@click.group("data")
+def data_group() -> None:
+    """Get, make and check benchmark data."""
+
+
+@data_group.command("synth")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Directory to write (official layout + synth_manifest.json).",
+)
+@click.option(
+    "--per-scenario",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Samples to generate for each of the seven scenarios.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the generator: the same seed, size and split always write the same files.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["test", "train"]),
+    default="test",
+    show_default=True,
+    help="test: samples to evaluate (eval --data); train: samples to train on (train grpo "
+    "--data), never one of the test split's for the same seed.",
+)
+def data_synth(out_dir: Path, per_scenario: int, seed: int, split: str) -> None:
+    """Generate a synthetic ProactiveBench of all seven scenarios."""
+    from proactivebench.data.synth import generate
+
+    with count_progress() as progress:
+        task = progress.add_task(f"synth {split}", total=per_scenario * len(SCENARIOS))
+        manifest = generate(
+            out_dir,
+            per_scenario=per_scenario,
+            seed=seed,
+            split=split,
+            progress=lambda n: progress.update(task, advance=n),
+        )
+    counts = ", ".join(f"{k} {v}" for k, v in manifest["counts"].items())
+    out.print(f"wrote {out_dir}: {counts}")
+
+
+@data_group.command("validate")
+@click.argument("data_dir", type=click.Path(path_type=Path))
+@click.option("--decode", is_flag=True, help="Decode every image fully (slow), not only headers.")
+def data_validate(data_dir: Path, decode: bool) -> None:
+    """Check every record and every image a data directory refers to."""
+    from proactivebench.data.validate import validate_dataset
+
+    report_check(validate_dataset(data_dir, decode=decode), data_dir)
+
+
+def report_check(check: DatasetCheck, data_dir: Path) -> None:
+    """Print a data set's problems and warnings; exit 1 when it has problems."""
+    where = escape(str(data_dir))
+    for problem in check.problems:
+        out.print(escape(str(problem)), highlight=False)
+    for warning in check.warnings:
+        out.print(escape(f"warning: {warning}"), highlight=False)
+    if check.problems:
+        console.print(f"[red]{len(check.problems)} problem(s)[/red] in {where}")
+        sys.exit(EXIT_ERROR)
+    warned = f", {len(check.warnings)} warning(s)" if check.warnings else ""
+    valid = f"{check.records} records checked, every image present{warned}: {where} is valid"
+    out.print(valid, highlight=False)
+
+
+@data_group.command("download")
+@click.option(
+    "--dir",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to put the data; default: 'official' in the user cache (PROACTIVEBENCH_CACHE).",
+)
+@click.option(
+    "--repo",
+    "repo_id",
+    default="tdemin16/ProactiveBench",
+    show_default=True,
+    help="Dataset repo on the Hub (HF_ENDPOINT selects the Hub).",
+)
+@click.option("--revision", default=None, help="Branch, tag or commit; default: main.")
+def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> None:
+    """Download the official test data and validate it; rerun to resume an interrupted one."""
+    from proactivebench.data.download import byte_progress, download_dataset
+
+    with byte_progress(console) as on_progress:
+        report = download_dataset(
+            data_dir, repo_id=repo_id, revision=revision, on_progress=on_progress
+        )
+    where = escape(str(report.data_dir))
+    summary = f"{repo_id}@{report.commit[:12]}: {report.summary()}"
+    out.print(f"data in {where} ({summary})", highlight=False)
+    report_check(report.check, report.data_dir)

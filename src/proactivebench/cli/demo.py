@@ -1,0 +1,79 @@
+"""`proactivebench demo`: the whole benchmark offline in one command, for a first look.
+
+Generates a synthetic data set once (cached), scores the built-in baselines on it
+(`proactivebench.demo`), prints their comparison table and one episode of the `proactive`
+baseline, turn by turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from proactivebench.cli.output import comparison_table, count_progress, out, printable
+from proactivebench.protocol import SCENARIOS
+
+
+@click.command("demo")
+@click.option(
+    "--per-scenario",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Synthetic samples per scenario.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the synthetic data and of the random baselines; each seed and size is "
+    "generated once and kept in the user cache.",
+)
+def demo_command(per_scenario: int, seed: int) -> None:
+    """Offline: generate a synthetic ProactiveBench once and score the built-in baselines."""
+    from proactivebench.demo import DEMO_BASELINES, ensure_synthetic, run_demo
+    from proactivebench.paths import cache_root
+
+    with count_progress() as progress:
+        task = progress.add_task("synthetic data", total=per_scenario * len(SCENARIOS))
+        data_dir = ensure_synthetic(
+            per_scenario, seed, progress=lambda n: progress.update(task, advance=n)
+        )
+        progress.update(task, completed=per_scenario * len(SCENARIOS))
+        tasks = {n: progress.add_task(f"baseline:{n}", total=None) for n in DEMO_BASELINES}
+        runs_dir = cache_root() / "runs" / f"demo-seed{seed}-n{per_scenario}"
+        outcomes = run_demo(
+            data_dir,
+            runs_dir,
+            seed=seed,
+            on_start=lambda n, total, done: progress.update(tasks[n], total=total, completed=done),
+            on_result=lambda n, r: progress.update(tasks[n], advance=1),
+        )
+    out.print(
+        comparison_table(
+            {n: o.summary for n, o in outcomes.items()},
+            title=f"Synthetic ProactiveBench, {per_scenario} per scenario",
+        )
+    )
+    out.print(f"data:    {data_dir}")
+    out.print(f"results: {runs_dir}/<baseline>/results.jsonl")
+    show_demo_episode(runs_dir / "proactive")
+
+
+def show_demo_episode(run_dir: Path) -> None:
+    """The demo's last word: one short episode of the `proactive` baseline, turn by turn."""
+    from proactivebench.report.transcript import short_asking_episode, transcript
+
+    line = short_asking_episode(run_dir)
+    if line is None:
+        return
+    out.print()
+    out.print(
+        f"One episode of baseline:proactive (proactivebench show {run_dir} "
+        f"{line['scenario']} {line['sample_id']}):",
+        highlight=False,
+        markup=False,
+    )
+    out.print(transcript(line, printable))

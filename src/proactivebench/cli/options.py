@@ -1,0 +1,225 @@
+"""Options several commands share, and turning option values into library objects.
+
+The run settings' options are generated from their declaration (`setting_options`, see
+`proactivebench.settings`); the decoding options (`eval`'s and the judge's), `--model-option
+KEY=VALUE` and `--shard I/N` parsing, the judge's and the response cache's options are written
+here, with what they make: the judge, the cache, decoding settings with the user's overrides.
+Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from proactivebench.models import SPEC_HELP, Decoding, load_model
+from proactivebench.settings import Kind, SettingField, Surface, offered
+
+if TYPE_CHECKING:
+    from proactivebench.judge import Judge
+    from proactivebench.models.cache import ResponseCache
+
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def setting_options(
+    settings: type, surface: Surface = "cli", kinds: tuple[Kind, ...] | None = None
+) -> Decorator:
+    """The options of the declared settings of `settings` that `surface` offers, each named
+    after its setting (`random_actions` is `--random-actions`) and passed by that name.
+
+    On the `train` surface a flag left out is None rather than false, so that a config file's
+    value stands unless the command line gives one.
+    """
+    fields = offered(settings, surface, kinds)
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        for spec in reversed(fields):
+            command = _setting_option(spec, unset_is_none=surface == "train")(command)
+        return command
+
+    return decorate
+
+
+def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
+    info = spec.info
+    base = spec.base_type
+    if base is bool:
+        default = None if unset_is_none else spec.default
+        return click.option(spec.flag, is_flag=True, default=default, help=info.help)
+    kind: Any = None
+    if base is int:
+        kind = int if info.lowest is None else click.IntRange(min=info.lowest)
+    elif base is str and info.choices:
+        kind = click.Choice(info.choices)
+    return click.option(
+        spec.flag,
+        type=kind,
+        default=None if unset_is_none else spec.default,
+        show_default=spec.default is not None and not unset_is_none,
+        metavar=info.metavar,
+        help=info.help,
+    )
+
+
+def decoding_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--max-tokens`, `--temperature`, `--top-p`: the tested model's decoding, over the
+    mode's defaults (`decoding_of`)."""
+    options = (
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Default: 50 (MCQA), 32768 (OEG).",
+        ),
+        click.option(
+            "--temperature",
+            type=float,
+            default=None,
+            help="Default: 0, greedy (MCQA); none sent, the server's (OEG).",
+        ),
+        click.option(
+            "--top-p",
+            type=float,
+            default=None,
+            help="Nucleus sampling: draw each token from the most likely ones that together "
+            "have probability P (with a temperature above 0) [default: none sent, the "
+            "backend's].",
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def decoding_of(
+    mode: str, max_tokens: int | None, temperature: float | None, top_p: float | None
+) -> Decoding:
+    """The decoding `decoding_options` describe, over the defaults of `mode`."""
+    from proactivebench.judge import oeg_decoding
+
+    base = oeg_decoding() if mode == "oeg" else Decoding()
+    return with_overrides(base, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
+
+
+def parse_model_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs -> keyword options; values that parse as JSON are typed (8, true)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(
+                f"expected KEY=VALUE, got {pair!r}", param_hint="--model-option"
+            )
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        options[key.strip().replace("-", "_")] = value
+    return options
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` -> (I, N) with 0 <= I < N."""
+    index, sep, count = text.partition("/")
+    try:
+        shard = (int(index), int(count))
+    except ValueError:
+        raise click.BadParameter(f"expected I/N, got {text!r}", param_hint="--shard") from None
+    if not sep or not 0 <= shard[0] < shard[1]:
+        raise click.BadParameter(f"need 0 <= I < N, got {text!r}", param_hint="--shard")
+    return shard
+
+
+def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that choose and shape a judge of open-ended answers."""
+    options = (
+        click.option(
+            "--judge",
+            "judge_spec",
+            default=None,
+            help=f"OEG: the judge model, any spec ({SPEC_HELP}).",
+        ),
+        click.option(
+            "--judge-votes",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="OEG: judge each answer N times and take the majority.",
+        ),
+        click.option(
+            "--judge-option",
+            "judge_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="OEG: a backend option of the judge, repeatable (as --model-option).",
+        ),
+        click.option(
+            "--judge-max-tokens",
+            type=click.IntRange(min=1),
+            default=None,
+            help="OEG: the judge's token limit [default: 32768].",
+        ),
+        click.option(
+            "--judge-temperature",
+            type=float,
+            default=None,
+            help="OEG: the judge's temperature [default: none sent, the server's].",
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def cache_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--cache PATH` and `--no-cache`."""
+    command = click.option(
+        "--no-cache", is_flag=True, help="Do not read or write the response cache."
+    )(command)
+    return click.option(
+        "--cache",
+        "cache_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="SQLite response cache [default: the user cache dir's responses.sqlite].",
+    )(command)
+
+
+def open_cache(cache_path: Path | None, no_cache: bool, wanted: bool) -> ResponseCache | None:
+    """The response cache the options name, when a real model or judge will ask anything."""
+    from proactivebench.models.cache import ResponseCache
+    from proactivebench.paths import response_cache_path
+
+    if no_cache or not wanted:
+        return None
+    return ResponseCache(cache_path or response_cache_path())
+
+
+def make_judge(
+    spec: str | None,
+    votes: int,
+    options: tuple[str, ...],
+    max_tokens: int | None,
+    temperature: float | None,
+    seed: int = 0,
+) -> Judge | None:
+    """The judge the options describe, or None without `--judge`."""
+    from proactivebench.judge import Judge, oeg_decoding
+
+    if spec is None:
+        return None
+    decoding = with_overrides(oeg_decoding(), max_tokens=max_tokens, temperature=temperature)
+    model = load_model(spec, seed=seed, **parse_model_options(options))
+    return Judge(model, votes=votes, decoding=decoding)
+
+
+def with_overrides(decoding: Decoding, **overrides: Any) -> Decoding:
+    """`decoding` with the settings a user gave on the command line."""
+    return dataclasses.replace(decoding, **{k: v for k, v in overrides.items() if v is not None})

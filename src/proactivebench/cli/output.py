@@ -1,0 +1,276 @@
+"""Everything the commands show on the terminal, and how they end.
+
+The consoles (`console`: progress, notes and warnings on stderr; `out`: results on stdout),
+making untrusted text inert (`printable`, `one_line`, `PrintableFormatter`), the tables of
+scores (`summary_table`, `comparison_table`), progress (a bar on a terminal, plain periodic
+lines off one), the exit codes, and the small printers several commands share. The command
+modules (`cli.run`, `cli.report`, ...) import from here; this module imports no command, so
+the package has no import circle.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from proactivebench.escapes import visible
+from proactivebench.metrics import ScenarioScore, Summary
+from proactivebench.protocol import SCENARIOS
+
+if TYPE_CHECKING:
+    from proactivebench.report import ReportOutcome
+    from proactivebench.results import EpisodeResult, OEGResult
+
+# soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
+# a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
+# emoji=False: ":x:" in a model name or an answer stays ":x:".
+console = Console(stderr=True, soft_wrap=True, emoji=False)
+
+
+class ReaderMayStop(Console):
+    """stdout's console: when the reader stops reading (`proactivebench report RUN | head`),
+    the rest of the output goes nowhere and the command ends as it would have (rich's own
+    reaction exits 1, as if the command had failed)."""
+
+    def on_broken_pipe(self) -> None:
+        if not self.quiet:
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+
+
+out = ReaderMayStop(soft_wrap=True, emoji=False)
+#: Width given to rich off a terminal, where it would otherwise assume 80 columns (or $COLUMNS)
+#: and wrap the cells of a table: files, pipes and captured output get every table whole.
+UNBOUNDED_WIDTH = 10_000
+
+
+def printable(text: str) -> str:
+    """Multi-line text (an answer, a transcript, a traceback) for the terminal: control
+    characters visible (`\x1b`), line breaks kept."""
+    return visible(text, keep_lines=True)
+
+
+#: A name shown in a title or a progress line: one line, every control character visible.
+one_line = visible
+
+
+class PrintableFormatter(logging.Formatter):
+    """Log records (the library's warnings, a user's traceback) with control characters made
+    visible, as everything else printed."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
+def fit_to_output(*consoles: Console) -> None:
+    """Off a terminal, let tables take their natural width instead of the assumed 80 columns."""
+    for c in consoles:
+        if not c.is_terminal:
+            c.width = UNBOUNDED_WIDTH
+
+
+#: Table columns: (heading, score field, format); MCQA runs, then judged open-ended runs.
+MCQA_COLUMNS = (("accuracy %", "accuracy", "{:.1f}"), ("ps rate", "ps_rate", "{:.2f}"))
+OEG_COLUMNS = (
+    ("ps %", "ps", "{:.1f}"),
+    ("cp %", "cp", "{:.1f}"),
+    ("aggregate %", "aggregate", "{:.1f}"),
+    ("judges agree %", "agreement", "{:.1f}"),
+)
+
+
+def summary_table(summary: Summary, title: str | None = None) -> Table:
+    """Per-scenario n, the run's rates and errors, and their average over scenarios."""
+    columns = OEG_COLUMNS if summary.oeg else MCQA_COLUMNS
+    table = Table(title=Text(one_line(title or summary.model)))
+    table.add_column("scenario")
+    table.add_column("n", justify="right")
+    for heading, _, _ in columns:
+        table.add_column(heading, justify="right")
+    table.add_column("errors", justify="right")
+
+    def cells(score: ScenarioScore) -> list[str]:
+        values = [getattr(score, name) for _, name, _ in columns]
+        rates = [
+            fmt.format(v) if v is not None else "—"
+            for (_, _, fmt), v in zip(columns, values, strict=True)
+        ]
+        return [str(score.n), *rates, str(score.errors)]
+
+    for short, score in summary.scenarios.items():
+        table.add_row(short, *cells(score))
+    average = summary.average
+    if average is not None:
+        table.add_section()
+        table.add_row(summary.average_label, *cells(average), style="bold")
+    return table
+
+
+#: The legend under the demo's comparison table.
+COMPARISON_LEGEND = (
+    "acc %: episodes that ended on the correct category. ps: proactive suggestions per "
+    "episode, on average (a count, not a %). —: no episode scored."
+)
+
+
+def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
+    """Accuracy and ps rate of several runs side by side, one row per scenario."""
+    table = Table(title=title, caption=COMPARISON_LEGEND, caption_justify="left")
+    table.add_column("scenario")
+    for name in summaries:
+        table.add_column(f"{name}\nacc % | ps", justify="right")
+    rows = {s: [] for s in SCENARIOS}
+    averages = []
+    for summary in summaries.values():
+        for short in SCENARIOS:
+            score = summary.scenarios.get(short)
+            rows[short].append(_acc_ps(score) if score else "-")
+        avg = summary.average
+        averages.append(_acc_ps(avg) if avg else "-")
+    for short, cells in rows.items():
+        if any(c != "-" for c in cells):
+            table.add_row(short, *cells)
+    table.add_section()
+    table.add_row("average", *averages, style="bold")
+    return table
+
+
+def _acc_ps(score: ScenarioScore) -> str:
+    if score.accuracy is None or score.ps_rate is None:
+        return "—"
+    return f"{score.accuracy:5.1f} | {score.ps_rate:.2f}"
+
+
+class LineProgress(Progress):
+    """Progress off a terminal (a log file, CI): the same tasks, reported as one plain line each
+    time a tenth more is done (or a minute has passed) and at the end, instead of a bar that
+    only a terminal can redraw in place."""
+
+    def __init__(self, *columns: Any, console: Console) -> None:
+        super().__init__(*columns, console=console, disable=True)
+        #: Per task: how much was done when it was last reported, and when.
+        self._reported: dict[TaskID, tuple[float, float]] = {}
+
+    def update(self, task_id: TaskID, **changes: Any) -> None:
+        super().update(task_id, **changes)
+        self._report(task_id)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._report(task_id)
+
+    def stop(self) -> None:
+        for task_id in list(self._tasks):
+            self._report(task_id, final=True)
+        super().stop()
+
+    def _report(self, task_id: TaskID, final: bool = False) -> None:
+        task = self._tasks[task_id]
+        total, done, now = task.total, task.completed, self.get_time()
+        if not total:
+            return
+        if task_id in self._reported:
+            last, when = self._reported[task_id]
+            new_tenth = int(10 * done / total) > int(10 * last / total)
+            if not (new_tenth or now - when >= 60 or (final and done != last)):
+                return
+        self._reported[task_id] = (done, now)
+        fields = "".join(f", {name} {value}" for name, value in task.fields.items())
+        line = (
+            f"{task.description}: {done:g}/{total:g} "
+            f"({100 * done / total:.0f}%){fields}, {task.elapsed or 0:.0f}s"
+        )
+        self.console.print(printable(line), markup=False, highlight=False)
+
+
+def description_column() -> TextColumn:
+    """A progress task's name, as plain text (a model spec is not markup)."""
+    return TextColumn("{task.description}", style="bold", markup=False)
+
+
+def new_progress(*columns: Any) -> Progress:
+    """A rich progress bar on a terminal, plain periodic lines anywhere else."""
+    if console.is_terminal:
+        return Progress(*columns, console=console)
+    return LineProgress(*columns, console=console)
+
+
+def count_progress() -> Progress:
+    """A plain bar with a count, for generation and the demo's runs."""
+    columns = (description_column(), BarColumn(), MofNCompleteColumn())
+    return new_progress(*columns, TimeElapsedColumn())
+
+
+@contextmanager
+def episode_progress(
+    label: str, stats: Callable[[], dict[str, int]] = dict
+) -> Iterator[tuple[Callable[..., None], Callable[..., None]]]:
+    """A progress bar fed by the runner's `on_start` / `on_result` callbacks.
+
+    Shows episodes/s, episodes that ended in an error, and the backend's retries.
+    """
+    columns = (
+        description_column(),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(
+            "{task.fields[speed]}  errors {task.fields[errors]}  retries {task.fields[retries]}"
+        ),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with new_progress(*columns) as progress:
+        task = progress.add_task(one_line(label), total=None, speed="- ep/s", errors=0, retries=0)
+        errors = 0
+
+        def on_start(total: int, done: int) -> None:
+            progress.update(task, total=total, completed=done)
+
+        def on_result(result: EpisodeResult | OEGResult) -> None:
+            nonlocal errors
+            errors += result.error is not None
+            elapsed = progress.tasks[task].elapsed or 0.0
+            speed = progress.tasks[task].speed
+            rate = f"{speed:.1f}" if speed else (f"{1 / elapsed:.1f}" if elapsed else "-")
+            retries = stats().get("retries", 0)
+            progress.update(task, advance=1, speed=f"{rate} ep/s", errors=errors, retries=retries)
+
+        yield on_start, on_result
+
+
+#: Exit codes: every selected episode scored; bad input or nothing to play; a usage error
+#: (click's); some episodes ended in an error (kept apart, a rerun retries them); interrupted.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_EPISODE_ERRORS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """Warnings that must not be missed (e.g. unreadable answers), one line each, on stderr."""
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}", highlight=False)
+
+
+def print_report_outcome(outcome: ReportOutcome) -> None:
+    """Where the report went, what it lacks, and the unreadable-answer warnings."""
+    for note in outcome.notes:
+        console.print(f"note: {escape(printable(note))}", highlight=False)
+    out.print(f"report: {escape(str(outcome.html))}", highlight=False)
+    print_warnings(outcome.warnings)

@@ -1,0 +1,239 @@
+"""The commands that make a run directory: `eval` plays and scores episodes, `judge` judges a
+finished open-ended run again, `merge` joins the shards of one run.
+
+Each parses its options, calls the runner (`proactivebench.runner`, `proactivebench.oeg`,
+`proactivebench.rundir`) and prints the scores (`cli.output`). `eval`'s run-setting options
+are generated from the settings' declaration (`cli.options.setting_options`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from proactivebench.cli.options import (
+    cache_options,
+    decoding_of,
+    decoding_options,
+    judge_options,
+    make_judge,
+    open_cache,
+    parse_model_options,
+    parse_shard,
+    setting_options,
+)
+from proactivebench.cli.output import (
+    EXIT_EPISODE_ERRORS,
+    console,
+    episode_progress,
+    out,
+    print_report_outcome,
+    print_warnings,
+    printable,
+    summary_table,
+)
+from proactivebench.models import SPEC_HELP, load_model
+from proactivebench.settings import EvalSettings, RunOptions
+
+
+@click.command("eval")
+@click.option(
+    "--data",
+    "data_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Data directory in the official layout (<stem>_preprocessed.jsonl + images).",
+)
+@click.option("--model", "model_spec", required=True, help=f"Model spec: {SPEC_HELP}.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Run directory; rerunning the same command resumes it.",
+)
+@setting_options(EvalSettings)
+@decoding_options
+@setting_options(RunOptions)
+@click.option(
+    "--endpoints",
+    default=None,
+    help="openai: comma-separated base URLs of replicas to spread requests over.",
+)
+@click.option(
+    "--model-option",
+    "model_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Backend option, repeatable (e.g. dtype=bfloat16, max_batch=16, image_format=PNG, "
+    "api_key_env=MY_KEY, timeout=60, max_retries=8); VALUE is read as JSON when it parses.",
+)
+@click.option("--shard", default=None, metavar="I/N", help="Play slice I of N (0 <= I < N).")
+@cache_options
+@judge_options
+@click.option(
+    "--no-report",
+    is_flag=True,
+    help="Do not write the report (RUN_DIR/report/: tables, plots, HTML viewer) at the end.",
+)
+def eval_command(
+    data_dir: Path,
+    model_spec: str,
+    out_dir: Path,
+    endpoints: str | None,
+    model_options: tuple[str, ...],
+    shard: str | None,
+    cache_path: Path | None,
+    no_cache: bool,
+    judge_spec: str | None,
+    judge_votes: int,
+    judge_options: tuple[str, ...],
+    judge_max_tokens: int | None,
+    judge_temperature: float | None,
+    no_report: bool,
+    max_tokens: int | None,
+    temperature: float | None,
+    top_p: float | None,
+    concurrency: int,
+    **run_settings: Any,
+) -> None:
+    """Play the benchmark's episodes with a model and score them."""
+    from proactivebench.runner import evaluate
+
+    # The run's seed also seeds the model (random baselines, sampling) and the judge.
+    seed = run_settings["seed"]
+    options = parse_model_options(model_options)
+    if endpoints:
+        options["endpoints"] = endpoints
+    model = load_model(model_spec, seed=seed, **options)
+    judge = make_judge(
+        judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
+    )
+    # Baselines answer faster than a lookup; a real model or judge is worth caching.
+    real = model.needs_images or (judge is not None and judge.model.needs_images)
+    cache = open_cache(cache_path, no_cache, wanted=real)
+    decoding = decoding_of(run_settings["mode"], max_tokens, temperature, top_p)
+    settings = EvalSettings(decoding=decoding, **run_settings)
+    with (
+        contextlib.closing(cache) if cache else contextlib.nullcontext(),
+        episode_progress(model.name, lambda: getattr(model, "stats", {})) as callbacks,
+    ):
+        on_start, on_result = callbacks
+        outcome = evaluate(
+            data_dir,
+            model,
+            out_dir,
+            settings,
+            concurrency=concurrency,
+            shard=parse_shard(shard) if shard else None,
+            cache=cache,
+            judge=judge,
+            on_start=on_start,
+            on_result=on_result,
+        )
+    out.print(summary_table(outcome.summary))
+    out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+    if outcome.cached:
+        console.print(
+            f"{outcome.cached} of {outcome.answers} answers came from the response cache, not "
+            "from the model (--no-cache asks the model again)",
+            highlight=False,
+        )
+    finish_run(outcome.out_dir, write=not no_report)
+    report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
+
+
+def finish_run(run_dir: Path, write: bool) -> None:
+    """The run's report (unless --no-report), and the warnings that must not be missed."""
+    from proactivebench.report import write_report
+    from proactivebench.report.measures import measure_run, unreadable_warnings
+    from proactivebench.report.runs import load_runs
+
+    if write:
+        print_report_outcome(write_report([run_dir]))
+    else:
+        run = load_runs([run_dir])[0]
+        print_warnings(unreadable_warnings(measure_run(run, n_resamples=0)))
+
+
+def report_errors(errors: Counter[str], scored: int) -> None:
+    """Say why episodes failed, and exit with `EXIT_EPISODE_ERRORS` when any did."""
+    if not errors:
+        return
+    total = sum(errors.values())
+    reason, count = errors.most_common(1)[0]
+    console.print(
+        f"[yellow]{total} episode(s) ended in an error[/yellow], {scored} scored (the errors are "
+        f"left out of the metrics; rerun the same command to retry them). Most common "
+        f"({count}x): {escape(printable(reason))}",
+        highlight=False,
+    )
+    sys.exit(EXIT_EPISODE_ERRORS)
+
+
+@click.command("judge")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@judge_options
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the judged run here [default: judge RUN_DIR in place].",
+)
+@cache_options
+def judge_command(
+    run_dir: Path,
+    judge_spec: str | None,
+    judge_votes: int,
+    judge_options: tuple[str, ...],
+    judge_max_tokens: int | None,
+    judge_temperature: float | None,
+    out_dir: Path | None,
+    cache_path: Path | None,
+    no_cache: bool,
+) -> None:
+    """Judge a finished open-ended run again, without asking the tested model anything."""
+    from proactivebench.models.cache import CachedModel
+    from proactivebench.oeg import rejudge
+
+    judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
+    if judge is None:
+        raise click.UsageError("say which model judges: --judge SPEC")
+    cache = open_cache(cache_path, no_cache, wanted=judge.model.needs_images)
+    if cache is not None:
+        judge = judge.with_model(CachedModel(judge.model, cache))
+    with contextlib.closing(cache) if cache else contextlib.nullcontext():
+        summary = rejudge(run_dir, judge, out_dir)
+    out.print(summary_table(summary))
+    out.print(f"results: {(out_dir or run_dir) / 'results.jsonl'}")
+
+
+@click.command("merge")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Directory for the merged run: one run directory, as eval writes (report and show "
+    "read it; eval resumes it, e.g. after --partial).",
+)
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Merge even when shards are missing or given twice (says which).",
+)
+def merge_command(run_dirs: tuple[Path, ...], out_dir: Path, partial: bool) -> None:
+    """Join the run directories of the shards of one run (every shard, once)."""
+    from proactivebench.runner import merge_runs
+
+    summary = merge_runs(run_dirs, out_dir, partial=partial)
+    out.print(summary_table(summary))
+    out.print(f"results: {out_dir / 'results.jsonl'}")

@@ -1,0 +1,81 @@
+"""The command line as a package: every command registered, every option explained, `python -m
+proactivebench` as the `proactivebench` command, and no import circle inside `cli/`."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+import proactivebench.cli
+from proactivebench.cli import cli
+
+COMMANDS = {"data", "demo", "eval", "import-inspect", "judge", "merge", "report", "show", "train"}
+
+
+def commands(
+    command: click.Command, path: str = "proactivebench"
+) -> Iterator[tuple[str, click.Command]]:
+    """Every command of the tree under `command`, subgroups and their commands included."""
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from commands(sub, f"{path} {name}")
+
+
+def test_every_command_is_registered() -> None:
+    assert set(cli.commands) == COMMANDS
+    paths = {path for path, _ in commands(cli)}
+    assert {"proactivebench data synth", "proactivebench train grpo"} <= paths
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    missing = [
+        f"{path} {'/'.join(param.opts)}"
+        for path, command in commands(cli)
+        for param in command.params
+        if isinstance(param, click.Option) and not (param.help or "").strip()
+    ]
+    assert not missing, "options without help text: " + ", ".join(missing)
+    assert len(list(commands(cli))) > len(COMMANDS)  # the walk reached the subgroups' commands
+
+
+def test_python_m_proactivebench_is_the_command(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "proactivebench", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Usage: proactivebench" in done.stdout
+    listed = {line.split()[0] for line in done.stdout.split("Commands:")[1].splitlines() if line}
+    assert listed == COMMANDS
+
+
+def test_no_module_of_the_package_imports_its_root() -> None:
+    """Command modules import `cli.output`, `cli.options` and the library, never `cli` itself
+    (the root imports them all: the other way round would be a circle)."""
+    package = Path(proactivebench.cli.__file__).parent
+    modules = sorted(p for p in package.glob("*.py") if p.name != "__init__.py")
+    assert {p.stem for p in modules} >= {"output", "options", "run", "report", "train"}
+    circles = []
+    for module in modules:
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                root = node.module == "proactivebench.cli" or (node.level == 1 and not node.module)
+                root = root or (
+                    node.module == "proactivebench" and any(a.name == "cli" for a in node.names)
+                )
+            elif isinstance(node, ast.Import):
+                root = any(a.name == "proactivebench.cli" for a in node.names)
+            else:
+                continue
+            if root:
+                circles.append(f"{module.name}:{node.lineno}")
+    assert not circles, f"imports of proactivebench.cli inside the package: {circles}"

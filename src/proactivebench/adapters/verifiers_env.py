@@ -76,23 +76,25 @@ def to_wire_message(message: Message, images: ImageStore) -> dict[str, Any]:
     return {"role": message["role"], "content": content}
 
 
-def _config_model(name: str, kinds: tuple[Kind, ...], doc: str) -> type[BaseConfig]:
+def config_model(
+    name: str, kinds: tuple[Kind, ...], doc: str, settings: type[EvalSettings] = EvalSettings
+) -> type[BaseConfig]:
     """A verifiers config with the settings of `kinds` that a verifiers rollout can honour,
     made from their declaration (`proactivebench.settings`): same names, defaults and help."""
     fields: dict[str, Any] = {
         s.name: (s.type, Field(s.default, description=s.info.help))
-        for s in offered(EvalSettings, "verifiers", kinds)
+        for s in offered(settings, "verifiers", kinds)
     }
     return create_model(name, __base__=BaseConfig, __doc__=doc, **fields)
 
 
-PlaySettings = _config_model(
+PlaySettings = config_model(
     "PlaySettings",
     ("episode",),
     "The settings that change how an episode is played; each means what the "
     "`proactivebench eval` flag of the same name means.",
 )
-SelectionSettings = _config_model(
+SelectionSettings = config_model(
     "SelectionSettings", ("selection",), "Which episodes the taskset holds."
 )
 

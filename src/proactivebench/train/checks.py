@@ -159,10 +159,10 @@ def check_bool(name: str, value: Any, origin: str) -> bool:
     return value
 
 
-def episode_settings() -> dict[str, SettingField]:
+def episode_settings(settings: type[EvalSettings] = EvalSettings) -> dict[str, SettingField]:
     """The run settings training honours, as `train grpo` offers them (surface "train" of
     `proactivebench.settings`): each is a `make_episode` option."""
-    return {s.name: s for s in offered(EvalSettings, "train")}
+    return {s.name: s for s in offered(settings, "train")}
 
 
 def episode_defaults() -> dict[str, Any]:

@@ -1,0 +1,128 @@
+"""Run settings are declared once (proactivebench.settings): every surface derives from the
+declaration. A setting added in one place must appear everywhere it can be honoured."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+import pytest
+
+from proactivebench.cli import cli
+from proactivebench.cli.options import setting_options
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.settings import EvalSettings, RunOptions, declared, offered, setting
+from proactivebench.train.checks import episode_settings
+
+#: EvalSettings with one more flag, declared as a new setting would be.
+Extended = dataclasses.make_dataclass(
+    "Extended",
+    [
+        (
+            "shout",
+            bool,
+            setting(False, kind="episode", builds_episode=True, help="Ask in capitals."),
+        )
+    ],
+    bases=(EvalSettings,),
+    frozen=True,
+)
+
+
+def options_of(settings: type, surface: str = "cli") -> dict[str, click.Option]:
+    @click.command()
+    @setting_options(settings, surface)  # type: ignore[arg-type]
+    def command(**values: object) -> None:
+        pass
+
+    return {o.name: o for o in command.params if isinstance(o, click.Option)}
+
+
+def test_a_new_setting_appears_on_every_surface() -> None:
+    option = options_of(Extended)["shout"]
+    assert option.opts == ["--shout"] and option.is_flag and option.help == "Ask in capitals."
+    assert "shout" in options_of(Extended, "train")
+    assert "shout" in episode_settings(Extended)
+    inspect_task = pytest.importorskip("proactivebench.adapters.inspect_task")
+    assert inspect_task.task_signature(Extended).parameters["shout"].default is False
+    verifiers_env = pytest.importorskip("proactivebench.adapters.verifiers_env")
+    play = verifiers_env.config_model("Play", ("episode",), "", Extended)
+    assert play.model_fields["shout"].default is False
+    assert play.model_fields["shout"].description == "Ask in capitals."
+
+
+def test_a_new_setting_is_part_of_the_run_identity_only_when_set() -> None:
+    assert "shout" not in Extended().identity()  # older run directories still resume
+    assert Extended(shout=True).identity()["shout"] is True
+    assert Extended(shout=True).episode_options()["shout"] is True
+
+
+def test_a_new_setting_is_type_checked_wherever_it_comes_from() -> None:
+    with pytest.raises(ProactiveBenchError, match="shout must be true or false, got 'yes'"):
+        Extended(shout="yes")
+
+
+def test_the_identity_of_the_first_release_is_unchanged() -> None:
+    """A default run's identity is what run.json has always held: older runs resume."""
+    assert EvalSettings().identity() == {
+        "hint": False,
+        "reference": False,
+        "random_actions": False,
+        "seed": 0,
+        "decoding": {"max_tokens": 50, "temperature": 0.0},
+    }
+    later = EvalSettings(history=True, icl=2, option_order="shuffled").identity()
+    assert later["history"] is True and later["icl"] == 2 and later["option_order"] == "shuffled"
+    assert "limit" not in EvalSettings(limit=3).identity()  # selection: a run may grow
+
+
+def test_eval_offers_every_setting_it_can_take_with_its_help() -> None:
+    eval_options = {o.name: o for o in cli.commands["eval"].params}
+    for spec in offered(EvalSettings, "cli") + offered(RunOptions, "cli"):
+        assert eval_options[spec.name].help == spec.info.help
+    for spec in declared(EvalSettings) + declared(RunOptions):
+        assert spec.info.help, f"{spec.name} has no help"
+
+
+def test_training_offers_only_settings_that_build_episodes() -> None:
+    """`train grpo` passes its episode options to make_episode."""
+    for spec in offered(EvalSettings, "train"):
+        assert spec.info.builds_episode, spec.name
+    assert set(options_of(EvalSettings, "train")) == set(episode_settings())
+
+
+def test_the_adapters_offer_what_the_declaration_says() -> None:
+    inspect_task = pytest.importorskip("proactivebench.adapters.inspect_task")
+    parameters = list(inspect_task.task_signature().parameters)
+    assert parameters == [
+        "data",
+        *[s.name for s in offered(EvalSettings, "inspect")],
+        "judge_votes",
+    ]
+    assert "decoding" not in parameters  # Inspect's own --max-tokens etc.
+    verifiers_env = pytest.importorskip("proactivebench.adapters.verifiers_env")
+    fields = set(verifiers_env.ProactiveTasksetConfig.model_fields)
+    assert {s.name for s in offered(EvalSettings, "verifiers")} <= fields
+    assert "history" not in fields and "icl" not in fields  # what a verifiers chat cannot honour
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"hint": "false"}, "hint must be true or false, got 'false'"),
+        ({"icl": 1.5}, "icl must be an integer, got 1.5"),
+        ({"limit": 0}, "limit must be >= 1, got 0"),
+        ({"option_order": "sideways"}, "unknown option_order 'sideways'; choose from record"),
+        ({"scenarios": 3}, "scenarios must be a comma-separated list"),
+    ],
+)
+def test_bad_values_are_refused_by_name(values: dict, message: str) -> None:
+    with pytest.raises(ProactiveBenchError, match=message):
+        EvalSettings(**values)
+
+
+def test_scenario_lists_are_read_alike_from_text_and_sequences() -> None:
+    assert EvalSettings(scenarios="ROD, QD").scenarios == ("ROD", "QD")
+    assert EvalSettings(scenarios=["ROD", "QD"]).scenarios == ("ROD", "QD")
+    assert EvalSettings(scenarios="").scenarios is None
+    assert EvalSettings(scenarios=",").scenarios == ("", "")  # refused by name when loading

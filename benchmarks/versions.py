@@ -1,0 +1,205 @@
+"""This version against an earlier one, side by side in one run: same results, speed, start-up.
+
+For a change meant to keep behaviour (a refactoring), three questions, asked of both versions
+in turn on this machine:
+
+1. **Same results**: `proactivebench eval` of several baselines and settings on one synthetic
+   data set; every `results.jsonl` line must be equal (latency left out), and so must
+   `summary.json`.
+2. **Start-up**: each version's own `benchmarks/startup.py` (spawn to first request).
+3. **Throughput**: each version's own `benchmarks/throughput.py` against the 50 ms fake server
+   on 640×480 JPEGs (wall time at concurrency 64, speed-up, efficiency, client CPU per turn).
+
+The earlier version is checked out from git into a temporary worktree (removed at the end) and
+run by the same interpreter with its `src/` first on the path. Rounds alternate the order of
+the two versions; medians are printed with the ratio new / old.
+
+    python benchmarks/versions.py --baseline 79f5208 [--rounds 3] [--per-scenario 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The runs compared line by line: (label, eval arguments).
+RUNS = [
+    ("oracle", ["--model", "baseline:oracle"]),
+    (
+        "random, seed 3, shuffled options",
+        ["--model", "baseline:random", "--seed", "3", "--option-order", "shuffled"],
+    ),
+    ("proactive, hint, history", ["--model", "baseline:proactive", "--hint", "--history"]),
+    ("reactive, random actions", ["--model", "baseline:reactive", "--random-actions"]),
+    ("oracle, reference", ["--model", "baseline:oracle", "--reference"]),
+    ("proactive, ICL 2 with CoT", ["--model", "baseline:proactive", "--icl", "2", "--cot"]),
+]
+#: Per-turn and per-line fields that measure time, not behaviour.
+TIMING = ("latency_s",)
+
+
+def environment(src: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(src)}
+
+
+def prepare_baseline(ref: str, scratch: Path) -> Path:
+    """A worktree of `ref`. Versions before the package had an `__init__.py` were a namespace
+    package, which a regular package later on the path (an editable install of this checkout)
+    would take over: such a tree gets an empty one, which changes nothing else."""
+    tree = scratch / "baseline"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
+        check=True,
+        capture_output=True,
+    )
+    init = tree / "src" / "proactivebench" / "__init__.py"
+    if not init.exists():
+        init.write_text("")
+    return tree
+
+
+def console_script() -> str:
+    return os.path.join(os.path.dirname(sys.executable), "proactivebench")
+
+
+def lines_of(run: Path) -> list[dict]:
+    lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines() if x]
+    for line in lines:
+        for turn in line.get("trace", []):
+            for key in TIMING:
+                turn.pop(key, None)
+        for key in TIMING:
+            line.pop(key, None)
+    return sorted(lines, key=lambda x: (x["scenario"], x["sample_id"]))
+
+
+def same_results(trees: dict[str, Path], scratch: Path, per_scenario: int) -> bool:
+    """Play every run of RUNS with both versions; say where lines differ."""
+    data = scratch / "data"
+    subprocess.run(
+        [
+            console_script(),
+            "data",
+            "synth",
+            "--out",
+            str(data),
+            "--per-scenario",
+            str(per_scenario),
+        ],
+        check=True,
+        capture_output=True,
+        env=environment(trees["new"] / "src"),
+    )
+    identical = True
+    for label, arguments in RUNS:
+        outputs = {}
+        for name, tree in trees.items():
+            out = scratch / name / label.replace(" ", "_").replace(",", "")
+            subprocess.run(
+                [
+                    console_script(),
+                    "eval",
+                    "--data",
+                    str(data),
+                    "--out",
+                    str(out),
+                    "--no-report",
+                    *arguments,
+                ],
+                check=True,
+                capture_output=True,
+                env=environment(tree / "src"),
+            )
+            summary = json.loads((out / "summary.json").read_text())
+            outputs[name] = (lines_of(out), summary)
+        equal = outputs["old"] == outputs["new"]
+        identical &= equal
+        count = len(outputs["new"][0])
+        print(f"  {label:36s} {count:5d} episodes: {'identical' if equal else 'DIFFERENT'}")
+    return identical
+
+
+def measure(tree: Path, script: str, arguments: list[str]) -> str:
+    result = subprocess.run(
+        [sys.executable, str(tree / "benchmarks" / script), *arguments],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=environment(tree / "src"),
+    )
+    return result.stdout
+
+
+def number(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    if match is None:
+        raise SystemExit(f"cannot find {pattern!r} in:\n{text}")
+    return float(match.group(1))
+
+
+THROUGHPUT = {
+    "wall at 64 (s)": r"wall, concurrency 64 \(median of \d+\)\s*:\s*([\d.]+)",
+    "speed-up 64 vs 1": r"speed-up 64 vs 1\s*:\s*([\d.]+)x",
+    "efficiency (%)": r"efficiency at 64 \(bound / wall\)\s*:\s*([\d.]+)",
+    "client CPU/turn, untransformed (ms)": r"client CPU/turn, untransformed, c64\s*:\s*([\d.]+)",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", required=True, help="git ref of the earlier version")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--per-scenario", type=int, default=30)
+    args = parser.parse_args()
+    figures: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        trees = {"old": prepare_baseline(args.baseline, scratch), "new": ROOT}
+        try:
+            print(f"same results ({args.per_scenario} per scenario, old = {args.baseline}):")
+            identical = same_results(trees, scratch, args.per_scenario)
+            for round_ in range(args.rounds):
+                order = ["old", "new"] if round_ % 2 == 0 else ["new", "old"]
+                for name in order:
+                    text = measure(trees[name], "startup.py", ["--repeats", "5"])
+                    start = number(r"median of \d+: ([\d.]+) s", text)
+                    figures[name].setdefault("start-up, median of 5 (s)", []).append(start)
+                    text = measure(
+                        trees[name],
+                        "throughput.py",
+                        ["--per-scenario", str(args.per_scenario), "--repeats", "3"],
+                    )
+                    for label, pattern in THROUGHPUT.items():
+                        figures[name].setdefault(label, []).append(number(pattern, text))
+                print(f"round {round_ + 1} of {args.rounds} done", flush=True)
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees["old"])],
+                check=False,
+                capture_output=True,
+            )
+    print(f"\nmedians over {args.rounds} rounds (each round: both versions, alternating order)")
+    print(f"{'measure':40s} {'old':>9s} {'new':>9s} {'new/old':>8s}")
+    for label in figures["new"]:
+        old = statistics.median(figures["old"][label])
+        new = statistics.median(figures["new"][label])
+        print(f"{label:40s} {old:9.3f} {new:9.3f} {new / old:8.2f}")
+        every = lambda v: ", ".join(f"{x:.3f}" for x in v)  # noqa: E731
+        print(
+            f"  {'runs':38s} old {every(figures['old'][label])}; new {every(figures['new'][label])}"
+        )
+    if not identical:
+        raise SystemExit("the two versions' results differ")
+
+
+if __name__ == "__main__":
+    main()

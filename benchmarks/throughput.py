@@ -46,7 +46,7 @@ from proactivebench.models import load_model  # noqa: E402
 from proactivebench.models.base import ChatRequest, Completion, Model  # noqa: E402
 from proactivebench.models.baselines import Oracle  # noqa: E402
 from proactivebench.models.cache import ResponseCache  # noqa: E402
-from proactivebench.models.openai_compat import OpenAICompatible, openai_messages  # noqa: E402
+from proactivebench.models.openai_compat import openai_messages  # noqa: E402
 from proactivebench.runner import EvalSettings, RunOutcome, evaluate  # noqa: E402
 from proactivebench.scenarios import View  # noqa: E402
 
@@ -132,14 +132,15 @@ def timed_run(
     cache: bool,
 ) -> Timed:
     """One openai-backend run in a fresh run directory (and a fresh response cache)."""
-    model = OpenAICompatible(MODEL, url, timeout=30)
+    model = load_model(f"openai:{MODEL}@{url}", timeout=30)  # as a run has it: wrapped
     out = Path(tempfile.mkdtemp(dir=scratch))
     responses = ResponseCache(out / "cache.sqlite") if cache else None
     cpu, start = time.process_time(), time.perf_counter()
     outcome = evaluate(data, model, out, settings, concurrency=concurrency, cache=responses)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     check_perfect(outcome, f"concurrency {concurrency}")
-    return Timed(wall, cpu, sum(turns_per_episode(outcome)), model.stats["retries"])
+    retries = getattr(model, "stats", {}).get("retries", 0)
+    return Timed(wall, cpu, sum(turns_per_episode(outcome)), retries)
 
 
 def median_run(runs: list[Timed]) -> Timed:
@@ -173,7 +174,7 @@ CATEGORIES = (
     ),
     ("response cache (key, SQLite)", ("cache.py", "sqlite3", "hashlib", "openssl_sha")),
     ("event loop (asyncio)", ("asyncio", "selectors", "contextvars", "epoll")),
-    ("openai backend", ("openai_compat",)),
+    ("openai backend (and the retry wrapper)", ("openai_compat", "resilient.py")),
     ("results file (write, flush, fsync)", ("posix.fsync", "TextIOWrapper", "runner.py:write")),
     (
         "image path checks (runner, store)",
@@ -207,7 +208,7 @@ def profile_run(
     data: Path, settings: EvalSettings, url: str, scratch: Path, save: Path | None, cache: bool
 ) -> tuple[dict[str, float], float, list[tuple[float, str]]]:
     """Self time per category and the top functions of a concurrency-64 run under cProfile."""
-    model = OpenAICompatible(MODEL, url, timeout=30)
+    model = load_model(f"openai:{MODEL}@{url}", timeout=30)  # as a run has it: wrapped
     out = Path(tempfile.mkdtemp(dir=scratch))
     responses = ResponseCache(out / "cache.sqlite") if cache else None
     profiler = cProfile.Profile()

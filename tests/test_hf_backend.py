@@ -23,8 +23,9 @@ from proactivebench.data.images import ImageStore
 from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
-from proactivebench.models.base import ChatRequest, Decoding
+from proactivebench.models.base import ChatRequest, Decoding, Model
 from proactivebench.models.hf import HFModel, to_hf_conversation
+from proactivebench.models.resilient import Resilient
 from proactivebench.prompting import user_turn
 from proactivebench.protocol import SCENARIOS
 from proactivebench.rundir import read_results
@@ -38,10 +39,18 @@ SHORT = Decoding(max_tokens=6)
 
 
 @pytest.fixture(scope="module")
-def model(tiny_vlm_dir: Path) -> HFModel:
-    loaded = load_model(f"hf:{tiny_vlm_dir}", device="cpu", dtype="float32")
-    assert isinstance(loaded, HFModel)
-    return loaded
+def loaded(tiny_vlm_dir: Path) -> Resilient:
+    """The backend as a run gets it: inside the retry wrapper."""
+    wrapped = load_model(f"hf:{tiny_vlm_dir}", device="cpu", dtype="float32")
+    assert isinstance(wrapped, Resilient) and isinstance(wrapped.inner, HFModel)
+    return wrapped
+
+
+@pytest.fixture(scope="module")
+def model(loaded: Resilient) -> HFModel:
+    """The backend itself, for what only it has (its tokenizer, its torch model)."""
+    assert isinstance(loaded.inner, HFModel)
+    return loaded.inner
 
 
 @pytest.fixture(scope="module")
@@ -59,21 +68,22 @@ def first_turn_requests(data: Path, decoding: Decoding = SHORT) -> list[ChatRequ
     return requests
 
 
-def generate(model: HFModel, requests: list[ChatRequest]) -> list[Any]:
+def generate(model: Model, requests: list[ChatRequest]) -> list[Any]:
     return asyncio.run(model.generate(requests))
 
 
-def test_loads_a_checkpoint_by_path(model: HFModel, tiny_vlm_dir: Path) -> None:
-    assert model.name == f"hf:{tiny_vlm_dir}"
-    assert model.max_batch == 8 and model.needs_images
+def test_loads_a_checkpoint_by_path(loaded: Resilient, model: HFModel, tiny_vlm_dir: Path) -> None:
+    assert model.name == loaded.name == f"hf:{tiny_vlm_dir}"
+    assert model.max_batch == loaded.max_batch == 8 and model.needs_images and loaded.needs_images
+    assert loaded.max_consecutive_failures == 0  # its failures end only their episode
     assert model.tokenizer.padding_side == "left"
     assert str(model.model.device) == "cpu"
 
 
 def test_evaluate_plays_every_scenario_with_raw_answers(
-    model: HFModel, data: Path, tmp_path: Path
+    loaded: Resilient, model: HFModel, data: Path, tmp_path: Path
 ) -> None:
-    evaluate(data, model, tmp_path, EvalSettings(decoding=SHORT))
+    evaluate(data, loaded, tmp_path, EvalSettings(decoding=SHORT))
     results = read_results(tmp_path / "results.jsonl")
     assert {r["scenario"] for r in results} == set(SCENARIOS) and len(results) == 15
     for r in results:
@@ -206,6 +216,25 @@ def test_bad_options_are_clear_errors(tiny_vlm_dir: Path) -> None:
         load_model(f"hf:{tiny_vlm_dir}", device="toaster")
     with pytest.raises(ProactiveBenchError, match="max_batch"):
         load_model(f"hf:{tiny_vlm_dir}", max_batch=0)
+
+
+def test_a_failure_is_raised_at_once_not_retried(
+    loaded: Resilient, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local model's failure (here: out of memory) would repeat: one attempt, as raised."""
+    calls: list[int] = []
+
+    def out_of_memory(requests: list[ChatRequest]) -> list[Any]:
+        calls.append(len(requests))
+        raise RuntimeError("CUDA out of memory (injected)")
+
+    monkeypatch.setattr(loaded.inner, "_generate_locked", out_of_memory)
+    loaded.bind_images(ImageStore(data))
+    retries = loaded.stats["retries"]
+    with pytest.raises(RuntimeError, match=r"^CUDA out of memory \(injected\)$"):
+        generate(loaded, first_turn_requests(data)[:2])
+    assert calls == [2] and loaded.stats["retries"] == retries
+    assert loaded.retry.max_retries > 0  # it could have retried: it chose not to
 
 
 def test_each_distinct_view_is_decoded_once(model: HFModel, data: Path) -> None:

@@ -30,15 +30,15 @@ from openai_server import FAULTS, FakeOpenAI, closed_port_url, decode_data_url
 from proactivebench.data.images import ImageStore, apply_view
 from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ModelSpecError, ProactiveBenchError
-from proactivebench.models import load_model, openai_compat
+from proactivebench.models import load_model, openai_compat, resilient
 from proactivebench.models.base import ChatRequest, Decoding
 from proactivebench.models.errors import ModelError
 from proactivebench.models.openai_compat import (
     DEFAULT_BASE_URL,
     OpenAICompatible,
-    RetryPolicy,
     parse_retry_after,
 )
+from proactivebench.models.resilient import Resilient, RetryPolicy
 from proactivebench.prompting import user_turn
 from proactivebench.rundir import latest_results, read_results
 from proactivebench.runner import evaluate
@@ -69,10 +69,16 @@ def server() -> Any:
         yield fake
 
 
-def backend(*urls: str, **options: Any) -> OpenAICompatible:
+#: The options of the retry wrapper, which `load_model` puts around the backend.
+WRAPPER_OPTIONS = ("retry", "max_retries", "max_delay", "concurrency", "max_consecutive_failures")
+
+
+def backend(*urls: str, **options: Any) -> Resilient:
+    """The backend as `load_model` makes it: inside the retry wrapper (`.inner`)."""
     options.setdefault("timeout", 2.0)
     options.setdefault("retry", FAST)
-    return OpenAICompatible(MODEL, endpoints=list(urls), **options)
+    wrapper = {k: options.pop(k) for k in WRAPPER_OPTIONS if k in options}
+    return Resilient(OpenAICompatible(MODEL, endpoints=list(urls), **options), **wrapper)
 
 
 def result_lines(run: Path) -> list[str]:
@@ -87,7 +93,7 @@ def first_request(data: Path, scenario: str = "COCO", **decoding: Any) -> ChatRe
     return ChatRequest([user_turn(obs)], obs, Decoding(**decoding))
 
 
-def generate(model: OpenAICompatible, data: Path, requests: list[ChatRequest]) -> list[Any]:
+def generate(model: Resilient, data: Path, requests: list[ChatRequest]) -> list[Any]:
     model.bind_images(ImageStore(data))
 
     async def run() -> list[Any]:
@@ -104,13 +110,16 @@ def generate(model: OpenAICompatible, data: Path, requests: list[ChatRequest]) -
 
 def test_spec_names_model_and_url() -> None:
     model = load_model("openai:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:8000/v1/")
-    assert isinstance(model, OpenAICompatible)
-    assert model.model == "Qwen/Qwen2.5-VL-7B-Instruct"
-    assert model.urls == ["http://127.0.0.1:8000/v1"]
-    assert model.name == "openai:Qwen/Qwen2.5-VL-7B-Instruct"
+    assert isinstance(model, Resilient) and isinstance(model.inner, OpenAICompatible)
+    assert model.inner.model == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert model.inner.urls == ["http://127.0.0.1:8000/v1"]
+    assert model.name == model.inner.name == "openai:Qwen/Qwen2.5-VL-7B-Instruct"
     assert model.max_batch == 1 and model.needs_images
+    assert model.retry.max_retries == 6 and model.max_consecutive_failures == 20
+    assert model.concurrency is None
     hosted = load_model("openai:gpt-4o")
-    assert isinstance(hosted, OpenAICompatible) and hosted.urls == [DEFAULT_BASE_URL]
+    assert isinstance(hosted, Resilient) and isinstance(hosted.inner, OpenAICompatible)
+    assert hosted.inner.urls == [DEFAULT_BASE_URL]
 
 
 def test_options_through_load_model() -> None:
@@ -123,13 +132,16 @@ def test_options_through_load_model() -> None:
         max_retries=2,
         concurrency=4,
     )
-    assert isinstance(model, OpenAICompatible)
-    assert model.urls == ["http://a:1/v1", "http://b:2/v1"]
-    assert model.image_format == "PNG" and model.name == "openai:m[png]"
-    assert model.retry.max_retries == 2 and model.concurrency == 4 and model.timeout == 5
+    assert isinstance(model, Resilient) and isinstance(model.inner, OpenAICompatible)
+    assert model.inner.urls == ["http://a:1/v1", "http://b:2/v1"]
+    assert model.inner.image_format == "PNG" and model.name == "openai:m[png]"
+    assert model.retry.max_retries == 2 and model.concurrency == 4 and model.inner.timeout == 5
     for bad in ({"image_format": "gif"}, {"colour": "red"}, {"endpoints": "ftp://x"}):
         with pytest.raises(ModelSpecError):
             load_model("openai:m", **bad)
+    known = r"unknown option\(s\) colour for OpenAICompatible; known: .*timeout.*max_retries"
+    with pytest.raises(ModelSpecError, match=known):
+        load_model("openai:m", colour="red")
 
 
 def test_retry_after_seconds_and_http_date() -> None:
@@ -291,7 +303,7 @@ def test_a_server_that_dies_mid_run_trips_the_breaker(
     """After 20 failed requests in a row the run stops within seconds, keeps what finished,
     exits non-zero, and a rerun resumes."""
     fast = RetryPolicy(max_retries=6, base_delay=0.01, max_delay=0.02)
-    monkeypatch.setattr(openai_compat, "DEFAULT_RETRY", fast)
+    monkeypatch.setattr(resilient, "DEFAULT_RETRY", fast)
     run = tmp_path / "run"
     args = ["eval", "--data", str(data), "--out", str(run), "--no-cache", "--concurrency", "1"]
     with FakeOpenAI(schedule=[None] * 5 + ["http500"] * 200) as fake:
@@ -320,7 +332,7 @@ def test_requests_spread_over_replicas(data: Path, tmp_path: Path) -> None:
             evaluate(data, model, tmp_path / balance, concurrency=6)
             counts = len(a.chat_requests), len(b.chat_requests)
         assert min(counts) > 0, balance
-        assert model.requests_by_endpoint == {a.url: counts[0], b.url: counts[1]}
+        assert model.inner.requests_by_endpoint == {a.url: counts[0], b.url: counts[1]}
         if balance == "round-robin":
             assert abs(counts[0] - counts[1]) <= 1
         assert result_lines(tmp_path / balance) == result_lines(tmp_path / "single")
@@ -332,7 +344,29 @@ def test_a_failing_replica_is_retried_elsewhere(data: Path, tmp_path: Path) -> N
         evaluate(data, model, tmp_path, concurrency=4)
     results = read_results(tmp_path / "results.jsonl")
     assert len(results) == 15 and not any("error" in r for r in results)
-    assert model.requests_by_endpoint[bad.url] > 0 and model.stats["retries"] > 0
+    assert model.inner.requests_by_endpoint[bad.url] > 0 and model.stats["retries"] > 0
+
+
+def test_a_request_that_failed_on_a_replica_is_retried_on_another() -> None:
+    """The backend makes one attempt per call: the wrapper's retry is the same request object
+    again, which avoids the replica it failed at even once that replica is no longer set aside;
+    other requests, and the same one after a success, are balanced as usual."""
+    import gc
+
+    replicas = openai_compat._Replicas(["http://a:1/v1", "http://b:2/v1"], "least-in-flight")
+    a, b = replicas.replicas
+    request, other = ChatRequest([]), ChatRequest([])
+    assert replicas.pick(request) is a
+    replicas.failed(a, request)
+    a.down_until = 0.0  # set aside no longer
+    assert replicas.pick(request) is b and replicas.pick(other) is a
+    b.sent += 1
+    replicas.succeeded(b, request)
+    assert replicas.pick(request) is a
+    replicas.failed(a, request)
+    del request
+    gc.collect()
+    assert replicas._failed_at == {}  # a request given up on is forgotten with it
 
 
 def test_a_replica_down_before_the_run_is_set_aside(data: Path, tmp_path: Path, caplog) -> None:
@@ -360,7 +394,7 @@ def test_api_key_is_sent_as_bearer_and_written_nowhere(
 ) -> None:
     key = f"sk-test-{secrets.token_hex(16)}"
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    monkeypatch.setattr(openai_compat, "DEFAULT_RETRY", FAST)
+    monkeypatch.setattr(resilient, "DEFAULT_RETRY", FAST)
     caplog.set_level(logging.DEBUG)
     run, cache = tmp_path / "run", tmp_path / "cache.sqlite"
     schedule = ["http500", "drop", "http429", "malformed"]
@@ -499,7 +533,7 @@ def test_request_bodies_splice_data_urls_and_survive_a_text_that_looks_like_a_sl
     ]
     for request_messages in (messages, *tricky):
         request = ChatRequest(request_messages, obs)
-        body = json.loads(asyncio.run(model._payload(request)))
+        body = json.loads(asyncio.run(model.inner._payload(request)))
         wire = openai_compat.openai_messages(request_messages, lambda v: store.data_url(v))
         assert body["messages"] == wire and body["model"] == MODEL
 
@@ -535,7 +569,8 @@ def test_reasoning_models_are_known_by_name_or_option() -> None:
 
     assert all(map(is_reasoning_model, ["o1", "o3-mini", "o4-mini", "gpt-5", "openai/gpt-5.2"]))
     assert not any(map(is_reasoning_model, ["gpt-4.1", "Qwen/Qwen2.5-VL-7B", "o4mini", "solo1"]))
-    assert load_model("openai:my-thinker@http://127.0.0.1:9/v1", reasoning=True).reasoning
+    thinker = load_model("openai:my-thinker@http://127.0.0.1:9/v1", reasoning=True)
+    assert isinstance(thinker, Resilient) and thinker.inner.reasoning
 
 
 def test_a_reasoning_model_run_sends_what_the_real_api_accepts(data: Path, tmp_path: Path) -> None:
@@ -560,7 +595,8 @@ def test_a_reasoning_model_run_sends_what_the_real_api_accepts(data: Path, tmp_p
 def test_a_refused_parameter_is_one_clear_error_not_retried(data: Path, tmp_path: Path) -> None:
     with FakeOpenAI() as fake:
         model = backend(fake.url, reasoning=False)
-        model.model = model.name = "o4-mini"  # a reasoning model the backend was told is not
+        # A reasoning model the backend was told is not (named so in its messages and the run).
+        model.inner.model = model.inner.name = model.name = "o4-mini"
         outcome = evaluate(data, model, tmp_path / "run", EvalSettings(limit=1))
         attempts = len(fake.chat_requests)
     (reason,) = outcome.errors

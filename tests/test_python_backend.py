@@ -19,6 +19,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest
 from proactivebench.models.python_callable import PythonCallable
+from proactivebench.models.resilient import Resilient
 from proactivebench.prompting import user_turn
 from proactivebench.protocol import SCENARIOS
 from proactivebench.rundir import read_results
@@ -104,7 +105,8 @@ async def answer(messages, observation):
     model = load_model(f"python:{module}:answer")
     evaluate(data, model, tmp_path / "run")
     assert all(r["correct"] is True for r in outcomes(tmp_path / "run").values())
-    seen = model.fn.__globals__["SEEN"]  # type: ignore[attr-defined]
+    assert isinstance(model, Resilient) and isinstance(model.inner, PythonCallable)
+    seen = model.inner.fn.__globals__["SEEN"]  # type: ignore[attr-defined]
     assert len(seen) == sum(r["num_turns"] for r in outcomes(tmp_path / "run").values())
     image_part, text_part = seen[0][0]["content"]
     assert seen[0][0]["role"] == "user" and text_part["type"] == "text"

@@ -8,6 +8,7 @@ from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.baselines import BASELINES
 from proactivebench.models.replay import Replay
+from proactivebench.models.resilient import DEFAULT_MAX_CONSECUTIVE_FAILURES, Resilient
 
 SPEC_HELP = (
     "baseline:oracle|proactive|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], "
@@ -16,7 +17,11 @@ SPEC_HELP = (
 
 
 def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
-    """Build the model a spec names, e.g. `baseline:oracle` or `replay:answers.jsonl`."""
+    """Build the model a spec names, e.g. `baseline:oracle` or `replay:answers.jsonl`.
+
+    `openai`, `hf` and `python` backends come wrapped in `Resilient` (retries, the breaker,
+    the concurrency limit), whose options they accept beside their own.
+    """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise ModelSpecError(f"model spec {spec!r} is not KIND:VALUE; known: {SPEC_HELP}")
@@ -31,29 +36,55 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     if kind == "openai":
         from proactivebench.models.openai_compat import OpenAICompatible
 
-        return OpenAICompatible.from_spec(rest, seed=seed, **_checked(options, OpenAICompatible))
+        own, wrapper = _checked(options, OpenAICompatible)
+        return _resilient(OpenAICompatible.from_spec(rest, **own), kind, wrapper, seed)
     if kind == "hf":
         from proactivebench.models.hf import HFModel  # lazy: torch loads only when asked
 
-        return HFModel(rest, seed=seed, **_checked(options, HFModel))
+        own, wrapper = _checked(options, HFModel)
+        return _resilient(HFModel(rest, seed=seed, **own), kind, wrapper, seed)
     if kind == "python":
         from proactivebench.models.python_callable import PythonCallable
 
-        return PythonCallable(rest, seed=seed, **_checked(options, PythonCallable))
+        own, wrapper = _checked(options, PythonCallable)
+        return _resilient(PythonCallable(rest, seed=seed, **own), kind, wrapper, seed)
     raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}; known: {SPEC_HELP}")
 
 
-def _checked(options: dict[str, Any], backend: type) -> dict[str, Any]:
-    """The options, or one clear error naming those the backend's keyword arguments lack."""
-    # Every backend option is a keyword-only argument with a default.
-    known = [name for name in backend.__init__.__kwdefaults__ or {} if name != "seed"]
-    unknown = sorted(set(options) - set(known))
+#: Failed calls in a row that end a run, by backend, unless `max_consecutive_failures` says:
+#: a server that fails 20 requests in a row is down, and every later request would fail too;
+#: a local model's or a user's function's failures are usually particular to an input (a bug
+#: on one scenario, out of memory on a long prompt), so each ends only its episode, as it
+#: always did.
+BREAKER_DEFAULTS = {"openai": DEFAULT_MAX_CONSECUTIVE_FAILURES, "hf": 0, "python": 0}
+
+
+def _resilient(backend: Model, kind: str, options: dict[str, Any], seed: int) -> Resilient:
+    options.setdefault("max_consecutive_failures", BREAKER_DEFAULTS[kind])
+    return Resilient(backend, seed=seed, **options)
+
+
+def _option_names(function: Any) -> list[str]:
+    """The keyword-only arguments of `function` (every option has a default), but the seed,
+    which comes from the run's `--seed`."""
+    return [name for name in function.__kwdefaults__ or {} if name != "seed"]
+
+
+def _checked(options: dict[str, Any], backend: type) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The backend's options and the wrapper's, or one clear error naming those neither
+    takes."""
+    own = _option_names(backend.__init__)
+    wrapper = [name for name in _option_names(Resilient.__init__) if name not in own]
+    unknown = sorted(set(options) - set(own) - set(wrapper))
     if unknown:
         raise ModelSpecError(
             f"unknown option(s) {', '.join(unknown)} for {backend.__name__}; "
-            f"known: {', '.join(known)}"
+            f"known: {', '.join([*own, *wrapper])}"
         )
-    return options
+    return (
+        {k: v for k, v in options.items() if k in own},
+        {k: v for k, v in options.items() if k not in own},
+    )
 
 
-__all__ = ["ChatRequest", "Completion", "Decoding", "Model", "load_model"]
+__all__ = ["ChatRequest", "Completion", "Decoding", "Model", "Resilient", "load_model"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ProactiveBenchError
+from proactivebench.models.errors import ModelError
 from proactivebench.protocol import mcqa_strings
 from proactivebench.scenarios import Observation
 
@@ -105,6 +106,15 @@ class Model(abc.ABC):
     @abc.abstractmethod
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """One completion per request, in order."""
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        """Whether `exc`, raised by one `generate` call, is a fault another attempt may fix.
+
+        The retry wrapper (`models.resilient.Resilient`) asks this of the backend it wraps: a
+        backend says what is transient, the wrapper decides when and how often to try again.
+        By default a `ModelError` marked `retryable`; anything else fails at once.
+        """
+        return isinstance(exc, ModelError) and exc.retryable
 
     async def preflight(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Check, before a run, that the model can be reached; raise `RunAbort` if not."""

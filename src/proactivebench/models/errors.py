@@ -10,10 +10,14 @@ from proactivebench.errors import ProactiveBenchError
 
 
 class ModelError(ProactiveBenchError):
-    """A model call that failed for good: retries exhausted, or a fault retrying cannot fix.
+    """A model call that failed: one attempt, as a backend raises it, or for good, as the
+    retry wrapper (`models.resilient.Resilient`) raises it once its retries are exhausted.
 
     `endpoint` is the base URL (or other location) that answered last, `status` its HTTP status
-    when there was one, and `retryable` whether the last fault was of a transient kind.
+    when there was one, and `retryable` whether the fault was of a transient kind (another
+    attempt may succeed). `retry_after` is how many seconds the server asked us to wait, when
+    it said, and `reason` the fault alone, without who and where (e.g. `HTTP 500 Internal
+    Server Error`): the wrapper's messages name those themselves.
     """
 
     def __init__(
@@ -23,11 +27,15 @@ class ModelError(ProactiveBenchError):
         endpoint: str | None = None,
         status: int | None = None,
         retryable: bool = False,
+        retry_after: float | None = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.endpoint = endpoint
         self.status = status
         self.retryable = retryable
+        self.retry_after = retry_after
+        self.reason = reason
 
 
 class RunAbort(ProactiveBenchError):
@@ -37,7 +45,15 @@ class RunAbort(ProactiveBenchError):
 
 
 class UserCodeError(ProactiveBenchError):
-    """A user's `python:` function raised; the message says what, and where in their code."""
+    """A user's `python:` function raised; the message says what, and where in their code.
+
+    `retryable`: the function raised `TimeoutError` or `ConnectionError` (an API it calls did
+    not answer), which the retry wrapper tries again.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def episode_error(exc: Exception) -> str:

@@ -2,12 +2,15 @@
 hosted APIs. Spec: `openai:MODEL[@BASE_URL]` (default base URL: the OpenAI API).
 
 Throughput comes from the runner's episodes in flight (`max_batch = 1`): each turn is one HTTP
-request, as many at once as episodes in flight, or at most `concurrency` when that is set (to
-spare a shared server). Faults that a retry can fix — timeouts, refused or dropped
-connections, 429, 5xx, malformed or empty answers — are retried with exponential backoff and
-full jitter (honouring `Retry-After`), on another replica when there are several; faults that a
-retry cannot fix (other 4xx) fail at once. A request that fails for good raises `ModelError`,
-which the runner records as an error on that episode, never as a wrong answer.
+request, as many at once as episodes in flight. Each `generate` call makes one attempt per
+request; a failed one raises `ModelError` saying whether a retry can fix it (`retryable`:
+timeouts, refused or dropped connections, 429, 5xx, malformed or empty answers; not other 4xx)
+and what the server's `Retry-After` asked for. `load_model` wraps the backend in
+`models.resilient.Resilient`, which retries, bounds the requests in flight (`concurrency`) and
+ends a run whose server is down; this module keeps the wire format, the HTTP session, the
+preflight and the replica balancing, which sends a request that failed on one replica to
+another when there are several. A request that fails for good is recorded by the runner as an
+error on that episode, never as a wrong answer.
 
 The API key is read from an environment variable and only ever sent as a bearer header: it is
 not part of `name` (recorded in results), of any error message, or of any log line.
@@ -16,18 +19,17 @@ not part of `name` (recorded in results), of any error message, or of any log li
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import functools
 import json
 import logging
 import os
-import random
 import re
 import sys
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,31 +58,6 @@ DEFAULT_REASONING_BUDGET = 8192
 _UNSUPPORTED = re.compile(r"unsupported (parameter|value)|not supported with this model", re.I)
 #: 4xx statuses worth a retry: request timeout, too early, rate limited.
 RETRYABLE_4XX = frozenset({408, 425, 429})
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff with full jitter.
-
-    Full jitter (a uniform draw up to the exponential cap) keeps thousands of episodes that hit
-    the same overloaded server at once from retrying in lockstep. A `Retry-After` from the
-    server is a floor, honoured up to `max_delay` so that one header cannot stall a run.
-    """
-
-    max_retries: int = 6
-    base_delay: float = 0.5
-    max_delay: float = 60.0
-
-    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds to wait before retry number `retry` (0-based)."""
-        if retry_after is not None:
-            # Spread the herd a little past the server's floor.
-            return min(self.max_delay, retry_after + rng.uniform(0.0, self.base_delay))
-        return rng.uniform(0.0, min(self.max_delay, self.base_delay * 2**retry))
-
-
-#: Used when `load_model` gets no retry options; tests may swap it for a faster one.
-DEFAULT_RETRY = RetryPolicy()
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -202,14 +179,24 @@ class _Replica:
 
 
 class _Replicas:
-    """Spreads requests over base URLs; a retry goes to another replica when there is one."""
+    """Spreads requests over base URLs; a retry goes to another replica when there is one.
+
+    The retry wrapper sends a failed request again as the same `ChatRequest` object, so the
+    replica it failed at is remembered by the request's identity (weakly: a request that is
+    given up on is forgotten with it), and its next attempt avoids that replica. A replica
+    that keeps failing is set aside for a while for every request (`_Replica.failed`).
+    """
 
     def __init__(self, urls: Sequence[str], strategy: str) -> None:
         self.replicas = [_Replica(u) for u in urls]
         self.strategy = strategy
         self._cursor = 0
+        #: id(request) -> (the request, weakly; the replica where it failed last).
+        self._failed_at: dict[int, tuple[weakref.ref[ChatRequest], _Replica]] = {}
 
-    def pick(self, avoid: _Replica | None = None) -> _Replica:
+    def pick(self, request: ChatRequest | None = None) -> _Replica:
+        """A replica for `request`: not the one where it failed last, when there are others."""
+        avoid = self._avoid(request) if len(self.replicas) > 1 else None
         candidates = [r for r in self.replicas if r is not avoid] or self.replicas
         now = time.monotonic()
         healthy = [r for r in candidates if r.down_until <= now] or candidates
@@ -222,6 +209,29 @@ class _Replicas:
                     return replica
         return min(healthy, key=lambda r: (r.in_flight, r.sent))
 
+    def failed(self, replica: _Replica, request: ChatRequest) -> None:
+        """`request` failed at `replica` in a way a retry may fix."""
+        replica.failed()
+        if len(self.replicas) > 1:
+            key = id(request)
+            forget = functools.partial(self._forget, key)
+            self._failed_at[key] = (weakref.ref(request, forget), replica)
+
+    def succeeded(self, replica: _Replica, request: ChatRequest) -> None:
+        replica.succeeded()
+        self._failed_at.pop(id(request), None)
+
+    def _avoid(self, request: ChatRequest | None) -> _Replica | None:
+        entry = self._failed_at.get(id(request)) if request is not None else None
+        if entry is None or entry[0]() is not request:
+            return None  # never failed, or another request that now has the same id
+        return entry[1]
+
+    def _forget(self, key: int, ref: weakref.ref[ChatRequest]) -> None:
+        entry = self._failed_at.get(key)
+        if entry is not None and entry[0] is ref:
+            del self._failed_at[key]
+
 
 @dataclass
 class _Failure:
@@ -231,11 +241,6 @@ class _Failure:
     retryable: bool
     status: int | None = None
     retry_after: float | None = None
-
-
-@dataclass
-class _Answer:
-    completion: Completion
 
 
 def _import_aiohttp() -> None:
@@ -268,9 +273,9 @@ class _Session:
 
     aiohttp, not httpx: at 64 requests in flight against a 50 ms server with 100 KB bodies,
     httpx spent 1.4 ms of client CPU per request and aiohttp 0.5 ms (see benchmarks/README.md).
-    The pool has no limit of its own: the runner's episodes in flight (or `concurrency`) bound
-    the connections. Connecting gets its own short timeout; the whole attempt is bounded by the
-    backend's `timeout`.
+    The pool has no limit of its own: the runner's episodes in flight (or the retry wrapper's
+    `concurrency`) bound the connections. Connecting gets its own short timeout; the whole
+    attempt is bounded by the backend's `timeout`.
     """
 
     def __init__(self, headers: dict[str, str], connect_timeout: float) -> None:
@@ -355,10 +360,6 @@ class OpenAICompatible(Model):
         jpeg_quality: int = 90,
         timeout: float = 120.0,
         connect_timeout: float = 10.0,
-        concurrency: int | None = None,
-        max_retries: int | None = None,
-        max_delay: float | None = None,
-        retry: RetryPolicy | None = None,
         balance: str = "least-in-flight",
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
@@ -366,8 +367,6 @@ class OpenAICompatible(Model):
         reasoning_budget: int = DEFAULT_REASONING_BUDGET,
         reasoning_effort: str | None = None,
         cache_scope: str = "endpoints",
-        max_consecutive_failures: int = 20,
-        seed: int = 0,
     ) -> None:
         if not model:
             raise ModelSpecError("openai model spec needs a model name: openai:MODEL[@URL]")
@@ -379,11 +378,6 @@ class OpenAICompatible(Model):
         self.name = _model_name(model, self.image_format, jpeg_quality)
         self.timeout = _positive("timeout", timeout)
         self.connect_timeout = _positive("connect_timeout", connect_timeout)
-        # None: as many requests at once as the runner has episodes in flight.
-        self.concurrency = (
-            None if concurrency is None else int(_positive("concurrency", concurrency))
-        )
-        self.retry = _retry_policy(retry or DEFAULT_RETRY, max_retries, max_delay)
         if balance not in BALANCING:
             raise ModelSpecError(f"unknown balancing {balance!r}; choose from {BALANCING}")
         self.extra_body = dict(extra_body or {})
@@ -395,11 +389,6 @@ class OpenAICompatible(Model):
         if cache_scope not in CACHE_SCOPES:
             raise ModelSpecError(f"unknown cache_scope {cache_scope!r}; choose from {CACHE_SCOPES}")
         self.cache_scope = cache_scope
-        if max_consecutive_failures < 0:
-            raise ModelSpecError("max_consecutive_failures must be >= 0 (0: never stop the run)")
-        self.max_consecutive_failures = int(max_consecutive_failures)
-        #: Failed attempts in a row, across requests; a success resets it.
-        self._failing = 0
         self._headers = dict(headers or {})
         # Read once and kept private: never part of `name`, `repr`, messages or logs.
         self._api_key = os.environ.get(api_key_env) or None
@@ -410,14 +399,10 @@ class OpenAICompatible(Model):
                         "the API key in $%s goes to %s over plain http://", api_key_env, url
                     )
         self._replicas = _Replicas(self.urls, balance)
-        self._rng = random.Random(seed)
         #: Moving average of the seconds one view takes to decode and encode.
         self._encode_s = 0.0
         self._client: _Session | None = None
-        self._limit: asyncio.Semaphore | contextlib.nullcontext[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: Counters a progress bar can read: completed requests, attempts, retries, give-ups.
-        self.stats = {"requests": 0, "attempts": 0, "retries": 0, "failures": 0}
         _prefetch_aiohttp()
 
     @classmethod
@@ -437,9 +422,10 @@ class OpenAICompatible(Model):
     # ----- the protocol -----------------------------------------------------------------------
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """One attempt per request; a failed one raises `ModelError` (see the module)."""
         if len(requests) == 1:  # the runner's case (max_batch = 1): no task per request
-            return [await self._complete(requests[0])]
-        return list(await asyncio.gather(*(self._complete(r) for r in requests)))
+            return [await self._attempt(requests[0])]
+        return list(await asyncio.gather(*(self._attempt(r) for r in requests)))
 
     async def preflight(self) -> None:
         """GET `/models` of every endpoint within the connect timeout, before the run.
@@ -449,7 +435,7 @@ class OpenAICompatible(Model):
         while and the run goes on with the others.
         """
         self._check_key()
-        client, _ = self._session()
+        client = self._session()
         replicas = self._replicas.replicas
         failures = [await client.probe(f"{r.url}/models", self.connect_timeout) for r in replicas]
         down = [(r, why) for r, why in zip(replicas, failures, strict=True) if why is not None]
@@ -476,45 +462,9 @@ class OpenAICompatible(Model):
         if self._client is not None:
             await self._client.aclose()
         self._client = None
-        self._limit = None
         self._loop = None
 
     # ----- one request --------------------------------------------------------------------------
-
-    async def _complete(self, request: ChatRequest) -> Completion:
-        payload = await self._payload(request)
-        avoid: _Replica | None = None
-        last = _Failure("no attempt made", retryable=False)
-        replica = self._replicas.pick()
-        for attempt in range(self.retry.max_retries + 1):
-            self._check_breaker(last)
-            if attempt:
-                self.stats["retries"] += 1
-                delay = self.retry.delay(attempt - 1, last.retry_after, self._rng)
-                log.info("%s: retry %d in %.2fs after %s", self.name, attempt, delay, last.reason)
-                await asyncio.sleep(delay)
-                replica = self._replicas.pick(avoid)
-            outcome = await self._attempt(replica, payload)
-            if isinstance(outcome, _Answer):
-                self.stats["requests"] += 1
-                return outcome.completion
-            last = outcome
-            if not last.retryable:
-                self.stats["failures"] += 1
-                raise ModelError(
-                    f"{self.name}: {replica.url} answered {last.reason} (not retried)",
-                    endpoint=replica.url,
-                    status=last.status,
-                )
-            avoid = replica
-        self.stats["failures"] += 1
-        attempts = self.retry.max_retries + 1
-        raise ModelError(
-            f"{self.name}: gave up after {attempts} attempts; last at {replica.url}: {last.reason}",
-            endpoint=replica.url,
-            status=last.status,
-            retryable=True,
-        )
 
     @property
     def cache_name(self) -> str:
@@ -551,45 +501,52 @@ class OpenAICompatible(Model):
                 settings["reasoning_effort"] = self.reasoning_effort
         return {"model": self.model, "messages": messages, **self.extra_body, **settings}
 
-    async def _attempt(self, replica: _Replica, payload: bytes) -> _Answer | _Failure:
-        client, limit = self._session()
-        async with limit:
-            self.stats["attempts"] += 1
-            replica.in_flight += 1
-            replica.sent += 1
-            start = time.perf_counter()
-            try:
-                async with asyncio.timeout(self.timeout):
-                    response = await client.post(replica.endpoint, payload)
-            except TimeoutError:
-                outcome: _Answer | _Failure = _Failure(
-                    f"no answer within {self.timeout:g}s (timeout)", retryable=True
-                )
-            except _TransportError as exc:
-                outcome = _Failure(self._scrub(str(exc)), retryable=True)
-            else:
-                outcome = self._read(response, time.perf_counter() - start)
-            finally:
-                replica.in_flight -= 1
-        if isinstance(outcome, _Answer):
-            replica.succeeded()
-            self._failing = 0
-        elif outcome.retryable:
-            replica.failed()
-            self._failing += 1
-        return outcome
-
-    def _check_breaker(self, last: _Failure) -> None:
-        """End the run when so many attempts in a row failed that the server is down."""
-        limit = self.max_consecutive_failures
-        if limit and self._failing >= limit:
-            raise RunAbort(
-                f"{self.name}: {self._failing} requests in a row failed (the last: "
-                f"{last.reason}); the run stops here, its finished episodes are kept, and "
-                "rerunning the same command resumes it"
+    async def _attempt(self, request: ChatRequest) -> Completion:
+        """One POST of `request` to a replica: its completion, or `ModelError` saying why not
+        and whether another attempt may succeed."""
+        payload = await self._payload(request)
+        client = self._session()
+        replica = self._replicas.pick(request)
+        replica.in_flight += 1
+        replica.sent += 1
+        start = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await client.post(replica.endpoint, payload)
+        except TimeoutError:
+            outcome: Completion | _Failure = _Failure(
+                f"no answer within {self.timeout:g}s (timeout)", retryable=True
             )
+        except _TransportError as exc:
+            outcome = _Failure(self._scrub(str(exc)), retryable=True)
+        else:
+            outcome = self._read(response, time.perf_counter() - start)
+        finally:
+            replica.in_flight -= 1
+        if isinstance(outcome, Completion):
+            self._replicas.succeeded(replica, request)
+            return outcome
+        if outcome.retryable:  # a refusal says nothing about the replica's health
+            self._replicas.failed(replica, request)
+        raise self._error(replica, outcome)
 
-    def _read(self, response: _Response, latency: float) -> _Answer | _Failure:
+    def _error(self, replica: _Replica, failure: _Failure) -> ModelError:
+        """A failed attempt as the retry wrapper reads it; a fault no retry can fix says so
+        in its message, which is then the episode's error as it stands."""
+        if failure.retryable:
+            message = f"{self.name}: {replica.url}: {failure.reason}"
+        else:
+            message = f"{self.name}: {replica.url} answered {failure.reason} (not retried)"
+        return ModelError(
+            message,
+            endpoint=replica.url,
+            status=failure.status,
+            retryable=failure.retryable,
+            retry_after=failure.retry_after,
+            reason=failure.reason,
+        )
+
+    def _read(self, response: _Response, latency: float) -> Completion | _Failure:
         """A completion from a 200 with a usable body; otherwise why not."""
         status = response.status
         if status >= 400:
@@ -605,7 +562,7 @@ class OpenAICompatible(Model):
             text.status = status
             return text
         # A server may echo what it got: the key never reaches results or the cache.
-        return _Answer(Completion(self._scrub(text), usage=_usage(data), latency_s=latency))
+        return Completion(self._scrub(text), usage=_usage(data), latency_s=latency)
 
     def _http_failure(self, response: _Response) -> _Failure:
         status = response.status
@@ -667,22 +624,17 @@ class OpenAICompatible(Model):
         self._encode_s = 0.8 * self._encode_s + 0.2 * seconds
         return url
 
-    def _session(self) -> tuple[_Session, asyncio.Semaphore | contextlib.nullcontext[None]]:
-        """The session and request limit of the running event loop (a run is one
-        `asyncio.run`; asyncio objects cannot move from one loop to the next)."""
+    def _session(self) -> _Session:
+        """The session of the running event loop (a run is one `asyncio.run`; asyncio objects
+        cannot move from one loop to the next)."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._limit is None or self._loop is not loop:
+        if self._client is None or self._loop is not loop:
             headers = dict(self._headers)
             if self._api_key:
                 headers["authorization"] = f"Bearer {self._api_key}"
             self._client = _Session(headers, min(self.timeout, self.connect_timeout))
-            self._limit = (
-                contextlib.nullcontext()
-                if self.concurrency is None
-                else asyncio.Semaphore(self.concurrency)
-            )
             self._loop = loop
-        return self._client, self._limit
+        return self._client
 
 
 # ----- response reading ---------------------------------------------------------------------
@@ -775,15 +727,3 @@ def _positive(label: str, value: float) -> float:
     if not value or value <= 0:
         raise ModelSpecError(f"{label} must be positive, got {value!r}")
     return float(value)
-
-
-def _retry_policy(
-    base: RetryPolicy, max_retries: int | None, max_delay: float | None
-) -> RetryPolicy:
-    if max_retries is not None and max_retries < 0:
-        raise ModelSpecError(f"max_retries must be >= 0, got {max_retries}")
-    return RetryPolicy(
-        max_retries=base.max_retries if max_retries is None else int(max_retries),
-        base_delay=base.base_delay,
-        max_delay=base.max_delay if max_delay is None else _positive("max_delay", max_delay),
-    )

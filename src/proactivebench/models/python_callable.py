@@ -21,6 +21,14 @@ async function is awaited directly, as many at once as the run's concurrency. An
 raises, or a return value that is not a string, is recorded as an error on that episode, with
 the place in the user's code; the first time each failure occurs its traceback (the user's
 frames only: it is their code to fix) is logged.
+
+A `TimeoutError` or `ConnectionError` (or a subclass: `socket.timeout`,
+`ConnectionRefusedError`, ...) is taken for an API the function calls that did not answer:
+`load_model` wraps the backend in `models.resilient.Resilient`, which calls the function again
+after a backoff (`max_retries`, `max_delay`), and records the error only once the retries are
+spent. Any other exception is a bug in the function, which the same call would repeat: it is
+recorded at once. (Libraries with exceptions of their own, e.g. `requests` or `httpx`, are
+retried only if the function re-raises them as one of those two.)
 """
 
 from __future__ import annotations
@@ -117,6 +125,10 @@ def load_callable(value: str) -> Callable[..., Any]:
 _STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
+#: What a user's function raises when an API it calls did not answer: worth another call.
+RETRYABLE = (TimeoutError, ConnectionError)
+
+
 def _ours(filename: str) -> bool:
     return filename == __file__ or filename.startswith(_STDLIB)
 
@@ -138,21 +150,28 @@ class PythonCallable(Model):
         self._reported: set[str] = set()
         self._reported_lock = threading.Lock()
 
+    def is_retryable(self, exc: BaseException) -> bool:
+        """The function raised `TimeoutError` or `ConnectionError` (see the module)."""
+        return isinstance(exc, UserCodeError) and exc.retryable
+
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return [await self._answer(request) for request in requests]
 
     async def _answer(self, request: ChatRequest) -> Completion:
         messages = self._messages(request)
         started = time.perf_counter()
+        raised: Exception | None = None
         try:
             if self.is_async:
                 text = await self.fn(messages, request.observation)
             else:
-                text = await asyncio.to_thread(self._call_sync, messages, request)
-            if inspect.isawaitable(text):  # a sync wrapper that hands back a coroutine
+                text, raised = await asyncio.to_thread(self._call_sync, messages, request)
+            if raised is None and inspect.isawaitable(text):  # a sync wrapper's coroutine
                 text = await text
         except Exception as exc:
-            raise self._user_error(exc) from None
+            raised = exc
+        if raised is not None:
+            raise self._user_error(raised) from None
         if not isinstance(text, str):
             raise TypeError(f"{self.name} returned {type(text).__name__}, expected str")
         return Completion(text=text, latency_s=time.perf_counter() - started)
@@ -163,23 +182,36 @@ class PythonCallable(Model):
         while tb is not None and _ours(tb.tb_frame.f_code.co_filename):
             tb = tb.tb_next  # our frames and asyncio's come first: not the user's to fix
         frames = traceback.extract_tb(tb) if tb is not None else []
-        where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})"
-        message = f"{type(exc).__name__}: {exc}{where if frames else ''}"
+        message = f"{type(exc).__name__}: {exc}"
+        if frames:  # none when the exception lost its traceback on the way
+            message += f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})"
+        retryable = isinstance(exc, RETRYABLE)
         with self._reported_lock:
             first = message not in self._reported
             self._reported.add(message)
         if first:
             text = "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
-            log.warning(
-                "%s raised (shown once; the episode is recorded as an error):\n%s", self.name, text
+            then = (
+                "the call is retried while retries remain"
+                if retryable
+                else "the episode is recorded as an error"
             )
-        return UserCodeError(message)
+            log.warning("%s raised (shown once; %s):\n%s", self.name, then, text)
+        return UserCodeError(message, retryable=retryable)
 
-    def _call_sync(self, messages: list[dict[str, Any]], request: ChatRequest) -> Any:
-        if self._lock is None:
-            return self.fn(messages, request.observation)
-        with self._lock:
-            return self.fn(messages, request.observation)
+    def _call_sync(
+        self, messages: list[dict[str, Any]], request: ChatRequest
+    ) -> tuple[Any, Exception | None]:
+        """What the function returned, or what it raised: handed back, not raised, because
+        asyncio replaces a `TimeoutError` from a worker thread by a new one without its
+        traceback, i.e. without the place in the user's code."""
+        try:
+            if self._lock is None:
+                return self.fn(messages, request.observation), None
+            with self._lock:
+                return self.fn(messages, request.observation), None
+        except Exception as exc:
+            return None, exc
 
     def _messages(self, request: ChatRequest) -> list[dict[str, Any]]:
         """A copy of the messages the function may keep or change; images decoded."""

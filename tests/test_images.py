@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from proactivebench.data.images import ImageError, ImageStore
+from proactivebench.data.images import ImageStore
+from proactivebench.errors import ImageError
 from proactivebench.rundir import ResultsFile, read_results
 from proactivebench.scenarios import View
 

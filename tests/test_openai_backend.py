@@ -29,10 +29,9 @@ from handmade import coco, full_dataset, rod, write_dataset
 from openai_server import FAULTS, FakeOpenAI, closed_port_url, decode_data_url
 from proactivebench.data.images import ImageStore, apply_view
 from proactivebench.data.layout import load_dataset
-from proactivebench.errors import ModelSpecError, ProactiveBenchError
+from proactivebench.errors import ModelError, ModelSpecError, ProactiveBenchError
 from proactivebench.models import load_model, openai_compat, resilient
 from proactivebench.models.base import ChatRequest, Decoding
-from proactivebench.models.errors import ModelError
 from proactivebench.models.openai_compat import (
     DEFAULT_BASE_URL,
     OpenAICompatible,
@@ -260,7 +259,7 @@ def test_retries_exhausted_raise_a_clear_model_error(data: Path) -> None:
 
 
 def test_an_unreachable_server_ends_the_run_before_it_starts(data: Path, tmp_path: Path) -> None:
-    from proactivebench.models.errors import RunAbort
+    from proactivebench.errors import RunAbort
 
     url = closed_port_url()
     started = time.monotonic()

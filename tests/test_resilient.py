@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 
-from proactivebench.errors import ModelSpecError
+from proactivebench.errors import ModelError, ModelSpecError, RunAbort, UserCodeError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.cache import CachedModel, ResponseCache
-from proactivebench.models.errors import ModelError, RunAbort, UserCodeError
 from proactivebench.models.python_callable import PythonCallable
 from proactivebench.models.resilient import Resilient, RetryPolicy
 
@@ -150,17 +149,21 @@ def test_the_breaker_ends_the_run_after_so_many_failures_in_a_row() -> None:
     assert inner.calls == [1, 1, 1]
 
 
-def test_a_success_resets_the_breaker_and_final_failures_count_too() -> None:
+def test_a_success_resets_the_breaker_and_refusals_do_not_count() -> None:
+    """A refusal is the request's failure, not the backend's: it fails its episode alone."""
     refusal = ModelError("fake: refused", retryable=False)
-    inner = Scripted(refusal, refusal, None, refusal, refusal, refusal)
-    model = Resilient(inner, retry=NO_WAIT, max_consecutive_failures=3)
-    for expected in (ModelError, ModelError, None, ModelError, ModelError, ModelError, RunAbort):
+    inner = Scripted(
+        transient(), transient(), None, transient(), refusal, refusal, *[transient()] * 2
+    )
+    model = Resilient(inner, retry=NO_WAIT, max_retries=0, max_consecutive_failures=3)
+    outcomes = (ModelError, ModelError, None, ModelError, ModelError, ModelError, ModelError)
+    for expected in (*outcomes, ModelError, RunAbort):
         if expected is None:
             ask(model)
         else:
             with pytest.raises(expected):
                 ask(model)
-    assert len(inner.calls) == 6
+    assert len(inner.calls) == 8
 
 
 @pytest.mark.parametrize("off", [0, None])

@@ -126,3 +126,16 @@ def test_scenario_lists_are_read_alike_from_text_and_sequences() -> None:
     assert EvalSettings(scenarios=["ROD", "QD"]).scenarios == ("ROD", "QD")
     assert EvalSettings(scenarios="").scenarios is None
     assert EvalSettings(scenarios=",").scenarios == ("", "")  # refused by name when loading
+
+
+def test_the_public_face_exports_what_it_lists() -> None:
+    import proactivebench
+
+    assert proactivebench.__all__ == sorted(proactivebench._EXPORTS)
+    for name in proactivebench.__all__:
+        assert getattr(proactivebench, name).__name__ == name
+    errors = [n for n in proactivebench.__all__ if n.endswith(("Error", "Errors", "Abort"))]
+    for name in errors:  # every error a user may catch is in errors.py, under one base
+        error = getattr(proactivebench, name)
+        assert error.__module__ == "proactivebench.errors"
+        assert issubclass(error, proactivebench.ProactiveBenchError)

@@ -19,8 +19,8 @@ pytest.importorskip("peft")
 from PIL import Image
 
 from clirun import run_cli
-from proactivebench.errors import DataError
-from proactivebench.train.checks import TrainError, clear_previous_outputs, owned_outputs
+from proactivebench.errors import DataError, TrainError
+from proactivebench.train.checks import clear_previous_outputs, owned_outputs
 from proactivebench.train.examples import load_examples
 from proactivebench.train.grpo import TrainSettings, train_grpo
 

@@ -145,7 +145,8 @@ def test_multi_turn_mode_refuses_a_template_without_tools(
 ) -> None:
     # TRL's tool loop parses tool calls with templates it knows; the tiny model has none.
     pytest.importorskip("trl")
-    from proactivebench.train.grpo import TrainError, TrainSettings, build_trainer
+    from proactivebench.errors import TrainError
+    from proactivebench.train.grpo import TrainSettings, build_trainer
 
     settings = TrainSettings.build(
         str(tiny_vlm_dir), str(data), tmp_path, mode="multi", overrides={"max_steps": 1}

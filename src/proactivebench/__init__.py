@@ -55,6 +55,11 @@ _EXPORTS = {
     "ModelError": "proactivebench.errors",
     "RunAbort": "proactivebench.errors",
     "RunMismatchError": "proactivebench.errors",
+    "DownloadError": "proactivebench.errors",
+    "HFBackendError": "proactivebench.errors",
+    "ImageError": "proactivebench.errors",
+    "TrainError": "proactivebench.errors",
+    "UserCodeError": "proactivebench.errors",
 }
 
 __all__ = [
@@ -63,9 +68,12 @@ __all__ = [
     "DataError",
     "DataErrors",
     "Decoding",
+    "DownloadError",
     "Episode",
     "EpisodeResult",
     "EvalSettings",
+    "HFBackendError",
+    "ImageError",
     "Judge",
     "Model",
     "ModelError",
@@ -79,7 +87,9 @@ __all__ = [
     "RunOptions",
     "RunOutcome",
     "Summary",
+    "TrainError",
     "TurnRecord",
+    "UserCodeError",
     "View",
     "aevaluate",
     "evaluate",
@@ -111,11 +121,16 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from proactivebench.errors import (
         DataError,
         DataErrors,
+        DownloadError,
+        HFBackendError,
+        ImageError,
         ModelError,
         ModelSpecError,
         ProactiveBenchError,
         RunAbort,
         RunMismatchError,
+        TrainError,
+        UserCodeError,
     )
     from proactivebench.judge import Judge
     from proactivebench.metrics import Summary

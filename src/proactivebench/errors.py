@@ -1,4 +1,23 @@
-"""Errors a user can cause; the CLI prints them as one message and exits non-zero."""
+"""Every error a user may catch, in one place; the CLI prints each as one message and exits
+non-zero (docs: README, "When things go wrong").
+
+    ProactiveBenchError          anything meant for the user rather than for a traceback
+    ├── DataError                a data file's problem, located: file, line, field
+    ├── DataErrors               several data problems found in one pass, reported together
+    ├── ImageError               an image that cannot be read or decoded
+    ├── DownloadError            fetching or unpacking the official data failed
+    ├── ModelSpecError           a model spec (or backend option) that names nothing usable
+    ├── HFBackendError           the `hf` backend cannot start (extra, path, option)
+    ├── ModelError               a model call that failed (one attempt, or for good)
+    ├── UserCodeError            a user's `python:` model function raised
+    ├── RunAbort                 the whole run stops (server unreachable, breaker); a rerun resumes
+    ├── RunMismatchError         the run directory holds a run of other data, model or settings
+    └── TrainError               a training run cannot start (extra, config file, setting)
+
+A failed model call (`ModelError`, `UserCodeError`) is recorded on its episode, never scored
+as a wrong answer, and retried by a rerun; `RunAbort` ends the run and keeps what finished.
+Messages say what and where, and never carry a credential.
+"""
 
 from __future__ import annotations
 
@@ -51,3 +70,74 @@ class ModelSpecError(ProactiveBenchError):
 
 class RunMismatchError(ProactiveBenchError):
     """The run directory holds a run of another model, data set or settings."""
+
+
+class ImageError(ProactiveBenchError):
+    """An image that cannot be read or decoded; the episode that needs it records an error."""
+
+
+class DownloadError(ProactiveBenchError):
+    """Fetching or unpacking the official data failed; the message says what to do next."""
+
+
+class HFBackendError(ProactiveBenchError):
+    """The `hf` backend cannot start: extra not installed, bad path, bad option."""
+
+
+class TrainError(ProactiveBenchError):
+    """A training run cannot start: missing extra, bad config file, unknown setting."""
+
+
+class ModelError(ProactiveBenchError):
+    """A model call that failed: one attempt, as a backend raises it, or for good, as the
+    retry wrapper (`models.resilient.Resilient`) raises it once its retries are exhausted.
+
+    `endpoint` is the base URL (or other location) that answered last, `status` its HTTP status
+    when there was one, and `retryable` whether the fault was of a transient kind (another
+    attempt may succeed). `retry_after` is how many seconds the server asked us to wait, when
+    it said, and `reason` the fault alone, without who and where (e.g. `HTTP 500 Internal
+    Server Error`): the wrapper's messages name those themselves.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str | None = None,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.reason = reason
+
+
+class RunAbort(ProactiveBenchError):
+    """A failure that ends the whole run rather than one episode: the server cannot be reached
+    before the run, or too many requests in a row failed during it. Finished episodes are
+    kept; a rerun of the same command resumes."""
+
+
+class UserCodeError(ProactiveBenchError):
+    """A user's `python:` function raised; the message says what, and where in their code.
+
+    `retryable`: the function raised `TimeoutError` or `ConnectionError` (an API it calls did
+    not answer), which the retry wrapper tries again.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def episode_error(exc: Exception) -> str:
+    """How a failed call is recorded on its episode: the exception's type and message, or, for
+    the user's own code, the message alone (it already names the user's exception)."""
+    if isinstance(exc, UserCodeError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

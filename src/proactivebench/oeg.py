@@ -16,11 +16,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import ProactiveBenchError, RunAbort, episode_error
 from proactivebench.judge import Judge, answer_entries
 from proactivebench.metrics import Summary, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
-from proactivebench.models.errors import RunAbort, episode_error
 from proactivebench.prompting import Message
 from proactivebench.results import OEGResult, is_oeg_line, result_order
 from proactivebench.rundir import (

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from proactivebench.demonstrations import Demonstration, choose
 from proactivebench.demonstrations import play as play_demonstration
+from proactivebench.errors import RunAbort, episode_error
 from proactivebench.judge import Judge
 from proactivebench.models.base import ChatRequest, Completion, Decoding
-from proactivebench.models.errors import RunAbort, episode_error
 from proactivebench.oeg import Ask, AskMany, play_oeg_episode
 from proactivebench.prompting import Conversation
 from proactivebench.records import Record

@@ -262,8 +262,10 @@ def evaluate(
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(run)
-    return _run_in_thread(run)
+        loop_running = False  # the usual case; run outside this handler, so that an error
+    else:  # raised by the run does not carry a "no running event loop" context
+        loop_running = True
+    return _run_in_thread(run) if loop_running else asyncio.run(run)
 
 
 def _run_in_thread(coroutine: Any) -> RunOutcome:

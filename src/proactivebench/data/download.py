@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import DownloadError
 from proactivebench.paths import cache_root
 
 if TYPE_CHECKING:
@@ -56,10 +56,6 @@ ProgressCallback = Callable[[str, int, int | None], None]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-class DownloadError(ProactiveBenchError):
-    """Fetching or unpacking the official data failed; the message says what to do next."""
 
 
 def default_data_dir() -> Path:

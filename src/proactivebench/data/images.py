@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proactivebench.data.layout import PathGuard
-from proactivebench.errors import DataError, ProactiveBenchError
+from proactivebench.errors import DataError, ImageError
 from proactivebench.scenarios import View
 
 if TYPE_CHECKING:  # Pillow is imported when a view is first decoded: most turns send bytes
@@ -43,10 +43,6 @@ PASS_THROUGH_SIGNATURES = (
     (0, b"GIF8", "image/gif"),
 )
 ENCODINGS = {"JPEG": "image/jpeg", "PNG": "image/png"}
-
-
-class ImageError(ProactiveBenchError):
-    """An image that cannot be read or decoded; the episode that needs it records an error."""
 
 
 def apply_view(image: Image.Image, view: View) -> Image.Image:

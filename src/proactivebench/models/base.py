@@ -14,8 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.models.errors import ModelError
+from proactivebench.errors import ModelError, ProactiveBenchError
 from proactivebench.protocol import mcqa_strings
 from proactivebench.scenarios import Observation
 

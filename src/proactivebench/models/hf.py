@@ -29,7 +29,7 @@ from typing import Any
 
 from PIL import Image
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import HFBackendError, ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
@@ -38,10 +38,6 @@ EXTRA_HINT = "install the extra: pip install -e '.[hf]'"
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
 HFMessage = dict[str, Any]
-
-
-class HFBackendError(ProactiveBenchError):
-    """The `hf` backend cannot start: extra not installed, bad path, bad option."""
 
 
 def to_hf_conversation(

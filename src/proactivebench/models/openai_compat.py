@@ -35,9 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proactivebench.data.images import is_transformed
-from proactivebench.errors import ModelSpecError
+from proactivebench.errors import ModelError, ModelSpecError, RunAbort
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
-from proactivebench.models.errors import ModelError, RunAbort
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 

@@ -48,9 +48,8 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ModelSpecError
+from proactivebench.errors import ModelSpecError, UserCodeError
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.models.errors import UserCodeError
 from proactivebench.prompting import map_image_parts
 
 log = logging.getLogger(__name__)

@@ -8,11 +8,11 @@ decides when and how often to try again, so that every backend gets the same pol
 - a transient failure is retried up to `max_retries` times, after an exponential backoff with
   full jitter that honours the server's `Retry-After` (`ModelError.retry_after`); any other
   failure is raised at once, as the backend raised it;
-- when `max_consecutive_failures` attempts in a row failed, across requests, the run ends
-  (`RunAbort`): its finished episodes are kept and a rerun resumes it. Every failed attempt
-  counts, a refusal too: a backend that refuses every request (a wrong key, a parameter the
-  model does not take) is as useless as one that is down. `load_model` sets it per backend
-  (`BREAKER_DEFAULTS`: on for `openai`, off for `hf` and `python` unless asked);
+- when `max_consecutive_failures` attempts in a row failed in a way a retry might fix, across
+  requests, the run ends (`RunAbort`): the backend is down; its finished episodes are kept and
+  a rerun resumes it. A refusal (a failure no retry fixes) fails its own episode and does not
+  count. `load_model` sets the limit per backend (`BREAKER_DEFAULTS`: on for `openai`, off for
+  `hf` and `python` unless asked);
 - at most `concurrency` calls are in flight at once (None: as many as the caller makes).
 
 What each backend calls transient: `openai` timeouts, refused or dropped connections, 429,
@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ModelSpecError
+from proactivebench.errors import ModelError, ModelSpecError, RunAbort, episode_error
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.models.errors import ModelError, RunAbort, episode_error
 
 log = logging.getLogger(__name__)
 
@@ -195,11 +194,11 @@ class Resilient(Model):
                     self._failing = 0
                     self.stats["requests"] += len(requests)
                     return completions
-            self._failing += len(requests)
-            self._last_failure = failure_reason(last)
             if not self.inner.is_retryable(last):
                 self.stats["failures"] += len(requests)
                 raise last
+            self._failing += len(requests)
+            self._last_failure = failure_reason(last)
         self.stats["failures"] += len(requests)
         assert last is not None  # at least one attempt was made, and it failed
         raise self._gave_up(last, attempts) from last

@@ -19,13 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import ProactiveBenchError, TrainError
 from proactivebench.settings import EvalSettings, SettingField, check_setting, offered
-
-
-class TrainError(ProactiveBenchError):
-    """A training run cannot start: missing extra, bad config file, unknown setting."""
-
 
 # ----- GRPOConfig values -------------------------------------------------------------------------
 

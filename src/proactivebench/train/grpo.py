@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from proactivebench.errors import TrainError
 from proactivebench.protocol import mcqa_strings
 from proactivebench.train.checks import (
-    TrainError,
     check_episode_option,
     check_grpo_values,
     check_holdout,

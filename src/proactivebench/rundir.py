@@ -43,7 +43,7 @@ class ResultsFile:
     """`results.jsonl`: one line per finished episode, appended, flushed and fsynced.
 
     Lines are whole writes, so a killed process leaves at most one torn last line, which the
-    next open removes; `write` + `sync` let the runner group-commit what finished together.
+    next open removes; `write` + `sync` let the scheduler group-commit what finished together.
     """
 
     def __init__(self, path: Path) -> None:

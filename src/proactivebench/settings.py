@@ -37,11 +37,12 @@ from proactivebench.scenarios.answers import EXTRACTIONS
 from proactivebench.scenarios.base import OPTION_ORDERS
 
 Kind = Literal["episode", "selection", "execution"]
-#: The places a setting appears besides the Python API (see `Setting.surfaces`).
+#: The places a setting appears besides the Python API: the command line, the Inspect task,
+#: the verifiers taskset, `train grpo` (see `Setting.not_in`).
 Surface = Literal["cli", "inspect", "verifiers", "train"]
-SURFACES: tuple[Surface, ...] = ("cli", "inspect", "verifiers", "train")
 MODES = ("mcqa", "oeg")
 
+#: Where a field's metadata keeps its `Setting`.
 _INFO_KEY = "proactivebench"
 
 

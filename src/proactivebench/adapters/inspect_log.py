@@ -20,7 +20,7 @@ from proactivebench.rundir import RESULTS, claim_run_dir, write_summary
 
 #: The registered name of the task (`inspect eval proactivebench/proactivebench`).
 TASK_NAME = "proactivebench/proactivebench"
-#: Where the task's scorer keeps the line; the same key as `proactivebench.inspect.RESULT_KEY`
+#: Where the task's scorer keeps the line; the same key as `adapters.inspect_task.RESULT_KEY`
 #: (not imported from there, so that reading a log does not load the task's module).
 RESULT_KEY = "result"
 

@@ -9,7 +9,7 @@ non-zero (docs: README, "When things go wrong").
     ├── ModelSpecError           a model spec (or backend option) that names nothing usable
     ├── HFBackendError           the `hf` backend cannot start (extra, path, option)
     ├── ModelError               a model call that failed (one attempt, or for good)
-    ├── UserCodeError            a user's `python:` model function raised
+    │   └── UserCodeError        a user's `python:` model function raised
     ├── RunAbort                 the whole run stops (server unreachable, breaker); a rerun resumes
     ├── RunMismatchError         the run directory holds a run of other data, model or settings
     └── TrainError               a training run cannot start (extra, config file, setting)
@@ -123,16 +123,10 @@ class RunAbort(ProactiveBenchError):
     kept; a rerun of the same command resumes."""
 
 
-class UserCodeError(ProactiveBenchError):
-    """A user's `python:` function raised; the message says what, and where in their code.
-
-    `retryable`: the function raised `TimeoutError` or `ConnectionError` (an API it calls did
-    not answer), which the retry wrapper tries again.
-    """
-
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.retryable = retryable
+class UserCodeError(ModelError):
+    """A user's `python:` model function raised; the message says what, and where in their
+    code. `retryable` when it raised `TimeoutError` or `ConnectionError` (an API it calls did
+    not answer), which the retry wrapper tries again."""
 
 
 def episode_error(exc: Exception) -> str:

@@ -120,3 +120,34 @@ class Model(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release connections or devices."""
+
+
+class ModelWrapper(Model):
+    """A model that stands in front of another (`inner`): it answers as that model, for the
+    run directory and the cache (name, settings, what its requests need), and passes the
+    image cache, the preflight and the closing through. `CachedModel` and `Resilient` are
+    such layers: `CachedModel(Resilient(backend))`."""
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.needs_images = inner.needs_images
+        self.sees_answer_key = inner.sees_answer_key
+        self.max_batch = inner.max_batch
+
+    @property
+    def cache_name(self) -> str:
+        return self.inner.cache_name
+
+    def request_settings(self) -> dict[str, Any]:
+        return self.inner.request_settings()
+
+    def bind_images(self, store: ImageStore) -> None:
+        super().bind_images(store)
+        self.inner.bind_images(store)
+
+    async def preflight(self) -> None:
+        await self.inner.preflight()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -19,7 +19,7 @@ from typing import Any
 
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.prompting import map_image_parts
 from proactivebench.scenarios import View
 
@@ -112,28 +112,19 @@ class ResponseCache:
             self._db.close()
 
 
-class CachedModel(Model):
-    """Wraps a backend: cached requests are answered from the cache, the rest go through."""
+class CachedModel(ModelWrapper):
+    """Wraps a backend: cached requests are answered from the cache, the rest go through.
+    Closing it closes the backend's connections, not the cache: that belongs to whoever opened
+    it."""
 
     def __init__(self, inner: Model, cache: ResponseCache) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
-        self.name = inner.name
-        self.needs_images = inner.needs_images
-        self.sees_answer_key = inner.sees_answer_key
-        self.max_batch = inner.max_batch
         self.hits = 0
-
-    def request_settings(self) -> dict[str, Any]:
-        return self.inner.request_settings()
 
     @property
     def stats(self) -> dict[str, int]:
         return {**getattr(self.inner, "stats", {}), "cache_hits": self.hits}
-
-    def bind_images(self, store: ImageStore) -> None:
-        super().bind_images(store)
-        self.inner.bind_images(store)
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         keys = [request_key(self.inner.cache_name, r, self.images) for r in requests]
@@ -146,10 +137,3 @@ class CachedModel(Model):
                 self.cache.put(keys[i], completion)
                 answers[i] = completion
         return [a for a in answers if a is not None]
-
-    async def preflight(self) -> None:
-        await self.inner.preflight()
-
-    async def aclose(self) -> None:
-        """The backend's connections; the cache belongs to whoever opened it."""
-        await self.inner.aclose()

@@ -12,9 +12,10 @@ batch yields exactly what each request would alone. Generation is greedy unless 
 asks for a temperature. `torch` and `transformers` are imported only when a model is loaded,
 so the core package installs and imports without them.
 
-No failure is retried (`is_retryable`): one here is a bug or out-of-memory, which the same
-input repeats. `load_model` still wraps the backend in `models.resilient.Resilient`, for its
-concurrency limit and, when asked (`max_consecutive_failures`), its breaker.
+No failure is retried (none is a retryable `ModelError`): one here is a bug or out-of-memory,
+which the same input repeats. `load_model` still wraps the backend in
+`models.resilient.Resilient`, for its concurrency limit and, when asked
+(`max_consecutive_failures`), its breaker.
 """
 
 from __future__ import annotations
@@ -164,11 +165,6 @@ class HFModel(Model):
                 f"hf model {self.path!r} has no chat template; add chat_template.jinja to it"
             )
         return processor, model.eval()
-
-    def is_retryable(self, exc: BaseException) -> bool:
-        """Never: a local model fails for a bug or for lack of memory, and again if asked
-        again."""
-        return False
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Generate in a worker thread, so the event loop keeps serving other episodes."""

@@ -149,10 +149,6 @@ class PythonCallable(Model):
         self._reported: set[str] = set()
         self._reported_lock = threading.Lock()
 
-    def is_retryable(self, exc: BaseException) -> bool:
-        """The function raised `TimeoutError` or `ConnectionError` (see the module)."""
-        return isinstance(exc, UserCodeError) and exc.retryable
-
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return [await self._answer(request) for request in requests]
 

@@ -29,11 +29,9 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from proactivebench.data.images import ImageStore
 from proactivebench.errors import ModelError, ModelSpecError, RunAbort, episode_error
-from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +87,7 @@ def failure_reason(exc: Exception) -> str:
     return episode_error(exc)
 
 
-class Resilient(Model):
+class Resilient(ModelWrapper):
     """Wraps a backend: each call is retried, bounded and counted as the module says.
 
     `stats` counts requests (a batch of k requests tried once is k attempts): `requests`
@@ -108,11 +106,7 @@ class Resilient(Model):
         max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
         seed: int = 0,
     ) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.needs_images = inner.needs_images
-        self.sees_answer_key = inner.sees_answer_key
-        self.max_batch = inner.max_batch
+        super().__init__(inner)
         self.retry = retry_policy(retry or DEFAULT_RETRY, max_retries, max_delay)
         if concurrency is not None and (not concurrency or concurrency <= 0):
             raise ModelSpecError(f"concurrency must be positive, got {concurrency!r}")
@@ -133,28 +127,12 @@ class Resilient(Model):
     def __repr__(self) -> str:
         return f"Resilient({self.inner!r})"
 
-    # ----- what the backend says -------------------------------------------------------------
-
-    @property
-    def cache_name(self) -> str:
-        return self.inner.cache_name
-
-    def request_settings(self) -> dict[str, Any]:
-        return self.inner.request_settings()
-
-    def bind_images(self, store: ImageStore) -> None:
-        super().bind_images(store)
-        self.inner.bind_images(store)
-
     def is_retryable(self, exc: BaseException) -> bool:
         """What gets here failed for good: the retries are spent (or were never due)."""
         return False
 
-    async def preflight(self) -> None:
-        await self.inner.preflight()
-
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        await super().aclose()
         self._limit = None
         self._loop = None
 

@@ -9,6 +9,7 @@ the episode is multiple choice or open-ended and judged: all of that is decided 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from proactivebench.demonstrations import Demonstration, choose
@@ -21,7 +22,6 @@ from proactivebench.prompting import Conversation
 from proactivebench.records import Record
 from proactivebench.results import EpisodeResult, OEGResult, TurnRecord
 from proactivebench.scenarios import Episode, Observation, StepResult
-from proactivebench.scenarios.answers import lenient_answer
 from proactivebench.settings import EvalSettings
 
 Result = EpisodeResult | OEGResult
@@ -76,7 +76,7 @@ async def play(
             settings.decoding,
             conversation=conversation,
             answer_key=answer_key,
-            lenient=settings.lenient,
+            read_as=settings.read_as,
         )
         if demos:
             result.demonstrations = [d.to_json() for d in demos]
@@ -106,7 +106,7 @@ async def play_episode(
     *,
     conversation: Conversation | None = None,
     answer_key: bool = False,
-    lenient: bool = False,
+    read_as: Callable[[str], str] = str,
 ) -> EpisodeResult:
     """Play one multiple-choice episode to its end, turn by turn.
 
@@ -136,11 +136,11 @@ async def play_episode(
             return result
         answer = completion.text if isinstance(completion.text, str) else ""
         conversation.answered(answer)
-        read_as = lenient_answer(answer) if lenient else answer
-        step = episode.step(read_as)
+        read = read_as(answer)
+        step = episode.step(read)
         turn = _turn_record(obs, answer, step, completion)
-        if read_as != answer:
-            turn.read_as = read_as
+        if read != answer:
+            turn.read_as = read
         result.trace.append(turn)
         result.end_reason = step.end
     result.correct = episode.correct

@@ -81,7 +81,7 @@ class Scheduler:
         self.batcher = Batcher(model)
         self.play_one = play_one
         self.results = results
-        self.concurrency = max(1, concurrency)
+        self.concurrency = concurrency
         self.on_result = on_result
         self.finished: asyncio.Queue[Result] = asyncio.Queue()
 

@@ -33,7 +33,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.judge import oeg_decoding
 from proactivebench.models.base import Decoding
 from proactivebench.protocol import SCENARIOS
-from proactivebench.scenarios.answers import EXTRACTIONS
+from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 from proactivebench.scenarios.base import OPTION_ORDERS
 
 Kind = Literal["episode", "selection", "execution"]
@@ -357,10 +357,10 @@ class EvalSettings(CheckedSettings):
                 identity[spec.name] = value.as_dict() if isinstance(value, Decoding) else value
         return identity
 
-    @property
-    def lenient(self) -> bool:
-        """Whether answers are read leniently (`answer_extraction`)."""
-        return self.answer_extraction == "lenient"
+    def read_as(self, answer: str) -> str:
+        """What the reader is given of a model's answer: the answer itself, or with lenient
+        extraction the answer without its decorations (`scenarios.answers.lenient_answer`)."""
+        return lenient_answer(answer) if self.answer_extraction == "lenient" else answer
 
     @property
     def demonstrations(self) -> DemoSettings | None:

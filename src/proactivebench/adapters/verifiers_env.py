@@ -41,7 +41,6 @@ from proactivebench.play import play
 from proactivebench.prompting import Message, is_image_part
 from proactivebench.records import Record
 from proactivebench.scenarios import Episode, make_episode
-from proactivebench.scenarios.answers import lenient_answer
 from proactivebench.selection import choose_episodes
 from proactivebench.settings import EvalSettings, Kind, offered
 
@@ -110,14 +109,10 @@ class ProactiveData(vf.TaskData):
     def settings(self) -> EvalSettings:
         return EvalSettings(**self.play.model_dump())
 
-    def episode(self) -> Episode:
+    def episode(self, settings: EvalSettings) -> Episode:
         """A fresh episode of this task (the same play every time: episodes are deterministic)."""
         record = _records(self.data_dir, self.scenario)[self.sample_id]
-        return make_episode(record, **self.settings().episode_options())
-
-    def read_as(self, reply: str) -> str:
-        """What our reader reads of a reply (lenient extraction removes decorations first)."""
-        return lenient_answer(reply) if self.settings().lenient else reply
+        return make_episode(record, **settings.episode_options())
 
 
 @functools.lru_cache(maxsize=64)
@@ -147,12 +142,13 @@ class Outcome:
 
 def episode_outcome(data: ProactiveData, replies: Sequence[str]) -> Outcome:
     """Play `replies` through a fresh episode of `data`, as the environment played them."""
-    episode = data.episode()
+    settings = data.settings()
+    episode = data.episode(settings)
     interventions = 0
     for reply in replies:
         if episode.done:
             break
-        step = episode.step(data.read_as(reply))
+        step = episode.step(settings.read_as(reply))
         interventions += step.verdict == "proactive"
     return Outcome(episode.correct, interventions, episode.num_turns, not episode.done)
 
@@ -262,7 +258,8 @@ class ProactiveEnv(vf.Env[ProactiveEnvConfig]):
                     raise _RolloutEnded  # a limit ended the rollout; the reward reads the replies
                 return Completion(segment.last_reply)
 
-            await play(data.episode(), ask, data.settings())
+            settings = data.settings()
+            await play(data.episode(settings), ask, settings)
         if failure:
             raise failure[0]
 

@@ -28,6 +28,17 @@ if TYPE_CHECKING:
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
+def option_group(*options: Decorator) -> Decorator:
+    """One decorator for several options, listed in `--help` in the order given."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 def setting_options(
     settings: type, surface: Surface = "cli", kinds: tuple[Kind, ...] | None = None
 ) -> Decorator:
@@ -37,14 +48,9 @@ def setting_options(
     On the `train` surface a flag left out is None rather than false, so that a config file's
     value stands unless the command line gives one.
     """
+    unset_is_none = surface == "train"
     fields = offered(settings, surface, kinds)
-
-    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        for spec in reversed(fields):
-            command = _setting_option(spec, unset_is_none=surface == "train")(command)
-        return command
-
-    return decorate
+    return option_group(*(_setting_option(spec, unset_is_none) for spec in fields))
 
 
 def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
@@ -68,34 +74,30 @@ def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
     )
 
 
-def decoding_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """`--max-tokens`, `--temperature`, `--top-p`: the tested model's decoding, over the
-    mode's defaults (`decoding_of`)."""
-    options = (
-        click.option(
-            "--max-tokens",
-            type=click.IntRange(min=1),
-            default=None,
-            help="Default: 50 (MCQA), 32768 (OEG).",
-        ),
-        click.option(
-            "--temperature",
-            type=float,
-            default=None,
-            help="Default: 0, greedy (MCQA); none sent, the server's (OEG).",
-        ),
-        click.option(
-            "--top-p",
-            type=float,
-            default=None,
-            help="Nucleus sampling: draw each token from the most likely ones that together "
-            "have probability P (with a temperature above 0) [default: none sent, the "
-            "backend's].",
-        ),
-    )
-    for option in reversed(options):
-        command = option(command)
-    return command
+#: `--max-tokens`, `--temperature`, `--top-p`: the tested model's decoding, over the mode's
+#: defaults (`decoding_of`).
+decoding_options = option_group(
+    click.option(
+        "--max-tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Default: 50 (MCQA), 32768 (OEG).",
+    ),
+    click.option(
+        "--temperature",
+        type=float,
+        default=None,
+        help="Default: 0, greedy (MCQA); none sent, the server's (OEG).",
+    ),
+    click.option(
+        "--top-p",
+        type=float,
+        default=None,
+        help="Nucleus sampling: draw each token from the most likely ones that together "
+        "have probability P (with a temperature above 0) [default: none sent, the "
+        "backend's].",
+    ),
+)
 
 
 def decoding_of(
@@ -137,59 +139,54 @@ def parse_shard(text: str) -> tuple[int, int]:
     return shard
 
 
-def judge_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options that choose and shape a judge of open-ended answers."""
-    options = (
-        click.option(
-            "--judge",
-            "judge_spec",
-            default=None,
-            help=f"OEG: the judge model, any spec ({SPEC_HELP}).",
-        ),
-        click.option(
-            "--judge-votes",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="OEG: judge each answer N times and take the majority.",
-        ),
-        click.option(
-            "--judge-option",
-            "judge_options",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="OEG: a backend option of the judge, repeatable (as --model-option).",
-        ),
-        click.option(
-            "--judge-max-tokens",
-            type=click.IntRange(min=1),
-            default=None,
-            help="OEG: the judge's token limit [default: 32768].",
-        ),
-        click.option(
-            "--judge-temperature",
-            type=float,
-            default=None,
-            help="OEG: the judge's temperature [default: none sent, the server's].",
-        ),
-    )
-    for option in reversed(options):
-        command = option(command)
-    return command
+#: The options that choose and shape a judge of open-ended answers (`make_judge`).
+judge_options = option_group(
+    click.option(
+        "--judge",
+        "judge_spec",
+        default=None,
+        help=f"OEG: the judge model, any spec ({SPEC_HELP}).",
+    ),
+    click.option(
+        "--judge-votes",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="OEG: judge each answer N times and take the majority.",
+    ),
+    click.option(
+        "--judge-option",
+        "judge_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="OEG: a backend option of the judge, repeatable (as --model-option).",
+    ),
+    click.option(
+        "--judge-max-tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        help="OEG: the judge's token limit [default: 32768].",
+    ),
+    click.option(
+        "--judge-temperature",
+        type=float,
+        default=None,
+        help="OEG: the judge's temperature [default: none sent, the server's].",
+    ),
+)
 
 
-def cache_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """`--cache PATH` and `--no-cache`."""
-    command = click.option(
-        "--no-cache", is_flag=True, help="Do not read or write the response cache."
-    )(command)
-    return click.option(
+#: `--cache PATH` and `--no-cache`.
+cache_options = option_group(
+    click.option(
         "--cache",
         "cache_path",
         type=click.Path(path_type=Path),
         default=None,
         help="SQLite response cache [default: the user cache dir's responses.sqlite].",
-    )(command)
+    ),
+    click.option("--no-cache", is_flag=True, help="Do not read or write the response cache."),
+)
 
 
 def open_cache(cache_path: Path | None, no_cache: bool, wanted: bool) -> ResponseCache | None:

@@ -106,8 +106,11 @@ def eval_command(
     """Play the benchmark's episodes with a model and score them."""
     from proactivebench.runner import evaluate
 
+    # Checked first: a bad setting is told before a model is loaded or a cache opened.
+    decoding = decoding_of(run_settings["mode"], max_tokens, temperature, top_p)
+    settings = EvalSettings(decoding=decoding, **run_settings)
     # The run's seed also seeds the model (random baselines, sampling) and the judge.
-    seed = run_settings["seed"]
+    seed = settings.seed
     options = parse_model_options(model_options)
     if endpoints:
         options["endpoints"] = endpoints
@@ -118,8 +121,6 @@ def eval_command(
     # Baselines answer faster than a lookup; a real model or judge is worth caching.
     real = model.needs_images or (judge is not None and judge.model.needs_images)
     cache = open_cache(cache_path, no_cache, wanted=real)
-    decoding = decoding_of(run_settings["mode"], max_tokens, temperature, top_p)
-    settings = EvalSettings(decoding=decoding, **run_settings)
     with (
         contextlib.closing(cache) if cache else contextlib.nullcontext(),
         episode_progress(model.name, lambda: getattr(model, "stats", {})) as callbacks,

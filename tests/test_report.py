@@ -207,6 +207,24 @@ def test_size_plot_and_spearman_from_params_and_names(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "tables" / "cross-accuracy.csv").is_file()
 
 
+def test_the_average_column_of_cross_run_tables_stays_in_view(tmp_path: Path) -> None:
+    """The cross-run tables are wide; their average column is pinned (report.css), header and
+    every row, and no other column is."""
+    runs = [
+        make_run(tmp_path, name, [episode(s, 0, "first") for s in ("ROD", "QD")], model=name)
+        for name in ("a", "b")
+    ]
+    write_report(runs, tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    cross = re.search(r'data-table="cross-accuracy".*?</figure>', page, re.S)
+    assert cross is not None
+    pinned = re.findall(r"<t[hd][^>]*average-col[^>]*>([^<]*)<", cross.group(0))
+    assert pinned[0] == "average" and len(pinned) == 1 + len(runs)
+    assert all(cell.startswith("100.0") for cell in pinned[1:])
+    rule = re.search(r"th\.average-col, td\.average-col \{([^}]*)\}", page)
+    assert rule is not None and "position: sticky" in rule.group(1)
+
+
 def test_parameter_counts() -> None:
     assert parse_param_count("7B") == 7.0 and parse_param_count("500M") == 0.5
     assert parse_param_count("1.5b") == 1.5 and parse_param_count("7e9") == 7.0

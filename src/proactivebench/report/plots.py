@@ -120,7 +120,21 @@ def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
                 lows.append(value.estimate - value.low)
                 highs.append(value.high - value.estimate)
             label_of = _label(measures.run.label) if ax is axes[0] else None
-            ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of)
+            bars = ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of)
+            # A bar of height 0 draws nothing: a tick in its colour says "0", not "missing".
+            zeros = [x for x, y in zip(xs, ys, strict=True) if y == 0]
+            if zeros:
+                colour = bars.patches[0].get_facecolor()
+                ax.scatter(
+                    zeros,
+                    [0] * len(zeros),
+                    marker="_",
+                    s=(72 * width) ** 2,
+                    linewidths=3,
+                    color=colour,
+                    clip_on=False,
+                    zorder=3,
+                )
         ax.set_ylabel(label)
         _rate_axis(ax, key != "ps_rate")
         ax.grid(axis="y", alpha=0.3)
@@ -209,11 +223,21 @@ def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
         ys = [p[1] for p in points]
         rho = rhos.get(key)
         ax.scatter(xs, ys)
-        for x, y, name in points:
+        # Labels alternate above and below their points (by size), so that runs of equal
+        # rates side by side stay readable; the largest model's label goes to its left.
+        ordered = sorted(points, key=lambda p: p[0])
+        for rank, (x, y, name) in enumerate(ordered):
+            last = rank == len(ordered) - 1 and rank > 0
             ax.annotate(
-                _label(name), (x, y), fontsize="x-small", xytext=(3, 3), textcoords="offset points"
+                _label(name),
+                (x, y),
+                fontsize="x-small",
+                xytext=(-3 if last else 3, 3 if rank % 2 == 0 else -10),
+                textcoords="offset points",
+                ha="right" if last else "left",
             )
         ax.set_xscale("log")
+        ax.margins(x=0.15, y=0.1)  # room for the labels of the outermost points
         for axis in (ax.xaxis,):
             axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
@@ -222,5 +246,14 @@ def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
         shown = "n/a (needs 3 runs)" if rho is None else f"{rho:+.2f}"
         ax.set_title(f"{label} vs size: Spearman ρ = {shown}", fontsize="medium")
         ax.grid(alpha=0.3)
-    figure.subplots_adjust(left=0.07, right=0.98, bottom=0.13, top=0.9, wspace=0.25)
+    unsized = [m.run.label for m in all_measures if m.run.params_b is None]
+    if unsized:
+        figure.text(
+            0.01,
+            0.01,
+            _label("not shown (no parameter count): " + ", ".join(unsized)),
+            fontsize="x-small",
+            color="0.35",
+        )
+    figure.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.9, wspace=0.25)
     return _png(figure)

@@ -301,13 +301,21 @@ def to_html(table: Table) -> str:
     def e(text: str) -> str:
         return html.escape(text_formats.visible(text))
 
-    head = "".join(f"<th>{e(c)}</th>" for c in table.columns)
+    # The average column stays in view when a wide table scrolls (report.css): it is the
+    # number people look for first.
+    sticky = [c == "average" for c in table.columns]
+    head = "".join(
+        f'<th class="average-col">{e(c)}</th>' if pin else f"<th>{e(c)}</th>"
+        for c, pin in zip(table.columns, sticky, strict=True)
+    )
     body = []
     for index, row in enumerate(table.rows):
         average = table.average_last and index == len(table.rows) - 1
         cells = "".join(
-            (f'<td class="num">{e(c.text)}</td>' if i else f"<td>{e(c.text)}</td>")
-            for i, c in enumerate(row)
+            f'<td class="{"num average-col" if pin else "num"}">{e(c.text)}</td>'
+            if i
+            else f"<td>{e(c.text)}</td>"
+            for i, (c, pin) in enumerate(zip(row, sticky, strict=True))
         )
         body.append(f'<tr class="average">{cells}</tr>' if average else f"<tr>{cells}</tr>")
     notes = "".join(f'<p class="note">{e(n)}</p>' for n in table.notes)

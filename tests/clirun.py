@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,3 +25,31 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 def eval_args(data: Path, out: Path, *extra: str) -> list[str]:
     """`eval` of the oracle on `data` into `out`, plus extra flags."""
     return ["eval", "--data", str(data), "--model", "baseline:oracle", "--out", str(out), *extra]
+
+
+#: Holds a run directory's lock until its stdin closes (a writer in another process).
+_HOLDER = """
+import sys
+from pathlib import Path
+from proactivebench.rundir import RunLock
+with RunLock(Path(sys.argv[1])):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def held_by_another_process(run_dir: Path) -> Iterator[int]:
+    """`run_dir` locked by another process (as a running `eval` holds it); yields its PID.
+    The lock is reentrant within one process, so the holder must be another one."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(run_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder.pid
+    finally:
+        holder.communicate(timeout=60)

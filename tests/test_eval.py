@@ -256,12 +256,11 @@ def test_a_full_disk_ends_the_run_with_a_clear_error(
     import errno
 
     from proactivebench.errors import ProactiveBenchError
-    from proactivebench.rundir import ResultsFile
 
-    def no_space(self: ResultsFile) -> None:
+    def no_space(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ResultsFile, "sync", no_space)
+    monkeypatch.setattr("os.fsync", no_space)
     with pytest.raises(ProactiveBenchError, match=r"cannot write .*No space left"):
         evaluate(data, load_model("baseline:oracle"), tmp_path)
 

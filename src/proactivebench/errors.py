@@ -12,6 +12,7 @@ non-zero (docs: README, "When things go wrong").
     │   └── UserCodeError        a user's `python:` model function raised
     ├── RunAbort                 the whole run stops (server unreachable, breaker); a rerun resumes
     ├── RunMismatchError         the run directory holds a run of other data, model or settings
+    ├── WriteError               a file cannot be written (full disk, quota, size limit, read-only)
     └── TrainError               a training run cannot start (extra, config file, setting)
 
 A failed model call (`ModelError`, `UserCodeError`) is recorded on its episode, never scored
@@ -20,6 +21,9 @@ Messages say what and where, and never carry a credential.
 """
 
 from __future__ import annotations
+
+import errno
+import os
 
 
 class ProactiveBenchError(Exception):
@@ -135,3 +139,22 @@ def episode_error(exc: Exception) -> str:
     if isinstance(exc, UserCodeError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+#: The errors of a disk that takes no more: full, over quota, a file-size limit, read-only.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+class WriteError(ProactiveBenchError):
+    """A file that cannot be written, named; on a full disk the message says what to do.
+
+    The writers leave nothing half-written (`rundir.atomic_write`, `rundir.ResultsFile`), so
+    the same command, run again once there is room, goes on where it stopped."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, exc: OSError) -> None:
+        self.path = path
+        self.errno = exc.errno
+        why = exc.strerror or str(exc)
+        if exc.errno in DISK_ERRNOS and exc.errno != errno.EROFS:
+            why += "; make room, then run the same command again (what was written is kept)"
+        super().__init__(f"cannot write {path or 'a file'}: {why}")

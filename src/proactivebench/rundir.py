@@ -13,11 +13,14 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError, RunMismatchError
+from proactivebench.errors import ProactiveBenchError, RunMismatchError, WriteError
 from proactivebench.metrics import Summary, summarize
 from proactivebench.results import (
     EpisodeResult,
@@ -34,6 +37,63 @@ SUMMARY = "summary.json"
 #: The run.json key of a sharded run: {"index": I, "count": N}.
 SHARD = "shard"
 RUN_CONFIG = "run.json"
+#: The run.json key of what is recorded about the run but is not its identity (never compared
+#: on resume or merge): one entry per invocation that wrote results (`provenance`).
+PROVENANCE = "provenance"
+
+
+# ----- writing files whole ----------------------------------------------------------------------
+
+
+def atomic_write(path: Path, content: str | bytes) -> None:
+    """Write `path` all at once: written to a temporary name beside it, then renamed over it,
+    so a crash or a full disk leaves the old file or the new one, never half of one.
+
+    A failure raises `WriteError` naming `path`, with the temporary file removed."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    temporary = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        with temporary.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise WriteError(path, exc) from None
+
+
+@contextlib.contextmanager
+def staged_folder(folder: Path) -> Iterator[Path]:
+    """A folder to build `folder`'s new contents in (beside it, on the same disk): when the
+    block ends without an error they are moved into `folder` (renames, which take no space;
+    files of `folder` not rebuilt are left), otherwise the stage is removed and `folder` is as
+    it was. What fails to be written raises `WriteError` naming the file.
+    """
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        stage = folder.with_name(f".{folder.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        stage.mkdir()
+    except OSError as exc:
+        raise WriteError(folder, exc) from None
+    try:
+        try:
+            yield stage
+        except OSError as exc:
+            raise WriteError(exc.filename, exc) from None
+        try:
+            if not folder.exists():
+                os.rename(stage, folder)
+                return
+            for source in sorted(p for p in stage.rglob("*") if p.is_file()):
+                target = folder / source.relative_to(stage)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(source, target)
+        except OSError as exc:
+            raise WriteError(folder, exc) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 # ----- results.jsonl --------------------------------------------------------------------------
@@ -44,12 +104,18 @@ class ResultsFile:
 
     Lines are whole writes, so a killed process leaves at most one torn last line, which the
     next open removes; `write` + `sync` let the scheduler group-commit what finished together.
+    The file is opened at the first write, after `before_first_write` (the runner writes
+    `run.json` there): a run that never finished an episode leaves neither file behind. A write
+    that fails (a full disk) is cut back to the lines before it, so no half line is left.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, before_first_write: Callable[[], None] | None = None) -> None:
         self.path = path
+        self._before_first_write = before_first_write
         self._repair_tail()
-        self._handle = path.open("a", encoding="utf-8")
+        self._fd: int | None = None
+        #: Lines this object appended.
+        self.written = 0
 
     def _repair_tail(self) -> None:
         """Drop a last line cut short by a crash, so appending cannot glue two records."""
@@ -72,17 +138,40 @@ class ResultsFile:
             f.truncate(0)  # a single torn line and nothing else
 
     def write(self, results: Sequence[EpisodeResult | OEGResult | dict[str, Any]]) -> None:
-        """Append and flush (the lines survive a killed process from here on)."""
+        """Append (the lines survive a killed process from here on); a failed write raises
+        `ProactiveBenchError` naming the file, with the file cut back to its whole lines."""
         lines = (r if isinstance(r, dict) else r.to_json() for r in results)
-        self._handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
-        self._handle.flush()
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
+        if self._fd is None:
+            if self._before_first_write is not None:
+                self._before_first_write()
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            except OSError as exc:
+                raise WriteError(self.path, exc) from None
+        start = os.fstat(self._fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # else the next open drops the torn line
+                os.ftruncate(self._fd, start)
+            raise WriteError(self.path, exc) from None
+        self.written += len(results)
 
     def sync(self) -> None:
         """fsync: the lines survive a machine crash from here on."""
-        os.fsync(self._handle.fileno())
+        if self._fd is not None:
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise WriteError(self.path, exc) from None
 
     def close(self) -> None:
-        self._handle.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
@@ -144,42 +233,81 @@ def latest_results(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class RunLock:
-    """Holds a run directory for one process: a second run into it ends at once, naming the
-    process that holds it (two runs appending to one results file would both play everything).
+    """Holds a run directory for one process: a second writer into it (`eval`, `judge`,
+    `merge --out`, `import-inspect --out`, a `report` into it) ends at once, naming the process
+    that holds it (two runs appending to one results file would both play everything).
 
     An advisory lock (`filelock`) on `RUN_DIR/.lock`, released when the process ends, however it
-    ends; the holder's PID is written beside it, for the message.
+    ends; the holder's PID is written beside it, for the message. Reentrant within a process:
+    a writer that holds the directory may call another (`eval` writes its report).
     """
 
+    #: Directories this process holds: resolved path -> (lock, depth).
+    _held: dict[Path, tuple[Any, int]] = {}  # noqa: RUF012 - process-wide on purpose
+    _guard = threading.Lock()
+
     def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self._lock: Any = None
+        self.run_dir = Path(run_dir)
+        self._key: Path | None = None
         self._created = False
 
     def __enter__(self) -> RunLock:
-        from filelock import FileLock, Timeout
-
+        key = self.run_dir.resolve()
+        with self._guard:
+            if key in self._held:
+                lock, depth = self._held[key]
+                self._held[key] = (lock, depth + 1)
+                self._key = key
+                return self
         self._created = not self.run_dir.exists()
         make_run_dir(self.run_dir)
+        lock = self._acquire()
+        with self._guard:
+            self._held[key] = (lock, 1)
+        self._key = key
+        return self
+
+    def _acquire(self) -> Any:
+        from filelock import FileLock, Timeout
+
         pid_file = self.run_dir / ".lock.pid"
-        self._lock = FileLock(self.run_dir / ".lock", timeout=0)
+        lock = FileLock(self.run_dir / ".lock", timeout=0)
         try:
-            self._lock.acquire()
+            lock.acquire()
         except Timeout:
             holder = pid_file.read_text().strip() if pid_file.exists() else "unknown"
             raise ProactiveBenchError(
                 f"{self.run_dir} is in use by another run (PID {holder}); wait for it to end, "
                 "or use another --out"
             ) from None
-        pid_file.write_text(f"{os.getpid()}\n")
-        return self
+        except OSError as exc:
+            self._clean_up()
+            raise WriteError(self.run_dir / ".lock", exc) from None
+        try:
+            pid_file.write_text(f"{os.getpid()}\n")
+        except OSError as exc:
+            lock.release()
+            self._clean_up()
+            raise WriteError(pid_file, exc) from None
+        return lock
 
     def __exit__(self, *exc: object) -> None:
-        if self._lock is None:
+        if self._key is None:
             return
-        self._lock.release()
+        with self._guard:
+            lock, depth = self._held.pop(self._key)
+            if depth > 1:
+                self._held[self._key] = (lock, depth - 1)
+        self._key = None
+        if depth > 1:
+            return
+        lock.release()
+        self._clean_up()
+
+    def _clean_up(self) -> None:
+        """A directory this lock created and no run was started in (bad data, nothing to play,
+        a failed start) is removed again: no empty run dir is left behind."""
         if self._created and not (self.run_dir / RUN_CONFIG).exists():
-            # The run never started (bad data, nothing to play): leave no empty run dir behind.
             for name in (".lock", ".lock.pid"):
                 (self.run_dir / name).unlink(missing_ok=True)
             with contextlib.suppress(OSError):
@@ -203,27 +331,49 @@ def make_run_dir(run_dir: Path) -> None:
         ) from None
 
 
-def claim_run_dir(out_dir: Path, identity: dict[str, Any]) -> None:
+def claim_run_dir(
+    out_dir: Path, identity: dict[str, Any], provenance: list[dict[str, Any]] | None = None
+) -> None:
     """Make `out_dir` the home of the run `identity`, or check that it already is.
 
     A directory holding another run is refused, naming what differs, so that runs of different
     models or settings are never mixed by a resume or a merge.
     """
+    if check_run_dir(out_dir, identity) is None:
+        write_run_config(out_dir, identity, provenance or [])
+
+
+def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
+    """The `run.json` of `out_dir` when it holds the run `identity` (None when it holds no
+    run yet); a run of other data, model or settings is refused, naming what differs.
+    Provenance (`PROVENANCE`: versions, times, endpoints) is never compared."""
     make_run_dir(out_dir)
     path = out_dir / RUN_CONFIG
     if not path.exists():
-        try:
-            path.write_text(json.dumps(identity, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise ProactiveBenchError(f"cannot write {path}: {exc.strerror}") from None
-        return
+        return None
     previous = read_run_config(out_dir)
-    if previous != identity:
-        changes = "; ".join(_differences(previous, identity))
+    recorded = {k: v for k, v in previous.items() if k != PROVENANCE}
+    if recorded != identity:
+        changes = "; ".join(_differences(recorded, identity))
         raise RunMismatchError(
             f"{out_dir} holds a run with other settings ({path}: {changes}); use another "
             "--out to start a new run, or the same options to resume"
         )
+    return previous
+
+
+def write_run_config(
+    out_dir: Path, identity: dict[str, Any], provenance: list[dict[str, Any]]
+) -> None:
+    """Write `run.json`: the identity, then what is recorded about each invocation."""
+    config = {**identity, PROVENANCE: provenance} if provenance else identity
+    atomic_write(out_dir / RUN_CONFIG, json.dumps(config, indent=2) + "\n")
+
+
+def provenance_of(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The provenance entries of a `run.json` (none in a run written before they existed)."""
+    entries = config.get(PROVENANCE)
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
@@ -299,8 +449,11 @@ def merge_runs(
     identity: dict[str, Any] | None = None
     shards: list[tuple[Path, dict[str, Any] | None]] = []
     merged: dict[tuple[str, int], dict[str, Any]] = {}
+    history: list[dict[str, Any]] = []
     for run in map(Path, run_dirs):
         config = read_run_config(run)
+        history += provenance_of(config)
+        config.pop(PROVENANCE, None)
         shards.append((run, config.pop(SHARD, None)))
         if identity is None:
             identity = config
@@ -323,16 +476,22 @@ def merge_runs(
             if key not in merged or (merged[key].get("error") and not result.get("error")):
                 merged[key] = result
     out = Path(out_dir)
-    if (out / RESULTS).exists():
-        raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")
-    claim_run_dir(out, identity or {})
-    ordered = sorted(merged.values(), key=result_order)
-    with (out / RESULTS).open("w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered)
-    summary = summarize(ordered, model=str((identity or {}).get("model", "")))
-    write_summary(out, summary)
+    with RunLock(out):
+        if (out / RESULTS).exists():
+            raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")
+        history.sort(key=lambda entry: str(entry.get("started", "")))
+        claim_run_dir(out, identity or {}, history)
+        ordered = sorted(merged.values(), key=result_order)
+        write_results(out / RESULTS, ordered)
+        summary = summarize(ordered, model=str((identity or {}).get("model", "")))
+        write_summary(out, summary)
     return summary
 
 
+def write_results(path: Path, lines: Iterable[dict[str, Any]]) -> None:
+    """A whole results file at once (`merge`, `import-inspect`), as `atomic_write` writes."""
+    atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
+
+
 def write_summary(out_dir: Path, summary: Summary) -> None:
-    (out_dir / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=2) + "\n", encoding="utf-8")
+    atomic_write(out_dir / SUMMARY, json.dumps(summary.as_dict(), indent=2) + "\n")

@@ -26,6 +26,7 @@ from proactivebench.models.base import Model
 from proactivebench.models.cache import CachedModel, ResponseCache
 from proactivebench.oeg import Ask
 from proactivebench.play import Judging, Result, play
+from proactivebench.provenance import now, software
 from proactivebench.records import Record
 from proactivebench.results import cached_answers, result_key
 from proactivebench.rundir import (
@@ -36,10 +37,12 @@ from proactivebench.rundir import (
     ResultsFile,
     RunLock,
     RunMismatchError,
-    claim_run_dir,
+    check_run_dir,
     latest_results,
     merge_runs,
+    provenance_of,
     read_results,
+    write_run_config,
     write_summary,
 )
 from proactivebench.scenarios import Episode
@@ -77,6 +80,8 @@ class RunOutcome:
     #: The model's answers in the results, and how many of them came from the response cache.
     answers: int = 0
     cached: int = 0
+    #: Episodes played by this invocation (0: the run was already complete).
+    played: int = 0
 
 
 def run_identity(
@@ -119,6 +124,9 @@ class _Run:
     pools: dict[str, list[Record]]
     #: The judge of an open-ended run, behind the response cache when there is one.
     judge: Judge | None = None
+    #: run.json: what the run is, and the provenance entries of earlier invocations.
+    identity: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _prepare(
@@ -133,7 +141,10 @@ def _prepare(
     root = Path(data_dir)
     out = Path(out_dir)
     chosen = choose_episodes(root, settings, shard)
-    claim_run_dir(out, run_identity(root, model, settings, judge, shard))
+    identity = run_identity(root, model, settings, judge, shard)
+    # run.json is written with the first result (`_Session`): a run that never finished an
+    # episode (server down, Ctrl-C, bad key) leaves no identity to pin the directory.
+    previous = check_run_dir(out, identity)
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
     todo = [e for e in chosen.episodes if (e.scenario, e.record.id) not in done]
@@ -144,7 +155,40 @@ def _prepare(
         if cache is not None and judge.model.needs_images:
             judge = judge.with_model(CachedModel(judge.model, cache))
         judge.model.bind_images(chosen.images)
-    return _Run(chosen.episodes, todo, model, out, chosen.dataset.records, judge)
+    history = provenance_of(previous) if previous is not None else []
+    return _Run(chosen.episodes, todo, model, out, chosen.dataset.records, judge, identity, history)
+
+
+class _Session:
+    """This invocation's entry in run.json's provenance: written (with run.json itself) just
+    before the first result, and again with its end time when the run stops, however it stops.
+    Never part of the identity a resume compares (`rundir.PROVENANCE`)."""
+
+    def __init__(self, run: _Run, settings: EvalSettings) -> None:
+        self.run = run
+        self.entry: dict[str, Any] = {"started": now(), "ended": None, **software()}
+        self.entry["endpoints"] = run.model.endpoints
+        self.entry["decoding_sent"] = run.model.sent_decoding(settings.decoding)
+        if run.judge is not None:
+            self.entry["judge_endpoints"] = run.judge.model.endpoints
+            self.entry["judge_decoding_sent"] = run.judge.model.sent_decoding(run.judge.decoding)
+        self.results = ResultsFile(run.out / RESULTS, before_first_write=self._write)
+
+    def _write(self) -> None:
+        write_run_config(self.run.out, self.run.identity, [*self.run.history, self.entry])
+
+    def end(self, *, failed: bool) -> None:
+        """Close the results and record the end (on a failure, quietly: its error is told)."""
+        self.results.close()
+        if not self.results.written:
+            return
+        self.entry["ended"] = now()
+        self.entry["episodes_written"] = self.results.written
+        if not failed:
+            self._write()
+            return
+        with contextlib.suppress(ProactiveBenchError):
+            self._write()
 
 
 def _finish(run: _Run) -> RunOutcome:
@@ -155,7 +199,7 @@ def _finish(run: _Run) -> RunOutcome:
     errors = Counter(str(r["error"]) for r in lines if r.get("error"))
     resumed = len(run.episodes) - len(run.todo)
     answers, cached = cached_answers(lines)
-    return RunOutcome(summary, run.out, resumed, errors, answers, cached)
+    return RunOutcome(summary, run.out, resumed, errors, answers, cached, played=len(run.todo))
 
 
 @contextlib.asynccontextmanager
@@ -209,19 +253,23 @@ async def aevaluate(
                 answer_key=run.model.sees_answer_key,
             )
 
-        results = ResultsFile(run.out / RESULTS)
+        if not run.todo:  # every episode done already: nothing to ask, nothing to write
+            return _finish(run)
+        session = _Session(run, settings)
         try:
             async with _connected(run.model, run.judge):
                 scheduler = Scheduler(
                     run.model,
                     play_one,
-                    results,
+                    session.results,
                     concurrency=concurrency,
                     on_result=on_result or (lambda result: None),
                 )
                 await scheduler.run(run.todo)
-        finally:
-            results.close()
+        except BaseException:
+            session.end(failed=True)
+            raise
+        session.end(failed=False)
         return _finish(run)
 
 

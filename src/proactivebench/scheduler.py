@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import WriteError
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.play import Result
 from proactivebench.rundir import ResultsFile
@@ -113,13 +113,10 @@ class Scheduler:
             batch = [await self.finished.get()]
             while not self.finished.empty():
                 batch.append(self.finished.get_nowait())
-            try:
-                self.results.write(batch)
-                await asyncio.to_thread(self.results.sync)
-            except OSError as exc:
-                raise ProactiveBenchError(
-                    f"cannot write {self.results.path}: {exc.strerror}"
-                ) from None
+            # A failed write (a full disk) raises WriteError and ends the run; the file keeps
+            # its whole lines only, so a rerun resumes.
+            self.results.write(batch)
+            await asyncio.to_thread(self.results.sync)
             for result in batch:
                 self.on_result(result)
                 self.finished.task_done()
@@ -142,6 +139,6 @@ class Scheduler:
         while not self.finished.empty():
             left.append(self.finished.get_nowait())
         if left:
-            with contextlib.suppress(OSError):  # a full disk: the first error is the one told
+            with contextlib.suppress(WriteError):  # a full disk: the first error is the one told
                 self.results.write(left)
                 self.results.sync()

@@ -8,7 +8,6 @@ A sample that Inspect ended in an error becomes an error line, left out of the m
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,13 @@ from typing import Any
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, summarize
 from proactivebench.results import EpisodeResult, OEGResult, result_order
-from proactivebench.rundir import RESULTS, claim_run_dir, write_summary
+from proactivebench.rundir import (
+    RESULTS,
+    RunLock,
+    claim_run_dir,
+    write_results,
+    write_summary,
+)
 
 #: The registered name of the task (`inspect eval proactivebench/proactivebench`).
 TASK_NAME = "proactivebench/proactivebench"
@@ -51,12 +56,12 @@ def import_inspect_log(
         "generate_config": log.plan.config.model_dump(mode="json", exclude_none=True),
         "inspect_log": str(log_path),
     }
-    claim_run_dir(out, identity)
-    ordered = sorted(lines, key=result_order)
-    with (out / RESULTS).open("w", encoding="utf-8") as f:
-        f.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in ordered)
-    summary = summarize(ordered, model=log.eval.model)
-    write_summary(out, summary)
+    with RunLock(out):
+        claim_run_dir(out, identity)
+        ordered = sorted(lines, key=result_order)
+        write_results(out / RESULTS, ordered)
+        summary = summarize(ordered, model=log.eval.model)
+        write_summary(out, summary)
     return summary
 
 

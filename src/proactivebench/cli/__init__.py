@@ -10,8 +10,13 @@ never a traceback. No module of the package imports this one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import NoReturn
 
 import click
 from rich.markup import escape
@@ -20,13 +25,14 @@ from proactivebench.cli import data, demo, inspect_log, report, run, train
 from proactivebench.cli.output import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     PrintableFormatter,
     console,
     fit_to_output,
     out,
     printable,
 )
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import DISK_ERRNOS, ProactiveBenchError, WriteError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -54,14 +60,49 @@ def main(argv: list[str] | None = None) -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(PrintableFormatter("warning: %(message)s"))
         logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    terminated: list[int] = []
+    with _sigterm_as_ctrl_c(terminated):
+        try:
+            cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            console.print("interrupted; rerun the same command to resume")
+            sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except OSError as exc:
+            if exc.errno not in DISK_ERRNOS:
+                raise
+            _fail(WriteError(exc.filename, exc))  # a write no writer of ours expected
+        except ProactiveBenchError as exc:
+            _fail(exc)
+
+
+def _fail(exc: ProactiveBenchError) -> NoReturn:
+    console.print(f"[red]error:[/red] {escape(printable(str(exc)))}", highlight=False)
+    sys.exit(EXIT_ERROR)
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c(terminated: list[int]) -> Iterator[None]:
+    """SIGTERM (`kill`, a job scheduler's end of time) stops a command as Ctrl-C does: what
+    finished is kept, the run directory released, the same message; the exit code stays the
+    conventional 143. Appends to `terminated` when it happened."""
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        terminated.append(signum)
+        ctrl_c = signal.getsignal(signal.SIGINT)
+        if callable(ctrl_c):  # Python's, or asyncio's while a run's event loop runs
+            ctrl_c(signal.SIGINT, frame)
+        else:  # Ctrl-C ignored (a background job): stop all the same
+            raise KeyboardInterrupt
+
     try:
-        cli.main(args=argv, prog_name="proactivebench", standalone_mode=False)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        console.print("interrupted; rerun the same command to resume")
-        sys.exit(EXIT_INTERRUPTED)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except ProactiveBenchError as exc:
-        console.print(f"[red]error:[/red] {escape(printable(str(exc)))}", highlight=False)
-        sys.exit(EXIT_ERROR)
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -260,6 +260,8 @@ def episode_progress(
 #: Exit codes: every selected episode scored; bad input or nothing to play; a usage error
 #: (click's); some episodes ended in an error (kept apart, a rerun retries them); interrupted.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_EPISODE_ERRORS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: Stopped by SIGTERM: handled as Ctrl-C, with the shell's code for it (128 + 15).
+EXIT_TERMINATED = 143
 
 
 def print_warnings(warnings: list[str]) -> None:

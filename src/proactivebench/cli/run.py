@@ -138,6 +138,11 @@ def eval_command(
             on_start=on_start,
             on_result=on_result,
         )
+    if not outcome.played:
+        out.print(
+            f"all {outcome.resumed} episodes already done in {outcome.out_dir}: nothing played. "
+            "The existing results:"
+        )
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
     if outcome.cached:

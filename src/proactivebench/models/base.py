@@ -98,6 +98,17 @@ class Model(abc.ABC):
         there are any); most backends have none."""
         return {}
 
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        """The decoding parameters this backend really sends for `decoding` (run.json's
+        provenance): by default all of them; a backend that drops or renames some says so."""
+        return decoding.as_dict()
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Where requests go (run.json's provenance, never with a credential); none for
+        local backends."""
+        return []
+
     def bind_images(self, store: ImageStore) -> None:
         """Give the backend the data set's shared image cache before a run."""
         self.images = store
@@ -141,6 +152,13 @@ class ModelWrapper(Model):
 
     def request_settings(self) -> dict[str, Any]:
         return self.inner.request_settings()
+
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        return self.inner.sent_decoding(decoding)
+
+    @property
+    def endpoints(self) -> list[str]:
+        return self.inner.endpoints
 
     def bind_images(self, store: ImageStore) -> None:
         super().bind_images(store)

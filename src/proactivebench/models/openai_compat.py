@@ -483,10 +483,18 @@ class OpenAICompatible(Model):
             "reasoning_effort": self.reasoning_effort,
         }
 
-    def _body(self, messages: list[dict[str, Any]], decoding: Decoding) -> dict[str, Any]:
-        """Backend extras first, so the run's decoding settings (recorded in run.json) win.
+    @property
+    def endpoints(self) -> list[str]:
+        """The endpoints' URLs without user or password."""
+        return [_without_credentials(url) for url in self.urls]
 
-        A reasoning model gets `max_completion_tokens`: the answer's token limit plus a
+    def _body(self, messages: list[dict[str, Any]], decoding: Decoding) -> dict[str, Any]:
+        """Backend extras first, so the run's decoding settings (recorded in run.json) win."""
+        settings = self.sent_decoding(decoding)
+        return {"model": self.model, "messages": messages, **self.extra_body, **settings}
+
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        """A reasoning model gets `max_completion_tokens`: the answer's token limit plus a
         budget for the hidden reasoning (`reasoning_budget`), and no temperature or top-p,
         which those models refuse.
         """
@@ -498,7 +506,7 @@ class OpenAICompatible(Model):
             settings["max_completion_tokens"] = answer_tokens + self.reasoning_budget
             if self.reasoning_effort:
                 settings["reasoning_effort"] = self.reasoning_effort
-        return {"model": self.model, "messages": messages, **self.extra_body, **settings}
+        return settings
 
     async def _attempt(self, request: ChatRequest) -> Completion:
         """One POST of `request` to a replica: its completion, or `ModelError` saying why not
@@ -702,6 +710,16 @@ def _model_name(model: str, image_format: str, jpeg_quality: int) -> str:
         return f"openai:{model}"
     encoding = "png" if image_format == "PNG" else f"jpeg{jpeg_quality}"
     return f"openai:{model}[{encoding}]"
+
+
+def _without_credentials(url: str) -> str:
+    """`url` with any `user:password@` taken out."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def _endpoint_list(base_url: str | None, endpoints: str | Sequence[str] | None) -> list[str]:

@@ -10,8 +10,8 @@ The files of a report directory:
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +45,7 @@ from proactivebench.report.tables import (
 )
 from proactivebench.report.text import markdown as md
 from proactivebench.report.thumbs import Thumbnails
+from proactivebench.rundir import RUN_CONFIG, RunLock, staged_folder
 
 #: Where `eval` and a one-run `report` put the report: inside the run directory.
 REPORT_DIR = "report"
@@ -86,15 +87,32 @@ def _shows_images(run: Run, thumbs: Mapping[str, Thumbnails | None]) -> bool:
     return any(t is not None and t.available for s, t in thumbs.items() if s in run.by_scenario)
 
 
-def _write(path: Path, content: str | bytes, outcome: ReportOutcome) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.partial")
-    if isinstance(content, bytes):
-        temporary.write_bytes(content)
-    else:
-        temporary.write_text(content, encoding="utf-8")
-    os.replace(temporary, path)  # a reader never sees half a report
-    outcome.files.append(path)
+@dataclass
+class _Files:
+    """Writes the report's files into `stage` (a `staged_folder` of the report directory),
+    recording each under the name it will have in `out`."""
+
+    stage: Path
+    out: Path
+    outcome: ReportOutcome
+
+    def write(self, name: str, content: str | bytes) -> None:
+        path = self.stage / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        self.outcome.files.append(self.out / name)
+
+
+def _run_dir_holding(out: Path) -> Path | None:
+    """The run directory a report into `out` writes into (`RUN/report`, or a run directory
+    itself), which it must hold as every writer does; None for a folder of its own."""
+    for folder in (out, out.parent):
+        if (folder / RUN_CONFIG).is_file():
+            return folder
+    return None
 
 
 def write_report(
@@ -121,6 +139,21 @@ def write_report(
             raise ProactiveBenchError("several runs: say where the report goes with --out DIR")
         out_dir = Path(run_dirs[0]) / REPORT_DIR
     out = Path(out_dir)
+    holder = _run_dir_holding(out)
+    with RunLock(holder) if holder is not None else contextlib.nullcontext():
+        return _write_report(run_dirs, out, vs, params, seed, n_resamples, title, allow_empty)
+
+
+def _write_report(
+    run_dirs: Sequence[str | Path],
+    out: Path,
+    vs: str | Path | None,
+    params: Mapping[str, float] | None,
+    seed: int,
+    n_resamples: int,
+    title: str | None,
+    allow_empty: bool,
+) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
     base = load_runs([vs])[0] if vs is not None else None
     if base is not None:
@@ -135,11 +168,6 @@ def write_report(
     outcome.warnings += [
         f"{r.run_dir} holds no episodes (results.jsonl is empty): its row is all —" for r in empty
     ]
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ProactiveBenchError(f"cannot write the report to {out}: {exc.strerror}") from None
-
     all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
     for measures in all_measures:
         prefix = f"{measures.run.label}: " if len(runs) > 1 else ""
@@ -154,14 +182,33 @@ def write_report(
 
     tables = _tables(all_measures, comparisons)
     images = _plots(all_measures, outcome)
+
+    # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves the
+    # previous report as it was, never half of a new one.
+    with staged_folder(out) as stage:
+        files = _Files(stage, out, outcome)
+        for table in tables:
+            files.write(f"tables/{table.key}.csv", to_csv(table))
+            files.write(f"tables/{table.key}.tex", to_latex(table))
+        for name, png in images.items():
+            files.write(f"plots/{name}.png", png)
+        _pages(files, runs, all_measures, comparisons, tables, images, title)
+    _remove_stale(out, outcome.files)
+    return outcome
+
+
+def _pages(
+    files: _Files,
+    runs: Sequence[Run],
+    all_measures: Sequence[RunMeasures],
+    comparisons: Sequence[Comparison],
+    tables: Sequence[Table],
+    images: Mapping[str, bytes],
+    title: str | None,
+) -> None:
+    """report.html, report.md and report.json."""
+    outcome = files.outcome
     correlations = size_correlations(all_measures)
-
-    for table in tables:
-        _write(out / "tables" / f"{table.key}.csv", to_csv(table), outcome)
-        _write(out / "tables" / f"{table.key}.tex", to_latex(table), outcome)
-    for name, png in images.items():
-        _write(out / "plots" / f"{name}.png", png, outcome)
-
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
     thumbs = _images_of(runs)
     unavailable = sorted(
@@ -176,15 +223,13 @@ def write_report(
             f"episode images not shown: data directory not found ({', '.join(unavailable)})"
         )
     page = render_html(heading, runs, all_measures, tables, images, outcome.notes, thumbs)
-    _write(out / "report.html", page, outcome)
+    files.write("report.html", page)
     missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())
     if missing:
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
-    _write(out / "report.md", _markdown(heading, runs, tables, images, outcome), outcome)
+    files.write("report.md", _markdown(heading, runs, tables, images, outcome))
     document = finite_or_none(_json(runs, all_measures, comparisons, correlations, outcome))
-    _write(out / "report.json", json.dumps(document, indent=2, allow_nan=False) + "\n", outcome)
-    _remove_stale(out, outcome.files)
-    return outcome
+    files.write("report.json", json.dumps(document, indent=2, allow_nan=False) + "\n")
 
 
 #: The files a report writes besides report.md/.json/.html, by folder: what a previous report

@@ -109,12 +109,17 @@ def test_sigkill_at_random_points_then_resume(data, server_url, reference, tmp_p
     assert keyed(out) == reference
 
 
-def test_ctrl_c_stops_cleanly_and_the_rerun_completes(data, server_url, reference, tmp_path):
+@pytest.mark.parametrize(("sig", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_cleanly_and_the_rerun_completes(
+    data, server_url, reference, tmp_path, sig, exit_code
+):
+    """SIGTERM (kill, a job scheduler) is handled as Ctrl-C: the message, the lines kept, the
+    run directory released; only the exit code differs (the conventional 128 + 15)."""
     out = tmp_path / "run"
     env = environment(tmp_path)
     cmd = command(data, server_url, out)
-    code, stdout, stderr = start_and_stop(cmd, env, out, 10, signal.SIGINT)
-    assert code == 130
+    code, stdout, stderr = start_and_stop(cmd, env, out, 10, sig)
+    assert code == exit_code, stderr
     assert "interrupted; rerun the same command to resume" in stderr
     assert "Traceback" not in stderr + stdout
     partial = keyed(out)  # every line whole, none twice

@@ -296,3 +296,18 @@ def test_a_failed_model_call_is_an_inspect_sample_error_and_an_error_line(
     scores = {k: (v.n, v.errors) for k, v in summary.scenarios.items()}
     played = "QD" if failed[0].metadata["scenario"] == "ROD" else "ROD"
     assert scores == {failed[0].metadata["scenario"]: (0, 1), played: (1, 0)}
+
+
+def test_import_inspect_is_refused_while_another_process_holds_the_run(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clirun import held_by_another_process
+
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=1)
+    run = tmp_path / "imported"
+    args = ["import-inspect", str(log.location), "--out", str(run)]
+    with held_by_another_process(run) as pid:
+        code, text = run_cli(args, capsys)
+    assert code == 1 and "in use by another run" in text and f"PID {pid}" in text, text
+    assert not (run / "results.jsonl").exists()
+    assert run_cli(args, capsys)[0] == 0

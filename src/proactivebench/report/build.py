@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
 from proactivebench.report import plots
 from proactivebench.report.html import finite_or_none, legend_html, render_html
@@ -98,11 +98,12 @@ class _Files:
 
     def write(self, name: str, content: str | bytes) -> None:
         path = self.stage / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
+        data = content if isinstance(content, bytes) else content.encode("utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        except OSError as exc:
+            raise WriteError(self.out / name, exc) from None
         self.outcome.files.append(self.out / name)
 
 

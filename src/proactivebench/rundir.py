@@ -4,7 +4,9 @@ and writing, reading, resuming, locking and merging them.
 `results.jsonl` gets one line per finished episode (`results.EpisodeResult` /
 `results.OEGResult`), appended and fsynced as episodes end; `run.json` holds the run's identity:
 the data, the model and every setting that changes play, so that a rerun resumes only the
-same run; `summary.json` the per-scenario table.
+same run (written with the first result, so a failed start pins nothing), plus its
+`provenance` (never compared); `summary.json` the per-scenario table. Every writer holds
+`RunLock`, and every file written whole goes through `atomic_write` (or `staged_folder`).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ Messages say what and where, and never carry a credential.
 
 from __future__ import annotations
 
+from proactivebench.texts import storable
+
 
 class ProactiveBenchError(Exception):
     """Base of every error meant for the user rather than for a traceback."""
@@ -133,5 +135,5 @@ def episode_error(exc: Exception) -> str:
     """How a failed call is recorded on its episode: the exception's type and message, or, for
     the user's own code, the message alone (it already names the user's exception)."""
     if isinstance(exc, UserCodeError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+        return storable(str(exc))
+    return storable(f"{type(exc).__name__}: {exc}")

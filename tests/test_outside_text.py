@@ -70,6 +70,28 @@ def test_a_lone_surrogate_in_an_answer_is_recorded_replaced(
     raw.decode("utf-8")  # strict: every byte of the file is UTF-8
 
 
+def test_a_lone_surrogate_from_a_python_model_and_its_error_is_recorded_replaced(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Every backend's answers pass one point (`Completion`), its failures another."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "def answer(messages, observation):\n"
+        "    if 'Move' in str(messages):\n"
+        "        raise ValueError('no \\udc80 way')\n"
+        "    return 'A\\ud800'\n",
+        encoding="utf-8",
+    )
+    run = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", f"python:{agent}:answer", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--scenarios", "ROD,QD"], capsys)
+    assert code == 3, text
+    lines = read_results(run / "results.jsonl")
+    assert {line["scenario"] for line in lines if "error" in line} == {"ROD"}
+    assert all("no \ufffd way" in line["error"] for line in lines if "error" in line)
+    assert {t["answer"] for line in lines for t in line["trace"]} == {"A\ufffd"}
+
+
 def test_a_lone_surrogate_in_an_error_body_is_recorded_replaced(
     data: Path, tmp_path: Path, capsys
 ) -> None:

@@ -72,9 +72,22 @@ class ServerConfig:
     answers: dict[str, str] = field(default_factory=dict)
     #: Scripted mode: a function of the request body that returns the answer (wins over both).
     respond: Callable[[dict[str, Any]], str] | None = None
+    #: Raw mode: a function of the request's path and body that returns the whole response
+    #: as sent (status, headers, body bytes), untouched: no JSON, no encoding, no compression
+    #: added (wins over the others; faults still come first).
+    raw: Callable[[str, dict[str, Any]], Raw] | None = None
     #: Keep every request (headers and body) in `FakeOpenAI.requests` for assertions.
     record: bool = True
     model_id: str = "fake-vlm"
+
+
+@dataclass
+class Raw:
+    """A response sent byte for byte: what a broken or hostile server may answer."""
+
+    body: bytes = b""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -288,6 +301,9 @@ class FakeOpenAI:
                 await asyncio.sleep(self.config.latency)
             if fault is not None:
                 return await self._fault(request, fault)
+            if self.config.raw is not None:
+                sent = self.config.raw(request.path, body)
+                return web.Response(status=sent.status, body=sent.body, headers=sent.headers)
             if body.get("stream"):
                 return await self._stream(request, self.completion(body))
             return _json(200, self.completion(body))

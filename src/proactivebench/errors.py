@@ -25,6 +25,8 @@ from __future__ import annotations
 import errno
 import os
 
+from proactivebench.texts import storable
+
 
 class ProactiveBenchError(Exception):
     """Base of every error meant for the user rather than for a traceback."""
@@ -137,8 +139,8 @@ def episode_error(exc: Exception) -> str:
     """How a failed call is recorded on its episode: the exception's type and message, or, for
     the user's own code, the message alone (it already names the user's exception)."""
     if isinstance(exc, UserCodeError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+        return storable(str(exc))
+    return storable(f"{type(exc).__name__}: {exc}")
 
 
 #: The errors of a disk that takes no more: full, over quota, a file-size limit, read-only.

@@ -3,6 +3,10 @@
 Its lines are the JSON of `EpisodeResult` (multiple choice, one `TurnRecord` per turn) or of
 `OEGResult` (open-ended, judged): the contract that the reports, the training comparison and
 users' scripts read. How lines are written, read back, resumed and merged is `rundir`'s job.
+
+The texts that came from outside (answers, judge outputs, errors) are stored capped
+(`texts.capped`: beginning and end, and a marker with the original length between them); the
+episode was played and scored with the whole text.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proactivebench.protocol import SCENARIOS
+from proactivebench.texts import capped
 
 # ----- records --------------------------------------------------------------------------------
 
@@ -50,13 +55,13 @@ class TurnRecord:
             "crop": self.crop,
             "prompt": self.prompt,
             "options": self.options,
-            "answer": self.answer,
+            "answer": capped(self.answer),
             "verdict": self.verdict,
         }
         for key in ("resize_short_edge", "action", "reason", "usage", "latency_s", "read_as"):
             value = getattr(self, key)
             if value is not None:
-                entry[key] = value
+                entry[key] = capped(value) if key == "read_as" else value
         if self.cached:
             entry["cached"] = True
         return entry
@@ -102,7 +107,7 @@ class EpisodeResult:
     def to_json(self) -> dict[str, Any]:
         line: dict[str, Any] = {"scenario": self.scenario, "sample_id": self.sample_id}
         if self.error is not None:
-            line.update(error=self.error, num_turns=self.num_turns)
+            line.update(error=capped(self.error), num_turns=self.num_turns)
         else:
             line.update(
                 correct=self.correct,
@@ -170,7 +175,13 @@ class OEGResult:
     settings: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if v is not None and v != []}
+        line = {k: v for k, v in vars(self).items() if v is not None and v != []}
+        for key in ("generation", "error"):
+            if key in line:
+                line[key] = capped(line[key])
+        if self.judge_outputs:
+            line["judge_outputs"] = [capped(o) for o in self.judge_outputs]
+        return line
 
     @classmethod
     def from_json(cls, line: dict[str, Any]) -> OEGResult:

@@ -31,6 +31,7 @@ from proactivebench.results import (
     result_key,
     result_order,
 )
+from proactivebench.texts import loads
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +198,7 @@ def read_results(path: Path) -> list[dict[str, Any]]:
         if not raw.strip():
             continue
         try:
-            line = json.loads(raw.decode("utf-8"))
+            line = loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ProactiveBenchError(f"{path}:{number}: not a result line ({exc})") from None
         if not (
@@ -382,7 +383,7 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     """`run.json` of a run directory, or one clear error naming it."""
     path = run_dir / RUN_CONFIG
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ProactiveBenchError(f"{run_dir} is not a run directory (no {RUN_CONFIG})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from proactivebench.errors import DataError, DataErrors
 from proactivebench.protocol import SCENARIOS, official_filter_ids, scenario_strings, stem_to_short
 from proactivebench.records import Record, Source, VSODRecord, parse_record, record_warnings
+from proactivebench.texts import loads
 
 SUFFIX = "_preprocessed.jsonl"
 #: Written by the synthetic generator; its presence means the official id filter does not apply.
@@ -92,7 +93,7 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
                 continue
             source = Source(str(path), number)
             try:
-                obj = json.loads(raw.decode("utf-8"))
+                obj = loads(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
                 message = f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at {exc.start})"
                 problems.append(DataError(message, path=str(path), line=number))

@@ -17,6 +17,7 @@ from proactivebench.data.images import ImageStore
 from proactivebench.errors import ModelError, ProactiveBenchError
 from proactivebench.protocol import mcqa_strings
 from proactivebench.scenarios import Observation
+from proactivebench.texts import storable
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,12 @@ class Completion:
     latency_s: float = 0.0
     #: Answered from the response cache, not by the model.
     cached: bool = False
+
+    def __post_init__(self) -> None:
+        # Every backend's answer (a judge's too) is made here, so here it becomes storable
+        # (`texts.storable`): one lone surrogate would otherwise crash the results writer.
+        if isinstance(self.text, str):
+            self.text = storable(self.text)
 
 
 class Model(abc.ABC):

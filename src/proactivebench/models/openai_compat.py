@@ -4,8 +4,11 @@ hosted APIs. Spec: `openai:MODEL[@BASE_URL]` (default base URL: the OpenAI API).
 Throughput comes from the runner's episodes in flight (`max_batch = 1`): each turn is one HTTP
 request, as many at once as episodes in flight. Each `generate` call makes one attempt per
 request; a failed one raises `ModelError` saying whether a retry can fix it (`retryable`:
-timeouts, refused or dropped connections, 429, 5xx, malformed or empty answers; not other 4xx)
-and what the server's `Retry-After` asked for. `load_model` wraps the backend in
+timeouts, refused or dropped connections, 429, 5xx, malformed or empty answers; not other 4xx,
+a body longer than `max_response_bytes` or a redirect to another server) and what the server's
+`Retry-After` asked for. A body is read a chunk at a time, decompressed as it comes, and no
+further than its limit; a redirect is followed only within the server it was sent to, so that
+the request's images go nowhere else. `load_model` wraps the backend in
 `models.resilient.Resilient`, which retries, bounds the requests in flight (`concurrency`) and
 ends a run whose server is down; this module keeps the wire format, the HTTP session, the
 preflight and the replica balancing, which sends a request that failed on one replica to
@@ -39,6 +42,7 @@ from proactivebench.errors import ModelError, ModelSpecError, RunAbort
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
+from proactivebench.texts import decode, loads
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,14 @@ DEFAULT_REASONING_BUDGET = 8192
 _UNSUPPORTED = re.compile(r"unsupported (parameter|value)|not supported with this model", re.I)
 #: 4xx statuses worth a retry: request timeout, too early, rate limited.
 RETRYABLE_4XX = frozenset({408, 425, 429})
+#: The most bytes of one response body read (after decompression) unless `max_response_bytes`
+#: says: far above any answer, a reasoning model's included, far below a gzip bomb's.
+DEFAULT_MAX_RESPONSE_BYTES = 16 << 20
+#: Bytes read at a time: a body is never read further than its limit plus one of these.
+READ_CHUNK = 64 << 10
+#: Redirects to the same server (scheme, host and port) followed one after another.
+MAX_REDIRECTS = 5
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -259,12 +271,48 @@ def _prefetch_aiohttp() -> None:
 
 @dataclass
 class _Response:
-    """What a response said, read whole while its connection was held."""
+    """What a response said, read while its connection was held: its body whole, or its first
+    bytes when it was longer than the backend's limit (`complete` False)."""
 
     status: int
     reason: str
     headers: Mapping[str, str]
     body: bytes
+    charset: str | None = None
+    complete: bool = True
+    #: Where a redirect to another server pointed (not followed).
+    location: str | None = None
+
+    @property
+    def text(self) -> str:
+        return decode(self.body, self.charset)
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port: who receives what is sent to `url`."""
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def _redirect_target(url: str, response: Any) -> str | None:
+    """Where a redirect points (absolute), or None for any other response."""
+    location = response.headers.get("location")
+    if response.status not in REDIRECTS or location is None:
+        return None
+    return urllib.parse.urljoin(url, location)
+
+
+async def _read_body(response: Any, limit: int) -> tuple[bytes, bool]:
+    """The body, decoded from its `Content-Encoding` a chunk at a time, and whether it was
+    read whole: reading stops once it is longer than `limit`, so that a body of any size (a
+    gzip bomb: 1 MB that inflates to 1 GB) costs at most `limit` plus one chunk."""
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(READ_CHUNK):
+        body += chunk
+        if len(body) > limit:
+            return bytes(body), False
+    return bytes(body), True
 
 
 class _Session:
@@ -303,13 +351,35 @@ class _Session:
             self._proxies[url] = None if bypass else proxy
         return self._proxies[url]
 
-    async def post(self, url: str, content: bytes) -> _Response:
-        """The whole response; `_TransportError` when no response came."""
+    async def post(self, url: str, content: bytes, limit: int) -> _Response:
+        """The response, its body read up to `limit` bytes; `_TransportError` when no
+        response came.
+
+        Redirects to the same server are followed (the request sent again as it was); one
+        to another server is not, since the request's images would go there: the redirect
+        is the response, with the `location` it pointed to.
+        """
         aiohttp = self.aiohttp
         try:
-            async with self.session.post(url, data=content, proxy=self.proxy(url)) as response:
-                body = await response.read()
-                return _Response(response.status, response.reason or "", response.headers, body)
+            for _ in range(MAX_REDIRECTS + 1):
+                async with self.session.post(
+                    url, data=content, proxy=self.proxy(url), allow_redirects=False
+                ) as response:
+                    target = _redirect_target(url, response)
+                    if target is not None and origin(target) == origin(url):
+                        url = target
+                        continue
+                    body, complete = await _read_body(response, limit)
+                    return _Response(
+                        response.status,
+                        response.reason or "",
+                        response.headers,
+                        body,
+                        charset=response.charset,
+                        complete=complete,
+                        location=target,
+                    )
+            raise _TransportError(f"more than {MAX_REDIRECTS} redirects in a row")
         except aiohttp.ConnectionTimeoutError:
             raise _TransportError(
                 f"cannot connect within {self.connect_timeout:g}s (server down or unreachable?)"
@@ -326,8 +396,9 @@ class _Session:
         aiohttp = self.aiohttp
         try:
             async with asyncio.timeout(timeout):
-                async with self.session.get(url, proxy=self.proxy(url)) as response:
-                    await response.read()
+                # Any answer will do: a redirect is not followed, the body not read.
+                async with self.session.get(url, proxy=self.proxy(url), allow_redirects=False):
+                    pass
         except TimeoutError:
             return f"no answer within {timeout:g}s"
         except (aiohttp.ClientError, OSError) as exc:
@@ -366,6 +437,7 @@ class OpenAICompatible(Model):
         reasoning_budget: int = DEFAULT_REASONING_BUDGET,
         reasoning_effort: str | None = None,
         cache_scope: str = "endpoints",
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not model:
             raise ModelSpecError("openai model spec needs a model name: openai:MODEL[@URL]")
@@ -377,6 +449,8 @@ class OpenAICompatible(Model):
         self.name = _model_name(model, self.image_format, jpeg_quality)
         self.timeout = _positive("timeout", timeout)
         self.connect_timeout = _positive("connect_timeout", connect_timeout)
+        #: A longer body (after decompression) fails its request, and is not read further.
+        self.max_response_bytes = int(_positive("max_response_bytes", max_response_bytes))
         if balance not in BALANCING:
             raise ModelSpecError(f"unknown balancing {balance!r}; choose from {BALANCING}")
         self.extra_body = dict(extra_body or {})
@@ -519,7 +593,7 @@ class OpenAICompatible(Model):
         start = time.perf_counter()
         try:
             async with asyncio.timeout(self.timeout):
-                response = await client.post(replica.endpoint, payload)
+                response = await client.post(replica.endpoint, payload, self.max_response_bytes)
         except TimeoutError:
             outcome: Completion | _Failure = _Failure(
                 f"no answer within {self.timeout:g}s (timeout)", retryable=True
@@ -556,12 +630,28 @@ class OpenAICompatible(Model):
     def _read(self, response: _Response, latency: float) -> Completion | _Failure:
         """A completion from a 200 with a usable body; otherwise why not."""
         status = response.status
+        if response.location is not None:
+            return _Failure(
+                f"HTTP {status}, a redirect to another server ({response.location}); not "
+                "followed, since the request's images would go there: name that URL in the "
+                "model spec if it is the server meant",
+                retryable=False,
+                status=status,
+            )
         if status >= 400:
             return self._http_failure(response)
+        if not response.complete:
+            return _Failure(
+                f"a body longer than max_response_bytes={self.max_response_bytes} (reading "
+                f"stopped after {len(response.body)} bytes; raise the limit with --model-option "
+                "max_response_bytes=N if such answers are meant)",
+                retryable=False,
+                status=status,
+            )
         if status != 200:
             return _Failure(f"unexpected HTTP {status}", retryable=True, status=status)
         try:
-            data = json.loads(response.body)
+            data = loads(response.text)
         except ValueError:
             return _Failure("malformed JSON in the response", retryable=True, status=status)
         text = _content(data)
@@ -682,9 +772,9 @@ def _usage(data: dict[str, Any]) -> dict[str, int] | None:
 
 def _error_detail(response: _Response, limit: int = 300) -> str:
     """The server's own words: `error.message` of an OpenAI-style body, else the text."""
-    text = response.body.decode("utf-8", errors="replace")
+    text = response.text
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError:
         return " ".join(text.split())[:limit]
     if isinstance(data, dict):

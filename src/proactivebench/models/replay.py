@@ -14,6 +14,7 @@ from pathlib import Path
 from proactivebench.errors import DataError, DataErrors
 from proactivebench.models.base import ChatRequest, Completion, Model, episode_turn
 from proactivebench.protocol import SCENARIOS
+from proactivebench.texts import loads
 
 
 def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:
@@ -33,7 +34,7 @@ def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:
             problems.append(DataError(msg, path=str(path), line=n, field=field))
 
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except json.JSONDecodeError as exc:
             problem(f"invalid JSON: {exc.msg}")
             continue

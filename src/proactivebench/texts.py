@@ -1,0 +1,104 @@
+"""Text that comes from outside the program (model answers, judge outputs, server bodies,
+data files, a run's own files), made storable where it enters, by one rule.
+
+- **Storable**: every text can be written as UTF-8. A lone UTF-16 surrogate (`"\\ud800"` is
+  valid JSON, and `json.loads` turns it into one) cannot, and would crash whatever writes or
+  prints it later; it becomes U+FFFD, the replacement character, as undecodable bytes do.
+  A surrogate pair that stands for one character becomes that character.
+- **Capped when stored**: a text written to `results.jsonl` keeps at most `STORED_TEXT_LIMIT`
+  characters: its beginning and its end (where a reasoning model puts its answer), with a
+  marker between them that says how long the text was.
+
+`loads` and `decode` apply the rule to JSON and bytes, so that every reader of outside data
+goes through them; `storable` is the rule itself.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import json
+import re
+from typing import Any
+
+#: Characters of one text (an answer, a judge output, an error) kept in `results.jsonl`.
+STORED_TEXT_LIMIT = 65536
+#: What may turn into a surrogate when parsed: a `\ud800`-`\udfff` escape, or one as such.
+_SURROGATE_SOURCE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """`text`, every lone surrogate replaced by U+FFFD (pairs joined into their character)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def decode(data: bytes, charset: str | None = None) -> str:
+    """Bytes as text: the declared `charset` if Python knows it, else UTF-8; a leading byte
+    order mark dropped, and bytes that do not decode replaced by U+FFFD."""
+    encoding = "utf-8"
+    if charset:
+        with contextlib.suppress(LookupError):
+            encoding = codecs.lookup(charset).name
+    if encoding == "utf-8":
+        encoding = "utf-8-sig"
+    return data.decode(encoding, errors="replace")
+
+
+def loads(data: str | bytes) -> Any:
+    """`json.loads`, every string in the result (keys too) `storable`.
+
+    Raises `json.JSONDecodeError` for what is not JSON, a nesting too deep to parse included
+    (which `json.loads` reports as RecursionError).
+    """
+    text = decode(data) if isinstance(data, bytes) else data
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+    if _SURROGATE_SOURCE.search(text) is None:
+        return value
+    return _storable_strings(value)
+
+
+def _storable_strings(value: Any) -> Any:
+    """`value` with every string storable, walked without recursion (any depth)."""
+    if isinstance(value, str):
+        return storable(value)
+    if not isinstance(value, (list, dict)):
+        return value
+    root: list[Any] = [value]
+    stack: list[list[Any] | dict[str, Any]] = [root]
+    while stack:
+        container = stack.pop()
+        if isinstance(container, dict):
+            items = list(container.items())
+            container.clear()
+            for key, item in items:
+                container[storable(key)] = item
+            keys: Any = list(container)
+        else:
+            keys = range(len(container))
+        for key in keys:
+            item = container[key]
+            if isinstance(item, str):
+                container[key] = storable(item)
+            elif isinstance(item, (list, dict)):
+                stack.append(item)
+    return root[0]
+
+
+def capped(text: str, limit: int = STORED_TEXT_LIMIT) -> str:
+    """`text` if it has at most `limit` characters; else its beginning and end around a
+    marker that gives the original length, `limit` characters in all (about)."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n[… cut by proactivebench: {len(text):,} characters in all, {limit:,} kept …]\n"
+    head = (limit - len(marker)) // 2
+    tail = max(0, limit - len(marker) - head)
+    return text[:head] + marker + (text[-tail:] if tail else "")

@@ -243,11 +243,12 @@ def judge_command(
     if outcome.failures:
         total = sum(outcome.failures.values())
         reason, count = outcome.failures.most_common(1)[0]
+        unscored = total - outcome.kept
+        none = f", {unscored} have none and are left out of the metrics" if unscored else ""
         console.print(
             f"[yellow]{total} line(s) could not be judged[/yellow] ({outcome.kept} kept their "
-            f"previous verdict, {total - outcome.kept} have none and are left out of the "
-            f"metrics); rerun the same command to retry them. Most common ({count}x): "
-            f"{escape(printable(reason))}",
+            f"previous verdict{none}); rerun the same command to retry them. Most common "
+            f"({count}x): {escape(printable(reason))}",
             highlight=False,
         )
         sys.exit(EXIT_EPISODE_ERRORS)

@@ -100,6 +100,7 @@ FORMATS = [
     ("Final answer: (b) Move the blocks to the right.", "unreadable", "action"),
     ("<think>Left or right? Right.</think>\nB", "unreadable", "action"),
     ("reasoning that ran long</think> B", "unreadable", "action"),
+    ("<think>It is B. Hmm, or", "unreadable", "unreadable"),  # cut off: no answer
     ("**C**", "unreadable", "wrong"),  # an abstention stays one
     ("(G)", "unreadable", "wrong"),  # cup: not yet correct on ROD's first turn
     ("I would move them", "unreadable", "unreadable"),
@@ -119,7 +120,9 @@ def test_answer_formats_under_strict_and_lenient_reading(answer, strict, lenient
         ("<think>a</think>B<THINK>b\nc</Think> C", "B C"),  # every block, any case
         ("lost its opening tag</think>0, 1", "0, 1"),
         ("a</think>b</think>c", "c"),  # up to the last lone closing tag
-        ("<think>never closed B", "<think>never closed B"),
+        ("<think>never closed B", ""),  # cut-off reasoning is no answer
+        ("B<think>then it ran out", "B"),
+        ("a</think>B<think>1, 1. Hmm", "B"),
         ("no reasoning", "no reasoning"),
         ("İ</think>B", "B"),  # a character whose lower case is longer moves nothing
     ],

@@ -228,3 +228,165 @@ def test_an_oeg_run_resumes_episodes_whose_judge_failed(data: Path, tmp_path: Pa
     assert not second.errors
     rates = {k: (s.ps, s.cp, s.aggregate) for k, s in second.summary.scenarios.items()}
     assert rates == {k: EXPECTED[k] for k in ("ROD", "QD")}
+
+
+# ----- judge outputs without a verdict ----------------------------------------------------------
+
+CUT_OFF = "<think>Let me check each: 1, 1. Hmm, actually…"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        CUT_OFF,  # reasoning cut short: nothing visible
+        "Sure.<think>1, 1",  # a verdict inside an unclosed block is no verdict either
+        "1, 1\nConfidence: 0.9",  # the last run is "0": of the wrong length
+        "sí, sí",
+        "1, 1, 1",
+    ],
+)
+def test_an_output_without_a_readable_verdict_is_an_unparsed_vote(output: str) -> None:
+    verdict = parse_verdict(ROD_VALID, output, "ROD")
+    assert not verdict.parsed and verdict.aggregate == 0
+    judgement = Judge.decide(ROD_VALID, ["1, 0", output, "1, 0"], "ROD")
+    assert judgement.parsed == (True, False, True)
+    assert judgement.verdict.aggregate == 1 and judgement.agreement == pytest.approx(2 / 3)
+    # Votes that all say nothing do not agree on anything.
+    assert Judge.decide(ROD_VALID, [output] * 3, "ROD").agreement == 0
+
+
+def unreadable_judge(body: dict[str, Any]) -> str:
+    """`respond`, but the judge's reasoning is cut off on ROD and it answers in Spanish on QD."""
+    if body["messages"][0]["role"] == "system":
+        user = body["messages"][1]["content"]
+        if "Move the blocks" in user:
+            return CUT_OFF
+        if "Add details" in user or "details" in user.lower():
+            return "sí, sí"
+    return respond(body)
+
+
+def test_unparsed_judge_outputs_are_recorded_counted_and_warned_about(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=unreadable_judge) as fake:
+        args = ["eval", "--data", str(data), "--model", f"openai:tested@{fake.url}"]
+        args += ["--out", str(run), "--mode", "oeg", "--judge", f"openai:judge@{fake.url}"]
+        code, text = run_cli([*args, "--scenarios", "ROD,QD,VSOD", "--no-cache"], capsys)
+    assert code == 0, text
+    parsed: dict[str, list[list[bool]]] = {}
+    for line in read_results(run / "results.jsonl"):
+        parsed.setdefault(line["scenario"], []).append(line["judge_parsed"])
+    assert parsed == {"ROD": [[False]] * 2, "VSOD": [[True]] * 2, "QD": [[False]] * 2}
+    scenarios = json.loads((run / "summary.json").read_text())["scenarios"]
+    # The cut-off reasoning "1, 1" is no verdict: ROD scores 0, not 100.
+    assert scenarios["ROD"]["ps"] == 0.0 and scenarios["ROD"]["unparsed"] == 100.0
+    assert scenarios["QD"]["unparsed"] == 100.0 and scenarios["VSOD"]["unparsed"] == 0.0
+    # One vote agrees with itself: no agreement is given.
+    assert not any("agreement" in s for s in scenarios.values())
+    assert "unparsed %" in text and "judges agree %" in text
+    assert "judge outputs that hold no readable verdict" in text
+    assert "ROD (100.0 %), QD (100.0 %)" in text and "VSOD (" not in text
+    for page in ("report.md", "report.html"):
+        assert "unparsed %" in (run / "report" / page).read_text()
+
+
+# ----- judging again ------------------------------------------------------------------------
+
+
+def judge_args(run: Path, url: str, name: str = "judge", *extra: str) -> list[str]:
+    return ["judge", str(run), "--judge", f"openai:{name}@{url}", "--no-cache", *extra]
+
+
+def test_a_failing_judge_keeps_the_verdicts_it_could_not_replace(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with (
+        FakeOpenAI(respond=respond) as fake,
+        FakeOpenAI(fault_rate=1.0, fault_kinds=("http500",)) as bad,
+    ):
+        oeg_run(data, fake.url, run, scenarios=("ROD", "QD"))
+        before = (run / "results.jsonl").read_text()
+        old = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
+        failing = judge_args(run, bad.url, "other-judge", "--judge-option", "max_retries=0")
+        code, text = run_cli(failing, capsys)
+        assert code == 3, text
+        assert f"judging 4 of 4 lines of {run} in place" in text
+        assert str(run / "results.previous.jsonl") in text
+        assert "4 line(s) could not be judged (4 kept their previous verdict" in text
+        assert "rerun the same command" in text and "aggregate %" in text
+        assert (run / "results.previous.jsonl").read_text() == before
+        lines = read_results(run / "results.jsonl")
+        assert len(lines) == 4
+        for line in lines:
+            kept = old[(line["scenario"], line["sample_id"])]
+            assert line["judge_error"].startswith("judge: ") and "error" not in line
+            assert {k: v for k, v in line.items() if k != "judge_error"} == kept
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["average"]["unjudged"] == 4 and summary["scenarios"]["ROD"]["n"] == 2
+        assert summary["scenarios"]["QD"]["aggregate"] == EXPECTED["QD"][2]
+        assert (run / "report" / "report.html").is_file()  # the report is rewritten
+        # A rerun with a judge that answers judges the four lines, and only those.
+        asked = len(fake.chat_requests)
+        code, text = run_cli(judge_args(run, fake.url, "other-judge"), capsys)
+        assert code == 0, text
+        assert len(fake.chat_requests) == asked + 4
+        code, text = run_cli(judge_args(run, fake.url, "other-judge"), capsys)
+        assert code == 0 and "judging 0 of 4 lines" in text
+        assert len(fake.chat_requests) == asked + 4
+    lines = read_results(run / "results.jsonl")
+    assert not any("judge_error" in line for line in lines)
+    assert {line["settings"]["judge"]["judge"] for line in lines} == {"openai:other-judge"}
+
+
+def test_an_oeg_run_whose_judge_always_failed_keeps_its_layout(data: Path, tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from proactivebench.cli.output import summary_table
+
+    with FakeOpenAI(respond=respond) as fake, FakeOpenAI(fault_rate=1.0) as bad:
+        model = load_model(f"openai:tested@{fake.url}")
+        failing = Judge(load_model(f"openai:judge@{bad.url}", max_retries=0))
+        settings = EvalSettings(mode="oeg", scenarios=("ROD",))
+        outcome = evaluate(data, model, tmp_path / "run", settings, judge=failing)
+    assert outcome.summary.oeg and outcome.summary.unjudged == 2
+    console = Console(width=200, record=True)
+    console.print(summary_table(outcome.summary))
+    assert "aggregate %" in console.export_text() and "accuracy" not in console.export_text()
+
+
+def test_judge_takes_the_run_lock_of_the_directory_it_writes(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    from proactivebench.rundir import RunLock
+
+    run, other = tmp_path / "run", tmp_path / "other"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run, scenarios=("ROD",))
+        before = (run / "results.jsonl").read_text()
+        for target, extra in ((run, ()), (other, ("--out", str(other)))):
+            with RunLock(target):  # an eval into it is running
+                code, text = run_cli(judge_args(run, fake.url, "j2", *extra), capsys)
+            assert code == 1 and "is in use by another run" in text and "Traceback" not in text
+        assert (run / "results.jsonl").read_text() == before
+        assert not (other / "results.jsonl").exists()
+        code, text = run_cli(judge_args(run, fake.url, "j2", "--out", str(other)), capsys)
+    assert code == 0, text
+    assert (run / "results.jsonl").read_text() == before
+    assert len(read_results(other / "results.jsonl")) == 2
+
+
+@pytest.mark.parametrize("spec", ["baseline:oracle", "baseline:random"])
+def test_a_judge_that_cannot_judge_is_refused_before_the_model_is_loaded(
+    data: Path, tmp_path: Path, capsys, spec: str
+) -> None:
+    # The tested model would fail to load: the judge is refused first.
+    args = ["eval", "--data", str(data), "--model", "python:/nowhere/agent.py:answer"]
+    args += ["--out", str(tmp_path / "run"), "--mode", "oeg", "--judge", spec]
+    code, text = run_cli(args, capsys)
+    assert code == 1 and f"{spec} cannot judge" in text and "nowhere" not in text
+    assert not (tmp_path / "run").exists()
+    code, text = run_cli(["judge", str(tmp_path), "--judge", spec], capsys)
+    assert code == 1 and f"{spec} cannot judge" in text and "Traceback" not in text

@@ -314,6 +314,8 @@ def oeg_line(sample: int, ps: int, cp: int, **extra: Any) -> dict[str, Any]:
         "proactive_suggestion": ps,
         "category_prediction": cp,
         "aggregate": int(bool(ps or cp)),
+        "judge_outputs": ["1", "1"],
+        "judge_parsed": [True, True],
         "judge_agreement": 1.0,
         **extra,
     }
@@ -346,16 +348,29 @@ def test_summary_and_report_give_the_same_rates(tmp_path: Path) -> None:
         "cp": 0.0,
         "aggregate": 100.0,
         "agreement": 100.0,
+        "unparsed": 0.0,
+    }
+    # One vote agrees with itself: no agreement; a vote without a readable verdict: unparsed.
+    single = oeg_line(0, 0, 0, judge_outputs=["sí"], judge_parsed=[False])
+    assert episode_scores(single, oeg=True) == {
+        "ps": 0.0,
+        "cp": 0.0,
+        "aggregate": 0.0,
+        "unparsed": 100.0,
     }
     kinds = ["first", "asked", "abstained", "unreadable", "wrong", "error"]
     mcqa = [episode("ROD", i, k) for i, k in enumerate(kinds)]
-    oeg = [oeg_line(0, 1, 0), oeg_line(1, 0, 1), oeg_line(2, 0, 0, judge_agreement=2 / 3)]
+    oeg = [
+        oeg_line(0, 1, 0),
+        oeg_line(1, 0, 1, judge_outputs=["1, 0"], judge_parsed=[False]),
+        oeg_line(2, 0, 0, judge_agreement=2 / 3, judge_parsed=[True, False, True]),
+    ]
     for name, lines, settings in (("mcqa", mcqa, {}), ("oeg", oeg, {"mode": "oeg"})):
         run = load_run(make_run(tmp_path, name, lines, settings=settings))
         summary = summarize(run.lines).as_dict()["scenarios"]
         measures = measure_run(run).scenarios
         for scenario, rates in summary.items():
-            keys = [k for k in rates if k not in ("n", "errors")]
+            keys = [k for k in rates if k not in ("n", "errors", "unjudged")]
             assert keys and measures[scenario].n == rates["n"]
             for key in keys:
                 assert measures[scenario].values[key].estimate == rates[key], (name, key)

@@ -4,12 +4,16 @@ A judge is any `Model` (an OpenAI-compatible server, a local `transformers` mode
 function). It gets the protocol's system prompt and user template with the tested model's
 prompt, the valid answers and the generation; its verdict is the last run of comma-separated
 0s and 1s in its visible output (reasoning in `<think>…</think>` removed by
-`scenarios.answers.strip_reasoning`). A run of the wrong length, or none, scores 0 everywhere,
-as the reference scores it.
+`scenarios.answers.strip_reasoning`; reasoning whose `<think>` is never closed was cut short and
+holds no verdict). A run of the wrong length, or none, scores 0 everywhere, as the reference
+scores it; such a vote is *unparsed*, and every line records which of its votes parsed, so that
+a judge that answers in another format is seen, not read as a judge that found nothing.
 
 Judges vary from one sample to the next, so a judgement may take the majority of several
 votes (each with its own seed, so that they differ and are cached apart); the share of votes
-that agree with the majority is kept with the result.
+that agree with the majority is kept with the result (an unparsed vote agrees with nothing).
+A judge must answer free-standing requests: a model that only plays episode turns (the
+baselines, replay) is refused when the judge is made, before anything is asked.
 """
 
 from __future__ import annotations
@@ -91,8 +95,11 @@ class Judgement:
 
     verdict: Verdict
     outputs: tuple[str, ...]
-    #: Share of votes whose (ps, cp) verdict equals the majority's.
+    #: Share of votes whose (ps, cp) verdict equals the majority's; an unparsed vote gave no
+    #: verdict, so it never agrees.
     agreement: float
+    #: Per vote, whether its output held a verdict (`Verdict.parsed`).
+    parsed: tuple[bool, ...] = ()
 
 
 def check_votes(votes: Any) -> int:
@@ -106,6 +113,11 @@ class Judge:
     """Asks a judge model `votes` times and takes the majority of its verdicts."""
 
     def __init__(self, model: Model, *, votes: int = 1, decoding: Decoding | None = None) -> None:
+        if not model.answers_requests:
+            raise ProactiveBenchError(
+                f"{model.name} cannot judge: it answers episode turns only (it reads the turn, "
+                "not the messages); use a chat model as the judge (openai:, hf: or python:)"
+            )
         self.model = model
         self.votes = check_votes(votes)
         self.decoding = decoding or oeg_decoding()
@@ -136,14 +148,17 @@ class Judge:
 
     @staticmethod
     def decide(valid_answers: str, outputs: list[str], scenario: str) -> Judgement:
-        """Each field by strict majority of the votes (a tie is 0); the agreement is the share
-        of votes whose (ps, cp) verdict equals the result."""
+        """Each field by strict majority of the votes (a tie is 0; an unparsed vote counts as
+        0s, as the reference scores it); the agreement is the share of votes that gave a
+        verdict and whose (ps, cp) equals the result."""
         verdicts = [parse_verdict(valid_answers, output, scenario) for output in outputs]
         votes = len(verdicts)
         ps = int(2 * sum(v.proactive_suggestion for v in verdicts) > votes)
         cp = int(2 * sum(v.category_prediction for v in verdicts) > votes)
         agreeing = sum(
-            (v.proactive_suggestion, v.category_prediction) == (ps, cp) for v in verdicts
+            v.parsed and (v.proactive_suggestion, v.category_prediction) == (ps, cp)
+            for v in verdicts
         )
         majority = Verdict(ps, cp, parsed=any(v.parsed for v in verdicts))
-        return Judgement(majority, tuple(outputs), agreeing / votes)
+        parsed = tuple(v.parsed for v in verdicts)
+        return Judgement(majority, tuple(outputs), agreeing / votes, parsed)

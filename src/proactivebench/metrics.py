@@ -4,10 +4,12 @@ MCQA, per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1)
 number of proactive suggestions per episode (a count, not a percentage). Each rate is the mean
 of one episode score (`accuracy_score`, `ps_rate_score`, ...), defined here only. Open-ended
 generation, per scenario: the rates (mean x 100) of episodes whose judged answer holds a
-proactive suggestion (ps), a correct category (cp), or either (aggregate), and the judges'
-agreement (100 with a single vote). Episodes that ended in an error are counted apart and never
-scored as wrong; a scenario with none scored has no rates (None). The average row is the
-unweighted mean over the scenarios that have rates, as the paper reports.
+proactive suggestion (ps), a correct category (cp), or either (aggregate), the judges'
+agreement (none with a single vote: one vote agrees with itself, which says nothing), the share
+of judge votes that held no readable verdict (unparsed) and how many lines the latest judge
+could not judge (unjudged). Episodes that ended in an error are counted apart and never scored
+as wrong; a scenario with none scored has no rates (None). The average row is the unweighted
+mean over the scenarios that have rates, as the paper reports.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from proactivebench.protocol import SCENARIOS
+from proactivebench.results import is_oeg_line
 
 
 @dataclass(frozen=True)
@@ -32,12 +35,18 @@ class ScenarioScore:
     cp: float | None = None
     aggregate: float | None = None
     agreement: float | None = None
+    #: OEG: % of judge votes whose output held no readable verdict (scored 0, as the reference
+    #: scores them); lines may predate the record and then do not count.
+    unparsed: float | None = None
+    #: OEG: lines the latest judge could not judge (its call failed): those that kept an
+    #: earlier judge's verdict and those left with no verdict (also in `errors`).
+    unjudged: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-_RATES = ("accuracy", "ps_rate", "ps", "cp", "aggregate", "agreement")
+_RATES = ("accuracy", "ps_rate", "ps", "cp", "aggregate", "agreement", "unparsed")
 
 
 @dataclass
@@ -47,7 +56,15 @@ class Summary:
 
     @property
     def oeg(self) -> bool:
-        return any(s.aggregate is not None for s in self.scenarios.values())
+        """An open-ended run's summary, even when no line of it was scored."""
+        return any(
+            s.aggregate is not None or s.unjudged is not None for s in self.scenarios.values()
+        )
+
+    @property
+    def unjudged(self) -> int:
+        """Lines the latest judge could not judge, over every scenario."""
+        return sum(s.unjudged or 0 for s in self.scenarios.values())
 
     @property
     def average(self) -> ScenarioScore | None:
@@ -61,6 +78,7 @@ class Summary:
         return ScenarioScore(
             n=sum(s.n for s in scored),
             errors=sum(s.errors for s in self.scenarios.values()),
+            unjudged=self.unjudged if self.oeg else None,
             **means,  # type: ignore[arg-type]
         )
 
@@ -131,8 +149,27 @@ def aggregate_score(line: Line) -> float:
 
 def agreement_score(line: Line) -> float | None:
     """OEG judges' agreement (%): the share of votes that agreed with the majority; None (the
-    line does not count) when no agreement was recorded."""
-    return 100.0 * line["judge_agreement"] if "judge_agreement" in line else None
+    line does not count) when no agreement was recorded or the line had a single vote (its
+    agreement with itself, 100 %, would read as a finding)."""
+    if "judge_agreement" not in line or len(line.get("judge_outputs") or ()) < 2:
+        return None
+    return 100.0 * line["judge_agreement"]
+
+
+def unparsed_score(line: Line) -> float | None:
+    """OEG unparsed (%): the share of the line's judge votes whose output held no readable
+    verdict (`judge_parsed`); None for a line that does not record it."""
+    parsed = line.get("judge_parsed")
+    if not isinstance(parsed, list) or not parsed:
+        return None
+    return 100.0 * sum(p is not True for p in parsed) / len(parsed)
+
+
+def is_unjudged(line: Line) -> bool:
+    """Whether the latest judge could not judge the line: its call failed, and the line kept
+    an earlier verdict (`judge_error`) or has none (an error of the judge)."""
+    error = line.get("error")
+    return bool(line.get("judge_error")) or (isinstance(error, str) and error.startswith("judge: "))
 
 
 #: The rates of `ScenarioScore` and the episode score each is the mean of.
@@ -145,12 +182,14 @@ OEG_SCORES: dict[str, Callable[[Line], float | None]] = {
     "cp": cp_score,
     "aggregate": aggregate_score,
     "agreement": agreement_score,
+    "unparsed": unparsed_score,
 }
 
 
 def episode_scores(line: Line, oeg: bool = False) -> dict[str, float]:
     """Every score of one scored episode (a line without an error), by rate name: accuracy
-    and ps_rate for MCQA; ps, cp, aggregate and, when recorded, agreement for OEG."""
+    and ps_rate for MCQA; ps, cp, aggregate and, when recorded, agreement and unparsed for
+    OEG."""
     scores = {key: score(line) for key, score in (OEG_SCORES if oeg else MCQA_SCORES).items()}
     return {key: value for key, value in scores.items() if value is not None}
 
@@ -172,9 +211,15 @@ def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
     for short in sorted(groups, key=lambda s: SCENARIOS.index(s) if s in SCENARIOS else 99):
         lines = groups[short]
         ok = [r for r in lines if not r.get("error")]
-        oeg = any("aggregate" in r for r in ok)  # open-ended generation, judged
+        # Open-ended generation, judged: an OEG line says so even when it holds only an error.
+        oeg = any(is_oeg_line(r) or "aggregate" in r for r in lines)
         rates = {
             key: rate(score, ok) for key, score in (OEG_SCORES if oeg else MCQA_SCORES).items()
         }
-        summary.scenarios[short] = ScenarioScore(n=len(ok), errors=len(lines) - len(ok), **rates)
+        summary.scenarios[short] = ScenarioScore(
+            n=len(ok),
+            errors=len(lines) - len(ok),
+            unjudged=sum(map(is_unjudged, lines)) if oeg else None,
+            **rates,
+        )
     return summary

@@ -4,7 +4,7 @@ The model gets the first image and the open-ended question; a judge (`judge.Judg
 which of the scenario's valid answers the generation holds. An episode here is the protocol's
 logic plus two model calls; the runner supplies the calls, so that batching, caching, retries and
 the results file work as for multiple choice. `rejudge` judges a finished run again from its
-lines, without asking the tested model anything.
+lines, without asking the tested model anything; a failed judge call never replaces a verdict.
 """
 
 from __future__ import annotations
@@ -12,19 +12,23 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, RunAbort, episode_error
 from proactivebench.judge import Judge, answer_entries
-from proactivebench.metrics import Summary, summarize
+from proactivebench.metrics import Summary, is_unjudged, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
 from proactivebench.prompting import Message
 from proactivebench.results import OEGResult, is_oeg_line, result_order
 from proactivebench.rundir import (
     RESULTS,
     RUN_CONFIG,
+    RunLock,
     latest_results,
     read_results,
     read_run_config,
@@ -100,6 +104,8 @@ async def _judge_into(result: OEGResult, valid: str, judge: Judge, ask_judge: As
         return
     judgement = Judge.decide(valid, outputs, result.scenario)
     result.judge_outputs = list(judgement.outputs)
+    result.judge_parsed = list(judgement.parsed)
+    result.judge_error = None
     result.proactive_suggestion = judgement.verdict.proactive_suggestion
     result.category_prediction = judgement.verdict.category_prediction
     result.aggregate = judgement.verdict.aggregate
@@ -107,57 +113,133 @@ async def _judge_into(result: OEGResult, valid: str, judge: Judge, ask_judge: As
     result.error = None
 
 
-async def rejudge_lines(
-    lines: Sequence[dict[str, Any]], judge: Judge, ask_judge: AskMany, settings: dict[str, Any]
-) -> list[OEGResult]:
-    """The lines of a finished OEG run judged again; lines without a generation stay errors."""
-    judged = []
-    for line in lines:
-        result = OEGResult.from_json(line)
-        result.settings = settings
-        if result.generation is not None and result.valid_answers_text is not None:
-            await _judge_into(result, result.valid_answers_text, judge, ask_judge)
-        judged.append(result)
-    return judged
+async def rejudge_line(
+    line: dict[str, Any], judge: Judge, ask_judge: AskMany, settings: dict[str, Any]
+) -> OEGResult:
+    """One line of a finished OEG run judged by `judge` (whose run settings are `settings`).
+
+    A line without a generation (the model failed) stays an error; a line this judge already
+    judged is kept as it is (a rerun retries only what failed). A failed judge call never
+    replaces a verdict: the line keeps it, and its `settings` (which judge gave it), with
+    `judge_error` saying why the new judge could not judge it.
+    """
+    result = OEGResult.from_json(line)
+    if not needs_judging(line, settings):
+        if result.generation is None:
+            result.settings = settings  # an episode the model failed: eval plays it again
+        return result
+    result.settings = settings
+    await _judge_into(result, result.valid_answers_text or "", judge, ask_judge)
+    if result.error is not None and not line.get("error"):
+        kept = OEGResult.from_json(line)
+        kept.judge_error = result.error
+        return kept
+    return result
+
+
+def needs_judging(line: dict[str, Any], settings: dict[str, Any]) -> bool:
+    """Whether `rejudge` asks the judge about `line`: it has a generation to judge, and not
+    yet a verdict of the judge of `settings`."""
+    if line.get("generation") is None or line.get("valid_answers_text") is None:
+        return False
+    done = line.get("settings") == settings and not line.get("error")
+    return not done or bool(line.get("judge_error"))
+
+
+#: The results file that `rejudge` replaced, kept beside the new one (one generation back).
+PREVIOUS_RESULTS = "results.previous.jsonl"
+
+
+@dataclass
+class RejudgeOutcome:
+    """What `rejudge` did: the new summary, where it wrote, and what it could not judge."""
+
+    summary: Summary
+    out_dir: Path
+    #: The results file it replaced, kept as `PREVIOUS_RESULTS` (None when there was none).
+    previous: Path | None = None
+    #: Why lines could not be judged (the judge's errors, by message).
+    failures: Counter[str] = field(default_factory=Counter)
+    #: Of those lines, how many kept an earlier judge's verdict.
+    kept: int = 0
 
 
 def rejudge(
     run_dir: str | os.PathLike[str],
     judge: Judge,
     out_dir: str | os.PathLike[str] | None = None,
-) -> Summary:
+    *,
+    on_start: Callable[[int, int], None] | None = None,
+) -> RejudgeOutcome:
     """Judge a finished OEG run again with `judge`, into `out_dir` (default: in place).
 
     The tested model is not asked again: its generations are read from the results file.
-    `run.json` and every line record the new judge.
+    `run.json` and every newly judged line record the new judge. The directory written is
+    held with the run lock (`RunLock`) from the reading to the writing, as `eval` holds it;
+    the results file it replaces is kept as `PREVIOUS_RESULTS` and the new one is written
+    whole (temporary file, then rename). `on_start(to_judge, lines)` is called before the
+    judge is asked. Lines the judge could not judge are counted (`RejudgeOutcome.failures`);
+    a judge that cannot be reached ends it at once (`RunAbort`), with nothing written.
     """
     run = Path(run_dir)
-    identity = read_run_config(run)
-    lines = latest_results(read_results(run / RESULTS))
-    if not lines or not all(is_oeg_line(line) for line in lines):
-        raise ProactiveBenchError(f"{run} holds no open-ended (--mode oeg) results to judge")
-    settings = {**identity.get("settings", {}), "judge": judge.identity()}
-    identity = {**identity, "settings": settings}
-
-    async def judge_all() -> list[OEGResult]:
-        try:
-            return await rejudge_lines(lines, judge, judge.model.generate, settings)
-        finally:
-            await judge.model.aclose()
-
-    judged = asyncio.run(judge_all())
     out = Path(out_dir) if out_dir is not None else run
-    out.mkdir(parents=True, exist_ok=True)
-    ordered = sorted((r.to_json() for r in judged), key=result_order)
-    _replace(out / RESULTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered))
-    _replace(out / RUN_CONFIG, json.dumps(identity, indent=2) + "\n")
-    summary = summarize(ordered, model=str(identity.get("model", "")))
-    write_summary(out, summary)
-    return summary
+    with RunLock(out):
+        identity = read_run_config(run)
+        lines = latest_results(read_results(run / RESULTS))
+        if not lines or not all(is_oeg_line(line) for line in lines):
+            raise ProactiveBenchError(f"{run} holds no open-ended (--mode oeg) results to judge")
+        settings = {**identity.get("settings", {}), "judge": judge.identity()}
+        identity = {**identity, "settings": settings}
+        if on_start:
+            on_start(sum(needs_judging(line, settings) for line in lines), len(lines))
+
+        async def judge_all() -> list[OEGResult]:
+            try:
+                await judge.model.preflight()
+                return [
+                    await rejudge_line(line, judge, judge.model.generate, settings)
+                    for line in lines
+                ]
+            finally:
+                await judge.model.aclose()
+
+        ordered = sorted((r.to_json() for r in asyncio.run(judge_all())), key=result_order)
+        outcome = RejudgeOutcome(summarize(ordered, model=str(identity.get("model", ""))), out)
+        for line in ordered:
+            if is_unjudged(line):
+                outcome.failures[line.get("judge_error") or line["error"]] += 1
+                outcome.kept += bool(line.get("judge_error"))
+        outcome.previous = _keep(out / RESULTS, out / PREVIOUS_RESULTS)
+        _replace(out / RESULTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered))
+        _replace(out / RUN_CONFIG, json.dumps(identity, indent=2) + "\n")
+        write_summary(out, outcome.summary)
+    return outcome
+
+
+def _keep(path: Path, kept: Path) -> Path | None:
+    """Copy `path` to `kept` whole (a crash leaves the old copy or the new one)."""
+    if not path.exists():
+        return None
+    partial = kept.with_name(kept.name + ".partial")
+    try:
+        shutil.copyfile(path, partial)
+        os.replace(partial, kept)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ProactiveBenchError(f"cannot keep {path} as {kept}: {exc.strerror}") from None
+    return kept
 
 
 def _replace(path: Path, text: str) -> None:
-    """Write `text` to `path` all at once: a crash leaves the old file or the new one."""
+    """Write `text` to `path` all at once: a crash (or a full disk) leaves the old file or the
+    new one, never a part."""
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    try:
+        with partial.open("w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ProactiveBenchError(f"cannot write {path}: {exc.strerror}") from None

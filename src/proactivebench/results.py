@@ -164,8 +164,14 @@ class OEGResult:
     proactive_suggestion: int | None = None
     category_prediction: int | None = None
     aggregate: int | None = None
-    #: Share of the votes that agreed with the majority (with one vote: 1).
+    #: Share of the votes that agreed with the majority (with one vote: 1; reports show no
+    #: agreement for a single vote).
     judge_agreement: float | None = None
+    #: Per vote, whether its output held a readable verdict (an unparsed vote scores 0).
+    judge_parsed: list[bool] = field(default_factory=list)
+    #: Why the latest judge could not judge this line, which kept an earlier judge's verdict
+    #: (`settings` name that judge); `proactivebench judge` retries it.
+    judge_error: str | None = None
     error: str | None = None
     correct_category: str | None = None
     usage: dict[str, int] | None = None

@@ -95,6 +95,7 @@ OEG_COLUMNS = (
     ("cp %", "cp", "{:.1f}"),
     ("aggregate %", "aggregate", "{:.1f}"),
     ("judges agree %", "agreement", "{:.1f}"),
+    ("unparsed %", "unparsed", "{:.1f}"),
 )
 
 

@@ -115,10 +115,11 @@ def eval_command(
     options = parse_model_options(model_options)
     if endpoints:
         options["endpoints"] = endpoints
-    model = load_model(model_spec, seed=seed, **options)
+    # The judge first: one that cannot judge is refused before the model is loaded.
     judge = make_judge(
         judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
     )
+    model = load_model(model_spec, seed=seed, **options)
     # Baselines answer faster than a lookup; a real model or judge is worth caching.
     real = model.needs_images or (judge is not None and judge.model.needs_images)
     cache = open_cache(cache_path, no_cache, wanted=real)
@@ -192,9 +193,15 @@ def report_errors(errors: Counter[str], scored: int) -> None:
     "out_dir",
     type=click.Path(path_type=Path),
     default=None,
-    help="Write the judged run here [default: judge RUN_DIR in place].",
+    help="Write the judged run here [default: judge RUN_DIR in place, keeping the results it "
+    "replaces as RUN_DIR/results.previous.jsonl].",
 )
 @cache_options
+@click.option(
+    "--no-report",
+    is_flag=True,
+    help="Do not rewrite the report (the run directory's report/) at the end.",
+)
 def judge_command(
     run_dir: Path,
     judge_spec: str | None,
@@ -205,10 +212,14 @@ def judge_command(
     out_dir: Path | None,
     cache_path: Path | None,
     no_cache: bool,
+    no_report: bool,
 ) -> None:
-    """Judge a finished open-ended run again, without asking the tested model anything."""
+    """Judge a finished open-ended run again, without asking the tested model anything.
+
+    A line the judge could not judge (its call failed) keeps the verdict it had; rerun the
+    same command to retry those lines (exit 3 until none is left)."""
     from proactivebench.models.cache import CachedModel
-    from proactivebench.oeg import rejudge
+    from proactivebench.oeg import PREVIOUS_RESULTS, rejudge
 
     judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
     if judge is None:
@@ -216,10 +227,37 @@ def judge_command(
     cache = open_cache(cache_path, no_cache, wanted=judge.model.needs_images)
     if cache is not None:
         judge = judge.with_model(CachedModel(judge.model, cache))
+    target = out_dir if out_dir is not None else run_dir
+
+    def on_start(to_judge: int, lines: int) -> None:
+        where = "in place" if target.resolve() == run_dir.resolve() else f"into {target}"
+        kept = (
+            f"; the results it replaces are kept as {target / PREVIOUS_RESULTS}"
+            if (target / "results.jsonl").exists()
+            else ""
+        )
+        console.print(
+            escape(f"judging {to_judge} of {lines} lines of {run_dir} {where}{kept}"),
+            highlight=False,
+        )
+
     with contextlib.closing(cache) if cache else contextlib.nullcontext():
-        summary = rejudge(run_dir, judge, out_dir)
-    out.print(summary_table(summary))
-    out.print(f"results: {(out_dir or run_dir) / 'results.jsonl'}")
+        outcome = rejudge(run_dir, judge, out_dir, on_start=on_start)
+    out.print(summary_table(outcome.summary))
+    out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+    finish_run(outcome.out_dir, write=not no_report)
+    if outcome.failures:
+        total = sum(outcome.failures.values())
+        reason, count = outcome.failures.most_common(1)[0]
+        unscored = total - outcome.kept
+        none = f", {unscored} have none and are left out of the metrics" if unscored else ""
+        console.print(
+            f"[yellow]{total} line(s) could not be judged[/yellow] ({outcome.kept} kept their "
+            f"previous verdict{none}); rerun the same command to retry them. Most common "
+            f"({count}x): {escape(printable(reason))}",
+            highlight=False,
+        )
+        sys.exit(EXIT_EPISODE_ERRORS)
 
 
 @click.command("merge")

@@ -90,6 +90,9 @@ class Model(abc.ABC):
     #: Whether the request's observation keeps its answer key (the built-in baselines only:
     #: any other model, a user's function included, sees the turn as a model would).
     sees_answer_key: bool = False
+    #: Whether the model answers free-standing requests (the messages alone, no episode turn):
+    #: what a judge must do. False for the baselines and replay, which read the turn instead.
+    answers_requests: bool = True
     #: How many requests one `generate` call takes at most (1: no batching).
     max_batch: int = 1
     #: Where image parts' views are decoded and encoded; set by the runner (`bind_images`).
@@ -151,6 +154,7 @@ class ModelWrapper(Model):
         self.name = inner.name
         self.needs_images = inner.needs_images
         self.sees_answer_key = inner.sees_answer_key
+        self.answers_requests = inner.answers_requests
         self.max_batch = inner.max_batch
 
     @property

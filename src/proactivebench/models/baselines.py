@@ -19,6 +19,7 @@ from proactivebench.scenarios.base import best_move
 class Baseline(Model):
     needs_images = False
     sees_answer_key = True
+    answers_requests = False
     max_batch = 1024
 
     def __init__(self, seed: int = 0) -> None:

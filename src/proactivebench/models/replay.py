@@ -63,6 +63,7 @@ def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:
 
 class Replay(Model):
     needs_images = False
+    answers_requests = False
     max_batch = 1024
 
     def __init__(self, path: str | Path) -> None:

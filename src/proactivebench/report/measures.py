@@ -21,6 +21,7 @@ from proactivebench.metrics import (
     cp_score,
     ps_rate_score,
     ps_score,
+    unparsed_score,
 )
 from proactivebench.report.runs import Run
 from proactivebench.stats import (
@@ -138,7 +139,14 @@ OEG_METRICS = (
         "agreement",
         "judges agree %",
         agreement_score,
-        doc="mean share of judge votes that agreed with the majority",
+        doc="mean share of judge votes that agreed with the majority (none with one vote)",
+    ),
+    Metric(
+        "unparsed",
+        "unparsed %",
+        unparsed_score,
+        doc="judge votes whose output held no readable verdict (no 0/1 run of the right "
+        "length after the reasoning): scored 0, as the reference scores them",
     ),
 )
 
@@ -414,20 +422,39 @@ def size_correlations(all_measures: Sequence[RunMeasures]) -> dict[str, Any] | N
 UNREADABLE_WARNING = 10.0
 
 
+#: The rates a warning watches: what passing the threshold means (what is counted, what it
+#: skews, and what to do about it).
+_WARNED = {
+    "unreadable": (
+        "answers that designate no shown option (protocol §4)",
+        "accuracy reflects",
+        "the answer format more than the model; try --answer-extraction lenient, and "
+        "`proactivebench show` to see one",
+    ),
+    "unparsed": (
+        "judge outputs that hold no readable verdict (protocol §6: no 0/1 run of the right "
+        "length after the reasoning; they score 0)",
+        "rates reflect",
+        "the judge's format more than the answers; see judge_outputs and judge_parsed in "
+        "results.jsonl, or try another judge or a larger --judge-max-tokens",
+    ),
+}
+
+
 def unreadable_warnings(measures: RunMeasures) -> list[str]:
     """A warning naming the scenarios whose unreadable-answer rate passes
-    `UNREADABLE_WARNING` %, or none."""
-    high = []
-    for name, scenario in measures.scenarios.items():
-        value = scenario.values.get("unreadable")
-        if value is not None and value.estimate > UNREADABLE_WARNING:
-            high.append(f"{name} ({value.estimate:.1f} %)")
-    if not high:
-        return []
-    where = ", ".join(high)
-    its = "its accuracy reflects" if len(high) == 1 else "their accuracy reflects"
-    return [
-        f"answers that designate no shown option (protocol §4) pass "
-        f"{UNREADABLE_WARNING:.0f} % in {where}: {its} the answer format more than the model; "
-        "try --answer-extraction lenient, and `proactivebench show` to see one"
-    ]
+    `UNREADABLE_WARNING` %, and one for the judge outputs that held no readable verdict
+    (unparsed) past the same share; or none."""
+    warnings = []
+    for key, (what, skewed, advice) in _WARNED.items():
+        high = []
+        for name, scenario in measures.scenarios.items():
+            value = scenario.values.get(key)
+            if value is not None and value.estimate > UNREADABLE_WARNING:
+                high.append(f"{name} ({value.estimate:.1f} %)")
+        if high:
+            its = f"its {skewed}" if len(high) == 1 else f"their {skewed}"
+            warnings.append(
+                f"{what} pass {UNREADABLE_WARNING:.0f} % in {', '.join(high)}: {its} {advice}"
+            )
+    return warnings

@@ -52,16 +52,23 @@ EXTRACTIONS = ("strict", "lenient")
 #: A closing tag, found in the text itself (lowercasing first could move the positions:
 #: "İ".lower() is two characters).
 _CLOSING = re.compile(r"</think>", re.IGNORECASE)
+_OPENING = re.compile(r"<think>", re.IGNORECASE)
 
 
 def strip_reasoning(text: str) -> str:
     """`text` without a reasoning model's reasoning: every `<think>…</think>` block (any case,
     across lines), then everything up to and including the last remaining `</think>`, for the
-    servers that strip the opening tag. An unclosed `<think>` is kept as it is. Used by the
-    lenient reader (`lenient_answer`) and by the OEG judge (`judge.parse_verdict`)."""
+    servers that strip the opening tag, then everything from a `<think>` that is never closed:
+    reasoning cut short (the model ran out of tokens) is no answer, however it ends ("1, 1.
+    Hmm, actually…" is a thought, not a verdict). Used by the lenient reader (`lenient_answer`)
+    and by the OEG judge (`judge.parse_verdict`); the protocol's strict reader reads the raw
+    text and never calls it."""
     text = _THINKING.sub("", text)
     closings = list(_CLOSING.finditer(text))
-    return text[closings[-1].end() :] if closings else text
+    if closings:
+        text = text[closings[-1].end() :]
+    opening = _OPENING.search(text)
+    return text[: opening.start()] if opening else text
 
 
 def lenient_answer(text: str) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +28,11 @@ from proactivebench.rundir import (
     RESULTS,
     RUN_CONFIG,
     RunLock,
+    atomic_write,
     latest_results,
     read_results,
     read_run_config,
+    write_results,
     write_summary,
 )
 from proactivebench.scenarios import Episode
@@ -210,8 +211,8 @@ def rejudge(
                 outcome.failures[line.get("judge_error") or line["error"]] += 1
                 outcome.kept += bool(line.get("judge_error"))
         outcome.previous = _keep(out / RESULTS, out / PREVIOUS_RESULTS)
-        _replace(out / RESULTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered))
-        _replace(out / RUN_CONFIG, json.dumps(identity, indent=2) + "\n")
+        write_results(out / RESULTS, ordered)
+        atomic_write(out / RUN_CONFIG, json.dumps(identity, indent=2) + "\n")
         write_summary(out, outcome.summary)
     return outcome
 
@@ -220,26 +221,5 @@ def _keep(path: Path, kept: Path) -> Path | None:
     """Copy `path` to `kept` whole (a crash leaves the old copy or the new one)."""
     if not path.exists():
         return None
-    partial = kept.with_name(kept.name + ".partial")
-    try:
-        shutil.copyfile(path, partial)
-        os.replace(partial, kept)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise ProactiveBenchError(f"cannot keep {path} as {kept}: {exc.strerror}") from None
+    atomic_write(kept, path.read_bytes())
     return kept
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write `text` to `path` all at once: a crash (or a full disk) leaves the old file or the
-    new one, never a part."""
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(partial, path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise ProactiveBenchError(f"cannot write {path}: {exc.strerror}") from None

@@ -124,7 +124,28 @@ def load_callable(value: str) -> tuple[Callable[..., Any], Any]:
             raise ModelSpecError(f"{target!r} has no attribute {function!r}")
     if not callable(obj):
         raise ModelSpecError(f"{target}:{function} is not callable")
+    _check_signature(obj, f"{target}:{function}")
     return obj, module
+
+
+def _check_signature(fn: Callable[..., Any], where: str) -> None:
+    """Refuse, before the run, a function that cannot be called as `fn(messages, observation)`:
+    otherwise every episode would fail on the call (or worse, inside it, on the wrong
+    argument). Anything that binds two positional arguments passes: defaults, `*args`, a
+    callable instance, a `functools.partial`."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call will tell
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise ModelSpecError(
+            f"{where} takes {signature}, but a python model is called as "
+            f"{where.rpartition(':')[2]}(messages, observation): two positional arguments, "
+            "the chat messages and the turn's observation; it returns the answer text (def "
+            "or async def)"
+        ) from None
 
 
 def _package_files(source: Path) -> list[Path]:

@@ -1,9 +1,11 @@
 """A persistent response cache: the same request to the same model is answered once.
 
-Keys hash the model name, the messages (images by the SHA-256 of their file plus their
-transform, so an edited image file misses) and the decoding settings. Values are the
-completion text and usage. SQLite in WAL mode, so shards running side by side on one machine
-can share one cache file. Reruns, resumed runs and re-scorings become free.
+Keys hash who answers (`Model.cache_name`: the name, and what else tells two models of one
+name apart: an `openai` model's endpoints, a `python:` function's code, an `hf:` checkpoint's
+weights), the messages (images by the SHA-256 of their file plus their transform, so an
+edited image file misses) and the decoding settings. Values are the completion text and usage.
+SQLite in WAL mode, so shards running side by side on one machine can share one cache file.
+Reruns, resumed runs and re-scorings become free.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 
 def _is_damage(exc: sqlite3.Error) -> bool:
-    return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _DAMAGED
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _DAMAGED
 
 
 class ResponseCache:

@@ -5,7 +5,9 @@ directory is importable) or in a file (`python:path/to/agent.py:answer`). The co
 
     def answer(messages: list[dict], observation: Observation) -> str
 
-or the same as `async def`. It is called once per turn and returns the answer text.
+or the same as `async def`. It is called once per turn and returns the answer text. Any
+callable that takes those two positional arguments will do (defaults, `*args`, an object with
+`__call__`, a `functools.partial`); another signature is refused when the model is loaded.
 
 - `messages` is the chat in the OpenAI shape, a fresh copy per call. Text parts are
   `{"type": "text", "text": str}`; an image part is `{"type": "image", "view": View,

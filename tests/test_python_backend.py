@@ -232,3 +232,49 @@ def test_cli_runs_a_python_function_and_reports_a_bad_one(
     args[args.index(f"python:{module}:answer")] = f"python:{module}:nope"
     code, text = run_cli(args, capsys)
     assert code != 0 and "has no attribute 'nope'" in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def answer(observation):\n    return 'A'\n",
+        "def answer():\n    return 'A'\n",
+        "def answer(messages, observation, history):\n    return 'A'\n",
+        "def answer(messages, *, observation):\n    return 'A'\n",
+        "async def answer(observation):\n    return 'A'\n",
+        "class Agent:\n    def __call__(self, observation):\n        return 'A'\n\n"
+        "answer = Agent()\n",
+    ],
+)
+def test_a_function_of_another_signature_is_refused_before_the_run(
+    data: Path, tmp_path: Path, capsys, body: str
+) -> None:
+    module = write_module(tmp_path, body)
+    args = eval_args(data, tmp_path / "run", "--limit", "1")
+    args[args.index("baseline:oracle")] = f"python:{module}:answer"
+    code, text = run_cli(args, capsys)
+    assert code == 1 and "Traceback" not in text, text
+    assert "answer(messages, observation)" in text and str(module) in text
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def answer(messages, observation):\n    return 'A'\n",
+        "def answer(*args):\n    return 'A'\n",
+        "def answer(messages, observation=None, *, temperature=0.0):\n    return 'A'\n",
+        "def answer(messages, *rest, **options):\n    return 'A'\n",
+        "async def answer(messages, observation):\n    return 'A'\n",
+        "class Agent:\n    async def __call__(self, messages, observation):\n        return 'A'\n\n"
+        "answer = Agent()\n",
+        "import functools\ndef reply(prefix, messages, observation):\n    return prefix\n\n"
+        "answer = functools.partial(reply, 'A')\n",
+    ],
+)
+def test_every_signature_the_calling_convention_fits_is_accepted(
+    data: Path, tmp_path: Path, body: str
+) -> None:
+    module = write_module(tmp_path, body)
+    evaluate(data, load_model(f"python:{module}:answer"), tmp_path / "run")
+    assert all(not r.get("error") for r in outcomes(tmp_path / "run").values())

@@ -1,15 +1,19 @@
 """A persistent response cache: the same request to the same model is answered once.
 
-Keys hash the model name, the messages (images by the SHA-256 of their file plus their
-transform, so an edited image file misses) and the decoding settings. Values are the
-completion text and usage. SQLite in WAL mode, so shards running side by side on one machine
-can share one cache file. Reruns, resumed runs and re-scorings become free.
+Keys hash who answers (`Model.cache_name`: the name, and what else tells two models of one
+name apart: an `openai` model's endpoints, a `python:` function's code, an `hf:` checkpoint's
+weights), the messages (images by the SHA-256 of their file plus their transform, so an
+edited image file misses) and the decoding settings. Values are the completion text and usage.
+SQLite in WAL mode, so shards running side by side on one machine can share one cache file.
+Reruns, resumed runs and re-scorings become free.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -22,6 +26,8 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.prompting import map_image_parts
 from proactivebench.scenarios import View
+
+log = logging.getLogger(__name__)
 
 #: Bumped when what a backend sends for the same request changes, so that answers to the old
 #: bytes are not reused: 2 = untransformed views sent as their files' own bytes.
@@ -56,27 +62,85 @@ def _require(images: ImageStore | None) -> ImageStore:
     return images
 
 
+#: Seconds a read or write waits for another process's transaction on the cache file (shards
+#: sharing it, a tool browsing it) before it gives up on that answer.
+BUSY_TIMEOUT_S = 30.0
+
+#: SQLite's primary result codes for a file that is not (or no longer) a sound database.
+_DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+
+
+def _is_damage(exc: sqlite3.Error) -> bool:
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _DAMAGED
+
+
 class ResponseCache:
     """Key → (text, usage) in one SQLite file.
 
     Each answer is committed at once (about 25 µs without the fsync, see below), so that shards
     sharing the file never wait on each other's open transactions.
+
+    A cache only saves model calls, so none of its faults may fail an episode:
+
+    - a damaged file (`PRAGMA quick_check` at open, or a read or write that finds it later) is
+      set aside as `<name>.damaged-<time>` with one warning naming both, and a fresh cache
+      takes its place: the run goes on, the rerun too;
+    - a file busy with another process's transaction is waited for (`busy_timeout`, 30 s);
+    - a read or write that still fails (busy past that, disk full, read-only) is a miss, or an
+      answer not kept: the model is asked, and each kind of failure is told once.
+
+    A path that cannot be opened at all (a directory, no permission) is the user's choice of
+    `--cache` to correct: that ends the run before it starts.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
+        self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
+        self._told: set[str] = set()
+        self._db: sqlite3.Connection | None = None
+        #: The file the connection opened (device, inode): set aside only if still that one.
+        self._file: tuple[int, int] | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            self._setup()
+            self._open(check=True)
         except (OSError, sqlite3.Error) as exc:
             raise ProactiveBenchError(
                 f"cannot open the response cache {self.path}: {exc} (choose another --cache, "
                 "or --no-cache)"
             ) from None
 
+    def _open(self, check: bool) -> None:
+        """Connect, check the file (unless it was just created fresh), and set it up; a damaged
+        file is set aside and replaced by a fresh one."""
+        self._connect()
+        try:
+            problem = self._quick_check() if check else None
+            if problem is None:
+                self._setup()
+                return
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                raise
+            problem = str(exc)
+        self._set_aside(problem)
+        self._connect()
+        self._setup()
+
+    def _connect(self) -> None:
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout)
+        stat = self.path.stat()
+        self._file = (stat.st_dev, stat.st_ino)
+
+    def _quick_check(self) -> str | None:
+        """What is wrong with the file, or None. Reads every page once (about a second per
+        gigabyte): the price of finding damage once, not in every episode."""
+        assert self._db is not None
+        rows = [row[0] for row in self._db.execute("PRAGMA quick_check(3)").fetchall()]
+        return None if rows == ["ok"] else "; ".join(map(str, rows))
+
     def _setup(self) -> None:
+        assert self._db is not None
         self._db.execute("PRAGMA journal_mode=WAL")
         # Commits go to the write-ahead log without an fsync each (one per answer would stall
         # the event loop); the file stays consistent, and at worst a power cut loses the last
@@ -88,11 +152,73 @@ class ResponseCache:
         )
         self._db.commit()
 
+    def _set_aside(self, problem: str) -> None:
+        """Rename the damaged file (and its write-ahead log) out of the way, unless another
+        process sharing it did so already, and say so once."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        while aside.exists():
+            aside = aside.with_name(aside.name + "+")
+        try:
+            stat = self.path.stat()
+            if (stat.st_dev, stat.st_ino) == self._file:
+                for suffix in ("-wal", "-shm", ""):  # the database itself last
+                    source = Path(f"{self.path}{suffix}")
+                    if source.exists():
+                        source.rename(f"{aside}{suffix}")
+        except FileNotFoundError:
+            pass  # set aside by another process
+        log.warning(
+            "the response cache %s is damaged (%s): set aside as %s; answers are asked again "
+            "and kept in a fresh cache",
+            self.path,
+            problem,
+            aside,
+        )
+
+    def _fault(self, action: str, exc: sqlite3.Error) -> None:
+        """A read or write that failed: a damaged file is replaced; anything else is told once
+        (per kind) and the answer is asked of the model, or not kept."""
+        if _is_damage(exc):
+            try:
+                self._set_aside(str(exc))
+                self._open(check=False)
+            except (OSError, sqlite3.Error) as again:
+                self._db = None  # no cache for the rest of this run
+                log.warning(
+                    "the response cache %s cannot be reopened (%s): the run goes on without it",
+                    self.path,
+                    again,
+                )
+            return
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.rollback()
+        told = f"{action}: {exc}"
+        if told not in self._told:
+            self._told.add(told)
+            log.warning(
+                "the response cache %s could not be %s (%s, shown once): the model is asked "
+                "instead%s",
+                self.path,
+                action,
+                exc,
+                "" if action == "read" else "; its answers are not kept",
+            )
+
     def get(self, key: str) -> Completion | None:
         with self._lock:
-            row = self._db.execute(
-                "SELECT text, usage FROM responses WHERE key = ?", (key,)
-            ).fetchone()
+            if self._db is None:
+                return None
+            try:
+                row = self._db.execute(
+                    "SELECT text, usage FROM responses WHERE key = ?", (key,)
+                ).fetchone()
+            except sqlite3.Error as exc:
+                self._fault("read", exc)
+                return None
         if row is None:
             return None
         usage = json.loads(row[1]) if row[1] else None
@@ -101,15 +227,22 @@ class ResponseCache:
     def put(self, key: str, completion: Completion) -> None:
         usage = json.dumps(completion.usage) if completion.usage else None
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                (key, completion.text, usage, time.time()),
-            )
-            self._db.commit()
+            if self._db is None:
+                return
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                    (key, completion.text, usage, time.time()),
+                )
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._fault("written", exc)
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 class CachedModel(ModelWrapper):

@@ -16,6 +16,9 @@ No failure is retried (none is a retryable `ModelError`): one here is a bug or o
 which the same input repeats. `load_model` still wraps the backend in
 `models.resilient.Resilient`, for its concurrency limit and, when asked
 (`max_consecutive_failures`), its breaker.
+
+The response cache keys answers on the checkpoint as well as its path or id
+(`checkpoint_identity`): weights saved again under one path are another model to it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import importlib.util
 import threading
 import time
 from collections.abc import Callable, Sequence
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +109,27 @@ def _describe_load_error(path: str, exc: Exception) -> str:
     return f"cannot load hf model {path!r}: {first_line}"
 
 
+def checkpoint_identity(path: str, commit: str | None = None) -> str:
+    """What tells one checkpoint from another under the same path or id, for the cache keys.
+
+    A hub id: the commit it resolved to (`transformers` records it at load). A local
+    directory: the names, sizes and modification times of its files (weights, config,
+    tokenizer, chat template; hashing gigabytes of weights at each load would cost more than
+    the cache saves) — so a copy without its times is a miss, never a stale hit. Empty when
+    neither is known.
+    """
+    if commit:
+        return f"commit={commit}"
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        return ""
+    digest = sha256()
+    for file in sorted(p for p in directory.iterdir() if p.is_file()):
+        stat = file.stat()
+        digest.update(f"{file.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return f"files={digest.hexdigest()[:16]}"
+
+
 class HFModel(Model):
     """A local `transformers` VLM; `max_batch` requests are generated together."""
 
@@ -130,6 +155,7 @@ class HFModel(Model):
         self.processor, self.model = self._load(
             transformers, device, dtype, attn_implementation, trust_remote_code
         )
+        self.identity = checkpoint_identity(path, getattr(self.model.config, "_commit_hash", None))
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         # Left padding: all prompts end in the same column, where generation starts.
         self.tokenizer.padding_side = "left"
@@ -165,6 +191,11 @@ class HFModel(Model):
                 f"hf model {self.path!r} has no chat template; add chat_template.jinja to it"
             )
         return processor, model.eval()
+
+    @property
+    def cache_name(self) -> str:
+        """The path or id and the checkpoint found there (`checkpoint_identity`)."""
+        return f"{self.name}#{self.identity}" if self.identity else self.name
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Generate in a worker thread, so the event loop keeps serving other episodes."""

@@ -5,7 +5,9 @@ directory is importable) or in a file (`python:path/to/agent.py:answer`). The co
 
     def answer(messages: list[dict], observation: Observation) -> str
 
-or the same as `async def`. It is called once per turn and returns the answer text.
+or the same as `async def`. It is called once per turn and returns the answer text. Any
+callable that takes those two positional arguments will do (defaults, `*args`, an object with
+`__call__`, a `functools.partial`); another signature is refused when the model is loaded.
 
 - `messages` is the chat in the OpenAI shape, a fresh copy per call. Text parts are
   `{"type": "text", "text": str}`; an image part is `{"type": "image", "view": View,
@@ -29,11 +31,18 @@ after a backoff (`max_retries`, `max_delay`), and records the error only once th
 spent. Any other exception is a bug in the function, which the same call would repeat: it is
 recorded at once. (Libraries with exceptions of their own, e.g. `requests` or `httpx`, are
 retried only if the function re-raises them as one of those two.)
+
+The response cache keys the function's answers on its code as well as its name: a hash of the
+file that defines it and of the module the spec names — for a module in a package, of every
+`.py` file of the top-level package — so an edited function is asked again, not answered from
+the cache. Code elsewhere (another package it imports, a data file, a model it loads) is not
+in the key: use `--no-cache` while that changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -96,8 +105,9 @@ def _import_module(name: str) -> Any:
     return importlib.import_module(name)
 
 
-def load_callable(value: str) -> Callable[..., Any]:
-    """The function a `python:` spec names; every failure is one clear `ModelSpecError`."""
+def load_callable(value: str) -> tuple[Callable[..., Any], Any]:
+    """The function a `python:` spec names and the module it was found in; every failure is
+    one clear `ModelSpecError`."""
     target, function = parse_target(value)
     try:
         module = _import_file(Path(target)) if _is_file_target(target) else _import_module(target)
@@ -116,7 +126,59 @@ def load_callable(value: str) -> Callable[..., Any]:
             raise ModelSpecError(f"{target!r} has no attribute {function!r}")
     if not callable(obj):
         raise ModelSpecError(f"{target}:{function} is not callable")
-    return obj
+    _check_signature(obj, f"{target}:{function}")
+    return obj, module
+
+
+def _check_signature(fn: Callable[..., Any], where: str) -> None:
+    """Refuse, before the run, a function that cannot be called as `fn(messages, observation)`:
+    otherwise every episode would fail on the call (or worse, inside it, on the wrong
+    argument). Anything that binds two positional arguments passes: defaults, `*args`, a
+    callable instance, a `functools.partial`."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call will tell
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise ModelSpecError(
+            f"{where} takes {signature}, but a python model is called as "
+            f"{where.rpartition(':')[2]}(messages, observation): two positional arguments, "
+            "the chat messages and the turn's observation; it returns the answer text (def "
+            "or async def)"
+        ) from None
+
+
+def _package_files(source: Path) -> list[Path]:
+    """`source`, or every `.py` file of the top-level package it belongs to."""
+    top = None
+    directory = source.parent
+    while (directory / "__init__.py").is_file():
+        top, directory = directory, directory.parent
+    return [source] if top is None else sorted(top.rglob("*.py"))
+
+
+def _source_file(obj: Any) -> Path | None:
+    """The file that defines `obj` (a function, a class, or an instance of one), if any."""
+    for candidate in (obj, type(obj)):
+        try:
+            name = inspect.getsourcefile(candidate)
+        except TypeError:  # built in: no source file
+            continue
+        if name:
+            return Path(name)
+    return None
+
+
+def code_hash(fn: Callable[..., Any], module: Any) -> str:
+    """A hash of the code behind `fn`: see the module docstring for what it covers."""
+    sources = {p for p in (_source_file(fn), _source_file(module)) if p and p.is_file()}
+    digest = sha256()
+    for path in sorted({f.resolve() for source in sources for f in _package_files(source)}):
+        with contextlib.suppress(OSError):  # a file that vanished while we looked
+            digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 #: Where the standard library lives: its frames before the user's (asyncio's hand-off to a
@@ -140,7 +202,9 @@ class PythonCallable(Model):
     def __init__(self, value: str, *, seed: int = 0, parallel: bool = False) -> None:
         self.name = f"python:{value}"
         self.seed = seed
-        self.fn = load_callable(value)
+        self.fn, module = load_callable(value)
+        #: What the response cache keys answers on besides the name (see `cache_name`).
+        self.code_hash = code_hash(self.fn, module)
         self.is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
             getattr(self.fn, "__call__", None)  # noqa: B004 - an async __call__ on an instance
         )
@@ -148,6 +212,11 @@ class PythonCallable(Model):
         #: Failures whose traceback was logged already (each is shown once per run).
         self._reported: set[str] = set()
         self._reported_lock = threading.Lock()
+
+    @property
+    def cache_name(self) -> str:
+        """The name and the code: an edited function is another model to the cache."""
+        return f"{self.name}#code={self.code_hash}"
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return [await self._answer(request) for request in requests]

@@ -64,6 +64,7 @@ def choose_episodes(
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
     _warn_unplayable(dataset, records)
+    _check_demonstrations(dataset, records, settings.icl)
     episodes = [make_episode(r, **options) for r in records]
     checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
@@ -73,6 +74,26 @@ def choose_episodes(
     if problems:
         raise DataErrors(problems)
     return Chosen(dataset, episodes, store)
+
+
+def _check_demonstrations(dataset: Dataset, records: list[Record], icl: int) -> None:
+    """Refuse more demonstrations per episode than a played scenario holds: each episode shows
+    `icl` other samples of its scenario, and a run that showed fewer would record a setting it
+    did not use."""
+    if not icl:
+        return
+    played = dict.fromkeys(r.scenario for r in records)
+    available = {s: len({r.id for r in dataset.records[s]}) - 1 for s in played}
+    if icl <= min(available.values()):
+        return
+    counts = ", ".join(f"{s}: {n}" for s, n in available.items())
+    most = min(available.values())
+    fix = f"pass --icl {most} or fewer" if most > 0 else "leave out --icl"
+    raise ProactiveBenchError(
+        f"--icl {icl} asks for {icl} demonstrations per episode, but the data offers fewer "
+        f"(other samples of the same scenario; {counts}): {fix}, or choose scenarios with "
+        "--scenarios"
+    )
 
 
 def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:

@@ -188,7 +188,7 @@ def test_empty_and_unreadable_images_are_caught(tmp_path: Path, capsys) -> None:
     assert "not a readable image: ROD/0/1.png" in text and "ROD/0/2.png" not in text
     code, text = run_cli(["data", "validate", str(data), "--decode"], capsys)
     fails_clearly(code, text, "cannot decode: ROD/0/2.png")
-    # A run checks existence and size before it starts (headers are the validator's job).
+    # A run checks every image before it starts (existence, size, header).
     code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
     fails_clearly(code, text, "image file is empty (0 bytes): ROD/0/0.png")
 

@@ -229,3 +229,55 @@ def test_demonstration_images_are_checked_before_the_run(tmp_path: Path) -> None
     evaluate(data, Scripted(["A", "cup"]), tmp_path / "plain", settings)
     with pytest.raises(DataErrors, match=r"image not found: ROD/2/1\.png"):
         evaluate(data, Scripted(["A", "cup"]), tmp_path / "icl", EvalSettings(limit=1, icl=2))
+
+
+def test_icl_asking_more_demonstrations_than_the_data_holds_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from clirun import eval_args, run_cli
+    from handmade import vsod
+    from proactivebench.errors import ProactiveBenchError
+
+    data = write_dataset(
+        tmp_path / "data", {"ROD": [rod(0), rod(1), rod(2)], "VSOD": [vsod(6), vsod(9)]}
+    )
+    # Each episode's own sample is never its demonstration: ROD offers 2, VSOD 1.
+    with pytest.raises(ProactiveBenchError, match=r"VSOD: 1\).*pass --icl 1 or fewer"):
+        evaluate(data, Scripted(["A"]), tmp_path / "api", EvalSettings(icl=2))
+    assert not (tmp_path / "api").exists()
+    code, out = run_cli(eval_args(data, tmp_path / "cli", "--icl", "50"), capsys)
+    assert code == 1 and "Traceback" not in out
+    assert "--icl 50" in out and "ROD: 2, VSOD: 1" in out and "--icl 1 or fewer" in out
+    assert not (tmp_path / "cli" / "run.json").exists()
+    # As many as there are is fine, for the scenarios played.
+    evaluate(data, Scripted(["A"]), tmp_path / "rod", EvalSettings(scenarios=("ROD",), icl=2))
+
+
+def test_demonstrations_show_what_their_answer_does_under_random_actions(tmp_path: Path) -> None:
+    # The ablation draws the episode's moves at random; a demonstration is a correct example
+    # and its next frame is the one its answer leads to.
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(i) for i in range(12)]})
+    settings = EvalSettings(scenarios=("ROD",), icl=11, random_actions=True, seed=1, limit=1)
+    evaluate(data, Scripted(["A"]), tmp_path / "run", settings)
+    (line,) = read_results(tmp_path / "run" / "results.jsonl")
+    delta = {"Move the blocks to the left.": -1, "Move the blocks to the right.": 1}
+    moves = set()
+    for demo in line["demonstrations"]:
+        first, second = demo["turns"]
+        moves.add(first["answer"])
+        frame = (2 + delta[first["answer"]]) % 4
+        assert second["image"] == f"ROD/{demo['sample_id']}/{frame}.png"
+        assert second["answer"] == "cup"
+    assert len(moves) == 2  # both moves drawn, each shown doing what it says
+
+
+def test_a_one_frame_rod_demonstration_moves_then_names_the_category(tmp_path: Path) -> None:
+    one_frame = rod(1, first_image=0, num_images=1)
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0), one_frame]})
+    evaluate(data, Scripted(["A"]), tmp_path / "run", EvalSettings(icl=1, limit=1))
+    (line,) = read_results(tmp_path / "run" / "results.jsonl")
+    (demo,) = line["demonstrations"]
+    # The move wraps around to the one frame, where the category is answered.
+    first, second = demo["turns"]
+    assert first["image"] == second["image"] == "ROD/1/0.png"
+    assert first["answer"] in ROD_OPTIONS[:2] and second["answer"] == "cup"

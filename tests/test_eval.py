@@ -226,8 +226,15 @@ class Looks(Model):
 
 
 def test_an_undecodable_image_is_an_error_on_its_episode(tmp_path: Path) -> None:
+    import io
+
+    from PIL import Image
+
     data = full_dataset(tmp_path / "data")
-    (data / "QD/2/0000.png").write_bytes(b"not a png at all")
+    whole = io.BytesIO()
+    Image.new("RGB", (64, 64), (9, 99, 199)).save(whole, format="PNG")
+    # Its header passes the check before the run; its pixels are cut off.
+    (data / "QD/2/0000.png").write_bytes(whole.getvalue()[:-40])
     outcome = evaluate(data, Looks(), tmp_path / "run")
     qd = {r["sample_id"]: r for r in lines(tmp_path / "run") if r["scenario"] == "QD"}
     assert "cannot decode image QD/2/0000.png" in qd[2]["error"]

@@ -448,12 +448,10 @@ def _shown_views(run: Path) -> dict[View, np.ndarray]:
     return shown
 
 
-@pytest.mark.parametrize(("image_format", "in_thread"), [("png", False), ("jpeg", True)])
+@pytest.mark.parametrize("image_format", ["png", "jpeg"])
 def test_images_arrive_as_data_urls_of_the_views(
-    data: Path, tmp_path: Path, image_format: str, in_thread: bool, monkeypatch
+    data: Path, tmp_path: Path, image_format: str
 ) -> None:
-    if in_thread:  # as large images are: encoded in a worker thread
-        monkeypatch.setattr(openai_compat, "INLINE_ENCODE_S", 0.0)
     with FakeOpenAI() as fake:
         evaluate(data, backend(fake.url, image_format=image_format), tmp_path, concurrency=4)
         received = _received_images(fake)

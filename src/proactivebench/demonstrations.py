@@ -94,12 +94,18 @@ def play(
         "resize_short_edge": demo_image_size(
             record.scenario, episode_options.get("resize_short_edge")
         ),
+        # A demonstration is a correct example: its next frame is the one its answer leads
+        # to, whatever ablation the run's episodes are played with.
+        "random_actions": False,
     }
     episode = make_episode(record, **options)
+    obs = episode.reset()
+    if _needs_second_turn(obs, episode.max_steps):
+        episode = make_episode(record, **options, min_steps=2)
+        obs = episode.reset()
     rng = random.Random(f"icl-move:{seed}:{record.scenario}:{record.id}")
     cot = scenario_strings(record.scenario).cot_prompt if settings.cot else None
     turns: list[DemoTurn] = []
-    obs = episode.reset()
     while True:
         option = _move(obs, rng, intervened=bool(turns))
         if not option:
@@ -115,6 +121,19 @@ def play(
     if settings.reduced and len(turns) > 2:
         turns = [turns[0], turns[-1]]
     return Demonstration(record.id, tuple(turns))
+
+
+def _needs_second_turn(obs: Observation, max_steps: int) -> bool:
+    """Whether a record's episode ends before the category its intervention leads to (a ROD
+    record with one frame: no category on the first turn, one step): its demonstration gets
+    the second turn that the construction "one intervention, then the category" shows."""
+    intervene_once = obs.scenario not in UNTIL_LAST_TURN
+    return (
+        intervene_once
+        and max_steps < 2
+        and bool(obs.correct_actions)
+        and not (obs.correct_categories)
+    )
 
 
 def _move(obs: Observation, rng: random.Random, *, intervened: bool) -> str:

@@ -2,7 +2,8 @@
 
 The data is loaded, the records that the settings select are chosen (per scenario in file
 order, `limit` each, then a shard's slice), and every image the episodes (and their
-demonstrations) may show is checked before a model is asked anything.
+demonstrations) may show is checked (it exists, within the size cap, its header readable and
+within Pillow's pixel limit) before a model is asked anything.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from proactivebench.data.images import ImageStore
 from proactivebench.data.layout import Dataset, load_dataset, scenario_file
-from proactivebench.data.validate import check_images
+from proactivebench.data.validate import check_image_contents, walk_images
 from proactivebench.errors import DataErrors, ProactiveBenchError
 from proactivebench.records import Record
 from proactivebench.scenarios import Episode, make_episode
@@ -64,15 +65,42 @@ def choose_episodes(
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
     _warn_unplayable(dataset, records)
+    _check_demonstrations(dataset, records, settings.icl)
     episodes = [make_episode(r, **options) for r in records]
     checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
         checked = [make_episode(r, **options) for rs in dataset.records.values() for r in rs]
-    store = ImageStore(root)
-    problems = check_images(root, checked, store.guard)
+    store = ImageStore(root, max_file_bytes=settings.max_image_mb * 10**6)
+    walk = walk_images(checked, store.guard)
+    # Headers too (a read of each file's first bytes): an image above the size cap or Pillow's
+    # pixel limit, or not an image at all, is refused now rather than failing its episodes,
+    # or a report, after the run.
+    problems = walk.problems or check_image_contents(
+        walk.present, store.guard, max_bytes=store.max_file_bytes
+    )
     if problems:
         raise DataErrors(problems)
     return Chosen(dataset, episodes, store)
+
+
+def _check_demonstrations(dataset: Dataset, records: list[Record], icl: int) -> None:
+    """Refuse more demonstrations per episode than a played scenario holds: each episode shows
+    `icl` other samples of its scenario, and a run that showed fewer would record a setting it
+    did not use."""
+    if not icl:
+        return
+    played = dict.fromkeys(r.scenario for r in records)
+    available = {s: len({r.id for r in dataset.records[s]}) - 1 for s in played}
+    if icl <= min(available.values()):
+        return
+    counts = ", ".join(f"{s}: {n}" for s, n in available.items())
+    most = min(available.values())
+    fix = f"pass --icl {most} or fewer" if most > 0 else "leave out --icl"
+    raise ProactiveBenchError(
+        f"--icl {icl} asks for {icl} demonstrations per episode, but the data offers fewer "
+        f"(other samples of the same scenario; {counts}): {fix}, or choose scenarios with "
+        "--scenarios"
+    )
 
 
 def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:

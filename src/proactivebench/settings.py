@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB
 from proactivebench.demonstrations import DemoSettings
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.judge import oeg_decoding
@@ -306,6 +307,15 @@ class EvalSettings(CheckedSettings):
         kind="selection",
         not_in=frozenset({"train"}),
         help="Do not apply the official test filter.",
+    )
+    # Not in training: its examples read images with the default cap.
+    max_image_mb: int = setting(
+        DEFAULT_MAX_IMAGE_MB,
+        kind="selection",
+        lowest=1,
+        metavar="MB",
+        not_in=frozenset({"train"}),
+        help="Refuse image files larger than MB megabytes before the run, unread.",
     )
     # Built from --max-tokens/--temperature/--top-p by hand (they also shape the judge's);
     # Inspect and verifiers take decoding from their own options, training from GRPOConfig.

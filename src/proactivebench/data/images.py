@@ -9,6 +9,13 @@ What a backend sends depends on whether the view transforms its file:
 - a *transformed* view (a COCO crop, a resize for long histories), or a file in another
   format, is decoded, transformed and encoded as the backend asks.
 
+Every file is opened through `opened_image`, the one door to Pillow: a file above the size cap
+(`--max-image-mb`) is refused unread, an image above Pillow's pixel limit
+(`Image.MAX_IMAGE_PIXELS`) is refused from its header, before its pixels are decoded, and every
+other Pillow error becomes an `ImageError` naming the file: a bad image fails its own episode
+(or view, or thumbnail), never the run. A view scaled down (`resize_short_edge`) decodes a
+JPEG at a reduced scale (`Image.draft`) that keeps at least twice the target size.
+
 A multi-turn episode shows the same file several times (COCO: one file, many crops) and
 conversation history re-sends every earlier image, so decoded views and data URLs are kept in
 caches bounded by their size in bytes, and each file's content hash is computed once. Backends
@@ -20,9 +27,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +52,74 @@ PASS_THROUGH_SIGNATURES = (
     (0, b"GIF8", "image/gif"),
 )
 ENCODINGS = {"JPEG": "image/jpeg", "PNG": "image/png"}
+#: The default cap on an image file's size, in megabytes (`--max-image-mb`): far above any
+#: photo a vision-language model is shown (the official images are ~100 KB), far below what
+#: would exhaust memory when read whole.
+DEFAULT_MAX_IMAGE_MB = 50
+#: A scaled-down view decodes a JPEG at no less than this many times its target size, as
+#: Pillow's `thumbnail` does (its `reducing_gap`), so that the final resize still filters.
+REDUCING_GAP = 2
+
+
+class UnreadableImage(ImageError):
+    """A file Pillow cannot read or decode; `reason` is Pillow's word for it."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"cannot decode image {name}: {reason}")
+        self.reason = reason
+
+
+def check_file_size(path: str | os.PathLike[str], name: str, max_bytes: int | None) -> int:
+    """The file's size in bytes, from `stat`: `ImageError` above `max_bytes` (nothing read)."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        raise ImageError(f"image not found: {name}") from None
+    except OSError as exc:
+        raise ImageError(f"cannot read image {name}: {exc.strerror}") from None
+    if max_bytes is not None and size > max_bytes:
+        raise ImageError(
+            f"image {name} is {size / 1e6:,.1f} MB, above the cap of {max_bytes / 1e6:,.0f} MB "
+            "per image file (--max-image-mb raises it)"
+        )
+    return size
+
+
+@contextmanager
+def opened_image(
+    path: str | os.PathLike[str], name: str, *, max_bytes: int | None
+) -> Iterator[Image.Image]:
+    """The image file opened by Pillow (its header read, pixels not yet decoded), checked
+    against the size cap and Pillow's pixel limit. Any Pillow error in the block, while it
+    decodes too, becomes an `ImageError` naming `name`."""
+    from PIL import Image
+
+    check_file_size(path, name, max_bytes)
+    try:
+        with open(path, "rb") as file:
+            image = Image.open(file)
+            limit = Image.MAX_IMAGE_PIXELS
+            width, height = image.size
+            if limit and width * height > limit:
+                raise ImageError(
+                    f"image {name} is {width}x{height} pixels, above Pillow's pixel limit of "
+                    f"{limit:,} (Image.MAX_IMAGE_PIXELS; a decompression bomb?)"
+                )
+            yield image
+    except ImageError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ImageError(f"image {name} is above Pillow's pixel limit: {exc}") from None
+    except FileNotFoundError:
+        raise ImageError(f"image not found: {name}") from None
+    except Exception as exc:  # Pillow's errors for broken files are of many kinds
+        raise UnreadableImage(name, str(exc) or type(exc).__name__) from None
+
+
+def view_size(size: tuple[int, int], short_edge: int) -> tuple[int, int]:
+    """The size an image of `size` is scaled to for a short edge of `short_edge`."""
+    scale = short_edge / min(size)
+    return int(size[0] * scale), int(size[1] * scale)
 
 
 def apply_view(image: Image.Image, view: View) -> Image.Image:
@@ -50,9 +127,23 @@ def apply_view(image: Image.Image, view: View) -> Image.Image:
     if view.crop is not None:
         image = image.crop(view.crop)
     if view.resize_short_edge:
-        scale = view.resize_short_edge / min(image.size)
-        image = image.resize((int(image.size[0] * scale), int(image.size[1] * scale)))
+        image = image.resize(view_size(image.size, view.resize_short_edge))
     return image
+
+
+def decode_view(raw: Image.Image, view: View) -> Image.Image:
+    """The RGB pixels `view` shows of an opened file, decoded once: a JPEG scaled down is
+    decoded at a reduced scale (the result's size is the same as from the full decode), and an
+    RGB file is not copied for a conversion it does not need."""
+    target = None
+    if view.crop is None and view.resize_short_edge:
+        target = view_size(raw.size, view.resize_short_edge)
+        raw.draft(None, (REDUCING_GAP * target[0], REDUCING_GAP * target[1]))
+    raw.load()
+    image = raw if raw.mode == "RGB" else raw.convert("RGB")
+    if target is not None:
+        return image.resize(target) if image.size != target else image
+    return apply_view(image, view)
 
 
 def is_transformed(view: View) -> bool:
@@ -115,8 +206,11 @@ class ImageStore:
         *,
         max_decoded_bytes: int = 512 << 20,
         max_url_bytes: int = 128 << 20,
+        max_file_bytes: int | None = DEFAULT_MAX_IMAGE_MB * 10**6,
     ) -> None:
         self.root = Path(root)
+        #: Files above it are refused unread (`--max-image-mb`).
+        self.max_file_bytes = max_file_bytes
         self.guard = PathGuard(self.root)
         self._lock = threading.Lock()
         self._images = _SizedLRU(max_decoded_bytes, _pixel_bytes)
@@ -140,8 +234,10 @@ class ImageStore:
             cached = self._files.get(view.image)
         if cached is not None:
             return cached
+        path = self.path(view)
+        check_file_size(path, view.image, self.max_file_bytes)
         try:
-            with open(self.path(view), "rb") as file:
+            with open(path, "rb") as file:
                 payload = file.read()
         except FileNotFoundError:
             raise ImageError(f"image not found: {view.image}") from None
@@ -157,16 +253,8 @@ class ImageStore:
             cached = self._images.get(view)
         if cached is not None:
             return cached
-        from PIL import Image, UnidentifiedImageError
-
-        path = self.path(view)
-        try:
-            with Image.open(path) as raw:
-                image = apply_view(raw.convert("RGB"), view)
-        except FileNotFoundError:
-            raise ImageError(f"image not found: {view.image}") from None
-        except (OSError, UnidentifiedImageError, ValueError) as exc:
-            raise ImageError(f"cannot decode image {view.image}: {exc}") from None
+        with opened_image(self.path(view), view.image, max_bytes=self.max_file_bytes) as raw:
+            image = decode_view(raw, view)
         with self._lock:
             self.decodes += 1
             self._images.put(view, image)
@@ -196,6 +284,14 @@ class ImageStore:
             with self._lock:
                 self._urls.put(key, url)
         return url
+
+    def cached_data_url(self, view: View, fmt: str = "JPEG", quality: int = 90) -> str | None:
+        """The view's data URL if it is made already (a lookup, nothing read), else None."""
+        if not is_transformed(view):
+            url = self._cached_url(view)
+            if url is not None:
+                return url
+        return self._cached_url((view, fmt.upper(), quality))
 
     def _cached_url(self, key: Any) -> str | None:
         with self._lock:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB, UnreadableImage, opened_image
 from proactivebench.data.layout import (
     PathGuard,
     read_records,
     scenario_file,
     scenarios_present,
 )
-from proactivebench.errors import DataError
+from proactivebench.errors import DataError, ProactiveBenchError
 from proactivebench.records import Source, record_warnings
 from proactivebench.scenarios import Episode, make_episode
 
@@ -84,23 +85,26 @@ def walk_images(episodes: list[Episode], guard: PathGuard) -> ImageWalk:
 
 
 def check_image_contents(
-    images: list[tuple[str, Source]], guard: PathGuard, *, decode: bool = False
+    images: list[tuple[str, Source]],
+    guard: PathGuard,
+    *,
+    decode: bool = False,
+    max_bytes: int | None = DEFAULT_MAX_IMAGE_MB * 10**6,
 ) -> list[DataError]:
-    """Every image file must be one Pillow can read: its header (cheap), or with `decode` its
-    pixels too (slow: every image is decoded)."""
-    from PIL import Image
-
+    """Every image file must be one Pillow can read, within the size cap and Pillow's pixel
+    limit: its header (cheap), or with `decode` its pixels too (slow: every image is decoded)."""
     problems: list[DataError] = []
     for relative, source in images:
         try:
-            with Image.open(guard.resolve(relative)) as image:
+            with opened_image(guard.resolve(relative), relative, max_bytes=max_bytes) as image:
                 if decode:
                     image.load()
-        except Exception as exc:  # Pillow's errors for broken files are of many kinds
+        except UnreadableImage as exc:
             what = "cannot decode" if decode else "not a readable image"
-            problems.append(
-                DataError(f"{what}: {relative} ({exc})", path=source.path, line=source.line)
-            )
+            message = f"{what}: {relative} ({exc.reason})"
+            problems.append(DataError(message, path=source.path, line=source.line))
+        except ProactiveBenchError as exc:  # too large, or gone since the walk
+            problems.append(DataError(str(exc), path=source.path, line=source.line))
     return problems
 
 

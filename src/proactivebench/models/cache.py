@@ -11,6 +11,7 @@ Reruns, resumed runs and re-scorings become free.
 from __future__ import annotations
 
 import contextlib
+import asyncio
 import hashlib
 import json
 import logging
@@ -260,7 +261,10 @@ class CachedModel(ModelWrapper):
         return {**getattr(self.inner, "stats", {}), "cache_hits": self.hits}
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        keys = [request_key(self.inner.cache_name, r, self.images) for r in requests]
+        # Keys hash the image files: read in a worker thread, off the event loop.
+        keys = await asyncio.to_thread(
+            lambda: [request_key(self.inner.cache_name, r, self.images) for r in requests]
+        )
         answers: list[Completion | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, a in enumerate(answers) if a is None]
         self.hits += len(requests) - len(missing)

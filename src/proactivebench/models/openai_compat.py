@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.data.images import is_transformed
 from proactivebench.errors import ModelError, ModelSpecError, RunAbort
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.prompting import image_views, map_image_parts
@@ -50,8 +49,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 IMAGE_FORMATS = {"JPEG": "JPEG", "JPG": "JPEG", "PNG": "PNG"}
 BALANCING = ("least-in-flight", "round-robin")
-#: Transformed views whose encoding takes less than this (on average) are encoded on the loop.
-INLINE_ENCODE_S = 0.002
 CACHE_SCOPES = ("endpoints", "model")
 #: OpenAI's reasoning models by name (the last part of the name, e.g. `openai/o4-mini`).
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -95,11 +92,6 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
     if when is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def _timed(function: Callable[..., str], *args: Any) -> tuple[str, float]:
-    start = time.perf_counter()
-    return function(*args), time.perf_counter() - start
 
 
 def openai_messages(
@@ -473,7 +465,6 @@ class OpenAICompatible(Model):
                     )
         self._replicas = _Replicas(self.urls, balance)
         #: Moving average of the seconds one view takes to decode and encode.
-        self._encode_s = 0.0
         self._client: _Session | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         _prefetch_aiohttp()
@@ -704,22 +695,15 @@ class OpenAICompatible(Model):
     async def _data_url(self, view: View) -> str:
         if self.images is None:
             raise ModelError(f"{self.name}: no image store bound (call bind_images first)")
-        if not is_transformed(view):
-            # Usually the file's own bytes: a read and a base64 pass, cheaper on the event
-            # loop than the hand-off to a thread.
-            return self.images.data_url(view, self.image_format, self.jpeg_quality)
-        encode = functools.partial(
-            _timed, self.images.data_url, view, self.image_format, self.jpeg_quality
+        url = self.images.cached_data_url(view, self.image_format, self.jpeg_quality)
+        if url is not None:
+            return url  # history and repeated views: a lookup
+        # A file read, and for a transformed view a decode and an encode, in a worker thread:
+        # the event loop keeps serving the other requests (and their connect timeouts) however
+        # large or slow the file is.
+        return await asyncio.to_thread(
+            self.images.data_url, view, self.image_format, self.jpeg_quality
         )
-        # Transformed views are decoded and encoded; large ones in a worker thread (Pillow
-        # releases the GIL), so that the event loop keeps serving the other requests
-        # meanwhile, small ones inline, since a thread costs more CPU than the work itself.
-        if self._encode_s < INLINE_ENCODE_S:
-            url, seconds = encode()
-        else:
-            url, seconds = await asyncio.to_thread(encode)
-        self._encode_s = 0.8 * self._encode_s + 0.2 * seconds
-        return url
 
     def _session(self) -> _Session:
         """The session of the running event loop (a run is one `asyncio.run`; asyncio objects

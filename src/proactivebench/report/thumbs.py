@@ -14,7 +14,7 @@ import io
 from functools import cache
 from pathlib import Path
 
-from proactivebench.data.images import apply_view
+from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB, apply_view, opened_image
 from proactivebench.data.layout import PathGuard
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.scenarios import View
@@ -36,9 +36,16 @@ def view_key(turn: dict) -> ViewKey:
 class Thumbnails:
     """Data URLs of the views of one data directory, made on first request."""
 
-    def __init__(self, data_dir: Path | None, edge: int = THUMB_EDGE) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None,
+        edge: int = THUMB_EDGE,
+        max_file_bytes: int | None = DEFAULT_MAX_IMAGE_MB * 10**6,
+    ) -> None:
         self.data_dir = data_dir
         self.edge = edge
+        #: A view whose file is larger, or above Pillow's pixel limit, gets no thumbnail.
+        self.max_file_bytes = max_file_bytes
         self._guard = PathGuard(data_dir) if data_dir is not None and data_dir.is_dir() else None
         self._urls: dict[ViewKey, str | None] = {}
         self.missing = 0
@@ -62,7 +69,7 @@ class Thumbnails:
         image_path, crop, resize = key
         try:
             path = self._guard.resolve(image_path)
-            with Image.open(path) as opened:
+            with opened_image(path, image_path, max_bytes=self.max_file_bytes) as opened:
                 if crop is None:
                     # JPEG decodes at a fraction of its size for free; a crop needs the
                     # original coordinates, so it decodes whole.
@@ -71,7 +78,7 @@ class Thumbnails:
                 image.thumbnail((self.edge, self.edge), Image.Resampling.BILINEAR)
                 buffer = io.BytesIO()
                 image.save(buffer, format=_format(), quality=THUMB_QUALITY, method=0)
-        except (OSError, ValueError, ProactiveBenchError):
+        except (OSError, ValueError, ProactiveBenchError):  # ImageError among them
             return None
         mime = "image/webp" if _format() == "WEBP" else "image/jpeg"
         return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

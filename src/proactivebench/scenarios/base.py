@@ -155,6 +155,7 @@ class Episode:
         seed: int = 0,
         resize_short_edge: int | None = None,
         option_order: str = "record",
+        min_steps: int = 0,
     ) -> None:
         if option_order not in OPTION_ORDERS:
             raise ValueError(f"option_order must be one of {OPTION_ORDERS}, not {option_order!r}")
@@ -165,6 +166,9 @@ class Episode:
         self.random_actions = random_actions
         self.resize_short_edge = resize_short_edge
         self.seed = seed
+        #: A floor under the record's step limit, for demonstrations only: their one
+        #: intervention is always followed by the category (demonstrations.py).
+        self.min_steps = min_steps
         self._rng: random.Random | None = None
         self.reset()
 
@@ -190,7 +194,7 @@ class Episode:
 
     @property
     def max_steps(self) -> int:
-        return 1 if self.reference else self._max_steps()
+        return 1 if self.reference else max(self._max_steps(), self.min_steps)
 
     def step(self, answer: str) -> StepResult:
         """Read `answer` (any text), advance the state, and say what happened."""

@@ -204,6 +204,7 @@ def test_hub_without_network_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> N
         ({"use_vllm": "yes"}, "use_vllm: expected true or false"),
         ({"output_dir": "/elsewhere"}, "output_dir: the output directory is set with --out"),
         ({"num_generations": 1}, "c.yaml: num_generations: expected an integer >= 2"),
+        ({"mode": "both"}, "c.yaml: mode: expected one of single, multi, not 'both'"),
     ],
 )
 def test_config_values_are_checked_up_front(config: dict[str, Any], message: str) -> None:

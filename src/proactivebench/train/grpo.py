@@ -189,7 +189,9 @@ class TrainSettings:
                 config_name,
             )
         if not isinstance(mode, str) or mode not in MODES:
-            raise TrainError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+            raise TrainError(
+                f"{config_name}: mode: expected one of {', '.join(MODES)}, not {mode!r}"
+            )
         settings = cls(
             model=model,
             data=str(data),

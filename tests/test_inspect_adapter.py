@@ -249,7 +249,7 @@ def test_open_ended_generation_is_judged_by_the_judge_role(data: Path, tmp_path:
     line = log.samples[0].scores["proactive_oeg_score"].metadata["result"]
     assert line["generation"] == f"generation {line['scenario']} {line['sample_id']}"
     assert len(line["judge_outputs"]) == 1
-    summary = import_inspect_log(log.location, tmp_path / "imported")
+    summary = import_inspect_log(log.location, tmp_path / "imported").summary
     for scenario, marks in expected.items():
         assert summary.scenarios[scenario].ps == pytest.approx(
             100 * sum(p for p, _ in marks) / len(marks)
@@ -292,7 +292,7 @@ def test_a_failed_model_call_is_an_inspect_sample_error_and_an_error_line(
     )
     failed = [s for s in log.samples if s.error is not None]
     assert len(failed) == 1 and "the server went away" in failed[0].error.message
-    summary = import_inspect_log(log.location, tmp_path / "imported")
+    summary = import_inspect_log(log.location, tmp_path / "imported").summary
     scores = {k: (v.n, v.errors) for k, v in summary.scenarios.items()}
     played = "QD" if failed[0].metadata["scenario"] == "ROD" else "ROD"
     assert scores == {failed[0].metadata["scenario"]: (0, 1), played: (1, 0)}
@@ -311,3 +311,80 @@ def test_import_inspect_is_refused_while_another_process_holds_the_run(
     assert code == 1 and "in use by another run" in text and f"PID {pid}" in text, text
     assert not (run / "results.jsonl").exists()
     assert run_cli(args, capsys)[0] == 0
+
+
+def test_a_failed_inspect_run_is_imported_with_its_reason_and_what_is_missing(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Inspect stops a run at its first sample error (`fail_on_error`): the log says "error",
+    holds the sample that failed, one cancelled beside it, and not the samples never started.
+    The import says why, what is missing, and exits 3 as `eval` does for failed episodes."""
+
+    def outputs() -> Iterator[ModelOutput]:
+        yield from mock_outputs([("", 0, ["no idea"])])
+        raise RuntimeError("the server went away")
+
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), scenarios="ROD,QD"),
+        model=get_model("mockllm/model", custom_outputs=outputs()),
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        retry_on_error=0,
+    )
+    assert log.status == "error"
+    present = {str(s.id) for s in log.samples}
+    errored = [s for s in log.samples if s.error is not None]
+    missing = [i for i in log.eval.dataset.sample_ids if i not in present]
+    assert errored and missing  # the case this test is about
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", log.location, "--out", str(run)], capsys)
+    assert code == 3, text
+    assert "the Inspect run ended with status 'error'" in text
+    assert "the server went away" in text
+    assert f"{len(errored)} sample(s) ended in an error" in text and "Most common (" in text
+    assert f"{len(missing)} of the task's {len(log.eval.dataset.sample_ids)} samples" in text
+    assert missing[0] in text
+    assert "eval-retry" in text
+    # What the log holds is imported all the same; the errors are counted apart.
+    summary = json.loads((run / "summary.json").read_text())
+    assert sum(s["errors"] for s in summary["scenarios"].values()) == len(errored)
+
+
+def rewritten(log: EvalLog, path: Path, **changes: Any) -> str:
+    """`log` with `changes`, written by Inspect's own writer (as a cancelled run leaves it)."""
+    from inspect_ai.log import write_eval_log
+
+    changed = log.model_copy(update=changes)
+    write_eval_log(changed, str(path))
+    return str(path)
+
+
+def test_an_interrupted_inspect_log_names_its_missing_samples_and_an_empty_one_is_refused(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), scenarios="ROD,QD"),
+        model=get_model("mockllm/model", custom_outputs=mock_outputs([("", 0, ["?"] * 6)])),
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success" and len(log.samples) == 6
+    cancelled = rewritten(
+        log, tmp_path / "cancelled.eval", status="cancelled", samples=log.samples[:2]
+    )
+    code, text = run_cli(["import-inspect", cancelled, "--out", str(tmp_path / "r1")], capsys)
+    assert code == 3, text
+    assert "the Inspect run ended with status 'cancelled'" in text
+    assert "4 of the task's 6 samples are not in the log" in text
+    kept = {str(s.id) for s in log.samples[:2]}
+    first_missing = next(i for i in log.eval.dataset.sample_ids if i not in kept)
+    assert first_missing in text
+    assert "ended in an error" not in text
+    assert json.loads((tmp_path / "r1" / "summary.json").read_text())["scenarios"]
+    empty = rewritten(log, tmp_path / "empty.eval", status="cancelled", samples=[])
+    code, text = run_cli(["import-inspect", empty, "--out", str(tmp_path / "r2")], capsys)
+    assert code == 1, text
+    assert "no finished sample to import" in text and "status 'cancelled'" in text
+    assert "Traceback" not in text and not (tmp_path / "r2").exists()

@@ -199,11 +199,12 @@ def test_hub_without_network_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> N
         ({"max_completion_length": 0}, "max_completion_length: expected a positive integer"),
         ({"holdout": 5}, "c.yaml: holdout: expected scenario names"),
         ({"hint": "no"}, "c.yaml: hint: expected true or false, not 'no'"),
-        ({"max_steps": 0}, "max_steps: expected a number of steps >= 1"),
-        ({"max_steps": -5}, "max_steps: expected a number of steps >= 1"),
+        ({"max_steps": 0}, "max_steps: expected a positive integer (or -1"),
+        ({"max_steps": -5}, "max_steps: expected a positive integer (or -1"),
         ({"use_vllm": "yes"}, "use_vllm: expected true or false"),
         ({"output_dir": "/elsewhere"}, "output_dir: the output directory is set with --out"),
-        ({"num_generations": 1}, "at least 2 generations"),
+        ({"num_generations": 1}, "c.yaml: num_generations: expected an integer >= 2"),
+        ({"mode": "both"}, "c.yaml: mode: expected one of single, multi, not 'both'"),
     ],
 )
 def test_config_values_are_checked_up_front(config: dict[str, Any], message: str) -> None:
@@ -213,6 +214,58 @@ def test_config_values_are_checked_up_front(config: dict[str, Any], message: str
 
         check_settings(settings)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("config", "flags", "message"),
+    [
+        ({"lora": {"r": -1}}, [], "c.yaml: lora.r: expected a positive integer, not -1"),
+        ({"lora": {"lora_alpha": 0}}, [], "c.yaml: lora.lora_alpha: expected a positive number"),
+        ({"lora": {"lora_dropout": 1}}, [], "lora.lora_dropout: expected a number >= 0 and < 1"),
+        ({"lora": {"r": "eight"}}, [], "c.yaml: lora.r: expected an integer, not 'eight'"),
+        ({"lora": {"rank": 4}}, [], "c.yaml: unknown LoraConfig field(s) in 'lora': rank"),
+        ({"lora": {"task_type": "SEQ_CLS"}}, [], "c.yaml: lora.task_type: set by train grpo"),
+        ({}, ["--set", "temperature=-1"], "--set: temperature: expected a positive number, not -1"),
+        ({"temperature": "hot"}, [], "c.yaml: temperature: expected a number, not 'hot'"),
+        ({"learning_rate": -0.1}, [], "c.yaml: learning_rate: expected a positive number"),
+        ({"num_generations": 0}, [], "c.yaml: num_generations: expected an integer >= 2"),
+        ({}, ["--set", "num_generations=1"], "--set: num_generations: expected an integer >= 2"),
+        ({}, ["--set", "top_p=1.5"], "--set: top_p: expected a number > 0 and <= 1, not 1.5"),
+        ({"beta": -1}, [], "c.yaml: beta: expected a number >= 0, not -1"),
+        ({"adam_beta2": 1}, [], "c.yaml: adam_beta2: expected a number >= 0 and < 1"),
+    ],
+)
+def test_every_field_passed_to_trl_and_peft_is_checked_before_a_model_is_loaded(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    config: dict[str, Any],
+    flags: list[str],
+    message: str,
+) -> None:
+    # Neither the model nor the data exists: the settings are refused before either is read.
+    path = write_config(tmp_path / "c.yaml", config)
+    out = tmp_path / "out"
+    args = grpo_args(tmp_path / "no-model", tmp_path / "no-data", out, "--lora")
+    code, text = run_cli([*args, "--config", str(path), *flags], capsys)
+    assert code == 1, text
+    assert message.replace("c.yaml", str(path)) in text, text
+    assert "Traceback" not in text and "--model" not in text
+    assert not out.exists()
+
+
+def test_the_field_table_names_real_fields() -> None:
+    """A range for a field the library does not have would never apply (a renamed field)."""
+    import dataclasses
+
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from proactivebench.train.checks import GRPO_FIELDS, LORA_FIELDS
+
+    for section, cls in ((GRPO_FIELDS, GRPOConfig), (LORA_FIELDS, LoraConfig)):
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        assert set(section.ranges) <= names
+        assert set(section.reserved) <= names
 
 
 def test_max_steps_is_checked_wherever_it_is_set() -> None:
@@ -329,6 +382,46 @@ def test_a_run_stopped_after_it_started_leaves_no_directory(
     monkeypatch.setattr("proactivebench.train.grpo.train_grpo", interrupted)
     code, text = run_cli(grpo_args(tiny_vlm_dir, synth_train, out), capsys)
     assert code == 130 and "nothing was saved" in text and "resume" not in text
+
+
+def test_a_failure_inside_training_is_one_message_and_a_log(
+    tiny_vlm_dir: Path,
+    synth_train: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What TRL, PEFT or torch raise once training runs (out of memory, a bad generation
+    setting) ends the command with one message and exit 1; the traceback goes to a file."""
+    from transformers import TrainerCallback
+
+    import proactivebench.train.grpo as grpo
+
+    class Boom(TrainerCallback):
+        def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("CUDA out of memory (simulated)")
+
+    build_trainer = grpo.build_trainer
+    monkeypatch.setattr(
+        grpo, "build_trainer", lambda s, d, callbacks=None: build_trainer(s, d, [Boom()])
+    )
+    out = tmp_path / "out"
+    config = write_config(tmp_path / "c.yaml", {**SMALL, "max_steps": 1})
+    args = grpo_args(tiny_vlm_dir, synth_train, out, "--config", str(config))
+    args += ["--holdout", "ROD,VSOD,MVP-N,IN-C"]
+    code, text = run_cli(args, capsys)
+    log = out / "train_error.log"
+    assert code == 1, text
+    assert "Traceback" not in text
+    assert "training failed at step 0: RuntimeError: CUDA out of memory (simulated)" in text
+    assert f"the full traceback is in {log}" in text
+    assert "Traceback" in log.read_text() and "on_step_begin" in log.read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["train_error.log"]
+    # The log alone does not pin the directory: a rerun trains there, and the log goes.
+    monkeypatch.setattr(grpo, "build_trainer", build_trainer)
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    assert (out / "train_run.json").is_file() and not log.exists()
 
 
 def test_an_interrupted_run_with_checkpoints_resumes(

@@ -63,10 +63,10 @@ def loads(data: str | bytes) -> Any:
         raise json.JSONDecodeError("nested too deeply", text, 0) from None
     if _SURROGATE_SOURCE.search(text) is None:
         return value
-    return _storable_strings(value)
+    return storable_json(value)
 
 
-def _storable_strings(value: Any) -> Any:
+def storable_json(value: Any) -> Any:
     """`value` with every string storable, walked without recursion (any depth)."""
     if isinstance(value, str):
         return storable(value)

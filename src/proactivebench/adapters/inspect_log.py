@@ -3,12 +3,17 @@
 The task's scorer keeps each episode's `results.jsonl` line in the score's metadata, so the
 import copies lines, it does not rebuild them: the summary of the imported run equals the one
 `proactivebench eval` would give for the same answers, and our reports read it as any run.
-A sample that Inspect ended in an error becomes an error line, left out of the metrics.
+A sample that Inspect ended in an error becomes an error line, left out of the metrics; a
+run that Inspect did not finish (it stopped at a sample error, or was cancelled) is imported as
+far as it went, and the outcome says why it ended and which of the task's samples the log
+lacks, so that nobody takes it for a complete run.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,7 @@ from proactivebench.rundir import (
     write_results,
     write_summary,
 )
+from proactivebench.texts import storable_json
 
 #: The registered name of the task (`inspect eval proactivebench/proactivebench`).
 TASK_NAME = "proactivebench/proactivebench"
@@ -30,9 +36,37 @@ TASK_NAME = "proactivebench/proactivebench"
 RESULT_KEY = "result"
 
 
+@dataclass
+class InspectImport:
+    """What an import wrote, and what it could not: `status` is the log's ("success", "error",
+    "cancelled", "started"), `reason` the error Inspect ended the run with, `errors` the
+    imported samples' errors by message, `missing` the ids of the task's samples that the log
+    does not hold (in the task's order)."""
+
+    summary: Summary
+    status: str
+    reason: str | None = None
+    errors: Counter[str] = field(default_factory=Counter)
+    missing: list[str] = field(default_factory=list)
+    #: How many samples the task has (None when the log does not say).
+    expected: int | None = None
+
+    @property
+    def ending(self) -> str | None:
+        """Why the Inspect run did not finish, or None when it did."""
+        return ending(self.status, self.reason)
+
+    @property
+    def complete(self) -> bool:
+        """Every sample of the task is in the log and none ended in an error (a log that does
+        not list the task's samples is complete only if Inspect finished the run)."""
+        known = self.expected is not None or self.status == "success"
+        return known and not self.errors and not self.missing
+
+
 def import_inspect_log(
     log_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]
-) -> Summary:
+) -> InspectImport:
     """Write `results.jsonl`, `run.json` and `summary.json` of the episodes in an Inspect log.
 
     Only the first epoch is imported (a run of ours plays each episode once).
@@ -43,11 +77,14 @@ def import_inspect_log(
         raise ProactiveBenchError(f"{out / RESULTS} exists; import into a new directory")
     metadata = log.eval.metadata or {}
     settings = metadata.get("settings", {})
-    lines = [
-        _line(sample, settings) for sample in log.samples or [] if getattr(sample, "epoch", 1) == 1
-    ]
+    samples = [s for s in log.samples or [] if getattr(s, "epoch", 1) == 1]
+    # Lines come from the log's metadata, text from outside: made storable as it enters.
+    lines = [storable_json(_line(sample, settings)) for sample in samples]
+    ended = _ending(log)
     if not lines:
-        raise ProactiveBenchError(f"{log_path} holds no finished sample to import")
+        raise ProactiveBenchError(
+            f"{log_path} holds no finished sample to import" + (f" ({ended})" if ended else "")
+        )
     identity = {
         "data_dir": metadata.get("data_dir"),
         "model": log.eval.model,
@@ -62,7 +99,32 @@ def import_inspect_log(
         write_results(out / RESULTS, ordered)
         summary = summarize(ordered, model=log.eval.model)
         write_summary(out, summary)
-    return summary
+    return _outcome(log, summary, samples, ordered)
+
+
+def _ending(log: Any) -> str | None:
+    return ending(log.status, log.error.message if log.error is not None else None)
+
+
+def ending(status: str, reason: str | None) -> str | None:
+    """Why the Inspect run did not finish, or None when it did."""
+    if status == "success":
+        return None
+    return f"the Inspect run ended with status {status!r}" + (f": {reason}" if reason else "")
+
+
+def _outcome(log: Any, summary: Summary, samples: list[Any], lines: list[dict]) -> InspectImport:
+    expected = log.eval.dataset.sample_ids
+    present = {str(sample.id) for sample in samples}
+    missing = [str(i) for i in expected or [] if str(i) not in present]
+    return InspectImport(
+        summary=summary,
+        status=log.status,
+        reason=log.error.message if log.error is not None else None,
+        errors=Counter(line["error"] for line in lines if line.get("error")),
+        missing=missing,
+        expected=len(expected) if expected is not None else None,
+    )
 
 
 def _read_log(path: Path) -> Any:

@@ -6,11 +6,26 @@ the imported run is then read by `report` and `show` like any other.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 
-from proactivebench.cli.output import out, summary_table
+from proactivebench.cli.output import (
+    EXIT_EPISODE_ERRORS,
+    console,
+    out,
+    printable,
+    summary_table,
+)
+
+if TYPE_CHECKING:
+    from proactivebench.adapters.inspect_log import InspectImport
+
+#: How many missing sample ids are named.
+SHOWN_MISSING = 5
 
 
 @click.command("import-inspect")
@@ -24,9 +39,45 @@ from proactivebench.cli.output import out, summary_table
     "report and show.",
 )
 def import_inspect_command(log: Path, out_dir: Path) -> None:
-    """Turn an Inspect log of proactivebench/proactivebench into a run directory."""
+    """Turn an Inspect log of proactivebench/proactivebench into a run directory.
+
+    Exits 3 when samples ended in an error or the log lacks some of the task's samples (a run
+    Inspect did not finish: inspect eval-retry LOG finishes it), 1 when it holds none."""
     from proactivebench.adapters.inspect_log import import_inspect_log
 
-    summary = import_inspect_log(log, out_dir)
-    out.print(summary_table(summary))
+    imported = import_inspect_log(log, out_dir)
+    out.print(summary_table(imported.summary))
     out.print(f"results: {out_dir / 'results.jsonl'}")
+    report_gaps(imported, log)
+
+
+def report_gaps(imported: InspectImport, log: Path) -> None:
+    """Say why the Inspect run did not finish, what ended in an error and what the log lacks;
+    exit with `EXIT_EPISODE_ERRORS` when samples errored or are missing, as `eval` does."""
+    if imported.ending:
+        console.print(
+            f"[yellow]warning:[/yellow] {escape(printable(imported.ending))}", highlight=False
+        )
+    if imported.errors:
+        reason, count = imported.errors.most_common(1)[0]
+        scored = sum(s.n for s in imported.summary.scenarios.values())
+        console.print(
+            f"[yellow]{imported.errors.total()} sample(s) ended in an error[/yellow] in the "
+            f"Inspect run, {scored} scored (the errors are left out of the metrics). Most "
+            f"common ({count}x): {escape(printable(reason))}",
+            highlight=False,
+        )
+    if imported.missing:
+        shown = ", ".join(imported.missing[:SHOWN_MISSING])
+        more = ", ..." if len(imported.missing) > SHOWN_MISSING else ""
+        console.print(
+            f"[yellow]{len(imported.missing)} of the task's {imported.expected} samples are not "
+            f"in the log[/yellow] ({escape(shown)}{more})",
+            highlight=False,
+        )
+    if not imported.complete:
+        console.print(
+            f"to finish the run: inspect eval-retry {escape(str(log))}, then import the new log",
+            highlight=False,
+        )
+        sys.exit(EXIT_EPISODE_ERRORS)

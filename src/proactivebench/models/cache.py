@@ -10,8 +10,8 @@ Reruns, resumed runs and re-scorings become free.
 
 from __future__ import annotations
 
-import contextlib
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging

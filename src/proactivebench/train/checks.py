@@ -9,39 +9,191 @@ tell that it is an image-text-to-text model whose language model LoRA can target
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, TrainError
 from proactivebench.settings import EvalSettings, SettingField, check_setting, offered
 
-# ----- GRPOConfig values -------------------------------------------------------------------------
+# ----- GRPOConfig and LoraConfig values ---------------------------------------------------------
 
-#: Fields that must be positive integers when set (a zero or negative one fails deep in TRL).
-POSITIVE_INTS = (
-    "max_completion_length",
-    "per_device_train_batch_size",
-    "num_generations",
-    "gradient_accumulation_steps",
-    "generation_batch_size",
-    "steps_per_generation",
-    "logging_steps",
+
+@dataclass(frozen=True)
+class Range:
+    """Where a numeric field's value must lie: TRL, transformers and PEFT accept many values
+    out of range and fail on them only once the model is loaded or training has started.
+    `also`: values allowed outside the range (a sentinel such as max_steps -1)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    integer: bool = False
+    also: tuple[Any, ...] = ()
+    note: str = ""
+
+    def holds(self, value: float) -> bool:
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def describe(self) -> str:
+        kind = "integer" if self.integer else "number"
+        positive = self.high is None and (
+            (self.low == 0 and self.low_open) or (self.integer and self.low == 1)
+        )
+        if positive:
+            text = f"a positive {kind}"
+        else:
+            bounds = []
+            if self.low is not None:
+                bounds.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+            if self.high is not None:
+                bounds.append(f"{'<' if self.high_open else '<='} {self.high:g}")
+            text = f"{'an' if self.integer else 'a'} {kind} {' and '.join(bounds)}"
+        return f"{text} ({self.note})" if self.note else text
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is out of range, or None (also for a value of another type: the type
+        check names that)."""
+        if not isinstance(value, int | float) or isinstance(value, bool) or value in self.also:
+            return None
+        return None if self.holds(value) else f"expected {self.describe()}, not {value!r}"
+
+
+POSITIVE = Range(0, low_open=True)
+POSITIVE_INT = Range(1, integer=True)
+NON_NEGATIVE = Range(0)
+FRACTION = Range(0, 1)
+#: An exponential moving average's coefficient, a dropout rate: 1 is out.
+BELOW_ONE = Range(0, 1, high_open=True)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the training config that goes to a library's config class, checked field by
+    field against that class: names (an unknown one is a typo), types (from its annotations,
+    `kinds` where an annotation is narrower than what the library accepts), ranges."""
+
+    title: str
+    #: How a field is named in messages ("lora." for the config file's `lora` section).
+    prefix: str
+    config_class: Callable[[], type]
+    ranges: dict[str, Range]
+    #: Fields the user may not set, and why.
+    reserved: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, Any] = field(default_factory=dict)
+    where: str = ""
+
+
+def _grpo_config() -> type:
+    from trl import GRPOConfig
+
+    return GRPOConfig
+
+
+def _lora_config() -> type:
+    from peft import LoraConfig
+
+    return LoraConfig
+
+
+GRPO_FIELDS = Section(
+    title="GRPOConfig",
+    prefix="",
+    config_class=_grpo_config,
+    ranges={
+        **dict.fromkeys(
+            (
+                "learning_rate",
+                "temperature",
+                "repetition_penalty",
+                "num_train_epochs",
+                "adam_epsilon",
+                "logging_steps",
+                "save_steps",
+                "eval_steps",
+                "vllm_server_timeout",
+            ),
+            POSITIVE,
+        ),
+        **dict.fromkeys(
+            (
+                "max_completion_length",
+                "per_device_train_batch_size",
+                "per_device_eval_batch_size",
+                "gradient_accumulation_steps",
+                "generation_batch_size",
+                "steps_per_generation",
+                "num_iterations",
+                "save_total_limit",
+                "ref_model_sync_steps",
+                "vllm_tensor_parallel_size",
+            ),
+            POSITIVE_INT,
+        ),
+        **dict.fromkeys(
+            (
+                "beta",
+                "epsilon",
+                "top_k",
+                "weight_decay",
+                "max_grad_norm",
+                "warmup_steps",
+                "seed",
+                "data_seed",
+                "dataloader_num_workers",
+            ),
+            NON_NEGATIVE,
+        ),
+        **dict.fromkeys(
+            ("min_p", "ref_model_mixup_alpha", "top_entropy_quantile"),
+            FRACTION,
+        ),
+        **dict.fromkeys(("adam_beta1", "adam_beta2", "label_smoothing_factor"), BELOW_ONE),
+        "top_p": Range(0, 1, low_open=True),
+        "vllm_gpu_memory_utilization": Range(0, 1, low_open=True),
+        **dict.fromkeys(
+            ("num_generations", "num_generations_eval"),
+            Range(2, integer=True, note="GRPO compares at least 2 generations per prompt"),
+        ),
+        "max_steps": Range(1, integer=True, also=(-1,), note="or -1: num_train_epochs decides"),
+    },
+    reserved={"output_dir": "the output directory is set with --out"},
+    where="see TRL's GRPOConfig; sections 'rewards' and 'lora' hold our settings",
+)
+
+LORA_FIELDS = Section(
+    title="LoraConfig",
+    prefix="lora.",
+    config_class=_lora_config,
+    ranges={
+        "r": POSITIVE_INT,
+        "lora_alpha": POSITIVE,
+        "lora_dropout": BELOW_ONE,
+        "qalora_group_size": POSITIVE_INT,
+    },
+    reserved={"task_type": "set by train grpo (CAUSAL_LM: LoRA on the language model)"},
+    # PEFT annotates lora_alpha as an int but scales by any number.
+    kinds={"lora_alpha": float},
+    where="see PEFT's LoraConfig",
 )
 
 
-def _type_hints() -> dict[str, Any]:
-    from trl import GRPOConfig
-
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(GRPOConfig)
-    except Exception:  # an annotation TRL cannot resolve here: check nothing rather than fail
+        return typing.get_type_hints(cls)
+    except Exception:  # an annotation the library cannot resolve here: check nothing
         return {}
 
 
@@ -113,39 +265,40 @@ def check_value(name: str, value: Any, annotation: Any) -> str | None:
     return None
 
 
-def check_grpo_values(values: dict[str, Any], origin: str) -> None:
+def check_fields(section: Section, values: dict[str, Any], origin: str) -> None:
     """Refuse unknown fields and values of the wrong type or range, naming the field and where
     it was set (`origin`: the config file or `--set`)."""
     import dataclasses
 
-    from trl import GRPOConfig
-
-    hints = _type_hints()
-    known = {f.name for f in dataclasses.fields(GRPOConfig) if f.init}
-    if "output_dir" in values:
-        raise TrainError(f"{origin}: output_dir: the output directory is set with --out")
+    cls = section.config_class()
+    hints = {**_type_hints(cls), **section.kinds}
+    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    for name, why in section.reserved.items():
+        if name in values:
+            raise TrainError(f"{origin}: {section.prefix}{name}: {why}")
     unknown = sorted(set(values) - known)
     if unknown:
+        inside = f" in '{section.prefix.rstrip('.')}'" if section.prefix else ""
         raise TrainError(
-            f"{origin}: unknown GRPOConfig field(s): {', '.join(unknown)} "
-            "(see TRL's GRPOConfig; sections 'rewards' and 'lora' hold our settings)"
+            f"{origin}: unknown {section.title} field(s){inside}: {', '.join(unknown)} "
+            f"({section.where})"
         )
     for name, value in values.items():
         problem = check_value(name, value, hints[name]) if name in hints else None
-        if problem is None:
-            problem = _range_problem(name, value)
+        if problem is None and name in section.ranges:
+            problem = section.ranges[name].problem(value)
         if problem is not None:
-            raise TrainError(f"{origin}: {name}: {problem}")
+            raise TrainError(f"{origin}: {section.prefix}{name}: {problem}")
 
 
-def _range_problem(name: str, value: Any) -> str | None:
-    if name == "learning_rate" and isinstance(value, int | float) and not value > 0:
-        return f"expected a positive number, not {value!r}"
-    if name in POSITIVE_INTS and isinstance(value, int) and value < 1:
-        return f"expected a positive integer, not {value!r}"
-    if name == "max_steps" and isinstance(value, int) and value < 1 and value != -1:
-        return f"expected a number of steps >= 1 (or -1: num_train_epochs decides), not {value!r}"
-    return None
+def check_grpo_values(values: dict[str, Any], origin: str) -> None:
+    """The GRPOConfig fields of the config file or `--set` (see `check_fields`)."""
+    check_fields(GRPO_FIELDS, values, origin)
+
+
+def check_lora_values(values: dict[str, Any], origin: str) -> None:
+    """The config file's `lora` section (see `check_fields`)."""
+    check_fields(LORA_FIELDS, values, origin)
 
 
 def check_bool(name: str, value: Any, origin: str) -> bool:
@@ -200,8 +353,12 @@ def one_line_warnings() -> None:
 
 # ----- the output directory ----------------------------------------------------------------------
 
+#: The traceback of a run that failed while training (the command says one line). A
+#: directory holding only this file takes a new run as an empty one would.
+ERROR_LOG = "train_error.log"
 #: What a run writes in its output directory; `--overwrite` removes these and nothing else.
 OWNED_FILES = (
+    ERROR_LOG,
     "train_run.json",
     "train_resume.json",
     "README.md",
@@ -247,6 +404,8 @@ def prepare_out_dir(out: Path, *, overwrite: bool) -> list[Path]:
             present = sorted(p.name for p in out.iterdir())
         except OSError as exc:
             raise TrainError(f"--out {out}: cannot list it: {exc.strerror}") from None
+        if present == [ERROR_LOG]:  # a failed run's traceback: replaced by this run's outcome
+            present = []
         if present and not overwrite:
             shown = ", ".join(present[:5]) + (", ..." if len(present) > 5 else "")
             raise TrainError(

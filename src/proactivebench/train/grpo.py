@@ -16,18 +16,21 @@ import json
 import logging
 import os
 import tomllib
+import traceback
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.errors import TrainError
+from proactivebench.errors import ProactiveBenchError, TrainError
 from proactivebench.protocol import mcqa_strings
 from proactivebench.train.checks import (
+    ERROR_LOG,
     check_episode_option,
     check_grpo_values,
     check_holdout,
+    check_lora_values,
     check_model,
     clear_previous_outputs,
     episode_defaults,
@@ -175,6 +178,8 @@ class TrainSettings:
             raise TrainError(
                 f"{config_name}: the 'lora' section must be a mapping of LoraConfig fields"
             )
+        if lora_values is not None:
+            check_lora_values(lora_values, config_name)
         lora_options = None
         if lora:
             lora_options = {**DEFAULT_LORA, **(lora_values or {})}
@@ -184,7 +189,9 @@ class TrainSettings:
                 config_name,
             )
         if not isinstance(mode, str) or mode not in MODES:
-            raise TrainError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+            raise TrainError(
+                f"{config_name}: mode: expected one of {', '.join(MODES)}, not {mode!r}"
+            )
         settings = cls(
             model=model,
             data=str(data),
@@ -436,6 +443,7 @@ def train_grpo(
     # checkpoints go now, so that the new run's own are not mixed with them.
     stale = owned_outputs(settings.out_dir) if settings.overwrite else []
     clear_previous_outputs(p for p in stale if p.name.startswith("checkpoint-"))
+    trainer = None
     try:
         check_model(settings.model, settings.lora["target_modules"] if settings.lora else None)
         dataset = training_data(settings)
@@ -449,10 +457,16 @@ def train_grpo(
             trainer.train(resume_from_checkpoint=True if resume else None)
         save_outputs(trainer, settings, counts, stale)
         (out / RESUME_FILE).unlink(missing_ok=True)
-    except BaseException:
+        (out / ERROR_LOG).unlink(missing_ok=True)
+    except BaseException as exc:
         if not list(out.glob("checkpoint-*")):  # nothing to resume from
             (out / RESUME_FILE).unlink(missing_ok=True)
+        failure = None
+        if isinstance(exc, Exception) and not isinstance(exc, ProactiveBenchError):
+            failure = training_failed(exc, out, 0 if trainer is None else trainer.state.global_step)
         remove_if_empty(made)
+        if failure is not None:
+            raise failure from exc
         raise
     return TrainOutcome(
         out_dir=settings.out_dir,
@@ -460,6 +474,26 @@ def train_grpo(
         counts=counts,
         steps=trainer.state.global_step,
         log_history=list(trainer.state.log_history),
+    )
+
+
+def training_failed(exc: Exception, out: Path, step: int) -> TrainError:
+    """What TRL, PEFT, transformers or torch raised once the run was under way (out of memory,
+    a generation setting that only the model rejects), as one message; the traceback, which
+    the user or a bug report needs, goes to `ERROR_LOG` in the output directory."""
+    text = "".join(traceback.format_exception(exc)).rstrip() + "\n"
+    where = out / ERROR_LOG
+    try:
+        where.write_text(text, encoding="utf-8")
+        kept = f"the full traceback is in {where}"
+    except OSError as error:
+        log.debug("the training traceback:\n%s", text)
+        kept = f"its traceback could not be written to {where}: {error.strerror or error}"
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return TrainError(
+        f"training failed at step {step}: {type(exc).__name__}"
+        + (f": {reason}" if reason else "")
+        + f" ({kept})"
     )
 
 

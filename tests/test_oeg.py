@@ -360,16 +360,17 @@ def test_an_oeg_run_whose_judge_always_failed_keeps_its_layout(data: Path, tmp_p
 def test_judge_takes_the_run_lock_of_the_directory_it_writes(
     data: Path, tmp_path: Path, capsys
 ) -> None:
-    from proactivebench.rundir import RunLock
+    from clirun import held_by_another_process
 
     run, other = tmp_path / "run", tmp_path / "other"
     with FakeOpenAI(respond=respond) as fake:
         oeg_run(data, fake.url, run, scenarios=("ROD",))
         before = (run / "results.jsonl").read_text()
         for target, extra in ((run, ()), (other, ("--out", str(other)))):
-            with RunLock(target):  # an eval into it is running
+            with held_by_another_process(target) as pid:  # an eval into it is running
                 code, text = run_cli(judge_args(run, fake.url, "j2", *extra), capsys)
-            assert code == 1 and "is in use by another run" in text and "Traceback" not in text
+            assert code == 1 and "is in use by another run" in text and f"PID {pid}" in text
+            assert "Traceback" not in text
         assert (run / "results.jsonl").read_text() == before
         assert not (other / "results.jsonl").exists()
         code, text = run_cli(judge_args(run, fake.url, "j2", "--out", str(other)), capsys)

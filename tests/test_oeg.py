@@ -377,6 +377,11 @@ def test_judge_takes_the_run_lock_of_the_directory_it_writes(
     assert code == 0, text
     assert (run / "results.jsonl").read_text() == before
     assert len(read_results(other / "results.jsonl")) == 2
+    # The re-judging is an invocation of its own in run.json's provenance, after eval's.
+    config = json.loads((other / "run.json").read_text())
+    entries = config["provenance"]
+    assert [e.get("command") for e in entries] == [None, "judge"]
+    assert entries[-1]["judge_endpoints"] == [fake.url] and entries[-1]["ended"]
 
 
 @pytest.mark.parametrize("spec", ["baseline:oracle", "baseline:random"])

@@ -10,7 +10,6 @@ lines, without asking the tested model anything; a failed judge call never repla
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,16 +22,19 @@ from proactivebench.judge import Judge, answer_entries
 from proactivebench.metrics import Summary, is_unjudged, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
 from proactivebench.prompting import Message
+from proactivebench.provenance import now, software
 from proactivebench.results import OEGResult, is_oeg_line, result_order
 from proactivebench.rundir import (
     RESULTS,
-    RUN_CONFIG,
     RunLock,
     atomic_write,
     latest_results,
+    provenance_of,
     read_results,
     read_run_config,
+    without_provenance,
     write_results,
+    write_run_config,
     write_summary,
 )
 from proactivebench.scenarios import Episode
@@ -193,6 +195,10 @@ def rejudge(
         identity = {**identity, "settings": settings}
         if on_start:
             on_start(sum(needs_judging(line, settings) for line in lines), len(lines))
+        # Re-judging is recorded in run.json's provenance as an invocation of its own.
+        entry: dict[str, Any] = {"command": "judge", "started": now(), **software()}
+        entry["judge_endpoints"] = judge.model.endpoints
+        entry["judge_decoding_sent"] = judge.model.sent_decoding(judge.decoding)
 
         async def judge_all() -> list[OEGResult]:
             try:
@@ -205,6 +211,7 @@ def rejudge(
                 await judge.model.aclose()
 
         ordered = sorted((r.to_json() for r in asyncio.run(judge_all())), key=result_order)
+        entry["ended"] = now()
         outcome = RejudgeOutcome(summarize(ordered, model=str(identity.get("model", ""))), out)
         for line in ordered:
             if is_unjudged(line):
@@ -212,7 +219,7 @@ def rejudge(
                 outcome.kept += bool(line.get("judge_error"))
         outcome.previous = _keep(out / RESULTS, out / PREVIOUS_RESULTS)
         write_results(out / RESULTS, ordered)
-        atomic_write(out / RUN_CONFIG, json.dumps(identity, indent=2) + "\n")
+        write_run_config(out, without_provenance(identity), [*provenance_of(identity), entry])
         write_summary(out, outcome.summary)
     return outcome
 

@@ -355,7 +355,7 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
     if not path.exists():
         return None
     previous = read_run_config(out_dir)
-    recorded = {k: v for k, v in previous.items() if k != PROVENANCE}
+    recorded = without_provenance(previous)
     if recorded != identity:
         changes = "; ".join(_differences(recorded, identity))
         raise RunMismatchError(
@@ -371,6 +371,11 @@ def write_run_config(
     """Write `run.json`: the identity, then what is recorded about each invocation."""
     config = {**identity, PROVENANCE: provenance} if provenance else identity
     atomic_write(out_dir / RUN_CONFIG, json.dumps(config, indent=2) + "\n")
+
+
+def without_provenance(config: dict[str, Any]) -> dict[str, Any]:
+    """A `run.json` as the run's identity: what a resume compares."""
+    return {k: v for k, v in config.items() if k != PROVENANCE}
 
 
 def provenance_of(config: dict[str, Any]) -> list[dict[str, Any]]:

@@ -248,7 +248,8 @@ def test_run_json_records_provenance_that_a_resume_never_compares(
     (entry,) = first["provenance"]
     assert entry["package_version"] and entry["started"] <= entry["ended"]
     assert entry["episodes_written"] == 7  # one episode of each scenario
-    assert entry["endpoints"] == [] and entry["decoding_sent"]["temperature"] == 0.0
+    # A baseline is sent nothing: its answers do not depend on the decoding.
+    assert entry["endpoints"] == [] and entry["decoding_sent"] == {}
     assert run_cli(eval_args(data, run, "--no-report"), capsys)[0] == 0  # resumed
     second = json.loads((run / "run.json").read_text())
     assert second["provenance"][0] == entry

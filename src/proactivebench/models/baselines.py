@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
-from proactivebench.models.base import ChatRequest, Completion, Model, episode_turn
+from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
 from proactivebench.scenarios import Observation
 from proactivebench.scenarios.actions import is_abstention
 from proactivebench.scenarios.base import best_move
@@ -24,6 +25,10 @@ class Baseline(Model):
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        """Nothing: the answers do not depend on decoding (run.json's provenance says so)."""
+        return {}
 
     def rng(self, obs: Observation) -> random.Random:
         return random.Random(f"{self.name}:{self.seed}:{obs.scenario}:{obs.sample_id}:{obs.turn}")

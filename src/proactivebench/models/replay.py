@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from proactivebench.errors import DataError, DataErrors
-from proactivebench.models.base import ChatRequest, Completion, Model, episode_turn
+from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
 from proactivebench.protocol import SCENARIOS
 from proactivebench.texts import loads
 
@@ -70,6 +71,10 @@ class Replay(Model):
         self.path = Path(path)
         self.name = f"replay:{self.path.name}"
         self.scripts = read_replay(self.path)
+
+    def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
+        """Nothing: the answers do not depend on decoding (run.json's provenance says so)."""
+        return {}
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         out = []

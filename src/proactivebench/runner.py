@@ -166,7 +166,7 @@ class _Session:
 
     def __init__(self, run: _Run, settings: EvalSettings) -> None:
         self.run = run
-        self.entry: dict[str, Any] = {"started": now(), "ended": None, **software()}
+        self.entry: dict[str, Any] = {"started": now(), "ended": None}
         self.entry["endpoints"] = run.model.endpoints
         self.entry["decoding_sent"] = run.model.sent_decoding(settings.decoding)
         if run.judge is not None:
@@ -175,6 +175,8 @@ class _Session:
         self.results = ResultsFile(run.out / RESULTS, before_first_write=self._write)
 
     def _write(self) -> None:
+        # Asked here, with the first result, not before the first request: it may run git.
+        self.entry.update(software())
         write_run_config(self.run.out, self.run.identity, [*self.run.history, self.entry])
 
     def end(self, *, failed: bool) -> None:

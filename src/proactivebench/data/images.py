@@ -30,7 +30,7 @@ import io
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -307,6 +307,11 @@ class ImageStore:
         with self._lock:
             self._urls.put(view, url)
         return url
+
+    def hashed(self, views: Iterable[View]) -> bool:
+        """Whether every view's file hash is known already (`file_hash` is then a lookup)."""
+        with self._lock:
+            return all(view.image in self._hashes for view in views)
 
     def file_hash(self, view: View) -> str:
         """SHA-256 of the image file's bytes (cache keys must change when the file does)."""

@@ -25,7 +25,7 @@ from typing import Any
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
-from proactivebench.prompting import map_image_parts
+from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 
 log = logging.getLogger(__name__)
@@ -261,10 +261,16 @@ class CachedModel(ModelWrapper):
         return {**getattr(self.inner, "stats", {}), "cache_hits": self.hits}
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        # Keys hash the image files: read in a worker thread, off the event loop.
-        keys = await asyncio.to_thread(
-            lambda: [request_key(self.inner.cache_name, r, self.images) for r in requests]
-        )
+        def keys_of() -> list[str]:
+            return [request_key(self.inner.cache_name, r, self.images) for r in requests]
+
+        # Keys hash the image files: a file not hashed yet is read in a worker thread, off the
+        # event loop; hashes already known are a lookup, made inline (a thread costs more).
+        views = [v for r in requests for v in image_views(r.messages)]
+        if not views or (self.images is not None and self.images.hashed(views)):
+            keys = keys_of()
+        else:
+            keys = await asyncio.to_thread(keys_of)
         answers: list[Completion | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, a in enumerate(answers) if a is None]
         self.hits += len(requests) - len(missing)

@@ -144,7 +144,7 @@ class ResultsFile:
         """Append (the lines survive a killed process from here on); a failed write raises
         `ProactiveBenchError` naming the file, with the file cut back to its whole lines."""
         lines = (r if isinstance(r, dict) else r.to_json() for r in results)
-        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
+        data = jsonl(lines).encode("utf-8")
         if self._fd is None:
             if self._before_first_write is not None:
                 self._before_first_write()
@@ -461,7 +461,7 @@ def merge_runs(
     for run in map(Path, run_dirs):
         config = read_run_config(run)
         history += provenance_of(config)
-        config.pop(PROVENANCE, None)
+        config = without_provenance(config)
         shards.append((run, config.pop(SHARD, None)))
         if identity is None:
             identity = config
@@ -498,7 +498,12 @@ def merge_runs(
 
 def write_results(path: Path, lines: Iterable[dict[str, Any]]) -> None:
     """A whole results file at once (`merge`, `import-inspect`), as `atomic_write` writes."""
-    atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines))
+    atomic_write(path, jsonl(lines))
+
+
+def jsonl(lines: Iterable[dict[str, Any]]) -> str:
+    """Result lines as `results.jsonl` holds them: one JSON object per line, UTF-8 as is."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines)
 
 
 def write_summary(out_dir: Path, summary: Summary) -> None:

@@ -17,6 +17,7 @@ from proactivebench.cli.output import (
     EXIT_EPISODE_ERRORS,
     console,
     out,
+    print_failures,
     printable,
     summary_table,
 )
@@ -59,13 +60,11 @@ def report_gaps(imported: InspectImport, log: Path) -> None:
             f"[yellow]warning:[/yellow] {escape(printable(imported.ending))}", highlight=False
         )
     if imported.errors:
-        reason, count = imported.errors.most_common(1)[0]
         scored = sum(s.n for s in imported.summary.scenarios.values())
-        console.print(
-            f"[yellow]{imported.errors.total()} sample(s) ended in an error[/yellow] in the "
-            f"Inspect run, {scored} scored (the errors are left out of the metrics). Most "
-            f"common ({count}x): {escape(printable(reason))}",
-            highlight=False,
+        print_failures(
+            imported.errors,
+            f"{imported.errors.total()} sample(s) ended in an error",
+            f" in the Inspect run, {scored} scored (the errors are left out of the metrics)",
         )
     if imported.missing:
         shown = ", ".join(imported.missing[:SHOWN_MISSING])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -263,6 +264,17 @@ def episode_progress(
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_EPISODE_ERRORS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: Stopped by SIGTERM: handled as Ctrl-C, with the shell's code for it (128 + 15).
 EXIT_TERMINATED = 143
+
+
+def print_failures(errors: Counter[str], headline: str, detail: str) -> None:
+    """Say that things failed: `headline` (highlighted, e.g. "3 episode(s) ended in an
+    error"), `detail`, and the most common reason with its count (the reason is outside text:
+    printed inert)."""
+    reason, count = errors.most_common(1)[0]
+    console.print(
+        f"[yellow]{headline}[/yellow]{detail}. Most common ({count}x): {escape(printable(reason))}",
+        highlight=False,
+    )
 
 
 def print_warnings(warnings: list[str]) -> None:

@@ -33,9 +33,9 @@ from proactivebench.cli.output import (
     console,
     episode_progress,
     out,
+    print_failures,
     print_report_outcome,
     print_warnings,
-    printable,
     summary_table,
 )
 from proactivebench.models import SPEC_HELP, load_model
@@ -174,13 +174,11 @@ def report_errors(errors: Counter[str], scored: int) -> None:
     """Say why episodes failed, and exit with `EXIT_EPISODE_ERRORS` when any did."""
     if not errors:
         return
-    total = sum(errors.values())
-    reason, count = errors.most_common(1)[0]
-    console.print(
-        f"[yellow]{total} episode(s) ended in an error[/yellow], {scored} scored (the errors are "
-        f"left out of the metrics; rerun the same command to retry them). Most common "
-        f"({count}x): {escape(printable(reason))}",
-        highlight=False,
+    print_failures(
+        errors,
+        f"{errors.total()} episode(s) ended in an error",
+        f", {scored} scored (the errors are left out of the metrics; rerun the same command to "
+        "retry them)",
     )
     sys.exit(EXIT_EPISODE_ERRORS)
 
@@ -247,15 +245,14 @@ def judge_command(
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
     finish_run(outcome.out_dir, write=not no_report)
     if outcome.failures:
-        total = sum(outcome.failures.values())
-        reason, count = outcome.failures.most_common(1)[0]
+        total = outcome.failures.total()
         unscored = total - outcome.kept
         none = f", {unscored} have none and are left out of the metrics" if unscored else ""
-        console.print(
-            f"[yellow]{total} line(s) could not be judged[/yellow] ({outcome.kept} kept their "
-            f"previous verdict{none}); rerun the same command to retry them. Most common "
-            f"({count}x): {escape(printable(reason))}",
-            highlight=False,
+        print_failures(
+            outcome.failures,
+            f"{total} line(s) could not be judged",
+            f" ({outcome.kept} kept their previous verdict{none}); rerun the same command to "
+            "retry them",
         )
         sys.exit(EXIT_EPISODE_ERRORS)
 

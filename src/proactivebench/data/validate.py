@@ -21,19 +21,6 @@ from proactivebench.errors import DataError, ProactiveBenchError
 from proactivebench.records import Source, record_warnings
 from proactivebench.scenarios import Episode, make_episode
 
-
-def check_images(
-    root: Path, episodes: list[Episode], guard: PathGuard | None = None
-) -> list[DataError]:
-    """Every image the episodes may show must exist inside the data dir, and not be empty.
-
-    Problems name the record (file:line) and the path, so a half-extracted download is
-    reported up front instead of surfacing as errors halfway through a long run. A run passes
-    its image store's `guard`, so that the paths resolved here are not resolved again.
-    """
-    return walk_images(episodes, guard or PathGuard(root)).problems
-
-
 #: What is wrong with an image path, by the kind `PathGuard.kind` finds.
 _KIND_PROBLEMS = {
     "missing": "image not found",

@@ -139,7 +139,8 @@ OEG_METRICS = (
         "agreement",
         "judges agree %",
         agreement_score,
-        doc="mean share of judge votes that agreed with the majority (none with one vote)",
+        doc="mean share of judge votes that agreed with the majority verdict (an unparsed vote "
+        "agrees with none; not shown with one vote)",
     ),
     Metric(
         "unparsed",

@@ -72,8 +72,9 @@ def start_and_stop(cmd: list[str], env: dict[str, str], out: Path, after: int, s
     deadline = time.monotonic() + 120
     while len(lines(out)) < after and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
-    if process.poll() is None:
-        process.send_signal(sig)
+    # The signal must reach a running run: a run that ended first tells nothing about it.
+    assert process.poll() is None, f"the run ended before {after} lines were seen on disk"
+    process.send_signal(sig)
     stdout, stderr = process.communicate(timeout=60)
     return process.returncode, stdout.decode(), stderr.decode()
 

@@ -66,9 +66,26 @@ def keyed(out: Path) -> dict[tuple[str, int], dict]:
     return result
 
 
-def start_and_stop(cmd: list[str], env: dict[str, str], out: Path, after: int, sig: int):
+def ctrl_c_as_in_a_terminal() -> None:
+    """Run in the child before exec. A test suite started in the background by a script
+    (`pytest &` in a non-interactive shell) inherits SIGINT *ignored*, and Python then leaves
+    Ctrl-C ignored in every child, as the shell asked; the CLI must start as from a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ctrl_c_as_in_a_background_job() -> None:
+    """Run in the child before exec: SIGINT ignored, as `cmd &` in a script starts it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def start_and_stop(
+    cmd: list[str], env: dict[str, str], out: Path, after: int, sig: int, background: bool = False
+):
     """Start the CLI and send `sig` once `after` episodes are on disk; returns the process."""
-    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=ctrl_c_as_in_a_background_job if background else ctrl_c_as_in_a_terminal,
+    )  # fmt: skip
     deadline = time.monotonic() + 120
     while len(lines(out)) < after and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -110,16 +127,21 @@ def test_sigkill_at_random_points_then_resume(data, server_url, reference, tmp_p
     assert keyed(out) == reference
 
 
-@pytest.mark.parametrize(("sig", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("sig", "exit_code", "background"),
+    [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, False), (signal.SIGTERM, 143, True)],
+    ids=["ctrl-c", "sigterm", "sigterm-to-a-background-job"],
+)
 def test_ctrl_c_or_sigterm_stops_cleanly_and_the_rerun_completes(
-    data, server_url, reference, tmp_path, sig, exit_code
+    data, server_url, reference, tmp_path, sig, exit_code, background
 ):
     """SIGTERM (kill, a job scheduler) is handled as Ctrl-C: the message, the lines kept, the
-    run directory released; only the exit code differs (the conventional 128 + 15)."""
+    run directory released; only the exit code differs (the conventional 128 + 15). It does so
+    also in a background job, whose Ctrl-C is ignored."""
     out = tmp_path / "run"
     env = environment(tmp_path)
     cmd = command(data, server_url, out)
-    code, stdout, stderr = start_and_stop(cmd, env, out, 10, sig)
+    code, stdout, stderr = start_and_stop(cmd, env, out, 10, sig, background)
     assert code == exit_code, stderr
     assert "interrupted; rerun the same command to resume" in stderr
     assert "Traceback" not in stderr + stdout

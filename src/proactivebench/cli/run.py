@@ -83,7 +83,13 @@ if TYPE_CHECKING:
     "api_key_env=MY_KEY, timeout=60, max_retries=8, max_response_bytes=33554432); VALUE is read "
     "as JSON when it parses.",
 )
-@click.option("--shard", default=None, metavar="I/N", help="Play slice I of N (0 <= I < N).")
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Play slice I of N (0 <= I < N); join the slices with merge. Not under torchrun or "
+    "accelerate launch, where each process plays the slice of its rank by itself.",
+)
 @cache_options
 @judge_options
 @click.option(

@@ -445,12 +445,16 @@ def merge_runs(
     out_dir: str | os.PathLike[str],
     *,
     partial: bool = False,
+    replace: bool = False,
 ) -> Summary:
     """Join the run directories of the shards of one run into `out_dir`.
 
     The runs must share data, model and settings, and together hold every shard once;
     `partial` merges what is there anyway (an episode present in several runs is kept once,
-    and the merged directory can be resumed with `eval` to play what is missing).
+    and the merged directory can be resumed with `eval` to play what is missing). `replace`
+    lets the merge replace the results of an earlier merge of the same run in `out_dir` (a
+    launched run merging its resumed shards again, `proactivebench.launch`); without it a
+    directory with results is refused.
     """
     if not run_dirs:
         raise ProactiveBenchError("merge needs at least one run directory")
@@ -485,10 +489,12 @@ def merge_runs(
                 merged[key] = result
     out = Path(out_dir)
     with RunLock(out):
-        if (out / RESULTS).exists():
+        if (out / RESULTS).exists() and not replace:
             raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")
         history.sort(key=lambda entry: str(entry.get("started", "")))
-        claim_run_dir(out, identity or {}, history)
+        # A merge again (`replace`) records the provenance of the shards as they are now.
+        if check_run_dir(out, identity or {}) is None or replace:
+            write_run_config(out, identity or {}, history)
         ordered = sorted(merged.values(), key=result_order)
         write_results(out / RESULTS, ordered)
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))

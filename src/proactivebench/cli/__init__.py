@@ -19,7 +19,6 @@ from types import FrameType
 from typing import NoReturn
 
 import click
-from rich.markup import escape
 
 from proactivebench.cli import data, demo, inspect_log, report, run, train
 from proactivebench.cli.output import (
@@ -30,7 +29,7 @@ from proactivebench.cli.output import (
     console,
     fit_to_output,
     out,
-    printable,
+    print_error,
 )
 from proactivebench.errors import DISK_ERRNOS, ProactiveBenchError, WriteError
 
@@ -79,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _fail(exc: ProactiveBenchError) -> NoReturn:
-    console.print(f"[red]error:[/red] {escape(printable(str(exc)))}", highlight=False)
+    print_error(str(exc))
     sys.exit(EXIT_ERROR)
 
 

@@ -204,6 +204,11 @@ class LineProgress(Progress):
         self.console.print(printable(line), markup=False, highlight=False)
 
 
+def print_error(message: str) -> None:
+    """A user error, as `main` tells it: one `error:` line (control characters made visible)."""
+    console.print(f"[red]error:[/red] {escape(printable(message))}", highlight=False)
+
+
 def description_column() -> TextColumn:
     """A progress task's name, as plain text (a model spec is not markup)."""
     return TextColumn("{task.description}", style="bold", markup=False)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -30,9 +31,12 @@ from proactivebench.cli.options import (
 )
 from proactivebench.cli.output import (
     EXIT_EPISODE_ERRORS,
+    EXIT_ERROR,
+    EXIT_OK,
     console,
     episode_progress,
     out,
+    print_error,
     print_failures,
     print_report_outcome,
     print_warnings,
@@ -40,6 +44,10 @@ from proactivebench.cli.output import (
 )
 from proactivebench.models import SPEC_HELP, load_model
 from proactivebench.settings import EvalSettings, RunOptions
+
+if TYPE_CHECKING:
+    from proactivebench.launch import Launch, LaunchedOutcome
+    from proactivebench.runner import RunOutcome
 
 
 @click.command("eval")
@@ -75,7 +83,13 @@ from proactivebench.settings import EvalSettings, RunOptions
     "api_key_env=MY_KEY, timeout=60, max_retries=8, max_response_bytes=33554432); VALUE is read "
     "as JSON when it parses.",
 )
-@click.option("--shard", default=None, metavar="I/N", help="Play slice I of N (0 <= I < N).")
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Play slice I of N (0 <= I < N); join the slices with merge. Not under torchrun or "
+    "accelerate launch, where each process plays the slice of its rank by itself.",
+)
 @cache_options
 @judge_options
 @click.option(
@@ -104,9 +118,21 @@ def eval_command(
     concurrency: int,
     **run_settings: Any,
 ) -> None:
-    """Play the benchmark's episodes with a model and score them."""
+    """Play the benchmark's episodes with a model and score them.
+
+    Started by torchrun or accelerate launch with N processes, each plays the shard of its
+    rank into OUT/ranks/rank-I-of-N, and rank 0 merges them into OUT (README: data-parallel
+    evaluation)."""
+    from proactivebench.launch import detect_launch
     from proactivebench.runner import evaluate
 
+    launch = detect_launch()
+    if launch is not None and shard:
+        raise click.UsageError(
+            f"--shard plays one slice of a run started by hand (a job array, then merge); this "
+            f"process is rank {launch.rank} of {launch.world_size} of a launcher, which plays "
+            "the shard of its rank: leave out --shard"
+        )
     # Checked first: a bad setting is told before a model is loaded or a cache opened.
     decoding = decoding_of(run_settings["mode"], max_tokens, temperature, top_p)
     settings = EvalSettings(decoding=decoding, **run_settings)
@@ -115,31 +141,41 @@ def eval_command(
     options = parse_model_options(model_options)
     if endpoints:
         options["endpoints"] = endpoints
-    # The judge first: one that cannot judge is refused before the model is loaded.
-    judge = make_judge(
-        judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
-    )
-    model = load_model(model_spec, seed=seed, **options)
-    # Baselines answer faster than a lookup; a real model or judge is worth caching.
-    real = model.needs_images or (judge is not None and judge.model.needs_images)
-    cache = open_cache(cache_path, no_cache, wanted=real)
-    with (
-        contextlib.closing(cache) if cache else contextlib.nullcontext(),
-        episode_progress(model.name, lambda: getattr(model, "stats", {})) as callbacks,
-    ):
-        on_start, on_result = callbacks
-        outcome = evaluate(
-            data_dir,
-            model,
-            out_dir,
-            settings,
-            concurrency=concurrency,
-            shard=parse_shard(shard) if shard else None,
-            cache=cache,
-            judge=judge,
-            on_start=on_start,
-            on_result=on_result,
+
+    def play(run_dir: Path, part: tuple[int, int] | None, progress: bool = True) -> RunOutcome:
+        # The judge first: one that cannot judge is refused before the model is loaded.
+        judge = make_judge(
+            judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
         )
+        model = load_model(model_spec, seed=seed, **options)
+        # Baselines answer faster than a lookup; a real model or judge is worth caching.
+        real = model.needs_images or (judge is not None and judge.model.needs_images)
+        cache = open_cache(cache_path, no_cache, wanted=real)
+        label = model.name if launch is None else f"{model.name} [rank {launch.rank} shard]"
+        with (
+            contextlib.closing(cache) if cache else contextlib.nullcontext(),
+            episode_progress(label, lambda: getattr(model, "stats", {}))
+            if progress
+            else contextlib.nullcontext((None, None)) as callbacks,
+        ):
+            on_start, on_result = callbacks
+            return evaluate(
+                data_dir,
+                model,
+                run_dir,
+                settings,
+                concurrency=concurrency,
+                shard=part,
+                cache=cache,
+                judge=judge,
+                on_start=on_start,
+                on_result=on_result,
+            )
+
+    if launch is not None:
+        eval_launched(launch, out_dir, play, no_report)
+        return
+    outcome = play(out_dir, parse_shard(shard) if shard else None)
     if not outcome.played:
         out.print(
             f"all {outcome.resumed} episodes already done in {outcome.out_dir}: nothing played. "
@@ -147,14 +183,61 @@ def eval_command(
         )
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
-    if outcome.cached:
+    print_cached(outcome.cached, outcome.answers)
+    finish_run(outcome.out_dir, write=not no_report)
+    report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
+
+
+def eval_launched(
+    launch: Launch,
+    out_dir: Path,
+    play: Callable[[Path, tuple[int, int], bool], RunOutcome],
+    no_report: bool,
+) -> None:
+    """`eval` as one rank of a launched run: this rank's shard, then rank 0 merges, prints
+    and reports the whole run; every rank ends with rank 0's exit status."""
+    from proactivebench.launch import LaunchedRun
+
+    with LaunchedRun(launch) as run:
+        outcome = run.evaluate(out_dir, lambda where, part: play(where, part, launch.leader))
+        if launch.leader:
+            status = tell_launched(launch, outcome, out_dir, no_report)
+        else:
+            own = outcome.reports[0].describe(launch.world_size)
+            console.print(
+                escape(f"{own}; rank 0 merges the shards into {out_dir} and reports the run"),
+                highlight=False,
+            )
+            status = EXIT_OK
+        # Everything is said before: the launcher stops the other ranks once one has ended.
+        status = run.agree(status)
+    sys.exit(status)
+
+
+def tell_launched(launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_report: bool) -> int:
+    """Rank 0: what each rank did, then the merged run (table, report, episode errors) or why
+    it was not merged; returns the exit status of the whole run."""
+    for report in outcome.reports:
+        console.print(escape(report.describe(launch.world_size)), highlight=False)
+    if outcome.problem is not None or outcome.merged is None:
+        print_error(outcome.problem or f"{out_dir} was not merged")
+        return EXIT_ERROR
+    out.print(summary_table(outcome.merged))
+    out.print(f"results: {out_dir / 'results.jsonl'}")
+    print_cached(outcome.cached, outcome.answers)
+    finish_run(out_dir, write=not no_report)
+    scored = sum(s.n for s in outcome.merged.scenarios.values())
+    return EXIT_EPISODE_ERRORS if print_episode_errors(outcome.errors, scored) else EXIT_OK
+
+
+def print_cached(cached: int, answers: int) -> None:
+    """How many of the run's answers came from the response cache (none: nothing said)."""
+    if cached:
         console.print(
-            f"{outcome.cached} of {outcome.answers} answers came from the response cache, not "
+            f"{cached} of {answers} answers came from the response cache, not "
             "from the model (--no-cache asks the model again)",
             highlight=False,
         )
-    finish_run(outcome.out_dir, write=not no_report)
-    report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
 
 
 def finish_run(run_dir: Path, write: bool) -> None:
@@ -172,15 +255,21 @@ def finish_run(run_dir: Path, write: bool) -> None:
 
 def report_errors(errors: Counter[str], scored: int) -> None:
     """Say why episodes failed, and exit with `EXIT_EPISODE_ERRORS` when any did."""
+    if print_episode_errors(errors, scored):
+        sys.exit(EXIT_EPISODE_ERRORS)
+
+
+def print_episode_errors(errors: Counter[str], scored: int) -> bool:
+    """Say why episodes failed, if any did (returns whether)."""
     if not errors:
-        return
+        return False
     print_failures(
         errors,
         f"{errors.total()} episode(s) ended in an error",
         f", {scored} scored (the errors are left out of the metrics; rerun the same command to "
         "retry them)",
     )
-    sys.exit(EXIT_EPISODE_ERRORS)
+    return True
 
 
 @click.command("judge")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -82,15 +83,38 @@ def _torch_dtype(torch: Any, dtype: str) -> Any:
     return "auto" if dtype == "auto" else getattr(torch, dtype)
 
 
+def _launched_local_rank() -> int | None:
+    """This process's `LOCAL_RANK` when a launcher (torchrun, accelerate launch) started several
+    (`WORLD_SIZE` > 1; `proactivebench.launch` plays one shard per process), else None."""
+    try:
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            return int(os.environ["LOCAL_RANK"])
+    except (KeyError, ValueError):
+        pass
+    return None
+
+
 def _placement(torch: Any, device: str) -> tuple[str, bool]:
     """Where to put the model, and whether `from_pretrained` can place it (`accelerate`).
 
     `auto` is the first GPU when there is one (every GPU, sharded, when `accelerate` is there),
-    else the CPU. Without `accelerate` a `device_map` is refused, so the model is loaded and
-    then moved.
+    else the CPU. Under a launcher that started several processes, `auto` is this process's own
+    GPU, `cuda:LOCAL_RANK` (data parallel: one model per GPU; the launcher starts at most as many
+    processes per node as it is told, and a LOCAL_RANK without its GPU is refused). Without
+    `accelerate` a `device_map` is refused, so the model is loaded and then moved.
     """
     has_accelerate = importlib.util.find_spec("accelerate") is not None
     if device == "auto":
+        local_rank = _launched_local_rank()
+        if torch.cuda.is_available() and local_rank is not None:
+            count = torch.cuda.device_count()
+            if local_rank >= count:
+                raise HFBackendError(
+                    f"LOCAL_RANK={local_rank}, but this node has {count} visible GPU(s): start "
+                    "at most one process per GPU (--nproc-per-node / --num_processes), or choose "
+                    "one with --model-option device=cuda:N"
+                )
+            return f"cuda:{local_rank}", has_accelerate
         if torch.cuda.is_available():
             return ("auto" if has_accelerate else "cuda:0"), has_accelerate
         device = "cpu"

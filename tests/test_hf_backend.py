@@ -23,7 +23,7 @@ from proactivebench.data.images import ImageStore
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Decoding
-from proactivebench.models.hf import HFModel, to_hf_conversation
+from proactivebench.models.hf import HFModel, _describe_load_error, to_hf_conversation
 from proactivebench.models.resilient import Resilient
 from proactivebench.protocol import SCENARIOS
 from proactivebench.rundir import read_results
@@ -176,6 +176,59 @@ def test_a_bad_path_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ProactiveBenchError, match="cannot load hf model"):
         load_model(f"hf:{tmp_path / 'empty'}")
+
+
+#: transformers' message when a class needs torchvision, hard-wrapped as it writes it.
+NO_TORCHVISION = (
+    "\nQwen2VLVideoProcessor requires the Torchvision library but it was not found in your "
+    "environment. Check out the instructions on the\ninstallation page: "
+    "https://pytorch.org/get-started/locally/ and follow the ones that match your environment.\n"
+    "Please note that you may need to restart your runtime after installation.\n"
+)
+NO_NUM2WORDS = "Package `num2words` is required. Install it with `pip install num2words`."
+
+
+def missing(name: str) -> ModuleNotFoundError:
+    return ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@pytest.mark.parametrize(
+    ("exc", "line"),
+    [
+        (ImportError(NO_TORCHVISION), "Qwen2VLVideoProcessor needs torchvision"),
+        (ImportError(NO_NUM2WORDS), "this checkpoint needs num2words"),
+        (missing("num2words"), "this checkpoint needs num2words"),
+        (missing("PIL.Image"), "this checkpoint needs pillow"),
+        (ValueError("bad processor config"), "this checkpoint needs sentencepiece"),
+    ],
+)
+def test_a_missing_package_says_what_to_install_in_one_line(exc: Exception, line: str) -> None:
+    if isinstance(exc, ValueError):  # raised while handling the real cause
+        exc.__context__ = missing("sentencepiece")
+    package = line.rsplit(" ", 1)[1]
+    assert _describe_load_error("org/model", exc) == (
+        f"cannot load hf model 'org/model': {line}, which is not installed; "
+        f"install {package}: pip install {package}"
+    )
+
+
+def test_other_load_errors_are_shown_whole_up_to_a_few_lines() -> None:
+    """Unwrapped into one paragraph; a long one keeps its whole first sentences."""
+    wrapped = "The config is\nbroken. Fix it:\n  set `vocab_size`."
+    assert _describe_load_error("org/model", ValueError(wrapped)) == (
+        "cannot load hf model 'org/model': The config is broken. Fix it: set `vocab_size`."
+    )
+    sentences = [f"Sentence {i} of the error says more." for i in range(40)]
+    shown = _describe_load_error("org/model", ValueError(" ".join(sentences)))
+    kept = shown.removeprefix("cannot load hf model 'org/model': ").removesuffix(" [...]")
+    assert kept.endswith(".") and " ".join(sentences).startswith(kept)
+    assert 400 < len(kept) <= 600 and "\n" not in shown
+    # A version mismatch is not a missing package: shown as it is.
+    mismatch = ImportError("cannot import name 'Foo' from 'bar'", name="bar")
+    assert _describe_load_error("org/model", mismatch).endswith(
+        ": cannot import name 'Foo' from 'bar'"
+    )
+    assert _describe_load_error("org/model", RuntimeError()).endswith(": RuntimeError")
 
 
 def test_bad_options_are_clear_errors(tiny_vlm_dir: Path) -> None:

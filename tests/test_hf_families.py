@@ -8,6 +8,8 @@ each image), and left-padded batches generate what each request generates alone.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,12 +56,15 @@ def family(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[str, Path]:
     """A family's name and its checkpoint; skipped when a package it needs is missing."""
-    name = request.param
+    return request.param, built(request.param, checkpoints, tmp_path_factory)
+
+
+def built(name: str, checkpoints: dict[str, Path], factory: pytest.TempPathFactory) -> Path:
     for package in FAMILIES[name].needs:  # the `hf` extra installs them
         pytest.importorskip(package)
     if name not in checkpoints:
-        checkpoints[name] = FAMILIES[name].build(tmp_path_factory.mktemp(name))
-    return name, checkpoints[name]
+        checkpoints[name] = FAMILIES[name].build(factory.mktemp(name))
+    return checkpoints[name]
 
 
 @pytest.fixture(scope="module")
@@ -162,3 +167,40 @@ def test_open_ended_generation_with_the_model_as_its_own_judge(
     assert sum(len(reqs) for reqs, _ in tested) == 15 and judged
     image_token_id = model.tokenizer.convert_tokens_to_ids(FAMILIES[name].image_token)
     assert_images_reach_the_model(tested, image_token_id)
+
+
+#: The CLI in a Python where `package` cannot be imported (transformers then finds it absent).
+WITHOUT_PACKAGE = (
+    "import sys; sys.modules[sys.argv[1]] = None; "
+    "from proactivebench.cli import main; main(sys.argv[2:])"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "package", "needed_by"),
+    [("qwen2.5-vl", "torchvision", "Qwen2VLVideoProcessor"), ("smolvlm", "num2words", None)],
+)
+def test_a_missing_package_is_one_line_that_says_what_to_install(
+    name: str,
+    package: str,
+    needed_by: str | None,
+    checkpoints: dict[str, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    data: Path,
+    tmp_path: Path,
+) -> None:
+    directory = built(name, checkpoints, tmp_path_factory)
+    args = ["eval", "--data", str(data), "--model", f"hf:{directory}", "--out", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PACKAGE, package, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    who = needed_by or "this checkpoint"
+    assert done.returncode == 1, done.stderr
+    assert done.stdout + done.stderr == (
+        f"error: cannot load hf model '{directory}': {who} needs {package}, which is not "
+        f"installed; install {package}: pip install {package}\n"
+    )
+    assert not (tmp_path / "results.jsonl").exists()

@@ -23,10 +23,10 @@ from typing import Any
 from tiny_vlm import build_tiny_vlm, byte_tokenizer
 
 
-def _chatml(image: str, bos: str = "") -> str:
+def _chatml(image: str) -> str:
     """A ChatML template (`<|im_start|>role ... <|im_end|>`) that writes `image` for each image."""
     return (
-        bos + "{% for message in messages %}"
+        "{% for message in messages %}"
         "<|im_start|>{{ message['role'] }}\n"
         "{% for part in message['content'] %}"
         "{% if part['type'] == 'image' %}" + image + "{% else %}{{ part['text'] }}{% endif %}"
@@ -118,7 +118,8 @@ def _save(model_class: Any, config: Any, processor: Any, out_dir: Path, seed: in
 
 
 def build_qwen2_5_vl(out_dir: Path, seed: int = 0) -> Path:
-    """Qwen2.5-VL: dynamic resolution (56x56 pixels: 16 patches, 4 tokens after the 2x2 merge)."""
+    """Qwen2.5-VL: dynamic resolution, each image resized to about 56x56 pixels (16 patches of
+    14, 4 tokens after the 2x2 merge; more or fewer with the aspect ratio)."""
     import transformers
 
     specials = [*CHATML, "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]

@@ -1,8 +1,9 @@
 """The `hf:` backend on a tiny random LLaVA-style checkpoint, loaded by path like a real one.
 
 Covers what a user relies on: every scenario runs end to end, answers are the model's raw text,
-left-padded batches give what each request gives alone, and each image part reaches the model
-as one image, in order.
+each image part reaches the model as one image, in order, and a checkpoint that cannot load
+says why in one message. That left-padded batches give what each request gives alone is
+checked for every family, this one included, in test_hf_families.py.
 """
 
 from __future__ import annotations

@@ -66,6 +66,10 @@ def main() -> None:
     # Nothing of this environment's packages may leak in, and nothing may reach the Hub.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HF_HUB_OFFLINE="1", PROACTIVEBENCH_CACHE=str(work / "cache"))
+    # The editable install writes its metadata into the checkout: it goes with the venv, as
+    # a second copy beside another install's would confuse entry-point lookups there.
+    egg_info = ROOT / "src" / "proactivebench.egg-info"
+    had_egg_info = egg_info.exists()
     try:
         created = run([sys.executable, "-m", "venv", str(venv)], env)
         installed = run([str(bin_dir / "pip"), "install", "-q", "-e", f"{ROOT}[hf]"], env)
@@ -113,6 +117,8 @@ def main() -> None:
             print(f"kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+            if not had_egg_info:
+                shutil.rmtree(egg_info, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """The `hf:` backend on a tiny random LLaVA-style checkpoint, loaded by path like a real one.
 
 Covers what a user relies on: every scenario runs end to end, answers are the model's raw text,
-left-padded batches give what each request gives alone, and each image part reaches the model
-as one image, in order.
+each image part reaches the model as one image, in order, and a checkpoint that cannot load
+says why in one message. That left-padded batches give what each request gives alone is
+checked for every family, this one included, in test_hf_families.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +19,17 @@ pytest.importorskip("transformers")
 from PIL import Image
 
 from handmade import full_dataset
+from hfruns import first_turn_requests, generate
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
-from proactivebench.models.base import ChatRequest, Decoding, Model
-from proactivebench.models.hf import HFModel, to_hf_conversation
+from proactivebench.models.base import ChatRequest, Decoding
+from proactivebench.models.hf import HFModel, _describe_load_error, to_hf_conversation
 from proactivebench.models.resilient import Resilient
-from proactivebench.prompting import user_turn
 from proactivebench.protocol import SCENARIOS
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
-from proactivebench.scenarios import View, make_episode
+from proactivebench.scenarios import View
 from proactivebench.settings import EvalSettings
 from tiny_vlm import IMAGE_TOKENS
 
@@ -58,20 +57,6 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return full_dataset(tmp_path_factory.mktemp("data"))
 
 
-def first_turn_requests(data: Path, decoding: Decoding = SHORT) -> list[ChatRequest]:
-    """The first request of every episode of the data set: prompts of many lengths."""
-    requests = []
-    for records in load_dataset(data).records.values():
-        for record in records:
-            obs = make_episode(record).reset()
-            requests.append(ChatRequest([user_turn(obs)], obs, decoding))
-    return requests
-
-
-def generate(model: Model, requests: list[ChatRequest]) -> list[Any]:
-    return asyncio.run(model.generate(requests))
-
-
 def test_loads_a_checkpoint_by_path(loaded: Resilient, model: HFModel, tiny_vlm_dir: Path) -> None:
     assert model.name == loaded.name == f"hf:{tiny_vlm_dir}"
     assert model.max_batch == loaded.max_batch == 8 and model.needs_images and loaded.needs_images
@@ -93,24 +78,11 @@ def test_evaluate_plays_every_scenario_with_raw_answers(
     model.bind_images(ImageStore(data))
     expected = {
         (req.observation.scenario, req.observation.sample_id): generate(model, [req])[0].text
-        for req in first_turn_requests(data)
+        for req in first_turn_requests(data, SHORT)
     }
     got = {(r["scenario"], r["sample_id"]): r["trace"][0]["answer"] for r in results}
     assert got == expected
     assert any(answer.strip() for answer in got.values())
-
-
-def test_batched_generation_equals_one_at_a_time(model: HFModel, data: Path) -> None:
-    model.bind_images(ImageStore(data))
-    requests = first_turn_requests(data)
-    batched = generate(model, requests)  # 15 requests: batches of 8 and 7, left-padded
-    alone = [generate(model, [r])[0] for r in requests]
-    assert [c.text for c in batched] == [c.text for c in alone]
-    assert [c.usage for c in batched] == [c.usage for c in alone]
-    prompt_lengths = {c.usage["prompt_tokens"] for c in alone}
-    assert len(prompt_lengths) > 1, "the batch must need padding for this test to mean anything"
-    for c in batched:
-        assert 0 < c.usage["completion_tokens"] <= SHORT.max_tokens and c.latency_s > 0
 
 
 def test_each_image_part_reaches_the_model_in_order(
@@ -120,7 +92,7 @@ def test_each_image_part_reaches_the_model_in_order(
     Image.new("RGB", (40, 30), (255, 255, 255)).save(tmp_path / "white.png")
     model.bind_images(ImageStore(tmp_path))
     black, white = View("black.png"), View("white.png")
-    obs = first_turn_requests(data)[0].observation
+    obs = first_turn_requests(data, SHORT)[0].observation
 
     def user(*views: View) -> list[dict]:
         parts: list[dict] = [{"type": "image", "view": v} for v in views]
@@ -207,6 +179,59 @@ def test_a_bad_path_is_one_clear_error(tmp_path: Path) -> None:
         load_model(f"hf:{tmp_path / 'empty'}")
 
 
+#: transformers' message when a class needs torchvision, hard-wrapped as it writes it.
+NO_TORCHVISION = (
+    "\nQwen2VLVideoProcessor requires the Torchvision library but it was not found in your "
+    "environment. Check out the instructions on the\ninstallation page: "
+    "https://pytorch.org/get-started/locally/ and follow the ones that match your environment.\n"
+    "Please note that you may need to restart your runtime after installation.\n"
+)
+NO_NUM2WORDS = "Package `num2words` is required. Install it with `pip install num2words`."
+
+
+def missing(name: str) -> ModuleNotFoundError:
+    return ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@pytest.mark.parametrize(
+    ("exc", "line"),
+    [
+        (ImportError(NO_TORCHVISION), "Qwen2VLVideoProcessor needs torchvision"),
+        (ImportError(NO_NUM2WORDS), "this checkpoint needs num2words"),
+        (missing("num2words"), "this checkpoint needs num2words"),
+        (missing("PIL.Image"), "this checkpoint needs pillow"),
+        (ValueError("bad processor config"), "this checkpoint needs sentencepiece"),
+    ],
+)
+def test_a_missing_package_says_what_to_install_in_one_line(exc: Exception, line: str) -> None:
+    if isinstance(exc, ValueError):  # raised while handling the real cause
+        exc.__context__ = missing("sentencepiece")
+    package = line.rsplit(" ", 1)[1]
+    assert _describe_load_error("org/model", exc) == (
+        f"cannot load hf model 'org/model': {line}, which is not installed; "
+        f"install {package}: pip install {package}"
+    )
+
+
+def test_other_load_errors_are_shown_whole_up_to_a_few_lines() -> None:
+    """Unwrapped into one paragraph; a long one keeps its whole first sentences."""
+    wrapped = "The config is\nbroken. Fix it:\n  set `vocab_size`."
+    assert _describe_load_error("org/model", ValueError(wrapped)) == (
+        "cannot load hf model 'org/model': The config is broken. Fix it: set `vocab_size`."
+    )
+    sentences = [f"Sentence {i} of the error says more." for i in range(40)]
+    shown = _describe_load_error("org/model", ValueError(" ".join(sentences)))
+    kept = shown.removeprefix("cannot load hf model 'org/model': ").removesuffix(" [...]")
+    assert kept.endswith(".") and " ".join(sentences).startswith(kept)
+    assert 400 < len(kept) <= 600 and "\n" not in shown
+    # A version mismatch is not a missing package: shown as it is.
+    mismatch = ImportError("cannot import name 'Foo' from 'bar'", name="bar")
+    assert _describe_load_error("org/model", mismatch).endswith(
+        ": cannot import name 'Foo' from 'bar'"
+    )
+    assert _describe_load_error("org/model", RuntimeError()).endswith(": RuntimeError")
+
+
 def test_bad_options_are_clear_errors(tiny_vlm_dir: Path) -> None:
     with pytest.raises(ProactiveBenchError, match="unknown option"):
         load_model(f"hf:{tiny_vlm_dir}", precision="fp8")
@@ -232,14 +257,14 @@ def test_a_failure_is_raised_at_once_not_retried(
     loaded.bind_images(ImageStore(data))
     retries = loaded.stats["retries"]
     with pytest.raises(RuntimeError, match=r"^CUDA out of memory \(injected\)$"):
-        generate(loaded, first_turn_requests(data)[:2])
+        generate(loaded, first_turn_requests(data, SHORT)[:2])
     assert calls == [2] and loaded.stats["retries"] == retries
     assert loaded.retry.max_retries > 0  # it could have retried: it chose not to
 
 
 def test_each_distinct_view_is_decoded_once(model: HFModel, data: Path) -> None:
     """Views shown again (retries, cyclic moves, histories) come from the store's cache."""
-    requests = first_turn_requests(data) * 3
+    requests = first_turn_requests(data, SHORT) * 3
     store = ImageStore(data)
     model.bind_images(store)
     generate(model, requests)

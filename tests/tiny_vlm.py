@@ -28,10 +28,11 @@ SPECIALS = [EOS, "<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<image>"
 IMAGE_TOKENS = 4
 
 
-def byte_tokenizer(specials: list[str] = SPECIALS):
+def byte_tokenizer(specials: list[str] = SPECIALS, named: dict[str, str] | None = None):
     """A byte-level BPE with no merges: every text round-trips, nothing is downloaded.
 
-    `specials[0]` is the end-of-text (and padding) token."""
+    `specials[0]` is the end-of-text (and padding) token. `named` are the model-specific special
+    tokens some processors read off the tokenizer by name (`tokenizer.boi_token`, ...)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -40,7 +41,7 @@ def byte_tokenizer(specials: list[str] = SPECIALS):
     core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, extra_special_tokens=named)
     tokenizer.add_special_tokens({"eos_token": specials[0], "pad_token": specials[0]})
     tokenizer.add_special_tokens({"additional_special_tokens": specials[1:]})
     return tokenizer

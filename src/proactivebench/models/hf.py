@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -125,12 +126,76 @@ def _placement(torch: Any, device: str) -> tuple[str, bool]:
     return device, has_accelerate and device != "cpu"
 
 
+#: A load error is shown whole up to this many characters (a few lines), cut between sentences.
+LOAD_ERROR_CHARS = 600
+#: Import names (and transformers' names of libraries) whose pip package is called otherwise.
+PIP_NAMES = {
+    "pil": "pillow",
+    "pytorch": "torch",
+    "cv2": "opencv-python",
+    "opencv": "opencv-python",
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "bs4": "beautifulsoup4",
+    "beautiful soup": "beautifulsoup4",
+    "pyav": "av",
+}
+_PIP_INSTALL = re.compile(r"pip install\s+[`'\"]?([A-Za-z0-9][\w.\-]*)")
+_REQUIRES = re.compile(r"(\S+) requires the (?:🤗 )?([\w\- ]+?) library but it was not found")
+
+
 def _describe_load_error(path: str, exc: Exception) -> str:
+    """One clear message: a missing package in one line that says what to install (the
+    checkpoint's processor may need one that its model does not, e.g. torchvision for a video
+    processor); any other error whole, but at most a few lines."""
     looks_local = path.startswith((".", "/", "~")) or Path(path).exists()
     if looks_local and not Path(path).expanduser().exists():
         return f"cannot load hf model {path!r}: no such directory"
-    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"cannot load hf model {path!r}: {first_line}"
+    missing = _missing_package(exc)
+    if missing:
+        who, package = missing
+        return (
+            f"cannot load hf model {path!r}: {who} needs {package}, which is not installed; "
+            f"install {package}: pip install {package}"
+        )
+    return f"cannot load hf model {path!r}: {_bounded(str(exc)) or type(exc).__name__}"
+
+
+def _missing_package(exc: BaseException | None) -> tuple[str, str] | None:
+    """(what needs it, the pip package) when `exc` or its cause is a missing import."""
+    while exc is not None:
+        if isinstance(exc, ImportError):
+            text = " ".join(str(exc).split())
+            requires = _REQUIRES.search(text)
+            who = requires.group(1) if requires else "this checkpoint"
+            pip = _PIP_INSTALL.search(text)
+            # Only a module not found names a package to install: "cannot import name" from
+            # an installed one is a version mismatch.
+            absent = exc.name if isinstance(exc, ModuleNotFoundError) else None
+            name = (
+                (pip.group(1) if pip else None)
+                or (requires.group(2) if requires else None)
+                or (absent.split(".")[0] if absent else None)
+            )
+            if name:
+                name = name.lower().rstrip(".")
+                return who, PIP_NAMES.get(name, name.replace(" ", "-"))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _bounded(text: str) -> str:
+    """The text as one paragraph (libraries hard-wrap their messages), its whole sentences up
+    to `LOAD_ERROR_CHARS` characters (a few lines); "[...]" says that more was left out."""
+    sentences = re.split(r"(?<=[.!?:])\s+", " ".join(text.split()))
+    shown = ""
+    for sentence in sentences:
+        if len(shown) + len(sentence) + 1 > LOAD_ERROR_CHARS:
+            # A first sentence longer than that is cut at a word; the others are left out.
+            head = shown or sentence[:LOAD_ERROR_CHARS].rsplit(None, 1)[0]
+            return f"{head} [...]"
+        shown = f"{shown} {sentence}".strip()
+    return shown
 
 
 def checkpoint_identity(path: str, commit: str | None = None) -> str:

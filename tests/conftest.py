@@ -31,3 +31,13 @@ def synth_train(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("synth-train")
     generate(root, per_scenario=2, seed=0, split="train")
     return root
+
+
+@pytest.fixture(scope="session")
+def synth_test(tmp_path_factory: pytest.TempPathFactory):
+    """Our generator's test split, one sample of every scenario (7 short episodes to play)."""
+    from proactivebench.data.synth import generate
+
+    root = tmp_path_factory.mktemp("synth-test")
+    generate(root, per_scenario=1, seed=3, split="test")
+    return root

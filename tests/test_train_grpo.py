@@ -22,7 +22,6 @@ pytest.importorskip("peft")
 
 from clirun import run_cli
 from proactivebench.cli import main
-from proactivebench.data.synth import generate
 from proactivebench.rundir import latest_results, read_results
 from proactivebench.train.examples import scenario_counts
 from proactivebench.train.grpo import TrainSettings, training_data
@@ -129,13 +128,6 @@ def test_lora_saves_merged_weights_and_the_adapter_beside(trained: Path) -> None
     assert not [n for n in names if "vision" in n]
     with safe_open(str(out / "model.safetensors"), "pt") as f:
         assert not [n for n in f.keys() if "lora" in n]  # noqa: SIM118 (merged: no LoRA)
-
-
-@pytest.fixture(scope="module")
-def synth_test(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("synth-test")
-    generate(root, per_scenario=1, seed=3, split="test")
-    return root
 
 
 def test_dir_loads_in_eval_and_compare_reads_the_holdout(

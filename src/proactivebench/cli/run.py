@@ -79,9 +79,9 @@ if TYPE_CHECKING:
     "model_options",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Backend option, repeatable (e.g. dtype=bfloat16, max_batch=16, image_format=PNG, "
-    "api_key_env=MY_KEY, timeout=60, max_retries=8, max_response_bytes=33554432); VALUE is read "
-    "as JSON when it parses.",
+    help="Backend option, repeatable (e.g. dtype=bfloat16, device_map=auto, max_batch=16, "
+    "image_format=PNG, api_key_env=MY_KEY, timeout=60, max_retries=8, "
+    "max_response_bytes=33554432); VALUE is read as JSON when it parses.",
 )
 @click.option(
     "--shard",

@@ -126,6 +126,8 @@ def grpo_command(
                 "some), a rerun starts from the beginning"
             )
         sys.exit(EXIT_INTERRUPTED)
+    if not outcome.main_process:
+        return  # another process of a launch: the main one tells
     where = escape(str(outcome.out_dir))
     out.print(f"trained {outcome.steps} steps on {outcome.examples} examples", highlight=False)
     out.print(f"model: {where} (evaluate it with --model hf:{where})", highlight=False)

@@ -18,13 +18,22 @@ which the same input repeats. `load_model` still wraps the backend in
 (`max_consecutive_failures`), its breaker.
 
 The response cache keys answers on the checkpoint as well as its path or id
-(`checkpoint_identity`): weights saved again under one path are another model to it.
+(`checkpoint_identity`): weights saved again under one path are another model to it. A `dtype`
+or a `quantization_config` changes the weights' numbers, hence the answers: they are keyed too,
+and recorded in the run's identity (`weight_settings`). Where the weights go (`device`,
+`device_map`) and which attention kernel runs (`attn_implementation`) compute the same model,
+and are not.
+
+Large models: `device_map` (e.g. `auto`) hands placement to `from_pretrained`, which shards one
+model over every GPU of the machine; `quantization_config` (a JSON object with `quant_method`,
+as transformers writes it) becomes transformers' own config class.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import re
 import threading
@@ -43,6 +52,13 @@ from proactivebench.scenarios import View
 
 EXTRA_HINT = "install the extra: pip install -e '.[hf]'"
 DTYPES = ("auto", "bfloat16", "float16", "float32")
+#: The `device_map` strategies `from_pretrained` (through `accelerate`) computes a map for.
+DEVICE_MAP_STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")
+DEVICE_MAP_HELP = (
+    f"use {', '.join(DEVICE_MAP_STRATEGIES)}, one device (cpu, cuda:N or N), or a JSON object "
+    'mapping module names to devices, e.g. {"": 0}'
+)
+QUANTIZATION_EXAMPLE = '{"quant_method": "bitsandbytes", "load_in_4bit": true}'
 
 HFMessage = dict[str, Any]
 
@@ -124,6 +140,105 @@ def _placement(torch: Any, device: str) -> tuple[str, bool]:
     except (RuntimeError, ValueError):
         raise HFBackendError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
     return device, has_accelerate and device != "cpu"
+
+
+def _refuse_spreading_beside_other_ranks(strategy: str) -> None:
+    """A strategy spreads one model over every GPU of the node: with several launched processes
+    on the node (data parallel), each would spread its own copy over the same GPUs."""
+    if _launched_local_rank() is None:
+        return
+    try:
+        per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    except ValueError:
+        return
+    if per_node > 1:
+        raise HFBackendError(
+            f"device_map={strategy!r} spreads one model over every GPU of this node, but the "
+            f"launcher started {per_node} processes on it: start one process per node "
+            "(--nproc-per-node 1 / --num_processes equal to the number of nodes), or give each "
+            "process its own GPU without a device_map"
+        )
+
+
+def _device_map(torch: Any, device_map: Any, device: str) -> Any:
+    """The `device_map` option, checked before anything loads: a strategy, one device, or a
+    mapping of module names to devices, as `from_pretrained` takes it.
+
+    It says where each part of the model goes, so `device` (where the whole model goes) must
+    be left at `auto`: given both, neither would be obeyed whole.
+    """
+    if device != "auto":
+        raise HFBackendError(
+            f"give device or device_map, not both (device={device!r}, "
+            f"device_map={json.dumps(device_map)})"
+        )
+    if device_map in DEVICE_MAP_STRATEGIES:
+        _refuse_spreading_beside_other_ranks(device_map)
+        return device_map
+    if _is_device(torch, device_map):
+        return device_map
+    if (
+        isinstance(device_map, dict)
+        and device_map
+        and all(isinstance(k, str) and _is_device(torch, v) for k, v in device_map.items())
+    ):
+        return device_map
+    raise HFBackendError(f"bad device_map {json.dumps(device_map)}: {DEVICE_MAP_HELP}")
+
+
+def _is_device(torch: Any, value: Any) -> bool:
+    """A GPU number, `disk` (offloaded weights), or a device name torch knows."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 0
+    if not isinstance(value, str):
+        return False
+    try:
+        return value == "disk" or bool(torch.device(value))
+    except (RuntimeError, ValueError):
+        return False
+
+
+def _quantization_config(config: Any) -> Any:
+    """transformers' own config object (e.g. `BitsAndBytesConfig`) for a JSON object with
+    `quant_method`, built by `AutoQuantizationConfig` as a checkpoint's would be; a method
+    transformers does not know, or bad settings for it, are one clear error. Whether the
+    method's package is installed is checked by `from_pretrained` (its error names it)."""
+    from transformers.quantizers import AutoQuantizationConfig
+    from transformers.quantizers.auto import AUTO_QUANTIZATION_CONFIG_MAPPING
+
+    if not isinstance(config, dict):
+        raise HFBackendError(
+            f"quantization_config must be a JSON object with quant_method, e.g. "
+            f"{QUANTIZATION_EXAMPLE}; got {json.dumps(config)}"
+        )
+    method = config.get("quant_method")
+    bnb = config.get("load_in_4bit") or config.get("load_in_8bit")
+    if not bnb and method not in AUTO_QUANTIZATION_CONFIG_MAPPING:
+        known = sorted(
+            {
+                m.partition("_")[0] if m.startswith("bitsandbytes") else m
+                for m in AUTO_QUANTIZATION_CONFIG_MAPPING
+            }
+        )
+        hint = " (with load_in_4bit or load_in_8bit true)" if method == "bitsandbytes" else ""
+        raise HFBackendError(
+            f"unknown quant_method {json.dumps(method)}{hint} in quantization_config; "
+            f"transformers knows: {', '.join(known)}"
+        )
+    try:
+        return AutoQuantizationConfig.from_dict(dict(config))
+    except ImportError as exc:
+        package = exc.name or str(exc)
+        raise HFBackendError(
+            f"quantization_config {method!r} needs {package}: pip install {package}"
+        ) from None
+    except (ValueError, TypeError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HFBackendError(
+            f"bad quantization_config {json.dumps(config)}: {first_line}"
+        ) from None
 
 
 #: A load error is shown whole up to this many characters (a few lines), cut between sentences.
@@ -230,6 +345,8 @@ class HFModel(Model):
         device: str = "auto",
         dtype: str = "auto",
         attn_implementation: str | None = None,
+        device_map: str | int | dict[str, Any] | None = None,
+        quantization_config: dict[str, Any] | None = None,
         trust_remote_code: bool = False,
         max_batch: int = 8,
     ) -> None:
@@ -240,9 +357,18 @@ class HFModel(Model):
         self.seed = seed
         self.max_batch = max_batch
         self._lock = threading.Lock()
+        #: What changes the weights' numbers, hence the answers (not where they are placed).
+        self.weight_settings: dict[str, Any] = {}
+        if dtype != "auto":
+            self.weight_settings["dtype"] = dtype
+        if quantization_config is not None:
+            self.weight_settings["quantization_config"] = quantization_config
         self.torch, transformers = _import_backend()
+        load_kwargs, move_to = self._load_kwargs(
+            device, dtype, attn_implementation, device_map, quantization_config
+        )
         self.processor, self.model = self._load(
-            transformers, device, dtype, attn_implementation, trust_remote_code
+            transformers, load_kwargs, move_to, trust_remote_code
         )
         self.identity = checkpoint_identity(path, getattr(self.model.config, "_commit_hash", None))
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
@@ -251,21 +377,42 @@ class HFModel(Model):
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
-    def _load(
+    def _load_kwargs(
         self,
-        transformers: Any,
         device: str,
         dtype: str,
         attn_implementation: str | None,
-        trust_remote_code: bool,
-    ) -> tuple[Any, Any]:
-        torch_dtype = _torch_dtype(self.torch, dtype)
-        target, place_on_load = _placement(self.torch, device)
-        kwargs: dict[str, Any] = {"dtype": torch_dtype, "trust_remote_code": trust_remote_code}
+        device_map: Any,
+        quantization_config: Any,
+    ) -> tuple[dict[str, Any], str | None]:
+        """`from_pretrained`'s keyword arguments, and where to move the model once loaded
+        (None: `from_pretrained` places it, by `device_map`), all checked before loading.
+
+        A `device_map` given is passed as is; else `device` decides (`_placement`). A quantized
+        model cannot be moved once loaded, so it is always placed as it loads.
+        """
+        kwargs: dict[str, Any] = {"dtype": _torch_dtype(self.torch, dtype)}
         if attn_implementation:
             kwargs["attn_implementation"] = attn_implementation
-        if place_on_load:
+        if quantization_config is not None:
+            kwargs["quantization_config"] = _quantization_config(quantization_config)
+        if device_map is not None:
+            kwargs["device_map"] = _device_map(self.torch, device_map, device)
+            return kwargs, None
+        target, place_on_load = _placement(self.torch, device)
+        if place_on_load or quantization_config is not None:
             kwargs["device_map"] = target
+            return kwargs, None
+        return kwargs, target
+
+    def _load(
+        self,
+        transformers: Any,
+        kwargs: dict[str, Any],
+        move_to: str | None,
+        trust_remote_code: bool,
+    ) -> tuple[Any, Any]:
+        kwargs["trust_remote_code"] = trust_remote_code
         try:
             processor = transformers.AutoProcessor.from_pretrained(
                 self.path, trust_remote_code=trust_remote_code
@@ -273,8 +420,8 @@ class HFModel(Model):
             model = transformers.AutoModelForImageTextToText.from_pretrained(self.path, **kwargs)
         except Exception as exc:  # any failure to load is the user's path, id or checkpoint
             raise HFBackendError(_describe_load_error(self.path, exc)) from None
-        if not place_on_load:
-            model = model.to(target)
+        if move_to is not None:
+            model = model.to(move_to)
         if getattr(processor, "chat_template", None) is None:
             raise HFBackendError(
                 f"hf model {self.path!r} has no chat template; add chat_template.jinja to it"
@@ -283,8 +430,17 @@ class HFModel(Model):
 
     @property
     def cache_name(self) -> str:
-        """The path or id and the checkpoint found there (`checkpoint_identity`)."""
-        return f"{self.name}#{self.identity}" if self.identity else self.name
+        """The path or id, the checkpoint found there (`checkpoint_identity`), and the dtype
+        or quantization it was loaded with (none: the checkpoint's own, keyed as before)."""
+        name = f"{self.name}#{self.identity}" if self.identity else self.name
+        if self.weight_settings:
+            name += "#" + json.dumps(self.weight_settings, sort_keys=True, separators=(",", ":"))
+        return name
+
+    def request_settings(self) -> dict[str, Any]:
+        """The dtype and quantization the model was loaded with, when not the checkpoint's
+        own: another quantization is another model, which a run must not resume with."""
+        return dict(self.weight_settings)
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Generate in a worker thread, so the event loop keeps serving other episodes."""

@@ -2,12 +2,14 @@
 
 The engines do the work: TRL generates (in-process, or with vLLM when `use_vllm` is set),
 scores with our reward callables and optimises; accelerate and DeepSpeed scale it when the
-command runs under `accelerate launch`. We choose data, rewards and sensible defaults for the
-task (a short answer: `max_completion_length` 50, the protocol's token limit), restrict LoRA
-to the language model, and leave a directory that `eval --model hf:DIR` loads as it is: the
-final (merged) weights and the processor in DIR, a LoRA adapter in DIR/adapter, TRL's
-`trainer_state.json` (reward mean and std per reward function and per scenario, grad norm,
-loss) and our `train_run.json` (what was trained on and what was held out).
+command runs under `accelerate launch` (`train.processes`: the main process alone writes the
+outputs, every process trains on the same data). We choose data, rewards and sensible
+defaults for the task (a short answer: `max_completion_length` 50, the protocol's token
+limit), restrict LoRA to the language model, and leave a directory that `eval --model
+hf:DIR` loads as it is: the final (merged) weights and the processor in DIR, a LoRA adapter
+in DIR/adapter, TRL's `trainer_state.json` (reward mean and std per reward function and per
+scenario, grad norm, loss) and our `train_run.json` (what was trained on and what was held
+out, by how many processes).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from proactivebench.train.checks import (
     remove_if_empty,
 )
 from proactivebench.train.examples import load_examples, parse_holdout, scenario_counts
+from proactivebench.train.processes import check_same_data, process_state
 from proactivebench.train.rewards import RewardSettings, reward_functions
 
 if TYPE_CHECKING:
@@ -240,7 +243,24 @@ def grpo_config(settings: TrainSettings, reward_weights: list[float]) -> Any:
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
             return GRPOConfig(**values)
     except (ValueError, TypeError) as exc:
-        raise TrainError(f"invalid GRPO settings: {exc}") from None
+        why = _batch_explained(values) if "divisible" in str(exc) else ""
+        raise TrainError(f"invalid GRPO settings: {str(exc).rstrip('.')}{why}") from None
+
+
+def _batch_explained(values: dict[str, Any]) -> str:
+    """How GRPO's batch counts depend on the number of processes, with this run's numbers: a
+    config that trains on 8 GPUs may not on 1, or on 3."""
+    processes = process_state().num_processes
+    per_device = values.get("per_device_train_batch_size", 8)
+    steps = values.get("steps_per_generation") or values.get("gradient_accumulation_steps", 1)
+    generations = values.get("num_generations", 8)
+    return (
+        f" (with {processes} process(es): each generation samples per_device_train_batch_size "
+        f"{per_device} x {processes} process(es) x steps_per_generation {steps} = "
+        f"{per_device * processes * steps} completions, which must be whole groups of "
+        f"num_generations {generations}; change per_device_train_batch_size or num_generations, "
+        "or launch another number of processes)"
+    )
 
 
 def lora_config(options: dict[str, Any]) -> Any:
@@ -262,6 +282,8 @@ class TrainOutcome:
     counts: dict[str, int]
     steps: int
     log_history: list[dict[str, Any]]
+    #: False in the other processes of a launch, which wrote nothing and should print nothing.
+    main_process: bool = True
 
 
 def training_data(settings: TrainSettings) -> Dataset:
@@ -333,11 +355,16 @@ def build_trainer(
 
 
 def save_outputs(
-    trainer: Any, settings: TrainSettings, counts: dict[str, int], stale: Iterable[Path] = ()
+    trainer: Any,
+    settings: TrainSettings,
+    counts: dict[str, int],
+    stale: Iterable[Path] = (),
+    processes: int = 1,
 ) -> None:
     """Final weights and processor in DIR (merged for LoRA, the adapter in DIR/adapter), TRL's
-    `trainer_state.json`, and `train_run.json`; `stale`: a previous run's outputs, removed
-    first (with --overwrite)."""
+    `trainer_state.json`, and `train_run.json` (with the number of `processes` that trained);
+    `stale`: a previous run's outputs, removed first (with --overwrite). The main process's
+    work alone."""
     out = settings.out_dir
     clear_previous_outputs(stale)
     out.mkdir(parents=True, exist_ok=True)
@@ -361,6 +388,7 @@ def save_outputs(
         "rewards": settings.rewards.as_dict(),
         "grpo": {k: _jsonable(v) for k, v in settings.grpo.items()},
         "steps": trainer.state.global_step,
+        "processes": processes,
     }
     (out / RUN_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
@@ -428,8 +456,13 @@ def train_grpo(
 ) -> TrainOutcome:
     """Check, load the data, train, save; `on_data` hears the examples per scenario before
     training. A run that fails or is interrupted before saving leaves no directory it made;
-    one that wrote checkpoints (`save_strategy`) is resumed by a rerun of the same settings."""
+    one that wrote checkpoints (`save_strategy`) is resumed by a rerun of the same settings.
+
+    Under a launcher every process runs this: all of them check and read the same files, only
+    the main one prepares the directory, hears `on_data`, and saves (`train.processes`)."""
     check_settings(settings)
+    state = process_state()
+    main = state.is_main_process
     out = settings.out_dir
     identity = json.loads(json.dumps(settings_identity(settings)))
     resume = not settings.overwrite and last_checkpoint(out, identity) is not None
@@ -438,28 +471,36 @@ def train_grpo(
             f"--out {out}: holds an unfinished run with other settings (its checkpoints); "
             "rerun it with the same settings to resume, or pass --overwrite"
         )
-    made = [] if resume else prepare_out_dir(out, overwrite=settings.overwrite)
+    # Every process has decided from the directory as it was: only now may the main one change
+    # it (a process that failed above has ended the launch).
+    state.wait_for_everyone()
+    made = [] if resume or not main else prepare_out_dir(out, overwrite=settings.overwrite)
     # With --overwrite: the previous run's outputs, kept until the new model is saved; its
     # checkpoints go now, so that the new run's own are not mixed with them.
-    stale = owned_outputs(settings.out_dir) if settings.overwrite else []
+    stale = owned_outputs(settings.out_dir) if settings.overwrite and main else []
     clear_previous_outputs(p for p in stale if p.name.startswith("checkpoint-"))
+    state.wait_for_everyone()
     trainer = None
     try:
         check_model(settings.model, settings.lora["target_modules"] if settings.lora else None)
         dataset = training_data(settings)
+        check_same_data(state, dataset)
         counts = scenario_counts(dataset)
-        if on_data is not None:
+        if on_data is not None and main:
             on_data(counts)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
             trainer = build_trainer(settings, dataset, callbacks)
-            (out / RESUME_FILE).write_text(json.dumps(identity, indent=2) + "\n", "utf-8")
+            if main:
+                (out / RESUME_FILE).write_text(json.dumps(identity, indent=2) + "\n", "utf-8")
             trainer.train(resume_from_checkpoint=True if resume else None)
-        save_outputs(trainer, settings, counts, stale)
-        (out / RESUME_FILE).unlink(missing_ok=True)
-        (out / ERROR_LOG).unlink(missing_ok=True)
+        if main:
+            save_outputs(trainer, settings, counts, stale, state.num_processes)
+            (out / RESUME_FILE).unlink(missing_ok=True)
+            (out / ERROR_LOG).unlink(missing_ok=True)
+        state.wait_for_everyone()  # no process returns before the outputs are whole
     except BaseException as exc:
-        if not list(out.glob("checkpoint-*")):  # nothing to resume from
+        if main and not list(out.glob("checkpoint-*")):  # nothing to resume from
             (out / RESUME_FILE).unlink(missing_ok=True)
         failure = None
         if isinstance(exc, Exception) and not isinstance(exc, ProactiveBenchError):
@@ -474,6 +515,7 @@ def train_grpo(
         counts=counts,
         steps=trainer.state.global_step,
         log_history=list(trainer.state.log_history),
+        main_process=main,
     )
 
 

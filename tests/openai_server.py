@@ -22,6 +22,7 @@ import hashlib
 import json
 import random
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -457,7 +458,10 @@ class ServerProcess:
     """The server in a child process, so that it competes for the CPU like a real one."""
 
     def __init__(self, latency: float = 0.0, answers: Path | None = None) -> None:
-        self.args = [sys.executable, str(Path(__file__).resolve()), "--latency", str(latency)]
+        self.args = [
+            sys.executable, str(Path(__file__).resolve()), "--latency", str(latency),
+            "--until-stdin-closes",
+        ]  # fmt: skip
         if answers is not None:
             self.args += ["--answers", str(answers)]
         self.process: subprocess.Popen[str] | None = None
@@ -487,16 +491,31 @@ class ServerProcess:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.0)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Prints 'URL <base url>' once listening, then serves until Ctrl-C or SIGTERM "
+        "(or, with --until-stdin-closes, until its standard input closes).",
+    )
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--answers", type=Path, help="JSON object: fingerprint -> answer")
-    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    parser.add_argument(
+        "--until-stdin-closes",
+        action="store_true",
+        help="stop when standard input closes: a parent that dies takes the server with it",
+    )
     args = parser.parse_args()
     answers = json.loads(args.answers.read_text()) if args.answers else {}
     server = FakeOpenAI(latency=args.latency, answers=answers, record=False).start(args.port)
     print(f"URL {server.url}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
-        sys.stdin.read()  # until the parent closes our stdin (or ^D)
+        if args.until_stdin_closes:
+            sys.stdin.read()
+        else:  # in the background too, where stdin is closed or /dev/null at once
+            while not stop.wait(0.5):
+                pass
     server.stop()
 
 

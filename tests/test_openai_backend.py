@@ -644,3 +644,32 @@ def test_a_key_echoed_by_the_server_is_stored_nowhere(
     assert [r.getMessage() for r in caplog.records] == [
         "the API key in $OPENAI_API_KEY goes to http://gpu-box.example:8000/v1 over plain http://"
     ]
+
+
+def test_the_fake_server_serves_in_the_background_until_sigterm() -> None:
+    """Started as a background job (stdin closed at once), tests/openai_server.py keeps serving
+    until SIGTERM: it used to stop as soon as its stdin closed."""
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    import openai_server
+
+    server = subprocess.Popen(
+        [sys.executable, openai_server.__file__, "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().split()[1]
+        with urllib.request.urlopen(f"{url}/models", timeout=30) as response:
+            assert json.loads(response.read())["object"] == "list"
+        assert server.poll() is None
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()

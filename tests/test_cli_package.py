@@ -79,3 +79,31 @@ def test_no_module_of_the_package_imports_its_root() -> None:
             if root:
                 circles.append(f"{module.name}:{node.lineno}")
     assert not circles, f"imports of proactivebench.cli inside the package: {circles}"
+
+
+def test_plain_progress_lines_say_how_long_the_rest_takes() -> None:
+    """Off a terminal, the first result and then each tenth is one line with the time left at
+    the pace so far: 10 episodes a second, 100 in all -> after 20, about 8 s left (rich's
+    estimate, within a second); the last line has none."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from proactivebench.cli.output import LineProgress, duration
+
+    clock = [0.0]
+    sink = io.StringIO()
+    progress = LineProgress(console=Console(file=sink, width=200), get_time=lambda: clock[0])
+    with progress:
+        task = progress.add_task("run", total=100)
+        for _ in range(100):
+            clock[0] += 0.1
+            progress.advance(task)
+    lines = sink.getvalue().splitlines()
+    assert len(lines) == 11 and all(line.startswith("run: ") for line in lines)
+    assert lines[2].startswith("run: 20/100 (20%)"), lines
+    left = [int(m.group(1)) for line in lines if (m := re.search(r"about (\d+)s left$", line))]
+    assert len(left) == 9 and 7 <= left[1] <= 9 and left == sorted(left, reverse=True), lines
+    assert "left" not in lines[-1] and lines[-1].startswith("run: 100/100")
+    assert [duration(s) for s in (44.6, 200, 7500)] == ["45s", "3m20s", "2h05m"]

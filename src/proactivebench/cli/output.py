@@ -165,10 +165,13 @@ def _acc_ps(score: ScenarioScore) -> str:
 class LineProgress(Progress):
     """Progress off a terminal (a log file, CI): the same tasks, reported as one plain line each
     time a tenth more is done (or a minute has passed) and at the end, instead of a bar that
-    only a terminal can redraw in place."""
+    only a terminal can redraw in place. Each line says how long the rest should take, at the
+    pace so far (as the bar's time-remaining column does)."""
 
-    def __init__(self, *columns: Any, console: Console) -> None:
-        super().__init__(*columns, console=console, disable=True)
+    def __init__(
+        self, *columns: Any, console: Console, get_time: Callable[[], float] | None = None
+    ) -> None:
+        super().__init__(*columns, console=console, disable=True, get_time=get_time)
         #: Per task: how much was done when it was last reported, and when.
         self._reported: dict[TaskID, tuple[float, float]] = {}
 
@@ -197,11 +200,25 @@ class LineProgress(Progress):
                 return
         self._reported[task_id] = (done, now)
         fields = "".join(f", {name} {value}" for name, value in task.fields.items())
+        remaining = task.time_remaining
+        eta = f", about {duration(remaining)} left" if remaining and done < total else ""
         line = (
             f"{task.description}: {done:g}/{total:g} "
-            f"({100 * done / total:.0f}%){fields}, {task.elapsed or 0:.0f}s"
+            f"({100 * done / total:.0f}%){fields}, {task.elapsed or 0:.0f}s{eta}"
         )
         self.console.print(printable(line), markup=False, highlight=False)
+
+
+def duration(seconds: float) -> str:
+    """A time span as people read it in a log line: 45s, 3m20s, 2h05m."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def print_error(message: str) -> None:

@@ -267,7 +267,12 @@ def test_thumbnail_applies_the_crop(tmp_path: Path) -> None:
 
 def test_report_and_show_commands(run: Path, tmp_path: Path, capsys) -> None:
     code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
-    assert code == 0 and "| ROD |" in text and "report.html" in text
+    assert code == 0 and "ROD" in text and "average" in text and "report.html" in text
+    # The table and where the files are, not the whole Markdown report.
+    assert str(tmp_path / "r" / "report.md") in text and "## What the columns mean" not in text
+    run2 = make_run(tmp_path, "other", [episode("ROD", 0, "first")])
+    code, text = run_cli(["report", str(run), str(run2), "--out", str(tmp_path / "r2")], capsys)
+    assert code == 0 and "accuracy % by scenario" in text and "ps rate by scenario" in text
     assert "warning:" in text and "designate no shown option" in text
     code, text = run_cli(["show", str(run), "ROD", "1"], capsys)
     assert code == 0

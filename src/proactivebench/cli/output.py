@@ -38,6 +38,7 @@ from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
+    from proactivebench.report.tables import Table as ReportTable
     from proactivebench.results import EpisodeResult, OEGResult
 
 # soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
@@ -303,6 +304,21 @@ def print_warnings(warnings: list[str]) -> None:
     """Warnings that must not be missed (e.g. unreadable answers), one line each, on stderr."""
     for warning in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(printable(warning))}", highlight=False)
+
+
+def report_table(table: ReportTable) -> Table:
+    """One of the report's tables (`report.tables.Table`) for the terminal, its average row set
+    apart as in the report's own formats."""
+    shown = Table(title=Text(one_line(table.title)))
+    for index, heading in enumerate(table.columns):
+        shown.add_column(one_line(heading), justify="left" if index == 0 else "right")
+    for number, row in enumerate(table.rows):
+        last = number == len(table.rows) - 1
+        if last and table.average_last and len(table.rows) > 1:
+            shown.add_section()
+        style = "bold" if last and table.average_last else None
+        shown.add_row(*(Text(printable(cell.text)) for cell in row), style=style)
+    return shown
 
 
 def print_report_outcome(outcome: ReportOutcome) -> None:

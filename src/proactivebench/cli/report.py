@@ -1,5 +1,6 @@
 """The commands that read finished runs: `report` writes tables, plots and the HTML viewer
-(`proactivebench.report`) and prints the Markdown tables; `show` prints one episode as a
+(`proactivebench.report`) and prints the tables people look for first (the run's, or those that
+set several runs side by side) and where the files are; `show` prints one episode as a
 transcript."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from proactivebench.cli.output import out, print_report_outcome, printable
+from proactivebench.cli.output import out, print_report_outcome, printable, report_table
 from proactivebench.errors import ProactiveBenchError
 
 
@@ -73,8 +74,13 @@ def report_command(
         seed=seed,
         allow_empty=False,
     )
-    markdown = (outcome.out_dir / "report.md").read_text(encoding="utf-8")
-    out.print(printable(markdown), markup=False, highlight=False)
+    for table in outcome.headline:
+        out.print(report_table(table))
+    out.print(
+        f"tables: {outcome.out_dir / 'report.md'} (CSV and LaTeX in {outcome.out_dir / 'tables'})",
+        markup=False,
+        highlight=False,
+    )
     print_report_outcome(outcome)
 
 

@@ -60,6 +60,9 @@ class ReportOutcome:
     #: Per scenario, too many unreadable answers.
     warnings: list[str] = field(default_factory=list)
     measures: list[RunMeasures] = field(default_factory=list)
+    #: The tables a terminal shows (`report` prints these, not the whole report.md): the
+    #: cross-run tables of several runs, or the one run's table, and any `--vs` comparison.
+    headline: list[Table] = field(default_factory=list)
 
     @property
     def html(self) -> Path:
@@ -182,6 +185,7 @@ def _write_report(
         comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in runs]
 
     tables = _tables(all_measures, comparisons)
+    outcome.headline = _headline(tables, several=len(runs) > 1)
     images = _plots(all_measures, outcome)
 
     # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves the
@@ -279,6 +283,15 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
         ]
     tables.append(usage_table(all_measures))
     return tables
+
+
+def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
+    """The run's own table, or with several runs the tables that set them side by side (the
+    per-run tables stay in the files), then the comparisons."""
+    cross = [t for t in tables if t.key.startswith("cross-")]
+    runs = [t for t in tables if t.key.startswith("run-")]
+    compared = [t for t in tables if t.key.startswith("vs-")]
+    return [*(cross if several and cross else runs), *compared]
 
 
 def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[str, bytes]:

@@ -107,3 +107,17 @@ def test_plain_progress_lines_say_how_long_the_rest_takes() -> None:
     assert len(left) == 9 and 7 <= left[1] <= 9 and left == sorted(left, reverse=True), lines
     assert "left" not in lines[-1] and lines[-1].startswith("run: 100/100")
     assert [duration(s) for s in (44.6, 200, 7500)] == ["45s", "3m20s", "2h05m"]
+
+
+def test_plots_come_with_the_package_and_cost_nothing_at_start_up() -> None:
+    """matplotlib is a dependency (a user who installs the package gets the plots), and no
+    command pays for importing it before a report is drawn."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert any(d.startswith("matplotlib") for d in project["project"]["dependencies"])
+    code = (
+        "import sys, proactivebench.cli, proactivebench.report; print('matplotlib' in sys.modules)"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""The report's figures, drawn with matplotlib (the `report` extra) into PNG bytes.
+"""The report's figures, drawn with matplotlib (a dependency, imported only here) into PNG bytes.
 
 Figures are made with `matplotlib.figure.Figure` and the Agg canvas, never `pyplot`: no
 figure registry, no display needed, nothing left open. One global is touched: matplotlib's
@@ -29,7 +29,7 @@ def missing_reason() -> str | None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return "plots skipped: matplotlib is not installed (pip install -e '.[report]')"
+        return "plots skipped: matplotlib is not installed (pip install matplotlib)"
     return None
 
 

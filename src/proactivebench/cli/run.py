@@ -47,6 +47,7 @@ from proactivebench.settings import EvalSettings, RunOptions
 
 if TYPE_CHECKING:
     from proactivebench.launch import Launch, LaunchedOutcome
+    from proactivebench.metrics import Summary
     from proactivebench.runner import RunOutcome
 
 
@@ -181,11 +182,11 @@ def eval_command(
             f"all {outcome.resumed} episodes already done in {outcome.out_dir}: nothing played. "
             "The existing results:"
         )
-    out.print(summary_table(outcome.summary))
-    out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
-    print_cached(outcome.cached, outcome.answers)
-    finish_run(outcome.out_dir, write=not no_report)
-    report_errors(outcome.errors, scored=sum(s.n for s in outcome.summary.scenarios.values()))
+    status = tell_run(
+        outcome.summary, outcome.out_dir, outcome.errors, outcome.cached, outcome.answers, no_report
+    )
+    if status != EXIT_OK:
+        sys.exit(status)
 
 
 def eval_launched(
@@ -222,22 +223,33 @@ def tell_launched(launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_re
     if outcome.problem is not None or outcome.merged is None:
         print_error(outcome.problem or f"{out_dir} was not merged")
         return EXIT_ERROR
-    out.print(summary_table(outcome.merged))
-    out.print(f"results: {out_dir / 'results.jsonl'}")
-    print_cached(outcome.cached, outcome.answers)
-    finish_run(out_dir, write=not no_report)
-    scored = sum(s.n for s in outcome.merged.scenarios.values())
-    return EXIT_EPISODE_ERRORS if print_episode_errors(outcome.errors, scored) else EXIT_OK
+    return tell_run(
+        outcome.merged, out_dir, outcome.errors, outcome.cached, outcome.answers, no_report
+    )
 
 
-def print_cached(cached: int, answers: int) -> None:
-    """How many of the run's answers came from the response cache (none: nothing said)."""
+def tell_run(
+    summary: Summary,
+    run_dir: Path,
+    errors: Counter[str],
+    cached: int,
+    answers: int,
+    no_report: bool,
+) -> int:
+    """A finished run, as `eval` ends (plain or launched): the table, where the results are,
+    how many answers the response cache gave, the report, and why episodes failed; returns
+    the exit status."""
+    out.print(summary_table(summary))
+    out.print(f"results: {run_dir / 'results.jsonl'}")
     if cached:
         console.print(
             f"{cached} of {answers} answers came from the response cache, not "
             "from the model (--no-cache asks the model again)",
             highlight=False,
         )
+    finish_run(run_dir, write=not no_report)
+    scored = sum(s.n for s in summary.scenarios.values())
+    return EXIT_EPISODE_ERRORS if print_episode_errors(errors, scored) else EXIT_OK
 
 
 def finish_run(run_dir: Path, write: bool) -> None:
@@ -251,12 +263,6 @@ def finish_run(run_dir: Path, write: bool) -> None:
     else:
         run = load_runs([run_dir])[0]
         print_warnings(unreadable_warnings(measure_run(run, n_resamples=0)))
-
-
-def report_errors(errors: Counter[str], scored: int) -> None:
-    """Say why episodes failed, and exit with `EXIT_EPISODE_ERRORS` when any did."""
-    if print_episode_errors(errors, scored):
-        sys.exit(EXIT_EPISODE_ERRORS)
 
 
 def print_episode_errors(errors: Counter[str], scored: int) -> bool:

@@ -273,6 +273,7 @@ def test_report_and_show_commands(run: Path, tmp_path: Path, capsys) -> None:
     run2 = make_run(tmp_path, "other", [episode("ROD", 0, "first")])
     code, text = run_cli(["report", str(run), str(run2), "--out", str(tmp_path / "r2")], capsys)
     assert code == 0 and "accuracy % by scenario" in text and "ps rate by scenario" in text
+    assert "What the columns mean" not in text and "Tokens and latency" not in text
     assert "warning:" in text and "designate no shown option" in text
     code, text = run_cli(["show", str(run), "ROD", "1"], capsys)
     assert code == 0

@@ -11,6 +11,7 @@ from clirun import run_cli
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import GENERATOR_VERSION, generate
 from proactivebench.data.validate import validate_dataset
+from proactivebench.demo import DEMO_BASELINES
 from proactivebench.models import load_model
 from proactivebench.paths import cache_root
 from proactivebench.protocol import SCENARIOS
@@ -103,6 +104,12 @@ def test_demo_command_runs_offline_and_reuses_its_data(capsys, tmp_path: Path) -
     assert code == 0
     assert all(name in text for name in ("oracle", "proactive", "reactive", "average"))
     assert "100.0" in text and "runs/demo-seed0-n4/<baseline>/results.jsonl" in text
+    # The baselines side by side in one report, plots included (matplotlib is a dependency).
+    report = cache_root() / "runs" / "demo-seed0-n4" / "report"
+    assert f"report:  {report / 'report.html'}" in text
+    page = (report / "report.html").read_text()
+    assert all(f"baseline:{name}" in page for name in DEMO_BASELINES)
+    assert (report / "plots" / "scenarios.png").read_bytes().startswith(b"\x89PNG")
     assert "ps: proactive suggestions per episode, on average (a count, not a %)" in text
     # It ends with one short episode of the proactive baseline: asking, then answering.
     shown = text.split("One episode of baseline:proactive (proactivebench show ", 1)[1]

@@ -3,7 +3,9 @@
 On first use the synthetic test set is generated into the user cache directory (keyed by
 generator version, seed and size, written to a temporary folder and renamed into place, so an
 interrupted generation is never mistaken for a finished one); later runs reuse it, and the
-baseline runs resume, so a second `proactivebench demo` is instant.
+baseline runs resume, so a second `proactivebench demo` is instant. The baselines end side by
+side in one report (tables, plots, the episode viewer), so a first look includes what a
+researcher reads of a real run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from proactivebench.data.layout import MANIFEST
 from proactivebench.models import load_model
 from proactivebench.paths import cache_root
+from proactivebench.report import ReportOutcome, write_report
 from proactivebench.results import EpisodeResult
 from proactivebench.runner import RunOutcome, evaluate
 
@@ -72,3 +75,12 @@ def run_demo(
         json.dumps({n: o.summary.as_dict() for n, o in outcomes.items()}, indent=2) + "\n"
     )
     return outcomes
+
+
+def write_demo_report(runs_dir: Path, baselines: Sequence[str] = DEMO_BASELINES) -> ReportOutcome:
+    """The baselines of `run_demo` side by side in one report, in `runs_dir/report`."""
+    return write_report(
+        [runs_dir / name for name in baselines],
+        runs_dir / "report",
+        title="Built-in baselines on the synthetic ProactiveBench",
+    )

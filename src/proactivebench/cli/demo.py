@@ -1,8 +1,9 @@
 """`proactivebench demo`: the whole benchmark offline in one command, for a first look.
 
 Generates a synthetic data set once (cached), scores the built-in baselines on it
-(`proactivebench.demo`), prints their comparison table and one episode of the `proactive`
-baseline, turn by turn.
+(`proactivebench.demo`), writes their report (tables, plots, the episode viewer), prints their
+comparison table, where the files are, and one episode of the `proactive` baseline, turn by
+turn.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from proactivebench.protocol import SCENARIOS
 )
 def demo_command(per_scenario: int, seed: int) -> None:
     """Offline: generate a synthetic ProactiveBench once and score the built-in baselines."""
-    from proactivebench.demo import DEMO_BASELINES, ensure_synthetic, run_demo
+    from proactivebench.demo import DEMO_BASELINES, ensure_synthetic, run_demo, write_demo_report
     from proactivebench.paths import cache_root
 
     with count_progress() as progress:
@@ -51,6 +52,8 @@ def demo_command(per_scenario: int, seed: int) -> None:
             on_start=lambda n, total, done: progress.update(tasks[n], total=total, completed=done),
             on_result=lambda n, r: progress.update(tasks[n], advance=1),
         )
+        progress.add_task("report", total=None)
+        report = write_demo_report(runs_dir)
     out.print(
         comparison_table(
             {n: o.summary for n, o in outcomes.items()},
@@ -59,6 +62,7 @@ def demo_command(per_scenario: int, seed: int) -> None:
     )
     out.print(f"data:    {data_dir}")
     out.print(f"results: {runs_dir}/<baseline>/results.jsonl")
+    out.print(f"report:  {report.html}")
     show_demo_episode(runs_dir / "proactive")
 
 

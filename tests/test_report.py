@@ -446,3 +446,24 @@ def test_eval_warns_when_answers_are_unreadable(tmp_path: Path, capsys) -> None:
         assert code == 0
         assert "warning: answers that designate no shown option (protocol §4) pass 10 %" in text
         assert "ROD (100.0 %)" in text and "--answer-extraction lenient" in text
+
+
+def test_show_and_the_viewer_name_the_rule_behind_a_surprising_verdict(
+    tmp_path: Path, capsys
+) -> None:
+    # A model that answers the hand-made ROD record's answer key at once: on ROD's first turn
+    # even that is wrong (protocol §5), which the transcript and the viewer must say.
+    data = full_dataset(tmp_path / "data")
+    model = tmp_path / "answers_cup.py"
+    model.write_text("def answer(messages, observation):\n    return 'cup'\n")
+    run = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", f"python:{model}:answer", "--out", str(run)]
+    assert run_cli([*args, "--scenarios", "ROD"], capsys)[0] == 0
+    line = json.loads((run / "results.jsonl").read_text().splitlines()[0])
+    assert line["correct_category"] == "cup"
+    first = line["trace"][0]
+    rule = "ROD accepts no category on the first turn, even the right one"
+    assert first["verdict"] == "wrong" and rule in first["reason"]
+    code, text = run_cli(["show", str(run), "ROD", str(line["sample_id"])], capsys)
+    assert code == 0 and f"verdict: wrong · {rule}" in text
+    assert rule in (run / "report" / "report.html").read_text()

@@ -431,3 +431,33 @@ def test_oracle_wins_every_scenario_with_shuffled_options() -> None:
                 obs = ep.observation
                 ep.step(chr(65 + obs.options.index(best_move(obs))))  # by letter, as shown
             assert ep.correct, (short, seed)
+
+
+def _refusal(short: str, answers: list[str], **kw) -> tuple[str, str | None]:
+    """Play `answers` on a hand-made record; the last step's verdict and its stated rule."""
+    ep = make_episode(record(short, **kw))
+    for answer in answers:
+        step = ep.step(answer)
+    return step.verdict, step.info.get("reason")
+
+
+def test_a_verdict_decided_by_a_scenario_rule_says_which_rule() -> None:
+    # The §5 rules that make an acceptable-looking answer wrong, each named on the turn.
+    verdict, rule = _refusal("ROD", ["cup"])  # the answer key, on the first turn
+    assert verdict == "wrong" and "ROD accepts no category on the first turn" in rule
+    assert _refusal("ROD", ["B", "cup"]) == ("correct", None)  # a turn later it is right
+    for short, move in (("MVP-N", "Rotate the object."), ("QD", "Add more details.")):
+        last = make_episode(record(short)).max_steps
+        verdict, rule = _refusal(short, [move] * last)
+        assert verdict == "wrong" and f"{short} accepts only the category on the last turn" in rule
+    verdict, rule = _refusal("IN-C", ["Increase the brightness."])  # the quality answer is deblur
+    assert verdict == "wrong" and "'Deblur the image.'" in rule
+    verdict, rule = _refusal("IN-C", ["Deblur the image."] * 4 + ["Deblur the image."])
+    assert verdict == "wrong" and "IN-C accepts only the category on the last turn" in rule
+    options = ["Rewind the video.", "I do not know."]
+    verdict, rule = _refusal("CIT", ["A"], first_image=8, options=options)
+    assert verdict == "wrong" and "CIT's quirk" in rule
+    # Obvious verdicts carry no rule: a wrong category, an abstention, nothing readable.
+    assert _refusal("VSOD", ["apple"]) == ("wrong", None)
+    assert _refusal("ROD", ["I do not know."]) == ("wrong", None)
+    assert _refusal("ROD", ["what?"]) == ("mismatch", None)

@@ -221,6 +221,8 @@ class Episode:
         elif choice.kind == "action":
             verdict, end = self._act(str(choice.option), info)
         else:
+            if choice.option is not None and (rule := self.refusal(choice.option)) is not None:
+                info["reason"] = rule
             self.done = True
             verdict = "wrong" if choice.kind == "wrong" else "mismatch"
             end = "unreadable" if choice.kind == "unreadable" else "wrong"
@@ -233,6 +235,21 @@ class Episode:
         if not self.done:
             self._observation = next_obs = self._observe()
         return StepResult(verdict, self.done, self.correct, next_obs, info, truncated, end)
+
+    def refusal(self, option: str) -> str | None:
+        """Why a shown option that §4's general rule accepts is wrong now: the §5 rule that
+        decided (the right category on ROD's first turn, an intervention on the last turn...),
+        so that a transcript can say it; None when the verdict needs no explaining."""
+        obs = self.observation
+        if option == self.record.answer and not obs.correct_categories:
+            return self._category_refusal()
+        if (
+            option in obs.action_options
+            and not is_abstention(option)
+            and option not in obs.correct_actions
+        ):
+            return self._action_refusal(option)
+        return None
 
     def oracle_answer(self) -> str:
         """The best move now (see `best_move`)."""
@@ -382,6 +399,19 @@ class Episode:
 
     def _category_allowed(self) -> bool:
         return True
+
+    def _category_refusal(self) -> str | None:
+        """Why the answer key is not accepted now (only ROD refuses it, on its first turn)."""
+        return None
+
+    def _action_refusal(self, option: str) -> str | None:
+        """Why a non-abstaining intervention shown now is not accepted."""
+        if not self._actions_allowed():
+            return (
+                f"{self.scenario} accepts only the category on the last turn: no further "
+                "view is left to show (protocol §5)"
+            )
+        return None
 
     def _transition(self, action: str) -> Halt | None:
         """Apply `action`, or say why the episode must stop there instead: the move leaves

@@ -59,6 +59,13 @@ class CITEpisode(Episode):
                 del options[-1]
         return options
 
+    def _action_refusal(self, option: str) -> str:
+        return (
+            "CIT's quirk at the end of a video whose options lack 'Wait for the': the shown "
+            "options and the correct ones each lose their own last entry, so this option is "
+            "still shown but no longer correct (protocol §5)"
+        )
+
     def oeg_answers(self) -> str:
         """The (pruned) correct moves, then "Rewind the video." once more, then the categories
         (docs/protocol.md §6): a rewind can appear twice, as in the reported numbers."""

@@ -35,6 +35,14 @@ class INCEpisode(Episode):
         # Random-action ablation on a record whose options lack its quality answer.
         return [o for o in valid if not is_abstention(o)] if self.random_actions else []
 
+    def _action_refusal(self, option: str) -> str | None:
+        if self._actions_allowed():
+            return (
+                "IN-C accepts only the enhancement that undoes this corruption, "
+                f"{self.record.quality_answer!r} (protocol §5)"
+            )
+        return super()._action_refusal(option)
+
     def oeg_answers(self) -> str:
         """The correct enhancement, then the categories (docs/protocol.md §6)."""
         obs = self.observation

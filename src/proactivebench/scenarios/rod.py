@@ -30,6 +30,12 @@ class RODEpisode(Episode):
         # On the first turn the object cannot be seen: only a move is a correct answer.
         return self.num_turns > 0
 
+    def _category_refusal(self) -> str:
+        return (
+            "ROD accepts no category on the first turn, even the right one: the object is "
+            "still hidden behind the blocks, so only a move is correct (protocol §5)"
+        )
+
     def _transition(self, action: str) -> Halt | None:
         delta = -1 if action == "LEFT" else 1
         self.image_id = (int(self.image_id) + delta) % self.record.num_images

@@ -93,6 +93,13 @@ def strip(title: str, frames: list[tuple[Image.Image, str]]) -> Image.Image:
     return canvas
 
 
+def figure(short: str, seed: int = 0) -> Image.Image:
+    """The committed strip of one scenario, as `main` saves it (tests/test_synth.py checks that
+    the committed files are what this draws with the current generator)."""
+    title, frames = episode_frames(short, SHOWN[short], seed)
+    return strip(title, frames).quantize(colors=192, method=Image.Quantize.MEDIANCUT)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -100,10 +107,8 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for short in SCENARIOS:
-        title, frames = episode_frames(short, SHOWN[short], args.seed)
-        image = strip(title, frames).quantize(colors=192, method=Image.Quantize.MEDIANCUT)
         path = args.out / f"{short}.png"
-        image.save(path, format="PNG", optimize=True)
+        figure(short, args.seed).save(path, format="PNG", optimize=True)
         print(f"{path}  {path.stat().st_size // 1024} KB")
 
 

@@ -7,6 +7,7 @@ wrong pictures fails here.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
 from itertools import pairwise
@@ -381,3 +382,20 @@ def test_object_library_is_rich_and_drawable() -> None:
         colours = {tuple(c) for c in np.asarray(image).reshape(-1, 3)[::7]}
         assert len(colours) >= 4, name  # colour and detail, not a flat blob
         assert len(objects.sketch_strokes(shapes, rng)) >= 4
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+@pytest.mark.parametrize("short", SCENARIOS)
+def test_committed_scenario_figures_are_what_make_figures_draws(short: str) -> None:
+    # The README shows docs/scenarios/*.png; a generator change must come with new figures.
+    spec = importlib.util.spec_from_file_location("make_figures", DOCS / "make_figures.py")
+    make_figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_figures)
+    drawn = np.asarray(make_figures.figure(short).convert("RGB"), dtype=float)
+    committed = np.asarray(Image.open(DOCS / "scenarios" / f"{short}.png").convert("RGB"))
+    stale = f"docs/scenarios/{short}.png is out of date: run python docs/make_figures.py"
+    assert drawn.shape == committed.shape, stale
+    # Equal but for text antialiasing, should another Pillow draw the captions a bit apart.
+    assert np.abs(drawn - committed).mean() < 1.0, stale

@@ -446,3 +446,59 @@ def test_eval_warns_when_answers_are_unreadable(tmp_path: Path, capsys) -> None:
         assert code == 0
         assert "warning: answers that designate no shown option (protocol §4) pass 10 %" in text
         assert "ROD (100.0 %)" in text and "--answer-extraction lenient" in text
+
+
+def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, capsys) -> None:
+    """QD: one right episode (after one suggestion) and one wrong one. A resample of two
+    episodes holds 0, 1 or 2 right ones (1/4, 1/2, 1/4): of 2000 resamples about 500 have
+    a mean of 0 and 500 of 100, so the 2.5th and 97.5th percentiles are 0 and 100, and the
+    half-width is 50.0 (ps rate: 0.50). ROD: both right, no spread (± 0.0). The average of
+    the two scenarios, 75.0, resamples to 50, 75 or 100: ± 25.0."""
+    from rich.console import Console
+
+    from proactivebench.cli.output import summary_table
+    from proactivebench.metrics import summarize
+
+    lines = [episode("QD", 0, "asked"), episode("QD", 1, "wrong")]
+    lines += [episode("ROD", 2, "first"), episode("ROD", 3, "first")]
+    run = make_run(tmp_path, "run", lines)
+    expected = {
+        "QD": "50.0 ± 50.0 │ 0.50 ± 0.50",
+        "ROD": "100.0 ± 0.0 │ 0.00 ± 0.00",
+        "average": "75.0 ± 25.0 │ 0.25 ± 0.25",
+    }
+    console = Console(width=200, record=True, file=io.StringIO())
+    loaded = load_run(run)
+    console.print(summary_table(summarize(loaded.lines, "m"), measures=measure_run(loaded)))
+    eval_text = console.export_text()
+    code, report_text = run_cli(["report", str(run)], capsys)
+    assert code == 0
+    for text in (eval_text, report_text):  # eval's table, and report's run table
+        for scenario, cells in expected.items():
+            row = next(x for x in text.splitlines() if x.startswith(f"│ {scenario} "))
+            assert cells in row, (scenario, row)
+        assert "±: half the width of the 95 % bootstrap interval" in text
+    # Differences to a --vs run keep their bounds: whether they hold 0 is their point.
+    code, text = run_cli(
+        ["report", str(run), "--vs", str(run), "--out", str(tmp_path / "v")], capsys
+    )
+    assert code == 0 and "+0.0 [0.0, 0.0]" not in text and "0.0 [0.0, 0.0] p=1" in text
+
+
+def test_eval_prints_the_reports_intervals(tmp_path: Path, capsys) -> None:
+    """The ± that eval prints, with or without the report, is the report's own interval."""
+    from proactivebench.data.synth import generate
+
+    data = tmp_path / "data"
+    generate(data, per_scenario=4, seed=0)
+    for extra in ((), ("--no-report",)):
+        out = tmp_path / f"run{len(extra)}"
+        args = ["eval", "--data", str(data), "--model", "baseline:random", "--out", str(out)]
+        code, text = run_cli([*args, *extra, "--no-cache"], capsys)
+        assert code == 0
+        write_report([out], tmp_path / f"report{len(extra)}")
+        average = json.loads((tmp_path / f"report{len(extra)}" / "report.json").read_text())
+        accuracy = average["runs"][0]["average"]["accuracy"]
+        half = (accuracy["high"] - accuracy["low"]) / 2
+        row = next(x for x in text.splitlines() if x.startswith("│ average"))
+        assert half > 0 and f"{accuracy['value']:.1f} ± {half:.1f}" in row

@@ -571,3 +571,22 @@ def _label_points(figure: Figure, ax: Axes, points: Sequence[tuple[float, float,
             if fits and not any(box.overlaps(other) for other in taken):
                 break
         taken.append(text.get_window_extent(renderer))
+
+
+def describe(name: str, all_measures: Sequence[RunMeasures]) -> str:
+    """A plot's alternative text (the report's `alt`): what it shows, in words, for a screen
+    reader, a page whose images did not load, and a test that reads the page."""
+    runs = ", ".join(_label(m.run.label) for m in all_measures)
+    if name == "scenarios":
+        main, _, second = _key(all_measures)
+        return f"Bars per scenario of {_heading(main)} and {_heading(second)}, one per run: {runs}"
+    if name == "accuracy_vs_ps":
+        x_key, y_key = scatter_axes(all_measures)
+        shapes = ", ".join(_label(s) for s in scatter_scenarios(all_measures))
+        return (
+            f"{_heading(y_key)} against {_heading(x_key)}: one mark per run (colour) and "
+            f"scenario (shape: {shapes}), and each run's average; runs: {runs}"
+        )
+    if name == "size":
+        return f"Average rates against parameter count, with Spearman's rho; runs: {runs}"
+    return name

@@ -344,26 +344,32 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     plot_width, plot_height = 6.2, 4.2
     figure = _figure(plot_width + 3.0, plot_height)
     ax = figure.subplots()
+    marks: dict[str, list[_Point]] = {}
     for point in points:
-        colour = f"C{point.run % 10}"
-        x, y = point.x.estimate + point.shift, point.y.estimate
         if point.scenario is None:
             ax.errorbar(
-                [x],
-                [y],
+                [point.x.estimate + point.shift],
+                [point.y.estimate],
                 xerr=[[point.x.estimate - point.x.low], [point.x.high - point.x.estimate]],
                 yerr=[[point.y.estimate - point.y.low], [point.y.high - point.y.estimate]],
                 fmt="o",
                 markersize=9,
                 markeredgecolor="black",
-                color=colour,
+                color=f"C{point.run % 10}",
                 zorder=3,
             )
         else:
-            marker = SCENARIO_MARKERS.get(point.scenario, OTHER_MARKER)
-            ax.scatter(
-                [x], [y], marker=marker, s=30, color=colour, edgecolors="white", linewidths=0.5
-            )
+            marks.setdefault(point.scenario, []).append(point)
+    for scenario, group in marks.items():  # one collection per shape: quick to draw
+        ax.scatter(
+            [p.x.estimate + p.shift for p in group],
+            [p.y.estimate for p in group],
+            marker=SCENARIO_MARKERS.get(scenario, OTHER_MARKER),
+            s=30,
+            c=[f"C{p.run % 10}" for p in group],
+            edgecolors="white",
+            linewidths=0.5,
+        )
     ax.set_xlabel(_heading(x_key))
     ax.set_ylabel(_heading(y_key))
     # Percentages span 0-100 whatever the values (a run at 100 % reads as 100 %, not as the

@@ -467,3 +467,180 @@ def test_show_and_the_viewer_name_the_rule_behind_a_surprising_verdict(
     code, text = run_cli(["show", str(run), "ROD", str(line["sample_id"])], capsys)
     assert code == 0 and f"verdict: wrong · {rule}" in text
     assert rule in (run / "report" / "report.html").read_text()
+
+
+def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, capsys) -> None:
+    """QD: one right episode (after one suggestion) and one wrong one. A resample of two
+    episodes holds 0, 1 or 2 right ones (1/4, 1/2, 1/4): of 2000 resamples about 500 have
+    a mean of 0 and 500 of 100, so the 2.5th and 97.5th percentiles are 0 and 100, and the
+    half-width is 50.0 (ps rate: 0.50). ROD: both right, no spread (± 0.0). The average of
+    the two scenarios, 75.0, resamples to 50, 75 or 100: ± 25.0."""
+    from rich.console import Console
+
+    from proactivebench.cli.output import summary_table
+    from proactivebench.metrics import summarize
+
+    lines = [episode("QD", 0, "asked"), episode("QD", 1, "wrong")]
+    lines += [episode("ROD", 2, "first"), episode("ROD", 3, "first")]
+    run = make_run(tmp_path, "run", lines)
+    expected = {
+        "QD": "50.0 ± 50.0 │ 0.50 ± 0.50",
+        "ROD": "100.0 ± 0.0 │ 0.00 ± 0.00",
+        "average": "75.0 ± 25.0 │ 0.25 ± 0.25",
+    }
+    console = Console(width=200, record=True, file=io.StringIO())
+    loaded = load_run(run)
+    console.print(summary_table(summarize(loaded.lines, "m"), measures=measure_run(loaded)))
+    eval_text = console.export_text()
+    code, report_text = run_cli(["report", str(run)], capsys)
+    assert code == 0
+    for text in (eval_text, report_text):  # eval's table, and report's run table
+        for scenario, cells in expected.items():
+            row = next(x for x in text.splitlines() if x.startswith(f"│ {scenario} "))
+            assert cells in row, (scenario, row)
+        assert "±: half the width of the 95 % bootstrap interval" in text
+    # Differences to a --vs run keep their bounds: whether they hold 0 is their point.
+    code, text = run_cli(
+        ["report", str(run), "--vs", str(run), "--out", str(tmp_path / "v")], capsys
+    )
+    assert code == 0 and "+0.0 [0.0, 0.0]" not in text and "0.0 [0.0, 0.0] p=1" in text
+
+
+def test_eval_prints_the_reports_intervals(tmp_path: Path, capsys) -> None:
+    """The ± that eval prints, with or without the report, is the report's own interval."""
+    from proactivebench.data.synth import generate
+
+    data = tmp_path / "data"
+    generate(data, per_scenario=4, seed=0)
+    for extra in ((), ("--no-report",)):
+        out = tmp_path / f"run{len(extra)}"
+        args = ["eval", "--data", str(data), "--model", "baseline:random", "--out", str(out)]
+        code, text = run_cli([*args, *extra, "--no-cache"], capsys)
+        assert code == 0
+        write_report([out], tmp_path / f"report{len(extra)}")
+        average = json.loads((tmp_path / f"report{len(extra)}" / "report.json").read_text())
+        accuracy = average["runs"][0]["average"]["accuracy"]
+        half = (accuracy["high"] - accuracy["low"]) / 2
+        row = next(x for x in text.splitlines() if x.startswith("│ average"))
+        assert half > 0 and f"{accuracy['value']:.1f} ± {half:.1f}" in row
+
+
+# ----- plots -------------------------------------------------------------------------------------
+
+
+def measured(tmp_path: Path, runs: dict[str, list[dict[str, Any]]], **params: float) -> list[Any]:
+    """RunMeasures of hand-made runs (directory = model name), with parameter counts."""
+    from proactivebench.report.runs import load_runs
+
+    dirs = [make_run(tmp_path, name, lines, model=name) for name, lines in runs.items()]
+    return [measure_run(r, n_resamples=50) for r in load_runs(dirs, params)]
+
+
+def every_scenario(kind: str, correct: int = 1) -> list[dict[str, Any]]:
+    """One episode of `kind` per scenario, the first `correct` of them `first` (right)."""
+    from proactivebench.protocol import SCENARIOS
+
+    return [episode(s, i, "first" if i < correct else kind) for i, s in enumerate(SCENARIOS)]
+
+
+def texts_of(figure: Any) -> str:
+    """Every text a figure shows: titles, notes, annotations, legends."""
+    from matplotlib.text import Text
+
+    return "\n".join(t.get_text() for t in figure.findobj(Text))
+
+
+def test_size_plot_says_why_rho_is_missing() -> None:
+    from proactivebench.report.plots import rho_text
+
+    assert rho_text([1, 7, 70], [10.0, 20.0, 30.0], "ps rate") == "Spearman ρ = +1.00"
+    assert rho_text([1, 7], [10.0, 20.0], "ps rate") == (
+        "Spearman ρ = n/a: needs 3 runs with a size, has 2"
+    )
+    assert rho_text([7, 7, 7, 7, 7], [1.0, 2.0, 3.0, 4.0, 5.0], "ps rate") == (
+        "Spearman ρ = n/a: every run has the same size (7B)"
+    )
+    assert rho_text([1, 7, 70], [0.0, 0.0, 0.0], "ps rate") == (
+        "Spearman ρ = n/a: every run has the same ps rate (0)"
+    )
+
+
+def test_size_plot_titles_name_the_cause_and_the_runs_left_out(tmp_path: Path) -> None:
+    from proactivebench.report.plots import size_figure
+
+    runs = {
+        "a": every_scenario("wrong", correct=1),
+        "b": every_scenario("wrong", correct=3),
+        "c": every_scenario("wrong", correct=5),
+        "unsized": every_scenario("wrong"),
+    }
+    # Three sized runs of one size: rho has no ranking of sizes.
+    figure = size_figure(measured(tmp_path / "tied", runs, a=7, b=7, c=7))
+    assert figure is not None
+    titles = [ax.get_title() for ax in figure.axes]
+    assert titles == [
+        "ps rate vs size\nSpearman ρ = n/a: every run has the same size (7B)",
+        "accuracy % vs size\nSpearman ρ = n/a: every run has the same size (7B)",
+    ]
+    shown = texts_of(figure)
+    assert "no parameter count (give one with --params NAME=7B): unsized" in shown
+    # Three sizes; nobody asks: the ps rate is constant, accuracy ranks with size.
+    figure = size_figure(measured(tmp_path / "sizes", runs, a=1, b=7, c=70))
+    assert figure is not None
+    assert [ax.get_title().split("\n")[1] for ax in figure.axes] == [
+        "Spearman ρ = n/a: every run has the same ps rate (0)",
+        "Spearman ρ = +1.00",
+    ]
+    # Two sized runs: too few.
+    figure = size_figure(measured(tmp_path / "two", runs, a=1, b=7))
+    assert figure is not None
+    assert figure.axes[0].get_title().endswith("needs 3 runs with a size, has 2")
+    assert "no parameter count (give one with --params NAME=7B): c, unsized" in texts_of(figure)
+    # Runs at one place share a label.
+    same = {"x": every_scenario("wrong"), "y": every_scenario("wrong"), "z": runs["c"]}
+    figure = size_figure(measured(tmp_path / "same", same, x=7, y=7, z=70))
+    assert figure is not None and "x = y" in texts_of(figure)
+
+
+def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -> None:
+    from matplotlib.collections import PathCollection
+
+    from proactivebench.protocol import SCENARIOS
+    from proactivebench.report.plots import accuracy_vs_ps_figure, describe
+
+    # a and b: identical (ROD and VSOD right at once, the others right after one suggestion);
+    # c: all wrong at once.
+    runs = {"a": every_scenario("asked", 2), "b": every_scenario("asked", 2)}
+    runs["c"] = every_scenario("wrong", 0)
+    all_measures = measured(tmp_path, runs)
+    figure = accuracy_vs_ps_figure(all_measures)
+    ax = figure.axes[0]
+    legend_texts = [
+        t.get_text() for legend in (*figure.legends, ax.get_legend()) for t in legend.get_texts()
+    ]
+    assert sorted(legend_texts) == sorted([*SCENARIOS, "a", "b", "c"])
+    shown = texts_of(figure)
+    assert "Identical results: a = b." in shown and "set side by side" in shown
+    # The marks at 100 %: a's and b's at ps rate 0 and 1, each pair set either side of the
+    # true x by half of 1.5 % of the x span (1): no mark hides the other.
+    marks = [c for c in ax.collections if isinstance(c, PathCollection)]
+    at_100 = sorted(float(x) for c in marks for x, y in c.get_offsets() if y == 100.0)
+    assert at_100 == pytest.approx([-0.0075] * 2 + [0.0075] * 2 + [0.9925] * 5 + [1.0075] * 5)
+    alt = describe("accuracy_vs_ps", all_measures)
+    assert all(scenario in alt for scenario in SCENARIOS)
+
+
+def test_bar_plot_legend_stays_inside_the_figure(tmp_path: Path) -> None:
+    from proactivebench.report.plots import scenario_bars_figure
+
+    name = "openai:Qwen/Qwen2.5-VL-72B-Instruct-AWQ@http://gpu-node-17.cluster.internal:8000/v1"
+    runs = {f"{name}-{i}": every_scenario("wrong", i) for i in range(6)}
+    figure = scenario_bars_figure(measured(tmp_path, runs))
+    renderer = figure.canvas.get_renderer()
+    inside = figure.bbox
+    (legend,) = figure.legends
+    box = legend.get_window_extent(renderer)
+    assert len(legend.get_texts()) == 6
+    assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1
+    top_of_plots = max(ax.get_window_extent(renderer).y1 for ax in figure.axes)
+    assert box.y0 >= top_of_plots  # above the plots, over no bar

@@ -7,9 +7,12 @@ stays clean, and the payload is shown as text and never runs.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,42 +66,102 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return page
 
 
-def test_report_in_chromium(report: Path) -> None:
-    errors: list[str] = []
-    dialogs: list[str] = []
+@contextlib.contextmanager
+def opened(report: Path, width: int, errors: list[str]) -> Iterator[Any]:
+    """`report` loaded in headless Chromium at `width` px; console errors, page errors
+    (uncaught exceptions) and dialogs (an alert a payload would open) go to `errors`."""
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page = browser.new_page(viewport={"width": width, "height": 900})
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
             page.goto(report.as_uri())
             page.wait_for_load_state("load")
-
-            tables = page.locator("figure.table table")
-            assert tables.count() >= 2  # the run's table and the usage table
-            assert "accuracy %" in page.locator("figure.table").first.inner_text()
-
-            # Sections are drawn when they come into view (lazy): scroll to the viewer.
-            assert page.locator("article.episode").count() == 0
-            select = page.locator("#viewer-scenario")
-            for scenario in SCENARIOS:
-                select.select_option(scenario)
-                page.locator(".scenario-section").first.scroll_into_view_if_needed()
-                strip = page.locator(f'article.episode[data-scenario="{scenario}"]').first
-                strip.wait_for(state="visible", timeout=5000)
-                assert strip.locator(".turn").count() >= 1
-                assert strip.locator("img").count() >= 1  # a thumbnail of the view
-
-            select.select_option("all")
-            page.locator(".scenario-section").first.scroll_into_view_if_needed()
-            shown = page.locator("pre.answer", has_text="onerror")
-            shown.first.wait_for(state="visible", timeout=5000)
-            assert shown.first.text_content() == PAYLOAD
-            assert page.evaluate("window.pwned === undefined")
-            assert page.title() != "pwned"
-            assert page.locator("img[src='x']").count() == 0
+            yield page
         finally:
             browser.close()
-    assert errors == [] and dialogs == []
+
+
+def test_report_in_chromium(report: Path) -> None:
+    errors: list[str] = []
+    with opened(report, 1400, errors) as page:
+        tables = page.locator("figure.table table")
+        assert tables.count() >= 2  # the run's table and the usage table
+        assert "accuracy %" in page.locator("figure.table").first.inner_text()
+
+        # Sections are drawn when they come into view (lazy): scroll to the viewer.
+        assert page.locator("article.episode").count() == 0
+        select = page.locator("#viewer-scenario")
+        for scenario in SCENARIOS:
+            select.select_option(scenario)
+            page.locator(".scenario-section").first.scroll_into_view_if_needed()
+            strip = page.locator(f'article.episode[data-scenario="{scenario}"]').first
+            strip.wait_for(state="visible", timeout=5000)
+            assert strip.locator(".turn").count() >= 1
+            assert strip.locator("img").count() >= 1  # a thumbnail of the view
+
+        select.select_option("all")
+        page.locator(".scenario-section").first.scroll_into_view_if_needed()
+        shown = page.locator("pre.answer", has_text="onerror")
+        shown.first.wait_for(state="visible", timeout=5000)
+        assert shown.first.text_content() == PAYLOAD
+        assert page.evaluate("window.pwned === undefined")
+        assert page.title() != "pwned"
+        assert page.locator("img[src='x']").count() == 0
+    assert errors == []
+
+
+#: Six runs side by side: the cross-run tables are wider than a 1280 px window.
+SIX = ("oracle", "random", "proactive", "reactive", "abstain", "oracle")
+
+
+@pytest.fixture(scope="module")
+def six_runs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from proactivebench.report import write_report
+
+    root = tmp_path_factory.mktemp("six")
+    generate(root / "data", per_scenario=3, seed=0)
+    runs = []
+    for number, baseline in enumerate(SIX):
+        run = root / f"{baseline}-{number}"
+        args = ["eval", "--data", str(root / "data"), "--model", f"baseline:{baseline}"]
+        try:
+            main([*args, "--out", str(run), "--no-cache", "--no-report"])
+        except SystemExit as done:
+            assert done.code in (0, None)
+        runs.append(run)
+    sizes = {run.name: size for run, size in zip(runs, (7, 13, 70, 2, 0.5, 7), strict=True)}
+    outcome = write_report(runs, root / "report", params=sizes)
+    return outcome.html
+
+
+def test_six_runs_at_1280_px(six_runs_report: Path) -> None:
+    """The average column of the cross-run tables is in view without scrolling, although the
+    tables are wider than the window; the scatter names every scenario; no error."""
+    errors: list[str] = []
+    with opened(six_runs_report, 1280, errors) as page:
+        for key in ("cross-accuracy", "cross-ps_rate"):
+            figure = page.locator(f'figure.table[data-table="{key}"]')
+            scroller = figure.evaluate("f => [f.scrollWidth, f.clientWidth]")
+            assert scroller[0] > scroller[1], "the table fits: the check would prove nothing"
+            view = figure.bounding_box()
+            assert view is not None and view["x"] + view["width"] <= 1280
+            cells = figure.locator(".average-col")
+            assert cells.count() == 1 + len(SIX)  # the heading and every run
+            for index in range(cells.count()):
+                box = cells.nth(index).bounding_box()
+                assert box is not None and box["width"] > 0
+                assert view["x"] <= box["x"]
+                assert box["x"] + box["width"] <= view["x"] + view["width"] + 0.5
+            assert cells.first.inner_text() == "average"
+
+        scatter = page.locator('img.plot[data-plot="accuracy_vs_ps"]')
+        assert scatter.evaluate("img => img.complete && img.naturalWidth > 0")
+        alt = scatter.get_attribute("alt") or ""
+        assert all(scenario in alt for scenario in SCENARIOS), alt
+        for name in ("scenarios", "size"):
+            plot = page.locator(f'img.plot[data-plot="{name}"]')
+            assert plot.evaluate("img => img.complete && img.naturalWidth > 0")
+    assert errors == []

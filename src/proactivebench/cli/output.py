@@ -38,6 +38,8 @@ from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
+    from proactivebench.report.measures import RunMeasures, ScenarioMeasures
+    from proactivebench.report.tables import Cell as ReportCell
     from proactivebench.report.tables import Table as ReportTable
     from proactivebench.results import EpisodeResult, OEGResult
 
@@ -101,30 +103,67 @@ OEG_COLUMNS = (
 )
 
 
-def summary_table(summary: Summary, title: str | None = None) -> Table:
-    """Per-scenario n, the run's rates and errors, and their average over scenarios."""
+#: Under a table whose rates carry ±: what the number after it is.
+INTERVAL_CAPTION = "±: half the width of the 95 % bootstrap interval (the report gives its bounds)"
+
+
+def plus_minus(estimate: str, low: float, high: float) -> str:
+    """`42.0 ± 3.1`: a rate shown as `estimate` (already formatted) with half the width of its
+    95 % interval, to as many decimals as the estimate, as lmms-eval shows a standard error.
+    Half the width, because a bootstrap interval need not be symmetric around the estimate
+    (the report's tables and report.json keep both bounds)."""
+    decimals = len(estimate.partition(".")[2])
+    return f"{estimate} ± {(high - low) / 2:.{decimals}f}"
+
+
+def summary_table(
+    summary: Summary, title: str | None = None, measures: RunMeasures | None = None
+) -> Table:
+    """Per-scenario n, the run's rates and errors, and their average over scenarios; with the
+    run's `measures` (report.measures), each rate that has a 95 % interval gets its ± (the
+    same bootstrap intervals as the report's)."""
     columns = OEG_COLUMNS if summary.oeg else MCQA_COLUMNS
-    table = Table(title=Text(one_line(title or summary.model)))
+    shows_interval = measures is not None and any(
+        measures.average.values.get(name) is not None
+        for _, name, _ in columns
+        if name in measures.average.bootstrapped
+    )
+    table = Table(
+        title=Text(one_line(title or summary.model)),
+        caption=INTERVAL_CAPTION if shows_interval else None,
+        caption_justify="left",
+    )
     table.add_column("scenario")
     table.add_column("n", justify="right")
     for heading, _, _ in columns:
         table.add_column(heading, justify="right")
     table.add_column("errors", justify="right")
 
-    def cells(score: ScenarioScore) -> list[str]:
-        values = [getattr(score, name) for _, name, _ in columns]
-        rates = [
-            fmt.format(v) if v is not None else "—"
-            for (_, _, fmt), v in zip(columns, values, strict=True)
-        ]
+    def cells(score: ScenarioScore, scenario: ScenarioMeasures | None) -> list[str]:
+        rates = []
+        for _, name, fmt in columns:
+            value = getattr(score, name)
+            if value is None:
+                rates.append("—")
+                continue
+            interval = scenario.values.get(name) if scenario is not None else None
+            if interval is None or name not in scenario.bootstrapped:  # type: ignore[union-attr]
+                rates.append(fmt.format(value))
+            else:
+                rates.append(plus_minus(fmt.format(value), interval.low, interval.high))
         return [str(score.n), *rates, str(score.errors)]
 
     for short, score in summary.scenarios.items():
-        table.add_row(short, *cells(score))
+        found = measures.scenarios.get(short) if measures is not None else None
+        table.add_row(short, *cells(score, found))
     average = summary.average
     if average is not None:
         table.add_section()
-        table.add_row(summary.average_label, *cells(average), style="bold")
+        table.add_row(
+            summary.average_label,
+            *cells(average, measures.average if measures is not None else None),
+            style="bold",
+        )
     return table
 
 
@@ -308,8 +347,16 @@ def print_warnings(warnings: list[str]) -> None:
 
 def report_table(table: ReportTable) -> Table:
     """One of the report's tables (`report.tables.Table`) for the terminal, its average row set
-    apart as in the report's own formats."""
-    shown = Table(title=Text(one_line(table.title)))
+    apart as in the report's own formats; a rate with an interval shows its ± (`42.0 ± 3.1`)
+    rather than its bounds, so that six runs side by side still fit a wide terminal."""
+    # Differences (--vs) keep their bounds: whether the interval holds 0 is their point.
+    differences = table.key.startswith("vs-")
+    intervals = not differences and any(c.low is not None for row in table.rows for c in row)
+    shown = Table(
+        title=Text(one_line(table.title)),
+        caption=INTERVAL_CAPTION if intervals else None,
+        caption_justify="left",
+    )
     for index, heading in enumerate(table.columns):
         shown.add_column(one_line(heading), justify="left" if index == 0 else "right")
     for number, row in enumerate(table.rows):
@@ -317,8 +364,18 @@ def report_table(table: ReportTable) -> Table:
         if last and table.average_last and len(table.rows) > 1:
             shown.add_section()
         style = "bold" if last and table.average_last else None
-        shown.add_row(*(Text(printable(cell.text)) for cell in row), style=style)
+        texts = [cell.text if differences else _terminal_text(cell) for cell in row]
+        shown.add_row(*(Text(printable(text)) for text in texts), style=style)
     return shown
+
+
+def _terminal_text(cell: ReportCell) -> str:
+    """A rate with its interval as `estimate ± half-width`; anything else as the report
+    writes it."""
+    if cell.low is None or cell.high is None:
+        return cell.text
+    estimate = cell.text.partition(" [")[0]
+    return plus_minus(estimate, cell.low, cell.high)
 
 
 def print_report_outcome(outcome: ReportOutcome) -> None:

@@ -48,6 +48,8 @@ from proactivebench.settings import EvalSettings, RunOptions
 if TYPE_CHECKING:
     from proactivebench.launch import Launch, LaunchedOutcome
     from proactivebench.metrics import Summary
+    from proactivebench.report import ReportOutcome
+    from proactivebench.report.measures import RunMeasures
     from proactivebench.runner import RunOutcome
 
 
@@ -236,10 +238,11 @@ def tell_run(
     answers: int,
     no_report: bool,
 ) -> int:
-    """A finished run, as `eval` ends (plain or launched): the table, where the results are,
-    how many answers the response cache gave, the report, and why episodes failed; returns
-    the exit status."""
-    out.print(summary_table(summary))
+    """A finished run, as `eval` ends (plain or launched): the table (each rate with the ± of
+    its 95 % interval), where the results are, how many answers the response cache gave, the
+    report, and why episodes failed; returns the exit status."""
+    measures, report = measure_and_report(run_dir, write=not no_report)
+    out.print(summary_table(summary, measures=measures))
     out.print(f"results: {run_dir / 'results.jsonl'}")
     if cached:
         console.print(
@@ -247,22 +250,33 @@ def tell_run(
             "from the model (--no-cache asks the model again)",
             highlight=False,
         )
-    finish_run(run_dir, write=not no_report)
+    tell_report(measures, report)
     scored = sum(s.n for s in summary.scenarios.values())
     return EXIT_EPISODE_ERRORS if print_episode_errors(errors, scored) else EXIT_OK
 
 
-def finish_run(run_dir: Path, write: bool) -> None:
-    """The run's report (unless --no-report), and the warnings that must not be missed."""
+def measure_and_report(run_dir: Path, write: bool) -> tuple[RunMeasures, ReportOutcome | None]:
+    """The run's measures (rates with their bootstrap intervals) and, unless --no-report, its
+    report, which measures the run anyway: the terminal's ± and the report's intervals are
+    the same numbers, computed once."""
     from proactivebench.report import write_report
-    from proactivebench.report.measures import measure_run, unreadable_warnings
+    from proactivebench.report.measures import measure_run
     from proactivebench.report.runs import load_runs
 
-    if write:
-        print_report_outcome(write_report([run_dir]))
+    report = write_report([run_dir]) if write else None
+    if report is not None and report.measures:
+        return report.measures[0], report
+    return measure_run(load_runs([run_dir])[0]), report
+
+
+def tell_report(measures: RunMeasures, report: ReportOutcome | None) -> None:
+    """Where the report went (if written), and the warnings that must not be missed."""
+    from proactivebench.report.measures import unreadable_warnings
+
+    if report is not None:
+        print_report_outcome(report)
     else:
-        run = load_runs([run_dir])[0]
-        print_warnings(unreadable_warnings(measure_run(run, n_resamples=0)))
+        print_warnings(unreadable_warnings(measures))
 
 
 def print_episode_errors(errors: Counter[str], scored: int) -> bool:
@@ -336,9 +350,10 @@ def judge_command(
 
     with contextlib.closing(cache) if cache else contextlib.nullcontext():
         outcome = rejudge(run_dir, judge, out_dir, on_start=on_start)
-    out.print(summary_table(outcome.summary))
+    measures, report = measure_and_report(outcome.out_dir, write=not no_report)
+    out.print(summary_table(outcome.summary, measures=measures))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
-    finish_run(outcome.out_dir, write=not no_report)
+    tell_report(measures, report)
     if outcome.failures:
         total = outcome.failures.total()
         unscored = total - outcome.kept

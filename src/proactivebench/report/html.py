@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any
 
 from proactivebench.report.measures import Metric, RunMeasures, metrics_of
+from proactivebench.report.plots import describe
 from proactivebench.report.runs import Run, scenario_order
 from proactivebench.report.tables import Table, to_html
 from proactivebench.report.text import visible
@@ -242,6 +243,12 @@ def legend_html(metrics: Sequence[Metric]) -> str:
     return f'<dl class="legend">{items}</dl>'
 
 
+def _side_by_side_first(tables: Sequence[Table]) -> list[Table]:
+    """With several runs, the tables that set them side by side come first: they are what a
+    reader compares; each run's own table follows (the files keep their order)."""
+    return sorted(tables, key=lambda table: not table.key.startswith(("cross-", "vs-")))
+
+
 def render_html(
     title: str,
     runs: Sequence[Run],
@@ -267,7 +274,8 @@ def render_html(
             if metric not in metrics:
                 metrics.append(metric)
     figures = "".join(
-        f'<img class="plot" alt="{e(name)}" src="data:image/png;base64,'
+        f'<img class="plot" data-plot="{e(name)}" alt="{e(describe(name, all_measures))}" '
+        f'src="data:image/png;base64,'
         f'{base64.b64encode(png).decode("ascii")}">'
         for name, png in plots.items()
     )
@@ -282,7 +290,7 @@ def render_html(
 <nav><a href="#tables">Tables</a><a href="#plots">Plots</a><a href="#episodes">Episodes</a></nav>
 <ul>{run_items}</ul>{note_html}</header>
 <main><section id="tables"><h2>Tables</h2>{legend_html(metrics)}
-{"".join(to_html(t) for t in tables)}</section>
+{"".join(to_html(t) for t in _side_by_side_first(tables))}</section>
 <section id="plots"><h2>Plots</h2>{figures or '<p class="note">No plots.</p>'}</section>
 <section id="episodes"><h2>Episodes</h2>
 <div class="controls"><label>run <select id="viewer-run"></select></label>

@@ -12,12 +12,15 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import wraps
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from proactivebench.report.measures import RunMeasures, size_correlations
+from proactivebench.protocol import SCENARIOS
+from proactivebench.report.measures import RunMeasures
 from proactivebench.report.runs import scenario_order
 from proactivebench.report.text import visible
+from proactivebench.stats import Interval, spearman_rho
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -71,21 +74,35 @@ def _rate_axis(ax: Axes, percent: bool) -> None:
         ax.set_ylim(0, 100.0 if percent else 1.0)
 
 
+DPI = 100
+#: Marker of each scenario in the scatter (colour is the run's): seven shapes a reader tells
+#: apart in print and in grey; an unknown scenario gets a hexagon.
+SCENARIO_MARKERS = dict(zip(SCENARIOS, ("o", "s", "^", "D", "v", "P", "X"), strict=True))
+OTHER_MARKER = "h"
+
+
 def _figure(width: float, height: float) -> Figure:
     """Margins are set by hand: a layout engine would double the drawing time, and `eval`
-    draws these at the end of every run."""
+    draws these at the end of every run. The canvas is attached at once, so that a legend can
+    be measured (text layout only, no drawing) to make room for it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), dpi=100)
+    figure = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(figure)
+    return figure
 
 
 def _png(figure: Figure) -> bytes:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+def _inches(figure: Figure, artist: Any) -> tuple[float, float]:
+    """Width and height of a laid-out artist (a legend, a text) in inches."""
+    box = artist.get_window_extent(figure.canvas.get_renderer())  # type: ignore[attr-defined]
+    return box.width / figure.dpi, box.height / figure.dpi
 
 
 def _key(all_measures: Sequence[RunMeasures]) -> tuple[str, str, str]:
@@ -95,17 +112,37 @@ def _key(all_measures: Sequence[RunMeasures]) -> tuple[str, str, str]:
     return "accuracy", "accuracy %", "ps_rate"
 
 
+def _heading(key: str) -> str:
+    return {
+        "ps_rate": "ps rate (suggestions / episode)",
+        "ps": "ps %",
+        "cp": "cp %",
+        "aggregate": "aggregate %",
+        "accuracy": "accuracy %",
+    }[key]
+
+
+# ----- per-scenario bars ------------------------------------------------------------------------
+
+
 @literal
 def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
+    return _png(scenario_bars_figure(all_measures))
+
+
+def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     """Per-scenario bars of the main rate and the second one, one bar per run, with 95 %
-    intervals; a scenario without a value has no bar."""
+    intervals; a scenario without a value has no bar, a value of 0 a tick in the run's colour.
+    The legend of the runs goes above the plots, in as many columns as fit the width (one
+    column, and a wider figure, for very long names): the figure grows to hold it, never
+    clips it."""
     main, main_label, second = _key(all_measures)
     scenarios = [*scenario_order([s for m in all_measures for s in m.scenarios]), "average"]
-    figure = _figure(max(7.0, 1.1 * len(scenarios) + 1.5), 6.2)
+    plot_height = 5.4
+    figure = _figure(max(7.0, 1.1 * len(scenarios) + 1.5), plot_height)
     axes = figure.subplots(2, 1, sharex=True)
     width = 0.8 / max(1, len(all_measures))
-    second_label = "ps rate (suggestions / episode)" if second == "ps_rate" else "ps %"
-    for ax, key, label in ((axes[0], main, main_label), (axes[1], second, second_label)):
+    for ax, key, label in ((axes[0], main, main_label), (axes[1], second, _heading(second))):
         for index, measures in enumerate(all_measures):
             xs, ys, lows, highs = [], [], [], []
             for position, scenario in enumerate(scenarios):
@@ -120,11 +157,11 @@ def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
                 lows.append(value.estimate - value.low)
                 highs.append(value.high - value.estimate)
             label_of = _label(measures.run.label) if ax is axes[0] else None
-            bars = ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of)
+            colour = f"C{index % 10}"
+            ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of, color=colour)
             # A bar of height 0 draws nothing: a tick in its colour says "0", not "missing".
             zeros = [x for x, y in zip(xs, ys, strict=True) if y == 0]
             if zeros:
-                colour = bars.patches[0].get_facecolor()
                 ax.scatter(
                     zeros,
                     [0] * len(zeros),
@@ -140,120 +177,422 @@ def scenario_bars(all_measures: Sequence[RunMeasures]) -> bytes:
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(range(len(scenarios)), [_label(s) for s in scenarios])
     axes[1].set_xlabel("scenario")
-    columns = min(3, len(all_measures))
-    rows = -(-len(all_measures) // columns)
-    top = 1.0 - (0.45 + 0.22 * rows) / 6.2
-    figure.legend(
-        loc="upper center",
-        ncols=columns,
-        fontsize="small",
-        frameon=False,
-        bbox_to_anchor=(0.5, 1.0 - 0.3 / 6.2),
+    title = figure.suptitle("Per scenario, with 95 % bootstrap intervals", fontsize="medium")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend = _fitted_legend(figure, handles, labels)
+    legend_height = _inches(figure, legend)[1] if legend is not None else 0.0
+    title_height = _inches(figure, title)[1] + 0.15
+    width_in, _ = figure.get_size_inches()
+    height = plot_height + title_height + legend_height + 0.1
+    figure.set_size_inches(width_in, height)
+    title.set_y(1 - 0.06 / height)
+    title.set_verticalalignment("top")
+    if legend is not None:
+        legend.set_bbox_to_anchor((0.5, 1 - (title_height + 0.02) / height), figure.transFigure)
+    figure.subplots_adjust(
+        left=0.8 / width_in,
+        right=1 - 0.2 / width_in,
+        bottom=0.6 / height,
+        top=1 - (title_height + legend_height + 0.15) / height,
+        hspace=0.08,
     )
-    figure.suptitle("Per scenario, with 95 % bootstrap intervals", y=0.995, fontsize="medium")
-    figure.subplots_adjust(left=0.08, right=0.98, bottom=0.1, top=top, hspace=0.08)
-    return _png(figure)
+    return figure
+
+
+def _fitted_legend(figure: Figure, handles: list[Any], labels: list[str], **options: Any) -> Any:
+    """A legend centred across the figure, in up to three columns; fewer when the names are
+    too long for the figure's width, and a wider figure when one column is still too wide:
+    a long run name makes the figure grow, never clips the legend."""
+    if not labels:
+        return None
+    width_in = figure.get_size_inches()[0]
+    for columns in range(min(3, len(labels)), 0, -1):
+        legend = figure.legend(
+            handles,
+            labels,
+            loc="upper center",
+            ncols=columns,
+            fontsize="small",
+            frameon=False,
+            bbox_to_anchor=(0.5, 1.0),
+            **options,
+        )
+        needed = _inches(figure, legend)[0] + 0.2
+        if needed <= width_in or columns == 1:
+            if needed > width_in:
+                figure.set_size_inches(needed, figure.get_size_inches()[1])
+            return legend
+        legend.remove()
+    return None
+
+
+def _note(figure: Figure, lines: Sequence[str]) -> float:
+    """Small grey lines at the figure's bottom left, wrapped to its width (set it first);
+    returns the height they take, in inches (0 for none)."""
+    import textwrap
+
+    if not lines:
+        return 0.0
+    text = figure.text(0.01, 0.01, "\n".join(lines), fontsize="x-small", color="0.3")
+    available = figure.get_size_inches()[0] - 0.2
+    columns = max(len(line) for line in lines)
+    while (width := _inches(figure, text)[0]) > available and columns > 20:
+        columns = max(20, min(columns - 1, int(columns * 0.95 * available / width)))
+        text.set_text("\n".join(textwrap.fill(line, columns) for line in lines))
+    return _inches(figure, text)[1] + 0.1
+
+
+# ----- rates against each other, per scenario ---------------------------------------------------
+
+
+def scatter_axes(all_measures: Sequence[RunMeasures]) -> tuple[str, str]:
+    """The scatter's x and y rates.
+
+    MCQA: ps rate (suggestions per episode) against accuracy. The two are measured apart (a
+    model may ask and still answer wrong, or answer right at once), so the plot shows whether
+    asking goes with being right, scenario by scenario.
+
+    OEG: ps % against cp %, not against the aggregate. The aggregate is "ps or cp" by
+    definition (protocol §6), so it is never below ps and rises with it: a scatter of the two
+    shows mostly that definition. ps (did the answer suggest an intervention) and cp (did it
+    name the correct category) are judged apart, so their scatter shows how a model trades
+    asking for guessing, and the aggregate is the bar plot's.
+    """
+    if all(m.run.oeg for m in all_measures):
+        return "ps", "cp"
+    return "ps_rate", "accuracy"
+
+
+@dataclass
+class _Point:
+    run: int
+    scenario: str | None  # None: the run's average
+    x: Interval
+    y: Interval
+    shift: float = 0.0
+
+
+def _points(all_measures: Sequence[RunMeasures], x_key: str, y_key: str) -> list[_Point]:
+    points = []
+    for index, measures in enumerate(all_measures):
+        rows: list[tuple[str | None, Any]] = [*measures.scenarios.items(), (None, measures.average)]
+        for scenario, score in rows:
+            x, y = score.values.get(x_key), score.values.get(y_key)
+            if x is not None and y is not None:
+                points.append(_Point(index, scenario, x, y))
+    return points
+
+
+def _spread_coinciding(points: list[_Point], step: float) -> bool:
+    """Marks of one scenario (or the average) at the same x and y in several runs (e.g. two
+    runs with the same results) would hide each other: each group is spread sideways by
+    `step`, centred on the true value. Returns whether any mark was moved. (Marks of
+    different scenarios differ in shape, and stay where they are.)"""
+    groups: dict[tuple[str | None, float, float], list[_Point]] = {}
+    for point in points:
+        key = (point.scenario, round(point.x.estimate, 9), round(point.y.estimate, 9))
+        groups.setdefault(key, []).append(point)
+    moved = False
+    for group in groups.values():
+        for rank, point in enumerate(group):
+            point.shift = (rank - (len(group) - 1) / 2) * step
+            moved = moved or point.shift != 0
+    return moved
+
+
+def identical_runs(all_measures: Sequence[RunMeasures], keys: Sequence[str]) -> list[list[str]]:
+    """Labels of runs whose rates (`keys`, every scenario and the average) are all equal:
+    their points would coincide, so the plot says so."""
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for measures in all_measures:
+        rows = [*measures.scenarios.items(), ("", measures.average)]
+        values = tuple(
+            (name, key, None if s.values.get(key) is None else s.values[key].estimate)  # type: ignore[union-attr]
+            for name, s in sorted(rows, key=lambda row: row[0])
+            for key in keys
+        )
+        groups.setdefault(values, []).append(measures.run.label)
+    return [labels for labels in groups.values() if len(labels) > 1]
+
+
+def scatter_scenarios(all_measures: Sequence[RunMeasures]) -> list[str]:
+    """The scenarios the scatter marks, in the paper's order: its legend lists each."""
+    x_key, y_key = scatter_axes(all_measures)
+    return scenario_order(
+        [p.scenario for p in _points(all_measures, x_key, y_key) if p.scenario is not None]
+    )
 
 
 @literal
 def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
-    """Each run's scenarios as points (main rate against ps), the average as a larger mark
-    with its intervals both ways."""
-    main, main_label, second = _key(all_measures)
-    figure = _figure(7.5, 5.0)
+    return _png(accuracy_vs_ps_figure(all_measures))
+
+
+def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
+    """Each run's scenarios as small marks (colour: the run, shape: the scenario) and its
+    average as a large circle with its 95 % intervals both ways (axes: `scatter_axes`).
+    Points of equal value are set side by side, and runs with identical results are named
+    under the plot, so that no run hides behind another. Two legends at the right: the runs,
+    and the scenarios' shapes."""
+    from matplotlib.lines import Line2D
+
+    x_key, y_key = scatter_axes(all_measures)
+    points = _points(all_measures, x_key, y_key)
+    xs = [v for p in points for v in (p.x.low, p.x.high)]
+    span = (max(xs) - min(xs)) if xs else 0.0
+    moved = _spread_coinciding(points, 0.015 * (span or (100.0 if x_key != "ps_rate" else 1.0)))
+    plot_width, plot_height = 6.2, 4.2
+    figure = _figure(plot_width + 3.0, plot_height)
     ax = figure.subplots()
-    for measures in all_measures:
-        xs = [
-            s.values[second].estimate
-            for s in measures.scenarios.values()
-            if s.values.get(second) and s.values.get(main)
-        ]
-        ys = [
-            s.values[main].estimate
-            for s in measures.scenarios.values()
-            if s.values.get(second) and s.values.get(main)
-        ]
-        points = ax.scatter(xs, ys, alpha=0.35, s=18)
-        average_x, average_y = (
-            measures.average.values.get(second),
-            measures.average.values.get(main),
+    marks: dict[str, list[_Point]] = {}
+    for point in points:
+        if point.scenario is None:
+            ax.errorbar(
+                [point.x.estimate + point.shift],
+                [point.y.estimate],
+                xerr=[[point.x.estimate - point.x.low], [point.x.high - point.x.estimate]],
+                yerr=[[point.y.estimate - point.y.low], [point.y.high - point.y.estimate]],
+                fmt="o",
+                markersize=9,
+                markeredgecolor="black",
+                color=f"C{point.run % 10}",
+                zorder=3,
+            )
+        else:
+            marks.setdefault(point.scenario, []).append(point)
+    for scenario, group in marks.items():  # one collection per shape: quick to draw
+        ax.scatter(
+            [p.x.estimate + p.shift for p in group],
+            [p.y.estimate for p in group],
+            marker=SCENARIO_MARKERS.get(scenario, OTHER_MARKER),
+            s=30,
+            c=[f"C{p.run % 10}" for p in group],
+            edgecolors="white",
+            linewidths=0.5,
         )
-        if average_x is None or average_y is None:
-            continue
-        ax.errorbar(
-            [average_x.estimate],
-            [average_y.estimate],
-            xerr=[[average_x.estimate - average_x.low], [average_x.high - average_x.estimate]],
-            yerr=[[average_y.estimate - average_y.low], [average_y.high - average_y.estimate]],
-            fmt="o",
-            markersize=8,
-            color=points.get_facecolor()[0][:3],
-            label=_label(measures.run.label),
-        )
-    ax.set_xlabel("ps rate (suggestions / episode)" if second == "ps_rate" else "ps %")
-    ax.set_ylabel(main_label)
-    ax.set_title("Scenarios (small) and average (large, 95 % intervals)")
+    ax.set_xlabel(_heading(x_key))
+    ax.set_ylabel(_heading(y_key))
+    # Percentages span 0-100 whatever the values (a run at 100 % reads as 100 %, not as the
+    # middle of 95-105); the ps rate starts at 0.
+    for set_limits, get_limits, key in (
+        (ax.set_xlim, ax.get_xlim, x_key),
+        (ax.set_ylim, ax.get_ylim, y_key),
+    ):
+        if key != "ps_rate":
+            set_limits(-4.0, 104.0)
+        elif not points:
+            set_limits(-0.04, 1.0)
+        else:
+            high = max(get_limits()[1], 1.0)
+            set_limits(min(get_limits()[0], -0.04 * high), high)
+    ax.set_title(
+        "Per scenario (small marks) and average (large, 95 % intervals)", fontsize="medium"
+    )
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[1]:
-        ax.legend(fontsize="small")
-    figure.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.93)
-    return _png(figure)
+    run_handles = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            markersize=8,
+            color=f"C{i % 10}",
+            markeredgecolor="black",
+        )
+        for i in range(len(all_measures))
+    ]
+    scenario_handles = [
+        Line2D(
+            [],
+            [],
+            marker=SCENARIO_MARKERS.get(s, OTHER_MARKER),
+            linestyle="",
+            color="0.4",
+            label=_label(s),
+        )
+        for s in scatter_scenarios(all_measures)
+    ]
+    # The scenarios' shapes at the right (short names, one column); the runs under the plot,
+    # across its width, where a long model name has room.
+    scenarios_legend = ax.legend(
+        handles=scenario_handles,
+        title="scenario",
+        fontsize="small",
+        title_fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+        frameon=False,
+    )
+    width = 0.9 + plot_width + 0.3 + _inches(figure, scenarios_legend)[0] + 0.2
+    figure.set_size_inches(width, plot_height)
+    runs_legend = _fitted_legend(figure, run_handles, [_label(m.run.label) for m in all_measures])
+    width = figure.get_size_inches()[0]
+    legend_height = _inches(figure, runs_legend)[1] if runs_legend is not None else 0.0
+    notes = []
+    if moved:
+        notes.append(
+            "Marks of one scenario with equal values in several runs are set side by side "
+            "(their true x is the middle)."
+        )
+    for labels in identical_runs(all_measures, (x_key, y_key)):
+        notes.append("Identical results: " + " = ".join(_label(x) for x in labels) + ".")
+    note_height = _note(figure, notes)
+    below = 0.6 + legend_height + note_height  # x label, runs, notes
+    height = 0.35 + plot_height + below
+    figure.set_size_inches(width, height)
+    if runs_legend is not None:
+        runs_legend.set_bbox_to_anchor((0.5, (legend_height + note_height) / height))
+    figure.subplots_adjust(
+        left=0.9 / width,
+        right=(0.9 + plot_width) / width,
+        bottom=below / height,
+        top=1 - 0.35 / height,
+    )
+    return figure
+
+
+# ----- size ------------------------------------------------------------------------------------
+
+
+def rho_text(sizes: Sequence[float], values: Sequence[float], rate: str) -> str:
+    """Spearman's rho of `values` against `sizes`, or why there is none: fewer than three
+    runs, every run the same size (no ranking of sizes), or every run the same `rate` (no
+    ranking of rates)."""
+    rho = spearman_rho(sizes, values)
+    if rho is not None:
+        return f"Spearman ρ = {rho:+.2f}"
+    if len(sizes) < 3:
+        return f"Spearman ρ = n/a: needs 3 runs with a size, has {len(sizes)}"
+    if len(set(sizes)) == 1:
+        return f"Spearman ρ = n/a: every run has the same size ({sizes[0]:g}B)"
+    if len(set(values)) == 1:
+        return f"Spearman ρ = n/a: every run has the same {rate} ({values[0]:g})"
+    return "Spearman ρ = n/a"
 
 
 @literal
 def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
+    figure = size_figure(all_measures)
+    return None if figure is None else _png(figure)
+
+
+def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
     """Proactiveness (average ps rate, or OEG ps %) and the main rate against parameter count,
-    with Spearman's rho of each; None when fewer than two runs have a parameter count."""
-    from matplotlib.ticker import FuncFormatter
+    with Spearman's rho of each or the reason it has none; None when fewer than two runs have
+    a parameter count. Runs left out (no parameter count, or no value of a rate) are named
+    under the plots. Runs of one size and rate share one label."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator
 
     sized = [m for m in all_measures if m.run.params_b is not None]
-    rhos = size_correlations(sized)
-    if rhos is None:
+    if len(sized) < 2:
         return None
-    main, main_label, second = _key(sized)
-    figure = _figure(9.5, 4.2)
+    main, _, second = _key(sized)
+    figure = _figure(11.0, 4.6)
     axes = figure.subplots(1, 2)
-    for ax, key, label in ((axes[0], second, "ps rate"), (axes[1], main, main_label)):
+    left_out: list[str] = []
+    labelled = []
+    for ax, key in ((axes[0], second), (axes[1], main)):
+        label = "ps rate" if key == "ps_rate" else _heading(key)
         points = [
-            (m.run.params_b, m.average.values[key].estimate, m.run.label)
+            (float(m.run.params_b), m.average.values[key].estimate, m.run.label)  # type: ignore[arg-type, union-attr]
             for m in sized
             if m.average.values.get(key) is not None
         ]
-        xs = [float(p[0]) for p in points]  # type: ignore[arg-type]
-        ys = [p[1] for p in points]
-        rho = rhos.get(key)
-        ax.scatter(xs, ys)
-        # Labels alternate above and below their points (by size), so that runs of equal
-        # rates side by side stay readable; the largest model's label goes to its left.
-        ordered = sorted(points, key=lambda p: p[0])
-        for rank, (x, y, name) in enumerate(ordered):
-            last = rank == len(ordered) - 1 and rank > 0
-            ax.annotate(
-                _label(name),
-                (x, y),
-                fontsize="x-small",
-                xytext=(-3 if last else 3, 3 if rank % 2 == 0 else -10),
-                textcoords="offset points",
-                ha="right" if last else "left",
-            )
+        missing = [m.run.label for m in sized if m.average.values.get(key) is None]
+        if missing:
+            left_out.append(f"no {label}: " + ", ".join(missing))
+        ax.scatter([p[0] for p in points], [p[1] for p in points], color="C0", zorder=3)
+        labelled.append((ax, points))
         ax.set_xscale("log")
-        ax.margins(x=0.15, y=0.1)  # room for the labels of the outermost points
-        for axis in (ax.xaxis,):
-            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        sizes = sorted({p[0] for p in points})
+        if 0 < len(sizes) <= 8:  # the runs' own sizes, where they are few enough to read
+            ax.xaxis.set_major_locator(FixedLocator(sizes))
+        else:
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+        ax.margins(x=0.2, y=0.15)
         ax.set_xlabel("parameters (billions, log scale)")
         ax.set_ylabel(label)
-        shown = "n/a (needs 3 runs)" if rho is None else f"{rho:+.2f}"
-        ax.set_title(f"{label} vs size: Spearman ρ = {shown}", fontsize="medium")
+        shown = rho_text([p[0] for p in points], [p[1] for p in points], label)
+        ax.set_title(f"{label} vs size\n{shown}", fontsize="medium")
         ax.grid(alpha=0.3)
     unsized = [m.run.label for m in all_measures if m.run.params_b is None]
     if unsized:
-        figure.text(
-            0.01,
-            0.01,
-            _label("not shown (no parameter count): " + ", ".join(unsized)),
-            fontsize="x-small",
-            color="0.35",
+        left_out.insert(
+            0,
+            "no parameter count (give one with --params NAME=7B): " + ", ".join(unsized),
         )
-    figure.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.9, wspace=0.25)
-    return _png(figure)
+    note_height = _note(figure, [_label("Not shown: " + "; ".join(left_out))] if left_out else [])
+    height = 4.6 + note_height
+    figure.set_size_inches(11.0, height)
+    figure.subplots_adjust(
+        left=0.75 / 11.0,
+        right=1 - 0.25 / 11.0,
+        bottom=(0.6 + note_height) / height,
+        top=1 - 0.6 / height,
+        wspace=0.28,
+    )
+    for ax, points in labelled:  # once the axes have their final place and size
+        _label_points(figure, ax, points)
+    return figure
+
+
+#: Where a point's label may go, in points from the point, tried in order: beside it, then
+#: further above or below.
+_LABEL_PLACES = [(dx, dy) for dy in (4, -11, 13, -20, 22, -29) for dx in (5, -5)]
+
+
+def _label_points(figure: Figure, ax: Axes, points: Sequence[tuple[float, float, str]]) -> None:
+    """Name each point; runs at the same place share one label ("a = b"). Each label takes the
+    first place (`_LABEL_PLACES`) where it overlaps no label placed before and stays inside
+    the axes, so that neither another label nor the figure's edge hides part of it (the last
+    place tried is kept when none is free)."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    ax.get_xlim(), ax.get_ylim()  # settle the limits, so that the data positions are final
+    inside = ax.get_window_extent(renderer)
+    places: dict[tuple[float, float], list[str]] = {}
+    for x, y, name in points:
+        places.setdefault((x, y), []).append(name)
+    taken: list[Any] = []
+    for (x, y), names in sorted(places.items(), key=lambda item: (-item[0][1], item[0][0])):
+        text = ax.annotate(
+            _label(" = ".join(names)),
+            (x, y),
+            xytext=_LABEL_PLACES[0],
+            textcoords="offset points",
+            fontsize="x-small",
+        )
+        for dx, dy in _LABEL_PLACES:
+            text.set_position((dx, dy))
+            text.set_horizontalalignment("left" if dx > 0 else "right")
+            box = text.get_window_extent(renderer)
+            fits = (
+                box.x0 >= inside.x0
+                and box.x1 <= inside.x1
+                and box.y0 >= inside.y0
+                and box.y1 <= inside.y1
+            )
+            if fits and not any(box.overlaps(other) for other in taken):
+                break
+        taken.append(text.get_window_extent(renderer))
+
+
+def describe(name: str, all_measures: Sequence[RunMeasures]) -> str:
+    """A plot's alternative text (the report's `alt`): what it shows, in words, for a screen
+    reader, a page whose images did not load, and a test that reads the page."""
+    runs = ", ".join(_label(m.run.label) for m in all_measures)
+    if name == "scenarios":
+        main, _, second = _key(all_measures)
+        return f"Bars per scenario of {_heading(main)} and {_heading(second)}, one per run: {runs}"
+    if name == "accuracy_vs_ps":
+        x_key, y_key = scatter_axes(all_measures)
+        shapes = ", ".join(_label(s) for s in scatter_scenarios(all_measures))
+        return (
+            f"{_heading(y_key)} against {_heading(x_key)}: one mark per run (colour) and "
+            f"scenario (shape: {shapes}), and each run's average; runs: {runs}"
+        )
+    if name == "size":
+        return f"Average rates against parameter count, with Spearman's rho; runs: {runs}"
+    return name

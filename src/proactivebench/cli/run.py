@@ -289,6 +289,14 @@ def print_episode_errors(errors: Counter[str], scored: int) -> bool:
     help="Write the judged run here [default: judge RUN_DIR in place, keeping the results it "
     "replaces as RUN_DIR/results.previous.jsonl].",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=RunOptions.concurrency,
+    show_default=True,
+    help="Lines judged at once, each with its votes together (up to this many times "
+    "--judge-votes requests in flight; several servers: --judge-option endpoints=URL,URL).",
+)
 @cache_options
 @click.option(
     "--no-report",
@@ -303,6 +311,7 @@ def judge_command(
     judge_max_tokens: int | None,
     judge_temperature: float | None,
     out_dir: Path | None,
+    concurrency: int,
     cache_path: Path | None,
     no_cache: bool,
     no_report: bool,
@@ -310,7 +319,8 @@ def judge_command(
     """Judge a finished open-ended run again, without asking the tested model anything.
 
     A line the judge could not judge (its call failed) keeps the verdict it had; rerun the
-    same command to retry those lines (exit 3 until none is left)."""
+    same command to retry those lines (exit 3 until none is left). Interrupted (Ctrl-C), the
+    same command goes on from the lines judged so far."""
     from proactivebench.models.cache import CachedModel
     from proactivebench.oeg import PREVIOUS_RESULTS, rejudge
 
@@ -322,20 +332,25 @@ def judge_command(
         judge = judge.with_model(CachedModel(judge.model, cache))
     target = out_dir if out_dir is not None else run_dir
 
-    def on_start(to_judge: int, lines: int) -> None:
+    def on_start(to_judge: int, lines: int, judged_before: int) -> None:
         where = "in place" if target.resolve() == run_dir.resolve() else f"into {target}"
         kept = (
             f"; the results it replaces are kept as {target / PREVIOUS_RESULTS}"
             if (target / "results.jsonl").exists()
             else ""
         )
+        before = (
+            f" ({judged_before} more were judged before it was interrupted)"
+            if judged_before
+            else ""
+        )
         console.print(
-            escape(f"judging {to_judge} of {lines} lines of {run_dir} {where}{kept}"),
+            escape(f"judging {to_judge} of {lines} lines of {run_dir} {where}{before}{kept}"),
             highlight=False,
         )
 
     with contextlib.closing(cache) if cache else contextlib.nullcontext():
-        outcome = rejudge(run_dir, judge, out_dir, on_start=on_start)
+        outcome = rejudge(run_dir, judge, out_dir, concurrency=concurrency, on_start=on_start)
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
     finish_run(outcome.out_dir, write=not no_report)

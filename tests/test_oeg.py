@@ -13,7 +13,7 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI, last_user_text
+from openai_server import FakeOpenAI, Raw, last_user_text
 from proactivebench.judge import Judge, judge_messages, parse_verdict
 from proactivebench.models import load_model
 from proactivebench.rundir import read_results
@@ -534,3 +534,45 @@ def test_an_interrupted_judge_goes_on_from_the_lines_it_judged(
     assert {x["settings"]["judge"]["judge"] for x in lines} == {args[3]}
     assert not (run / "results.judging.jsonl").exists()
     assert (run / "results.previous.jsonl").read_text() == before
+
+
+def erring_judge(path: str, body: dict[str, Any]) -> Raw:
+    """A judge server that refuses the ROD lines (HTTP 400), answers QD's in a language the
+    verdict reader does not read, and the others as `voting_judge` does."""
+    user = body["messages"][1]["content"] if len(body["messages"]) > 1 else ""
+    if "Move the blocks" in user:
+        return Raw(json.dumps({"error": {"message": "prompt too long"}}).encode(), status=400)
+    answer = "sí, sí" if "details" in user.lower() else voting_judge(body)
+    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]}
+    return Raw(json.dumps(completion).encode(), headers={"Content-Type": "application/json"})
+
+
+def test_a_judge_that_fails_or_talks_nonsense_at_once_gets_one_message_per_line(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+    old = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
+    with FakeOpenAI(raw=erring_judge, latency=0.02) as judge:
+        args = judge_args(run, judge.url, "erring", "--judge-votes", "2", "--no-report")
+        code, text = run_cli(
+            [*args, "--concurrency", "6", "--judge-option", "max_retries=0"], capsys
+        )
+        assert judge.peak_in_flight > 1
+    assert code == 3 and "Traceback" not in text, text
+    assert "2 line(s) could not be judged (2 kept their previous verdict)" in text
+    assert "prompt too long" in text and "unparsed %" in text
+    lines = read_results(run / "results.jsonl")
+    assert len(lines) == 15
+    for line in lines:
+        key = (line["scenario"], line["sample_id"])
+        if line["scenario"] == "ROD":  # refused: the earlier verdict, and why it stays
+            assert "prompt too long" in line["judge_error"] and "error" not in line
+            assert {k: v for k, v in line.items() if k != "judge_error"} == old[key]
+        elif line["scenario"] == "QD":  # no readable verdict: scored 0, marked unparsed
+            assert line["judge_parsed"] == [False, False] and line["aggregate"] == 0
+        else:
+            assert line["judge_parsed"] == [True, True] and "judge_error" not in line
+    expected = {k: v for k, v in VERDICTS.items() if k not in ("ROD", "QD")}
+    assert {k: v for k, v in verdicts_of(lines).items() if k in expected} == expected

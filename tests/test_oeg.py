@@ -576,3 +576,22 @@ def test_a_judge_that_fails_or_talks_nonsense_at_once_gets_one_message_per_line(
             assert line["judge_parsed"] == [True, True] and "judge_error" not in line
     expected = {k: v for k, v in VERDICTS.items() if k not in ("ROD", "QD")}
     assert {k: v for k, v in verdicts_of(lines).items() if k in expected} == expected
+
+
+def test_judge_spreads_its_requests_over_the_judge_endpoints(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+    with (
+        FakeOpenAI(respond=voting_judge, latency=0.05) as first,
+        FakeOpenAI(respond=voting_judge, latency=0.05) as second,
+    ):
+        args = judge_args(run, first.url, "voter", "--judge-votes", "3", "--no-report")
+        args += ["--judge-option", f"endpoints={second.url}", "--concurrency", "4"]
+        code, text = run_cli(args, capsys)
+        served = (len(first.chat_requests), len(second.chat_requests))
+    assert code == 0, text
+    assert sum(served) == 15 * 3 and min(served) > 0
+    assert verdicts_of(read_results(run / "results.jsonl")) == VERDICTS

@@ -328,11 +328,12 @@ def judge_command(
     if judge is None:
         raise click.UsageError("say which model judges: --judge SPEC")
     cache = open_cache(cache_path, no_cache, wanted=judge.model.needs_images)
+    backend = judge.model  # its retries are shown, the cache has none
     if cache is not None:
         judge = judge.with_model(CachedModel(judge.model, cache))
     target = out_dir if out_dir is not None else run_dir
 
-    def on_start(to_judge: int, lines: int, judged_before: int) -> None:
+    def tell_start(to_judge: int, lines: int, judged_before: int) -> None:
         where = "in place" if target.resolve() == run_dir.resolve() else f"into {target}"
         kept = (
             f"; the results it replaces are kept as {target / PREVIOUS_RESULTS}"
@@ -349,8 +350,24 @@ def judge_command(
             highlight=False,
         )
 
-    with contextlib.closing(cache) if cache else contextlib.nullcontext():
-        outcome = rejudge(run_dir, judge, out_dir, concurrency=concurrency, on_start=on_start)
+    label = f"judging with {backend.name}"
+    with (
+        contextlib.closing(cache) if cache else contextlib.nullcontext(),
+        episode_progress(label, lambda: getattr(backend, "stats", {})) as (progress, on_result),
+    ):
+
+        def on_start(to_judge: int, lines: int, judged_before: int) -> None:
+            tell_start(to_judge, lines, judged_before)
+            progress(to_judge, 0)
+
+        outcome = rejudge(
+            run_dir,
+            judge,
+            out_dir,
+            concurrency=concurrency,
+            on_start=on_start,
+            on_result=on_result,
+        )
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
     finish_run(outcome.out_dir, write=not no_report)

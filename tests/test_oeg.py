@@ -13,7 +13,7 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI, last_user_text
+from openai_server import FakeOpenAI, Raw, last_user_text
 from proactivebench.judge import Judge, judge_messages, parse_verdict
 from proactivebench.models import load_model
 from proactivebench.rundir import read_results
@@ -396,3 +396,202 @@ def test_a_judge_that_cannot_judge_is_refused_before_the_model_is_loaded(
     assert not (tmp_path / "run").exists()
     code, text = run_cli(["judge", str(tmp_path), "--judge", spec], capsys)
     assert code == 1 and f"{spec} cannot judge" in text and "Traceback" not in text
+
+
+# ----- judging many lines at once ----------------------------------------------------------
+
+#: Each line's verdict (ps, cp) by hand, by scenario in sample id order (see EXPECTED).
+VERDICTS = {
+    "ROD": [(1, 0), (1, 0)],
+    "VSOD": [(0, 1), (0, 1)],
+    "MVP-N": [(0, 0), (0, 0)],
+    "IN-C": [(1, 0), (0, 0)],
+    "QD": [(1, 1), (1, 1)],
+    "CIT": [(1, 0), (1, 0)],
+    "COCO": [(0, 1), (0, 1), (0, 1)],
+}
+
+
+def voting_judge(body: dict[str, Any]) -> str:
+    """`respond`'s judge, but its third vote (seed 2) marks nothing: the majority is the
+    honest verdict, agreed by 2 of 3 votes unless that verdict is itself all zeros."""
+    honest = respond(body)
+    if body.get("seed") != 2:
+        return honest
+    return ", ".join("0" for _ in honest.rsplit("\n", 1)[-1].split(","))
+
+
+def verdicts_of(lines: list[dict[str, Any]]) -> dict[str, list[tuple[int, int]]]:
+    found: dict[str, list[tuple[int, int]]] = {}
+    for line in sorted(lines, key=lambda x: x["sample_id"]):
+        verdict = (line["proactive_suggestion"], line["category_prediction"])
+        found.setdefault(line["scenario"], []).append(verdict)
+    return found
+
+
+def test_judging_lines_at_once_gives_what_one_at_a_time_gives(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+    outputs = {}
+    for concurrency in ("1", "8"):
+        out = tmp_path / f"c{concurrency}"
+        with FakeOpenAI(respond=voting_judge, latency=0.05) as judge:
+            args = judge_args(run, judge.url, "voter", "--judge-votes", "3", "--out", str(out))
+            code, text = run_cli([*args, "--concurrency", concurrency, "--no-report"], capsys)
+            assert code == 0, text
+            peak = judge.peak_in_flight
+        # One line at a time: its three votes together; eight lines: more, never over 8 x 3.
+        assert peak == 3 if concurrency == "1" else 3 < peak <= 24
+        outputs[concurrency] = ((out / "results.jsonl").read_text(), (out / "summary.json"))
+        assert not (out / "results.judging.jsonl").exists()
+    one, many = outputs["1"], outputs["8"]
+    assert many[0] == one[0] and many[1].read_text() == one[1].read_text()
+    lines = read_results(tmp_path / "c8" / "results.jsonl")
+    assert verdicts_of(lines) == VERDICTS
+    for line in lines:
+        unanimous = (line["proactive_suggestion"], line["category_prediction"]) == (0, 0)
+        assert line["judge_agreement"] == (1.0 if unanimous else 0.6667)
+        assert line["judge_outputs"][:2] == [line["judge_outputs"][0]] * 2
+        assert line["judge_outputs"][2].startswith("0")  # the votes in seed order
+    # The lines keep the file's order: the paper's scenario order, then sample id.
+    assert [x["scenario"] for x in lines] == [k for k, v in VERDICTS.items() for _ in v]
+
+
+def test_an_oeg_run_asks_the_votes_of_an_episode_together(data: Path, tmp_path: Path) -> None:
+    settings = EvalSettings(mode="oeg", scenarios=("ROD", "QD"))
+    with (
+        FakeOpenAI(respond=respond) as fake,
+        FakeOpenAI(respond=voting_judge, latency=0.1) as judge_server,
+    ):
+        model = load_model(f"openai:tested@{fake.url}")
+        judge = Judge(load_model(f"openai:judge@{judge_server.url}"), votes=3)
+        outcome = evaluate(data, model, tmp_path / "run", settings, judge=judge, concurrency=1)
+        assert judge_server.peak_in_flight == 3
+    assert not outcome.errors
+    assert verdicts_of(read_results(tmp_path / "run" / "results.jsonl")) == {
+        k: VERDICTS[k] for k in ("ROD", "QD")
+    }
+
+
+#: A judge for the `python:` backend: `respond`'s verdicts; each call appends a line to CALLS,
+#: and the call numbered INTERRUPT_AT presses Ctrl-C (once: it removes its marker).
+INTERRUPTING_JUDGE = """
+import asyncio, signal, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_oeg import respond
+
+CALLS, MARK, INTERRUPT_AT = Path({calls!r}), Path({mark!r}), {at}
+
+async def judge(messages, observation):
+    with CALLS.open("a") as f:
+        f.write("call\\n")
+    count = len(CALLS.read_text().splitlines())
+    if count == INTERRUPT_AT and MARK.exists():
+        MARK.unlink()
+        signal.raise_signal(signal.SIGINT)
+        await asyncio.sleep(30)  # cancelled by the Ctrl-C
+    await asyncio.sleep(0)
+    return respond({{"messages": messages}})
+"""
+
+
+def test_an_interrupted_judge_goes_on_from_the_lines_it_judged(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run, calls, mark = tmp_path / "run", tmp_path / "calls.log", tmp_path / "interrupt"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+    before = (run / "results.jsonl").read_text()
+    source = INTERRUPTING_JUDGE.format(
+        tests=str(Path(__file__).parent), calls=str(calls), mark=str(mark), at=8
+    )
+    (tmp_path / "judging.py").write_text(source)
+    mark.touch()
+    args = ["judge", str(run), "--judge", f"python:{tmp_path / 'judging.py'}:judge"]
+    args += ["--no-cache", "--no-report", "--concurrency", "2"]
+    code, text = run_cli(args, capsys)
+    assert code == 130 and "interrupted; rerun the same command" in text, text
+    assert "Traceback" not in text
+    # The results file is untouched; the lines judged so far are kept beside it.
+    assert (run / "results.jsonl").read_text() == before
+    so_far = read_results(run / "results.judging.jsonl")
+    assert 1 <= len(so_far) < 15
+    assert len({(x["scenario"], x["sample_id"]) for x in so_far}) == len(so_far)
+    asked = len(calls.read_text().splitlines())
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    left = 15 - len(so_far)
+    assert f"judging {left} of 15 lines" in text and f"{len(so_far)} more were judged" in text
+    # Only the lines not judged yet are asked about; each line is in the results once.
+    assert len(calls.read_text().splitlines()) == asked + left
+    lines = read_results(run / "results.jsonl")
+    assert len(lines) == 15 and len({(x["scenario"], x["sample_id"]) for x in lines}) == 15
+    assert verdicts_of(lines) == VERDICTS
+    assert {x["settings"]["judge"]["judge"] for x in lines} == {args[3]}
+    assert not (run / "results.judging.jsonl").exists()
+    assert (run / "results.previous.jsonl").read_text() == before
+
+
+def erring_judge(path: str, body: dict[str, Any]) -> Raw:
+    """A judge server that refuses the ROD lines (HTTP 400), answers QD's in a language the
+    verdict reader does not read, and the others as `voting_judge` does."""
+    user = body["messages"][1]["content"] if len(body["messages"]) > 1 else ""
+    if "Move the blocks" in user:
+        return Raw(json.dumps({"error": {"message": "prompt too long"}}).encode(), status=400)
+    answer = "sí, sí" if "details" in user.lower() else voting_judge(body)
+    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]}
+    return Raw(json.dumps(completion).encode(), headers={"Content-Type": "application/json"})
+
+
+def test_a_judge_that_fails_or_talks_nonsense_at_once_gets_one_message_per_line(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+    old = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
+    with FakeOpenAI(raw=erring_judge, latency=0.02) as judge:
+        args = judge_args(run, judge.url, "erring", "--judge-votes", "2", "--no-report")
+        code, text = run_cli(
+            [*args, "--concurrency", "6", "--judge-option", "max_retries=0"], capsys
+        )
+        assert judge.peak_in_flight > 1
+    assert code == 3 and "Traceback" not in text, text
+    assert "2 line(s) could not be judged (2 kept their previous verdict)" in text
+    assert "prompt too long" in text and "unparsed %" in text
+    lines = read_results(run / "results.jsonl")
+    assert len(lines) == 15
+    for line in lines:
+        key = (line["scenario"], line["sample_id"])
+        if line["scenario"] == "ROD":  # refused: the earlier verdict, and why it stays
+            assert "prompt too long" in line["judge_error"] and "error" not in line
+            assert {k: v for k, v in line.items() if k != "judge_error"} == old[key]
+        elif line["scenario"] == "QD":  # no readable verdict: scored 0, marked unparsed
+            assert line["judge_parsed"] == [False, False] and line["aggregate"] == 0
+        else:
+            assert line["judge_parsed"] == [True, True] and "judge_error" not in line
+    expected = {k: v for k, v in VERDICTS.items() if k not in ("ROD", "QD")}
+    assert {k: v for k, v in verdicts_of(lines).items() if k in expected} == expected
+
+
+def test_judge_spreads_its_requests_over_the_judge_endpoints(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+    with (
+        FakeOpenAI(respond=voting_judge, latency=0.05) as first,
+        FakeOpenAI(respond=voting_judge, latency=0.05) as second,
+    ):
+        args = judge_args(run, first.url, "voter", "--judge-votes", "3", "--no-report")
+        args += ["--judge-option", f"endpoints={second.url}", "--concurrency", "4"]
+        code, text = run_cli(args, capsys)
+        served = (len(first.chat_requests), len(second.chat_requests))
+    assert code == 0, text
+    assert sum(served) == 15 * 3 and min(served) > 0
+    assert verdicts_of(read_results(run / "results.jsonl")) == VERDICTS

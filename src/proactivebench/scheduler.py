@@ -12,16 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from proactivebench.errors import WriteError
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.play import Result
 from proactivebench.rundir import ResultsFile
-from proactivebench.scenarios import Episode
 
-#: Plays one episode, asking the model through the function it is given.
-PlayOne = Callable[[Episode, Callable[[ChatRequest], Awaitable[Completion]]], Awaitable[Result]]
+if TYPE_CHECKING:  # types only: `oeg.rejudge` schedules too, and `play` imports `oeg`
+    from proactivebench.play import Result
+
+#: What a worker plays: an episode (`eval`), or a result line to judge again (`judge`).
+Item = TypeVar("Item")
+#: Plays one item, asking the model through the function it is given.
+PlayOne = Callable[[Item, Callable[[ChatRequest], Awaitable[Completion]]], Awaitable["Result"]]
 
 
 class Batcher:
@@ -61,8 +64,9 @@ class Batcher:
                     future.set_result(completion)
 
 
-class Scheduler:
-    """Plays episodes with `concurrency` workers and commits each result as it ends.
+class Scheduler(Generic[Item]):
+    """Plays episodes (or other items) with `concurrency` workers and commits each result as
+    it ends.
 
     A write error or a bug in a worker ends the run at once; on any end (done, error, Ctrl-C)
     every task is stopped and collected, and episodes that finished but were not written yet
@@ -72,7 +76,7 @@ class Scheduler:
     def __init__(
         self,
         model: Model,
-        play_one: PlayOne,
+        play_one: PlayOne[Item],
         results: ResultsFile,
         *,
         concurrency: int,
@@ -85,7 +89,7 @@ class Scheduler:
         self.on_result = on_result
         self.finished: asyncio.Queue[Result] = asyncio.Queue()
 
-    async def run(self, episodes: Iterable[Episode]) -> None:
+    async def run(self, episodes: Iterable[Item]) -> None:
         pending = iter(episodes)
         server = asyncio.create_task(self.batcher.serve())
         committer = asyncio.create_task(self._writer())
@@ -103,7 +107,7 @@ class Scheduler:
             await asyncio.gather(*helpers, return_exceptions=True)
             self._write_left()
 
-    async def _worker(self, pending: Iterator[Episode]) -> None:
+    async def _worker(self, pending: Iterator[Item]) -> None:
         for episode in pending:  # the workers share one iterator: each episode is played once
             await self.finished.put(await self.play_one(episode, self.batcher.submit))
 

@@ -303,6 +303,14 @@ def print_episode_errors(errors: Counter[str], scored: int) -> bool:
     help="Write the judged run here [default: judge RUN_DIR in place, keeping the results it "
     "replaces as RUN_DIR/results.previous.jsonl].",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=RunOptions.concurrency,
+    show_default=True,
+    help="Lines judged at once, each with its votes together (up to this many times "
+    "--judge-votes requests in flight; several servers: --judge-option endpoints=URL,URL).",
+)
 @cache_options
 @click.option(
     "--no-report",
@@ -317,6 +325,7 @@ def judge_command(
     judge_max_tokens: int | None,
     judge_temperature: float | None,
     out_dir: Path | None,
+    concurrency: int,
     cache_path: Path | None,
     no_cache: bool,
     no_report: bool,
@@ -324,7 +333,8 @@ def judge_command(
     """Judge a finished open-ended run again, without asking the tested model anything.
 
     A line the judge could not judge (its call failed) keeps the verdict it had; rerun the
-    same command to retry those lines (exit 3 until none is left)."""
+    same command to retry those lines (exit 3 until none is left). Interrupted (Ctrl-C), the
+    same command goes on from the lines judged so far."""
     from proactivebench.models.cache import CachedModel
     from proactivebench.oeg import PREVIOUS_RESULTS, rejudge
 
@@ -332,24 +342,46 @@ def judge_command(
     if judge is None:
         raise click.UsageError("say which model judges: --judge SPEC")
     cache = open_cache(cache_path, no_cache, wanted=judge.model.needs_images)
+    backend = judge.model  # its retries are shown, the cache has none
     if cache is not None:
         judge = judge.with_model(CachedModel(judge.model, cache))
     target = out_dir if out_dir is not None else run_dir
 
-    def on_start(to_judge: int, lines: int) -> None:
+    def tell_start(to_judge: int, lines: int, judged_before: int) -> None:
         where = "in place" if target.resolve() == run_dir.resolve() else f"into {target}"
         kept = (
             f"; the results it replaces are kept as {target / PREVIOUS_RESULTS}"
             if (target / "results.jsonl").exists()
             else ""
         )
+        before = (
+            f" ({judged_before} more were judged before it was interrupted)"
+            if judged_before
+            else ""
+        )
         console.print(
-            escape(f"judging {to_judge} of {lines} lines of {run_dir} {where}{kept}"),
+            escape(f"judging {to_judge} of {lines} lines of {run_dir} {where}{before}{kept}"),
             highlight=False,
         )
 
-    with contextlib.closing(cache) if cache else contextlib.nullcontext():
-        outcome = rejudge(run_dir, judge, out_dir, on_start=on_start)
+    label = f"judging with {backend.name}"
+    with (
+        contextlib.closing(cache) if cache else contextlib.nullcontext(),
+        episode_progress(label, lambda: getattr(backend, "stats", {})) as (progress, on_result),
+    ):
+
+        def on_start(to_judge: int, lines: int, judged_before: int) -> None:
+            tell_start(to_judge, lines, judged_before)
+            progress(to_judge, 0)
+
+        outcome = rejudge(
+            run_dir,
+            judge,
+            out_dir,
+            concurrency=concurrency,
+            on_start=on_start,
+            on_result=on_result,
+        )
     measures, report = measure_and_report(outcome.out_dir, write=not no_report)
     out.print(summary_table(outcome.summary, measures=measures))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")

@@ -76,6 +76,7 @@ def test_every_malformed_record_is_located(tmp_path: Path) -> None:
             json.dumps(rod(4, image_template="../outside/{image}.png")),
             json.dumps(rod(5, image_template="/etc/{image}")),
             json.dumps(rod(6, image_template="ROD/{level}.png")),
+            json.dumps(rod(7, image_template="")),
         ],
     )
     name = "Realistic-Occlusion-Dataset_preprocessed.jsonl"
@@ -89,6 +90,7 @@ def test_every_malformed_record_is_located(tmp_path: Path) -> None:
         (":8: field 'image_template'", "must not leave the data dir"),
         (":9: field 'image_template'", "must be relative"),
         (":10: field 'image_template'", "unknown placeholder"),
+        (":11: field 'image_template'", "must name image files, got ''"),
     ]
     assert len(problems) == len(expected)
     for problem, (where, what) in zip(problems, expected, strict=True):

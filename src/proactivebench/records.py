@@ -196,6 +196,8 @@ def _check_template(f: _Fields, template: str, allowed: frozenset[str]) -> None:
             f"unknown placeholder(s) {sorted(unknown)}; this scenario fills {sorted(allowed)}",
         )
     path = PurePosixPath(template.replace("\\", "/"))
+    if not path.parts or path.parts == (".",):
+        raise f.error("image_template", f"must name image files, got {template!r}")
     if path.is_absolute() or template.startswith(("/", "\\")) or ":" in path.parts[0]:
         raise f.error("image_template", f"must be relative to the data dir, got {template!r}")
     if ".." in path.parts:

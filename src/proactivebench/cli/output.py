@@ -325,5 +325,6 @@ def print_report_outcome(outcome: ReportOutcome) -> None:
     """Where the report went, what it lacks, and the unreadable-answer warnings."""
     for note in outcome.notes:
         console.print(f"note: {escape(printable(note))}", highlight=False)
-    out.print(f"report: {escape(str(outcome.html))}", highlight=False)
+    kept = " (up to date: nothing changed since it was written)" if outcome.unchanged else ""
+    out.print(f"report: {escape(str(outcome.html))}{kept}", highlight=False)
     print_warnings(outcome.warnings)

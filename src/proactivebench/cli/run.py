@@ -259,7 +259,7 @@ def finish_run(run_dir: Path, write: bool) -> None:
     from proactivebench.report.runs import load_runs
 
     if write:
-        print_report_outcome(write_report([run_dir]))
+        print_report_outcome(write_report([run_dir], if_changed=True))
     else:
         run = load_runs([run_dir])[0]
         print_warnings(unreadable_warnings(measure_run(run, n_resamples=0)))

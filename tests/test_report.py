@@ -446,3 +446,10 @@ def test_eval_warns_when_answers_are_unreadable(tmp_path: Path, capsys) -> None:
         assert code == 0
         assert "warning: answers that designate no shown option (protocol §4) pass 10 %" in text
         assert "ROD (100.0 %)" in text and "--answer-extraction lenient" in text
+        # A rerun (nothing played, the report up to date) warns the same, twice over: the
+        # first rerun works the warnings out, the second tells them from the run's notes.
+        args = ["eval", "--data", str(data), "--model", f"python:{agent}:answer"]
+        for _ in range(2):
+            code, again = run_cli([*args, "--out", str(out), *extra], capsys)
+            assert code == 0 and "already done" in again, again
+            assert "ROD (100.0 %)" in again and "--answer-extraction lenient" in again

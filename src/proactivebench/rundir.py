@@ -560,18 +560,30 @@ class FinishedRun:
         return loads(json.dumps(stamp))
 
     @classmethod
-    def read(cls, run_dir: Path, stamp: dict[str, Any]) -> FinishedRun | None:
-        """The note of `run_dir` if it holds for `stamp` and the run's files now, else None
-        (none written, damaged, or stale: a full rerun then decides)."""
+    def read(cls, run_dir: Path, stamp: dict[str, Any] | None = None) -> FinishedRun | None:
+        """The note of `run_dir` if it holds for the run's files now (and for `stamp`, when
+        given), else None (none written, damaged, or stale: a full rerun then decides)."""
         try:
             note = loads((run_dir / FINISHED).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             return None
         if not isinstance(note, dict) or not isinstance(note.get("outcome"), dict):
             return None
-        if note.get("stamp") != cls.normal(stamp) or note.get("files") != _run_files(run_dir):
+        if stamp is not None and note.get("stamp") != cls.normal(stamp):
             return None
-        return cls(stamp, note["outcome"])
+        if note.get("files") != _run_files(run_dir):
+            return None
+        return cls(note.get("stamp") or {}, note["outcome"])
+
+    def remember(self, run_dir: Path, key: str, value: Any) -> None:
+        """Add what was derived from the run's files as they are (the answers a report
+        finds unreadable) to the note, for the next rerun to tell without reading them; the
+        caller holds the run's `RunLock`. A note gone stale meanwhile is left alone."""
+        if FinishedRun.read(run_dir, self.stamp) is None:
+            return
+        self.outcome[key] = value
+        with contextlib.suppress(WriteError):  # only a saving: the next rerun reads the lines
+            self.write(run_dir)
 
     def write(self, run_dir: Path) -> None:
         """Record the run as complete, as its files are now (after summary.json is written)."""

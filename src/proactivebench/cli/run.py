@@ -255,14 +255,12 @@ def tell_run(
 def finish_run(run_dir: Path, write: bool) -> None:
     """The run's report (unless --no-report), and the warnings that must not be missed."""
     from proactivebench.report import write_report
-    from proactivebench.report.measures import measure_run, unreadable_warnings
-    from proactivebench.report.runs import load_runs
+    from proactivebench.report.build import run_warnings
 
     if write:
         print_report_outcome(write_report([run_dir], if_changed=True))
     else:
-        run = load_runs([run_dir])[0]
-        print_warnings(unreadable_warnings(measure_run(run, n_resamples=0)))
+        print_warnings(run_warnings(run_dir))
 
 
 def print_episode_errors(errors: Counter[str], scored: int) -> bool:

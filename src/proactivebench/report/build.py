@@ -53,6 +53,7 @@ from proactivebench.report.thumbs import Thumbnails
 from proactivebench.rundir import (
     RESULTS,
     RUN_CONFIG,
+    FinishedRun,
     RunLock,
     atomic_write,
     file_stamp,
@@ -180,6 +181,20 @@ def write_report(
         outcome = _write_report(run_dirs, out, vs, params, seed, n_resamples, title, allow_empty)
         _BuiltFrom(inputs, outcome.notes, outcome.warnings).write(out, outcome.files)
         return outcome
+
+
+def run_warnings(run_dir: Path) -> list[str]:
+    """The unreadable-answer warnings of a run (what `eval --no-report` tells), remembered in
+    the note of a complete run (`rundir.FinishedRun`), so that a rerun of it reads no line."""
+    note = FinishedRun.read(run_dir)
+    known = note.outcome.get("warnings") if note is not None else None
+    if isinstance(known, list) and all(isinstance(w, str) for w in known):
+        return known
+    warnings = unreadable_warnings(measure_run(load_runs([run_dir])[0], n_resamples=0))
+    if note is not None:
+        with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered
+            note.remember(run_dir, "warnings", warnings)
+    return warnings
 
 
 class _BuiltFrom:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -199,3 +200,101 @@ def test_views_not_scaled_down_are_the_full_decode(tmp_path: Path, name: str) ->
         }
     for view, image in expected.items():
         assert np.array_equal(np.asarray(store.image(view)), np.asarray(image)), view
+
+
+# ----- issue 20, item 5: a header checked once per file version; one hop per new image ---------
+
+
+def test_a_header_is_read_once_per_version_of_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "x.png"
+    Image.new("RGB", (8, 6)).save(path)
+    opened: list[str] = []
+    real = images_module.opened_image
+
+    def counted(*args, **kwargs):
+        opened.append(str(args[0]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(images_module, "opened_image", counted)
+    for _ in range(3):
+        images_module.check_header(path, "x.png", max_bytes=None)
+    assert len(opened) == 1
+    with pytest.raises(ImageError, match="above the cap"):  # the cap holds, read or not
+        images_module.check_header(path, "x.png", max_bytes=10)
+    # Written again (another size): read again, and a broken file is refused.
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + b"not a png at all")
+    with pytest.raises(ImageError, match=r"x\.png"):
+        images_module.check_header(path, "x.png", max_bytes=None)
+    # Same size, another time: read again too.
+    Image.new("RGB", (8, 6), (1, 2, 3)).save(path)
+    images_module.check_header(path, "x.png", max_bytes=None)
+    size = path.stat().st_size
+    Image.new("RGB", (8, 6), (1, 2, 3)).save(path)
+    os.utime(path, ns=(1, 1))
+    assert path.stat().st_size == size
+    before = len(opened)
+    images_module.check_header(path, "x.png", max_bytes=None)
+    assert len(opened) == before + 1
+
+
+def test_a_url_from_bytes_read_for_the_key_is_the_url_of_before(tmp_path: Path) -> None:
+    data = one_rod(tmp_path)
+    views = [View(str(p.relative_to(data))) for p in sorted(data.rglob("*.png"))[:3]]
+    assert views
+    fresh, reused = ImageStore(data), ImageStore(data)
+    for view in views:
+        assert reused.ready_data_url(view) is None  # not read yet: a worker thread reads it
+        digest = reused.file_hash(view)  # the cache key's read
+        assert digest == fresh.file_hash(view)
+        url = reused.ready_data_url(view)
+        assert url is not None and url == fresh.data_url(view)
+        assert reused.data_url(view) is url
+    crop = View(views[0].image, crop=(0, 0, 4, 4))
+    assert reused.ready_data_url(crop, "PNG") is None  # a decode: never on the event loop
+    made = reused.data_url(crop, "PNG")
+    assert reused.ready_data_url(crop, "PNG") is made
+
+
+def test_a_request_with_new_images_costs_one_worker_thread_hop(
+    synth_test: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The response cache's key and the data URL of a new file come from one read, in one
+    worker-thread hop (two before: the key's hash, then the data URL). The scenarios whose
+    views are the files themselves (COCO's crops are decoded: a hop of their own)."""
+    from openai_server import decode_data_url
+
+    hops = 0
+    real = asyncio.to_thread
+
+    async def counted(func, *args, **kwargs):
+        nonlocal hops
+        # Image work only (results are fsynced in worker threads too): the cache key's file
+        # hashes and the data URLs.
+        hops += "keys_of" in func.__qualname__ or "_data_urls" in func.__qualname__
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    settings = EvalSettings(scenarios=("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT"))
+    with FakeOpenAI() as fake:
+        model = OpenAICompatible("m", endpoints=[fake.url])
+        evaluate(synth_test, model, tmp_path / "run", settings, cache=cache, concurrency=1)
+        bodies = [r.body for r in fake.chat_requests]
+    cache.close()
+    seen: set[bytes] = set()
+    new = 0  # requests that show a file no earlier request showed
+    for body in bodies:
+        files = {
+            decode_data_url(part["image_url"]["url"])[1]
+            for message in body["messages"]
+            if isinstance(message["content"], list)
+            for part in message["content"]
+            if part.get("type") == "image_url"
+        }
+        new += bool(files - seen)
+        seen |= files
+    assert new >= 6
+    assert hops == new
+    assert all(not r.get("error") for r in read_results(tmp_path / "run" / "results.jsonl"))

@@ -17,7 +17,7 @@ from PIL import Image
 from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.report import write_report
-from proactivebench.report.measures import measure_run
+from proactivebench.report.measures import intervals_of, measure_run
 from proactivebench.report.runs import load_run, params_from_config, parse_param_count
 from proactivebench.report.thumbs import Thumbnails
 from proactivebench.stats import mcnemar_p
@@ -446,6 +446,17 @@ def test_eval_warns_when_answers_are_unreadable(tmp_path: Path, capsys) -> None:
         assert code == 0
         assert "warning: answers that designate no shown option (protocol §4) pass 10 %" in text
         assert "ROD (100.0 %)" in text and "--answer-extraction lenient" in text
+        # A rerun (nothing played, the report up to date) warns the same, twice over: the
+        # first rerun works the warnings out, the second tells them from the run's notes.
+        args = ["eval", "--data", str(data), "--model", f"python:{agent}:answer"]
+        for _ in range(2):
+            code, again = run_cli([*args, "--out", str(out), *extra], capsys)
+            assert code == 0 and "already done" in again, again
+            assert "ROD (100.0 %)" in again and "--answer-extraction lenient" in again
+            # The table, intervals included, told again from the notes.
+            rows = [x for x in again.splitlines() if x.startswith("│ ")]
+            assert rows and rows == [x for x in text.splitlines() if x.startswith("│ ")]
+            assert "±" in rows[0]
 
 
 def test_show_and_the_viewer_name_the_rule_behind_a_surprising_verdict(
@@ -490,7 +501,8 @@ def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, 
     }
     console = Console(width=200, record=True, file=io.StringIO())
     loaded = load_run(run)
-    console.print(summary_table(summarize(loaded.lines, "m"), measures=measure_run(loaded)))
+    intervals = intervals_of(measure_run(loaded))
+    console.print(summary_table(summarize(loaded.lines, "m"), intervals=intervals))
     eval_text = console.export_text()
     code, report_text = run_cli(["report", str(run)], capsys)
     assert code == 0

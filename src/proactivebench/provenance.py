@@ -21,13 +21,17 @@ def now() -> str:
 
 
 @functools.cache
+def package_version() -> str | None:
+    """The installed package's version (None when it is not installed, run from `src/`)."""
+    try:
+        return metadata.version("proactivebench")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def software() -> dict[str, Any]:
     """`package_version`, and `git_commit` (plus `git_dirty`) when run from a checkout."""
-    try:
-        version: str | None = metadata.version("proactivebench")
-    except metadata.PackageNotFoundError:
-        version = None
-    found: dict[str, Any] = {"package_version": version}
+    found: dict[str, Any] = {"package_version": package_version()}
     source = Path(__file__).resolve().parent
     if any((folder / ".git").exists() for folder in source.parents):
         found.update(_git_state(source))

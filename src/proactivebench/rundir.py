@@ -7,6 +7,8 @@ the data, the model and every setting that changes play, so that a rerun resumes
 same run (written with the first result, so a failed start pins nothing), plus its
 `provenance` (never compared); `summary.json` the per-scenario table. Every writer holds
 `RunLock`, and every file written whole goes through `atomic_write` (or `staged_folder`).
+`.finished.json` says that the run was complete, and from what (`FinishedRun`): a rerun that
+finds it still true answers at once, without loading the data or reading the results again.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ RUN_CONFIG = "run.json"
 #: The run.json key of what is recorded about the run but is not its identity (never compared
 #: on resume or merge): one entry per invocation that wrote results (`provenance`).
 PROVENANCE = "provenance"
+#: The note of a complete run (`FinishedRun`): hidden, as the lock is; not part of any contract.
+FINISHED = ".finished.json"
 
 
 # ----- writing files whole ----------------------------------------------------------------------
@@ -514,3 +518,74 @@ def jsonl(lines: Iterable[dict[str, Any]]) -> str:
 
 def write_summary(out_dir: Path, summary: Summary) -> None:
     atomic_write(out_dir / SUMMARY, json.dumps(summary.as_dict(), indent=2) + "\n")
+
+
+# ----- a complete run, known without reading it ------------------------------------------------
+
+
+def file_stamp(path: Path) -> list[int] | None:
+    """What `stat` says of a file that changes whenever it is written, replaced or removed
+    (size, modification time in ns, inode); None when it does not exist."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+
+
+def _run_files(run_dir: Path) -> dict[str, list[int] | None]:
+    return {name: file_stamp(run_dir / name) for name in (RESULTS, RUN_CONFIG, SUMMARY)}
+
+
+class FinishedRun:
+    """`.finished.json`: a run found complete (every chosen episode has a line, none an
+    error), with what it was chosen from (`stamp`: the run identity, the selection settings,
+    `stat` of the data's record files) and `stat` of results.jsonl, run.json and summary.json.
+
+    A rerun whose stamp is the same, in a directory whose three files have not changed since,
+    has nothing to play and the same scores: it is told so at once (`outcome`). Any change (a
+    line appended, a merge, a re-judged line, an edited record file, another `--limit`) makes
+    the note stale, and the rerun takes the full way: data loaded, images checked, results read.
+    """
+
+    NAME = FINISHED
+
+    def __init__(self, stamp: dict[str, Any], outcome: dict[str, Any]) -> None:
+        self.stamp = stamp
+        self.outcome = outcome
+
+    @staticmethod
+    def normal(stamp: dict[str, Any]) -> dict[str, Any]:
+        """`stamp` as it reads back from JSON (tuples become lists), for comparing."""
+        return loads(json.dumps(stamp))
+
+    @classmethod
+    def read(cls, run_dir: Path, stamp: dict[str, Any] | None = None) -> FinishedRun | None:
+        """The note of `run_dir` if it holds for the run's files now (and for `stamp`, when
+        given), else None (none written, damaged, or stale: a full rerun then decides)."""
+        try:
+            note = loads((run_dir / FINISHED).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if not isinstance(note, dict) or not isinstance(note.get("outcome"), dict):
+            return None
+        if stamp is not None and note.get("stamp") != cls.normal(stamp):
+            return None
+        if note.get("files") != _run_files(run_dir):
+            return None
+        return cls(note.get("stamp") or {}, note["outcome"])
+
+    def remember(self, run_dir: Path, key: str, value: Any) -> None:
+        """Add what was derived from the run's files as they are (the answers a report
+        finds unreadable) to the note, for the next rerun to tell without reading them; the
+        caller holds the run's `RunLock`. A note gone stale meanwhile is left alone."""
+        if FinishedRun.read(run_dir, self.stamp) is None:
+            return
+        self.outcome[key] = value
+        with contextlib.suppress(WriteError):  # only a saving: the next rerun reads the lines
+            self.write(run_dir)
+
+    def write(self, run_dir: Path) -> None:
+        """Record the run as complete, as its files are now (after summary.json is written)."""
+        note = {"stamp": self.stamp, "files": _run_files(run_dir), "outcome": self.outcome}
+        atomic_write(run_dir / FINISHED, json.dumps(note, ensure_ascii=False) + "\n")

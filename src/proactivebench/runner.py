@@ -4,7 +4,8 @@ The steps, each in its own module: the episodes are chosen and their images chec
 (`selection`), the run directory is claimed and locked (`rundir`), episodes not done yet are
 played (`play`, one at a time per worker) with many in flight (`scheduler`), and the summary
 of every line is written. A rerun of the same run skips what is already there, so a crash
-loses at most the episodes in flight.
+loses at most the episodes in flight; a rerun of a complete run that nothing has changed since
+(`rundir.FinishedRun`) answers from a note of its outcome, without loading anything.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.judge import Judge
-from proactivebench.metrics import Summary, summarize
+from proactivebench.metrics import ScenarioScore, Summary, summarize
 from proactivebench.models.base import Model
 from proactivebench.models.cache import CachedModel, ResponseCache
 from proactivebench.oeg import Ask
@@ -34,6 +35,7 @@ from proactivebench.rundir import (
     RUN_CONFIG,
     SHARD,
     SUMMARY,
+    FinishedRun,
     ResultsFile,
     RunLock,
     RunMismatchError,
@@ -47,7 +49,7 @@ from proactivebench.rundir import (
 )
 from proactivebench.scenarios import Episode
 from proactivebench.scheduler import Scheduler
-from proactivebench.selection import choose_episodes, select_records
+from proactivebench.selection import choose_episodes, select_records, selection_stamp
 from proactivebench.settings import EvalSettings, RunOptions
 
 # Names this module exported before the run's jobs had modules of their own, kept for
@@ -127,6 +129,8 @@ class _Run:
     #: run.json: what the run is, and the provenance entries of earlier invocations.
     identity: dict[str, Any] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: What the episodes were chosen from (`FinishedRun`), taken before the data was read.
+    stamp: dict[str, Any] = field(default_factory=dict)
 
 
 def _prepare(
@@ -140,8 +144,9 @@ def _prepare(
 ) -> _Run:
     root = Path(data_dir)
     out = Path(out_dir)
-    chosen = choose_episodes(root, settings, shard)
     identity = run_identity(root, model, settings, judge, shard)
+    stamp = {"identity": identity, **selection_stamp(root, settings)}
+    chosen = choose_episodes(root, settings, shard)
     # run.json is written with the first result (`_Session`): a run that never finished an
     # episode (server down, Ctrl-C, bad key) leaves no identity to pin the directory.
     previous = check_run_dir(out, identity)
@@ -156,7 +161,9 @@ def _prepare(
             judge = judge.with_model(CachedModel(judge.model, cache))
         judge.model.bind_images(chosen.images)
     history = provenance_of(previous) if previous is not None else []
-    return _Run(chosen.episodes, todo, model, out, chosen.dataset.records, judge, identity, history)
+    return _Run(
+        chosen.episodes, todo, model, out, chosen.dataset.records, judge, identity, history, stamp
+    )
 
 
 class _Session:
@@ -201,7 +208,37 @@ def _finish(run: _Run) -> RunOutcome:
     errors = Counter(str(r["error"]) for r in lines if r.get("error"))
     resumed = len(run.episodes) - len(run.todo)
     answers, cached = cached_answers(lines)
+    if not errors and len(lines) == len(wanted):  # complete: a rerun has nothing to play
+        note = {"episodes": len(lines), "answers": answers, "cached": cached}
+        FinishedRun(run.stamp, {**note, "scenarios": summary.as_dict()["scenarios"]}).write(run.out)
     return RunOutcome(summary, run.out, resumed, errors, answers, cached, played=len(run.todo))
+
+
+def _finished(
+    data_dir: str | os.PathLike[str],
+    model: Model,
+    out_dir: str | os.PathLike[str],
+    settings: EvalSettings,
+    shard: tuple[int, int] | None,
+    judge: Judge | None,
+) -> RunOutcome | None:
+    """The outcome of a complete run that nothing has changed since (`FinishedRun`): told
+    from its note, nothing loaded, read or written; None when the run must be looked at."""
+    root, out = Path(data_dir), Path(out_dir)
+    if not (out / FinishedRun.NAME).is_file():
+        return None
+    identity = run_identity(root, model, settings, judge, shard)
+    note = FinishedRun.read(out, {"identity": identity, **selection_stamp(root, settings)})
+    if note is None:
+        return None
+    outcome = note.outcome
+    try:
+        scores = {name: ScenarioScore(**score) for name, score in outcome["scenarios"].items()}
+        episodes, answers, cached = outcome["episodes"], outcome["answers"], outcome["cached"]
+    except (KeyError, TypeError, AttributeError):  # a note not written by us: look at the run
+        return None
+    summary = Summary(model.name, scores)
+    return RunOutcome(summary, out, episodes, Counter(), answers, cached, played=0)
 
 
 @contextlib.asynccontextmanager
@@ -240,6 +277,11 @@ async def aevaluate(
             "open-ended generation needs a judge (--judge SPEC); multiple choice takes none"
         )
     with RunLock(Path(out_dir)):
+        finished = _finished(data_dir, model, out_dir, settings, shard, judge)
+        if finished is not None:
+            if on_start:
+                on_start(finished.resumed, finished.resumed)
+            return finished
         run = _prepare(data_dir, model, out_dir, settings, shard, cache, judge)
         if on_start:
             on_start(len(run.episodes), len(run.episodes) - len(run.todo))

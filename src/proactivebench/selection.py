@@ -12,14 +12,16 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import Dataset, load_dataset, scenario_file
+from proactivebench.data.layout import MANIFEST, SUFFIX, Dataset, load_dataset, scenario_file
 from proactivebench.data.validate import check_image_contents, walk_images
 from proactivebench.errors import DataErrors, ProactiveBenchError
 from proactivebench.records import Record
+from proactivebench.rundir import file_stamp
 from proactivebench.scenarios import Episode, make_episode
-from proactivebench.settings import EvalSettings
+from proactivebench.settings import EvalSettings, declared
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,25 @@ def choose_episodes(
     if problems:
         raise DataErrors(problems)
     return Chosen(dataset, episodes, store)
+
+
+def selection_stamp(data_dir: str | os.PathLike[str], settings: EvalSettings) -> dict[str, Any]:
+    """What the episodes `choose_episodes` would choose depend on, read from `stat` alone: the
+    settings that are not episode settings (which records, the image size cap) and the data's
+    record files (`stat` of each, and of the manifest that marks synthetic data; a file added or
+    removed changes the list). Equal stamps choose the same episodes, from the same records;
+    an edited record file changes the stamp (`rundir.FinishedRun`)."""
+    root = Path(data_dir)
+    chosen = {
+        s.name: getattr(settings, s.name)
+        for s in declared(EvalSettings)
+        if s.info.kind != "episode"
+    }
+    files = {p.name: file_stamp(p) for p in sorted(root.glob(f"*{SUFFIX}"))}
+    return {
+        "selection": chosen,
+        "data": {MANIFEST: file_stamp(root / MANIFEST), **files},
+    }
 
 
 def _check_demonstrations(dataset: Dataset, records: list[Record], icl: int) -> None:

@@ -38,7 +38,7 @@ from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
-    from proactivebench.report.measures import RunMeasures, ScenarioMeasures
+    from proactivebench.report.measures import Intervals
     from proactivebench.report.tables import Cell as ReportCell
     from proactivebench.report.tables import Table as ReportTable
     from proactivebench.results import EpisodeResult, OEGResult
@@ -117,17 +117,15 @@ def plus_minus(estimate: str, low: float, high: float) -> str:
 
 
 def summary_table(
-    summary: Summary, title: str | None = None, measures: RunMeasures | None = None
+    summary: Summary, title: str | None = None, intervals: Intervals | None = None
 ) -> Table:
     """Per-scenario n, the run's rates and errors, and their average over scenarios; with the
-    run's `measures` (report.measures), each rate that has a 95 % interval gets its ± (the
-    same bootstrap intervals as the report's)."""
+    run's `intervals` (the report's), each rate that has a 95 % interval gets its ±."""
+    from proactivebench.report.measures import AVERAGE
+
     columns = OEG_COLUMNS if summary.oeg else MCQA_COLUMNS
-    shows_interval = measures is not None and any(
-        measures.average.values.get(name) is not None
-        for _, name, _ in columns
-        if name in measures.average.bootstrapped
-    )
+    intervals = intervals or {}
+    shows_interval = any(name in intervals.get(AVERAGE, {}) for _, name, _ in columns)
     table = Table(
         title=Text(one_line(title or summary.model)),
         caption=INTERVAL_CAPTION if shows_interval else None,
@@ -139,29 +137,26 @@ def summary_table(
         table.add_column(heading, justify="right")
     table.add_column("errors", justify="right")
 
-    def cells(score: ScenarioScore, scenario: ScenarioMeasures | None) -> list[str]:
+    def cells(score: ScenarioScore, bounds: dict[str, list[float]]) -> list[str]:
         rates = []
         for _, name, fmt in columns:
             value = getattr(score, name)
             if value is None:
                 rates.append("—")
-                continue
-            interval = scenario.values.get(name) if scenario is not None else None
-            if interval is None or name not in scenario.bootstrapped:  # type: ignore[union-attr]
-                rates.append(fmt.format(value))
+            elif name in bounds:
+                rates.append(plus_minus(fmt.format(value), *bounds[name]))
             else:
-                rates.append(plus_minus(fmt.format(value), interval.low, interval.high))
+                rates.append(fmt.format(value))
         return [str(score.n), *rates, str(score.errors)]
 
     for short, score in summary.scenarios.items():
-        found = measures.scenarios.get(short) if measures is not None else None
-        table.add_row(short, *cells(score, found))
+        table.add_row(short, *cells(score, intervals.get(short, {})))
     average = summary.average
     if average is not None:
         table.add_section()
         table.add_row(
             summary.average_label,
-            *cells(average, measures.average if measures is not None else None),
+            *cells(average, intervals.get(AVERAGE, {})),
             style="bold",
         )
     return table
@@ -382,5 +377,6 @@ def print_report_outcome(outcome: ReportOutcome) -> None:
     """Where the report went, what it lacks, and the unreadable-answer warnings."""
     for note in outcome.notes:
         console.print(f"note: {escape(printable(note))}", highlight=False)
-    out.print(f"report: {escape(str(outcome.html))}", highlight=False)
+    kept = " (up to date: nothing changed since it was written)" if outcome.unchanged else ""
+    out.print(f"report: {escape(str(outcome.html))}{kept}", highlight=False)
     print_warnings(outcome.warnings)

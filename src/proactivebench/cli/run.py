@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from proactivebench.launch import Launch, LaunchedOutcome
     from proactivebench.metrics import Summary
     from proactivebench.report import ReportOutcome
-    from proactivebench.report.measures import RunMeasures
+    from proactivebench.report.measures import Intervals
     from proactivebench.runner import RunOutcome
 
 
@@ -241,8 +241,8 @@ def tell_run(
     """A finished run, as `eval` ends (plain or launched): the table (each rate with the ± of
     its 95 % interval), where the results are, how many answers the response cache gave, the
     report, and why episodes failed; returns the exit status."""
-    measures, report = measure_and_report(run_dir, write=not no_report)
-    out.print(summary_table(summary, measures=measures))
+    intervals, warnings, report = measure_and_report(run_dir, write=not no_report)
+    out.print(summary_table(summary, intervals=intervals))
     out.print(f"results: {run_dir / 'results.jsonl'}")
     if cached:
         console.print(
@@ -250,33 +250,34 @@ def tell_run(
             "from the model (--no-cache asks the model again)",
             highlight=False,
         )
-    tell_report(measures, report)
+    tell_report(warnings, report)
     scored = sum(s.n for s in summary.scenarios.values())
     return EXIT_EPISODE_ERRORS if print_episode_errors(errors, scored) else EXIT_OK
 
 
-def measure_and_report(run_dir: Path, write: bool) -> tuple[RunMeasures, ReportOutcome | None]:
-    """The run's measures (rates with their bootstrap intervals) and, unless --no-report, its
-    report, which measures the run anyway: the terminal's ± and the report's intervals are
-    the same numbers, computed once."""
+def measure_and_report(
+    run_dir: Path, write: bool
+) -> tuple[Intervals, list[str], ReportOutcome | None]:
+    """Each rate's 95 % interval (the terminal's ±), the warnings that must not be missed,
+    and, unless --no-report, the run's report, which measures the run anyway: the terminal's
+    ± and the report's intervals are the same numbers, computed once. A report or a finished
+    run that nothing has changed since tells what it remembered, without reading a line."""
     from proactivebench.report import write_report
-    from proactivebench.report.measures import measure_run
-    from proactivebench.report.runs import load_runs
+    from proactivebench.report.build import run_warnings_and_intervals
 
-    report = write_report([run_dir]) if write else None
-    if report is not None and report.measures:
-        return report.measures[0], report
-    return measure_run(load_runs([run_dir])[0]), report
+    if not write:
+        warnings, intervals = run_warnings_and_intervals(run_dir)
+        return intervals, warnings, None
+    report = write_report([run_dir], if_changed=True)
+    return report.intervals, report.warnings, report
 
 
-def tell_report(measures: RunMeasures, report: ReportOutcome | None) -> None:
-    """Where the report went (if written), and the warnings that must not be missed."""
-    from proactivebench.report.measures import unreadable_warnings
-
+def tell_report(warnings: list[str], report: ReportOutcome | None) -> None:
+    """Where the report went (if written; it tells its warnings), or the warnings alone."""
     if report is not None:
         print_report_outcome(report)
     else:
-        print_warnings(unreadable_warnings(measures))
+        print_warnings(warnings)
 
 
 def print_episode_errors(errors: Counter[str], scored: int) -> bool:
@@ -382,10 +383,10 @@ def judge_command(
             on_start=on_start,
             on_result=on_result,
         )
-    measures, report = measure_and_report(outcome.out_dir, write=not no_report)
-    out.print(summary_table(outcome.summary, measures=measures))
+    intervals, warnings, report = measure_and_report(outcome.out_dir, write=not no_report)
+    out.print(summary_table(outcome.summary, intervals=intervals))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
-    tell_report(measures, report)
+    tell_report(warnings, report)
     if outcome.failures:
         total = outcome.failures.total()
         unscored = total - outcome.kept

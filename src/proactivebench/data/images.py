@@ -56,6 +56,10 @@ ENCODINGS = {"JPEG": "image/jpeg", "PNG": "image/png"}
 #: photo a vision-language model is shown (the official images are ~100 KB), far below what
 #: would exhaust memory when read whole.
 DEFAULT_MAX_IMAGE_MB = 50
+#: Up to this many bytes, a file already in memory is made into a data URL on the caller's
+#: thread (`ImageStore.ready_data_url`: base64 of 1 MB takes about 1 ms); past it, or for a
+#: file not read yet, in a worker thread.
+INLINE_BYTES = 1 << 20
 #: A scaled-down view decodes a JPEG at no less than this many times its target size, as
 #: Pillow's `thumbnail` does (its `reducing_gap`), so that the final resize still filters.
 REDUCING_GAP = 2
@@ -71,18 +75,46 @@ class UnreadableImage(ImageError):
 
 def check_file_size(path: str | os.PathLike[str], name: str, max_bytes: int | None) -> int:
     """The file's size in bytes, from `stat`: `ImageError` above `max_bytes` (nothing read)."""
+    return _checked_stat(path, name, max_bytes).st_size
+
+
+def _checked_stat(path: str | os.PathLike[str], name: str, max_bytes: int | None) -> os.stat_result:
     try:
-        size = os.stat(path).st_size
+        stat = os.stat(path)
     except FileNotFoundError:
         raise ImageError(f"image not found: {name}") from None
     except OSError as exc:
         raise ImageError(f"cannot read image {name}: {exc.strerror}") from None
-    if max_bytes is not None and size > max_bytes:
+    if max_bytes is not None and stat.st_size > max_bytes:
         raise ImageError(
-            f"image {name} is {size / 1e6:,.1f} MB, above the cap of {max_bytes / 1e6:,.0f} MB "
-            "per image file (--max-image-mb raises it)"
+            f"image {name} is {stat.st_size / 1e6:,.1f} MB, above the cap of "
+            f"{max_bytes / 1e6:,.0f} MB per image file (--max-image-mb raises it)"
         )
-    return size
+    return stat
+
+
+#: Image files whose header passed `check_header`, by version of the file: (path, size,
+#: modification time in ns, inode, Pillow's pixel limit). A file written since has another key
+#: and is read again; a process that checks the same data twice (runs in a notebook, a
+#: benchmark, `eval` then its report) reads each header once.
+_GOOD_HEADERS: set[tuple[str, int, int, int, int | None]] = set()
+_GOOD_HEADERS_LOCK = threading.Lock()
+
+
+def check_header(path: str | os.PathLike[str], name: str, *, max_bytes: int | None) -> None:
+    """`opened_image`'s checks (size cap, a header Pillow reads, within its pixel limit),
+    without decoding; a file that passed them before, unchanged since, costs one `stat`."""
+    from PIL import Image
+
+    stat = _checked_stat(path, name, max_bytes)
+    key = (os.fspath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, Image.MAX_IMAGE_PIXELS)
+    with _GOOD_HEADERS_LOCK:
+        if key in _GOOD_HEADERS:
+            return
+    with opened_image(path, name, max_bytes=max_bytes):
+        pass
+    with _GOOD_HEADERS_LOCK:
+        _GOOD_HEADERS.add(key)
 
 
 @contextmanager
@@ -297,9 +329,25 @@ class ImageStore:
         with self._lock:
             return self._urls.get(key)
 
+    def ready_data_url(self, view: View, fmt: str = "JPEG", quality: int = 90) -> str | None:
+        """The view's data URL when it costs no file read and no decode, else None: made
+        already, or an untransformed view whose file's bytes are in memory (read for the
+        response cache's key a moment before) and small enough for a base64 pass on the event
+        loop (`INLINE_BYTES`). A new image thus costs one worker-thread hop, not two."""
+        url = self.cached_data_url(view, fmt, quality)
+        if url is not None or is_transformed(view):
+            return url
+        with self._lock:
+            payload = self._files.get(view.image)
+        if payload is None or len(payload) > INLINE_BYTES:
+            return None
+        return self._url_of_file(view, payload)
+
     def _file_url(self, view: View) -> str | None:
         """The file's own bytes as a data URL, or None if its format is not sent as is."""
-        payload = self.read_bytes(view)
+        return self._url_of_file(view, self.read_bytes(view))
+
+    def _url_of_file(self, view: View, payload: bytes) -> str | None:
         mime = pass_through_mime(payload)
         if mime is None:
             return None  # another format, or not an image: decoding says which

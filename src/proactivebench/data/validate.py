@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB, UnreadableImage, opened_image
+from proactivebench.data.images import (
+    DEFAULT_MAX_IMAGE_MB,
+    UnreadableImage,
+    check_header,
+    opened_image,
+)
 from proactivebench.data.layout import (
     PathGuard,
     read_records,
@@ -83,9 +88,12 @@ def check_image_contents(
     problems: list[DataError] = []
     for relative, source in images:
         try:
-            with opened_image(guard.resolve(relative), relative, max_bytes=max_bytes) as image:
-                if decode:
-                    image.load()
+            path = guard.resolve(relative)
+            if not decode:
+                check_header(path, relative, max_bytes=max_bytes)  # memoized per file version
+                continue
+            with opened_image(path, relative, max_bytes=max_bytes) as image:
+                image.load()
         except UnreadableImage as exc:
             what = "cannot decode" if decode else "not a readable image"
             message = f"{what}: {relative} ({exc.reason})"

@@ -683,7 +683,7 @@ class OpenAICompatible(Model):
     async def _payload(self, request: ChatRequest) -> bytes:
         """The request body as sent: JSON with every image part as a data URL."""
         views = image_views(request.messages)
-        urls = [await self._data_url(view) for view in views]
+        urls = await self._data_urls(views)
         slotted = openai_messages(request.messages, lambda view: _URL_SLOT)
         payload = encode_body(self._body(slotted, request.decoding), urls)
         if payload is None:
@@ -692,18 +692,26 @@ class OpenAICompatible(Model):
             payload = json.dumps(self._body(wire, request.decoding)).encode("utf-8")
         return payload
 
-    async def _data_url(self, view: View) -> str:
-        if self.images is None:
+    async def _data_urls(self, views: list[View]) -> list[str]:
+        if not views:
+            return []
+        images = self.images
+        if images is None:
             raise ModelError(f"{self.name}: no image store bound (call bind_images first)")
-        url = self.images.cached_data_url(view, self.image_format, self.jpeg_quality)
-        if url is not None:
-            return url  # history and repeated views: a lookup
-        # A file read, and for a transformed view a decode and an encode, in a worker thread:
-        # the event loop keeps serving the other requests (and their connect timeouts) however
-        # large or slow the file is.
-        return await asyncio.to_thread(
-            self.images.data_url, view, self.image_format, self.jpeg_quality
+        fmt, quality = self.image_format, self.jpeg_quality
+        # History, repeated views and files read for the cache key a moment ago: a lookup or
+        # a base64 pass of bytes in memory.
+        ready = [images.ready_data_url(view, fmt, quality) for view in views]
+        missing = [view for view, url in zip(views, ready, strict=True) if url is None]
+        if not missing:
+            return ready  # type: ignore[return-value]
+        # File reads, and for a transformed view a decode and an encode, in one worker-thread
+        # hop for the request: the event loop keeps serving the other requests (and their
+        # connect timeouts) however large or slow the files are.
+        made = iter(
+            await asyncio.to_thread(lambda: [images.data_url(v, fmt, quality) for v in missing])
         )
+        return [url if url is not None else next(made) for url in ready]
 
     def _session(self) -> _Session:
         """The session of the running event loop (a run is one `asyncio.run`; asyncio objects

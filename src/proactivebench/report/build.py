@@ -5,7 +5,11 @@ The files of a report directory:
 - `report.md`, `report.json`, `report.html` (one self-contained page with the episode viewer);
 - `tables/<name>.csv` and `tables/<name>.tex` for each table;
 - `plots/scenarios.png`, `plots/accuracy_vs_ps.png`, `plots/size.png` (with two or more
-  runs of known size).
+  runs of known size);
+- `.built-from.json`: what the report was built from (`stat` of each run's results.jsonl and
+  run.json, the options, the report's format) and `stat` of every file it wrote, so that
+  `eval` on a run nothing has changed since leaves the report alone (`write_report(...,
+  if_changed=True)`).
 """
 
 from __future__ import annotations
@@ -19,14 +23,18 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
+from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
     MCQA_METRICS,
     OEG_METRICS,
     Comparison,
+    Intervals,
     RunMeasures,
+    checked_intervals,
     compare_runs,
+    intervals_of,
     measure_run,
     metrics_of,
     size_correlations,
@@ -45,10 +53,24 @@ from proactivebench.report.tables import (
 )
 from proactivebench.report.text import markdown as md
 from proactivebench.report.thumbs import Thumbnails
-from proactivebench.rundir import RUN_CONFIG, RunLock, staged_folder
+from proactivebench.rundir import (
+    RESULTS,
+    RUN_CONFIG,
+    FinishedRun,
+    RunLock,
+    atomic_write,
+    file_stamp,
+    staged_folder,
+)
+from proactivebench.texts import loads
 
 #: Where `eval` and a one-run `report` put the report: inside the run directory.
 REPORT_DIR = "report"
+#: The report's format: raise it when the same runs give other report files, so that reports
+#: written before are rewritten by the next `eval` rather than left alone as up to date.
+REPORT_FORMAT = 1
+#: What a report was built from (`_BuiltFrom`), in the report directory.
+BUILT_FROM = ".built-from.json"
 
 
 @dataclass
@@ -63,6 +85,11 @@ class ReportOutcome:
     #: The tables a terminal shows (`report` prints these, not the whole report.md): the
     #: cross-run tables of several runs, or the one run's table, and any `--vs` comparison.
     headline: list[Table] = field(default_factory=list)
+    #: The first run's intervals (what a terminal table shows as ±).
+    intervals: Intervals = field(default_factory=dict)
+    #: The report was up to date and left as it was (`if_changed`): `files`, `notes`,
+    #: `warnings` and `intervals` are those of when it was written; nothing was measured.
+    unchanged: bool = False
 
     @property
     def html(self) -> Path:
@@ -129,13 +156,16 @@ def write_report(
     n_resamples: int = 2000,
     title: str | None = None,
     allow_empty: bool = True,
+    if_changed: bool = False,
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
     one run's `report/` folder).
 
     A run without episodes is reported with a warning; when every run is empty and not
     `allow_empty` (the `report` command), there is nothing to report and that is an error.
-    `eval` allows it: its run's report is written whatever the run holds."""
+    `eval` allows it: its run's report is written whatever the run holds. With `if_changed`
+    (`eval`), a report built from the same runs and options, whose files are as it wrote them,
+    is left alone (`ReportOutcome.unchanged`); any change rewrites it."""
     if not run_dirs:
         raise ProactiveBenchError("report needs at least one run directory")
     if out_dir is None:
@@ -144,8 +174,98 @@ def write_report(
         out_dir = Path(run_dirs[0]) / REPORT_DIR
     out = Path(out_dir)
     holder = _run_dir_holding(out)
+    options = {"params": dict(params or {}), "seed": seed, "n_resamples": n_resamples}
+    options.update(
+        title=title, vs=str(vs) if vs is not None else None, runs=list(map(str, run_dirs))
+    )
+    inputs = _BuiltFrom.inputs([*run_dirs, *([vs] if vs is not None else [])], options)
     with RunLock(holder) if holder is not None else contextlib.nullcontext():
-        return _write_report(run_dirs, out, vs, params, seed, n_resamples, title, allow_empty)
+        built = _BuiltFrom.read(out, inputs) if if_changed else None
+        if built is not None:
+            return built.outcome(out)
+        outcome = _write_report(run_dirs, out, vs, params, seed, n_resamples, title, allow_empty)
+        built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
+        built.write(out, outcome.files)
+        return outcome
+
+
+def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
+    """What `eval --no-report` tells of a run besides its scores: the unreadable-answer
+    warnings and each rate's interval, remembered in the note of a complete run
+    (`rundir.FinishedRun`), so that a rerun of it reads no line and resamples nothing."""
+    note = FinishedRun.read(run_dir)
+    if note is not None:
+        warnings = note.outcome.get("warnings")
+        intervals = checked_intervals(note.outcome.get("intervals"))
+        if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
+            return warnings, intervals
+    measures = measure_run(load_runs([run_dir])[0])
+    warnings, intervals = unreadable_warnings(measures), intervals_of(measures)
+    if note is not None:
+        with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered
+            note.remember(run_dir, "warnings", warnings)
+            note.remember(run_dir, "intervals", intervals)
+    return warnings, intervals
+
+
+class _BuiltFrom:
+    """`.built-from.json`: the inputs of a report (`stat` of each run's results.jsonl and
+    run.json: any line appended, merged or re-judged changes them; the options; the report's
+    format and the package's version) and `stat` of each file written, with the notes,
+    warnings and the first run's intervals to tell again. Images are not stamped: a data
+    set's images are not expected to change under its runs (`report` rewrites the report
+    whatever it finds)."""
+
+    def __init__(
+        self,
+        inputs: dict[str, Any],
+        notes: list[str],
+        warnings: list[str],
+        intervals: Intervals,
+    ) -> None:
+        self.inputs, self.notes, self.warnings, self.intervals = inputs, notes, warnings, intervals
+        self.files: dict[str, Any] = {}
+
+    @staticmethod
+    def inputs(run_dirs: Sequence[str | Path], options: dict[str, Any]) -> dict[str, Any]:
+        runs = {
+            str(Path(run).resolve()): [file_stamp(Path(run) / n) for n in (RESULTS, RUN_CONFIG)]
+            for run in run_dirs
+        }
+        version = package_version()
+        stamp = {"format": REPORT_FORMAT, "version": version, "runs": runs, "options": options}
+        return loads(json.dumps(stamp))  # as it reads back: tuples as lists
+
+    @classmethod
+    def read(cls, out: Path, inputs: dict[str, Any]) -> _BuiltFrom | None:
+        """The record of the report in `out` when it was built from `inputs` and its files
+        are all as it wrote them; None otherwise (then it is written again)."""
+        try:
+            note = loads((out / BUILT_FROM).read_text(encoding="utf-8"))
+            if note["inputs"] != inputs or not note["files"]:
+                return None
+            if any(file_stamp(out / name) != stamp for name, stamp in note["files"].items()):
+                return None
+            intervals = checked_intervals(note["intervals"])
+            if intervals is None:
+                return None
+            built = cls(inputs, list(note["notes"]), list(note["warnings"]), intervals)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        built.files = note["files"]
+        return built
+
+    def write(self, out: Path, files: Sequence[Path]) -> None:
+        self.files = {str(path.relative_to(out)): file_stamp(path) for path in files}
+        note = {"inputs": self.inputs, "files": self.files}
+        note.update(notes=self.notes, warnings=self.warnings, intervals=self.intervals)
+        atomic_write(out / BUILT_FROM, json.dumps(note, ensure_ascii=False) + "\n")
+
+    def outcome(self, out: Path) -> ReportOutcome:
+        files = [out / name for name in self.files]
+        return ReportOutcome(
+            out, files, self.notes, self.warnings, intervals=self.intervals, unchanged=True
+        )
 
 
 def _write_report(
@@ -177,6 +297,7 @@ def _write_report(
         prefix = f"{measures.run.label}: " if len(runs) > 1 else ""
         outcome.warnings += [prefix + w for w in unreadable_warnings(measures)]
     outcome.measures = all_measures
+    outcome.intervals = intervals_of(all_measures[0])
 
     comparisons: list[Comparison] = []
     if base is not None:

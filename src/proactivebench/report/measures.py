@@ -195,6 +195,46 @@ class RunMeasures:
     usage: dict[str, Any]
 
 
+#: Each bootstrapped rate's 95 % interval, `[low, high]`, per scenario and for the average
+#: (under `AVERAGE`): what a terminal table shows as ±, kept as plain JSON data so that a
+#: report left alone as up to date, or a finished run, can tell it without reading a line.
+Intervals = dict[str, dict[str, list[float]]]
+AVERAGE = "average"
+
+
+def intervals_of(measures: RunMeasures) -> Intervals:
+    """The `Intervals` of one run's measures."""
+
+    def of(found: ScenarioMeasures) -> dict[str, list[float]]:
+        return {
+            name: [value.low, value.high]
+            for name, value in found.values.items()
+            if value is not None and name in found.bootstrapped
+        }
+
+    intervals = {name: of(found) for name, found in measures.scenarios.items()}
+    intervals[AVERAGE] = of(measures.average)
+    return intervals
+
+
+def checked_intervals(value: Any) -> Intervals | None:
+    """`value` (read back from a note) when it has the shape of `Intervals`, else None."""
+
+    def bounds(pair: Any) -> bool:
+        return (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in pair)
+        )
+
+    if not isinstance(value, dict) or AVERAGE not in value:
+        return None
+    for rates in value.values():
+        if not isinstance(rates, dict) or not all(bounds(pair) for pair in rates.values()):
+            return None
+    return value
+
+
 def _scored(lines: Sequence[Line]) -> list[Line]:
     return [x for x in lines if not x.get("error")]
 

@@ -100,7 +100,10 @@ def state_view(state: PlayState, history: bool) -> dict[str, Any]:
     """What the page is told: the turn waiting (if any), progress, the last episode's
     outcome, and the summary once the run is over."""
     desk = state.desk
-    turn = None if desk.current is None else turn_view(state, desk.current)
+    waiting = desk.current
+    if waiting is not None and (waiting.answer is None or waiting.answer.done()):
+        waiting = None  # answered: the engine is about to ask the next one
+    turn = None if waiting is None else turn_view(state, waiting)
     if turn is not None and not history:
         turn["history"] = []  # the earlier turns are shown only as a model is sent them
     return {

@@ -41,6 +41,7 @@ function show(name) {
     section.hidden = section.id !== name;
   }
   screen = name;
+  document.body.dataset.screen = name;
 }
 
 function problem(node, message) {
@@ -89,6 +90,7 @@ function renderHistory(turn) {
 function renderTurn(turn) {
   current = turn;
   busy = false;
+  document.body.dataset.turn = turn.id;
   $("where").textContent = `${turn.scenario} · sample ${turn.sample_id} · turn ${turn.turn} of at most ${turn.max_turns}`;
   $("image").src = imageUrl(turn.image);
   $("prompt").textContent = turn.prompt;
@@ -167,9 +169,11 @@ async function choose(letter) {
   busy = true;
   const chosen = document.querySelector(`.option[data-letter="${letter}"]`);
   if (chosen) chosen.classList.add("chosen");
+  const answered = current.id;
   try {
-    await api("/api/answer", { turn: current.id, letter });
-    show("waiting");
+    await api("/api/answer", { turn: answered, letter });
+    // The next turn (or the verdict) may be shown already: leave it.
+    if (screen === "turn" && current && current.id === answered) show("waiting");
   } catch (error) {
     busy = false;
     problem($("problem"), error.message);

@@ -20,6 +20,7 @@ from typing import Any
 from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
 from proactivebench.report import plots
+from proactivebench.report.agreement import agreement_table
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
     MCQA_METRICS,
@@ -282,7 +283,8 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
             comparison_table(comparisons, "ps_rate"),
         ]
     tables.append(usage_table(all_measures))
-    return tables
+    agreement = agreement_table([m.run for m in all_measures])  # several human runs (play)
+    return [*tables, agreement] if agreement is not None else tables
 
 
 def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
@@ -290,7 +292,7 @@ def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
     per-run tables stay in the files), then the comparisons."""
     cross = [t for t in tables if t.key.startswith("cross-")]
     runs = [t for t in tables if t.key.startswith("run-")]
-    compared = [t for t in tables if t.key.startswith("vs-")]
+    compared = [t for t in tables if t.key.startswith("vs-") or t.key == "agreement"]
     return [*(cross if several and cross else runs), *compared]
 
 

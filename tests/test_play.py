@@ -90,6 +90,12 @@ def test_a_person_plays_like_the_replay_of_their_letters(
         if state["turn"] is not None:
             assert set(state["turn"]) == TURN_FIELDS | {"history"}
         assert not json_keys(state) & set(ANSWER_KEY)
+    # The same tools as any run: a report against the replayed run, an episode shown.
+    compared = tmp_path / "compared"
+    args = ["report", str(human), "--vs", str(human.with_name("replayed")), "--out", str(compared)]
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    assert "human:ann" in text and (compared / "report.html").is_file()
     turns = [t for line in lines(human).values() for t in line["trace"]]
     assert all(t["latency_s"] is not None for t in turns)  # the person's time is recorded
 

@@ -96,6 +96,8 @@ def test_a_person_plays_like_the_replay_of_their_letters(
     code, text = run_cli(args, capsys)
     assert code == 0, text
     assert "human:ann" in text and (compared / "report.html").is_file()
+    code, text = run_cli(["show", str(human), "ROD", "0"], capsys)
+    assert code == 0 and text.startswith("ROD sample 0"), text
     turns = [t for line in lines(human).values() for t in line["trace"]]
     assert all(t["latency_s"] is not None for t in turns)  # the person's time is recorded
 

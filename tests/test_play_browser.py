@@ -1,7 +1,8 @@
 """`proactivebench play` in a real browser: Debian's headless Chromium, driven by Playwright.
 
 A person plays the seven scenarios as one would: Enter past the instructions, each turn
-answered by a click or by its letter key (in turn), Enter or a click on "Continue" after each
+answered by a click or by its letter key (in turn), the earlier turns shown above it
+(--history), Enter or a click on "Continue" after each
 verdict, "Finish" on the summary. The run equals `eval --model replay:` of the same letters,
 no response the browser received holds the answer key, and the XSS payloads put into a
 category, an option and a prompt are shown as text and never run.
@@ -75,7 +76,7 @@ def test_a_person_plays_seven_scenarios_in_chromium(
         bodies.append(response.body())
         route.fulfill(response=response)
 
-    with play_process(data, human, "--no-report") as (process, url, _):
+    with play_process(data, human, "--no-report", "--history") as (process, url, _):
         with playwright_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             try:
@@ -114,6 +115,10 @@ def test_a_person_plays_seven_scenarios_in_chromium(
                         assert PAYLOAD + " category" in shown.values()
                         assert PAYLOAD + " option" in shown.values()
                         assert page.locator("#prompt").text_content().startswith(PAYLOAD)
+                        earlier = page.locator("#history .earlier")  # --history: turns before
+                        assert earlier.count() == turn - 1
+                        for k in range(earlier.count()):
+                            assert PAYLOAD + " option" in (earlier.nth(k).text_content() or "")
                     letter = next(k for k, v in shown.items() if text in (k, v))
                     letters.setdefault((scenario, sample), []).append(str(letter))
                     answered += 1
@@ -134,6 +139,6 @@ def test_a_person_plays_seven_scenarios_in_chromium(
     assert process.returncode == 0, text
     assert not errors and not dialogs
     played = [(s, i, a) for (s, i), a in letters.items()]
-    assert_same_as_replay(data, human, played, capsys)
+    assert_same_as_replay(data, human, played, capsys, ("--history",))
     never_sent(bodies, ANSWER_KEY)
     never_sent(bodies, [t["image"] for line in lines(human).values() for t in line["trace"]])

@@ -19,6 +19,7 @@ import pytest
 
 from clirun import run_cli
 from humanplayer import Person, json_keys, never_sent, output_of, play_process, states
+from proactivebench.data.synth import generate
 from scripted import direct_run, lines, scripts
 
 #: The fields of a turn the page is sent: what a model is shown, and opaque ids.
@@ -192,3 +193,18 @@ def test_a_bad_annotator_name_is_refused(
     assert code == 1
     assert "annotator name '../x'" in text
     assert not (tmp_path / "run").exists()
+
+
+def test_an_image_that_vanished_fails_without_naming_its_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    generate(data, per_scenario=1, seed=3, split="test")
+    with play_process(data, tmp_path / "run", "--limit", "1") as (_, url, _):
+        person = Person(url, [])
+        turn = person.state()["turn"]
+        images = [p for p in data.rglob("*") if p.suffix in (".png", ".jpg", ".jpeg")]
+        for image in images:
+            image.unlink()
+        response = person.get(turn["image"])
+        assert response.status_code == 500
+        never_sent([response.content], [p.name for p in images])
+        person.quit()

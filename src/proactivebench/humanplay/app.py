@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -32,6 +33,8 @@ from proactivebench.data.images import ImageStore, is_transformed, pass_through_
 from proactivebench.errors import ImageError
 from proactivebench.models.human import Desk, Turn
 from proactivebench.scenarios.answers import option_letter
+
+log = logging.getLogger(__name__)
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -174,8 +177,9 @@ def make_app(state: PlayState, *, history: bool = False) -> web.Application:
             return web.json_response({"error": "no such image"}, status=404)
         try:
             payload, mime = await asyncio.to_thread(_view_bytes, state.images, view)
-        except ImageError as exc:
-            return web.json_response({"error": str(exc)}, status=500)
+        except ImageError as exc:  # told in the terminal: the message names the file
+            log.warning("%s", exc)
+            return web.json_response({"error": "the image could not be read"}, status=500)
         return web.Response(body=payload, content_type=mime)
 
     async def quit_(request: web.Request) -> web.Response:

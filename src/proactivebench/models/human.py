@@ -26,6 +26,7 @@ from typing import Any
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
 from proactivebench.scenarios import Observation, View
+from proactivebench.scenarios.answers import option_letter
 
 #: What an annotator's name may hold: it becomes part of the model name and of file names.
 ANNOTATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -136,7 +137,7 @@ class Desk:
         turn = self.current
         if turn is None or turn.id != turn_id or turn.answer is None or turn.answer.done():
             return "this turn is no longer waiting for an answer (reload the page)"
-        letters = [chr(65 + i) for i in range(len(turn.observation.options))]
+        letters = [option_letter(i) for i in range(len(turn.observation.options))]
         if letter not in letters:
             return f"choose one of the options {', '.join(letters)}"
         turn.answer.set_result(letter)

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scenarios", "data"),
     ("prompting", "models", "judge", "demonstrations", "metrics", "stats", "results"),
     ("settings", "oeg", "play", "selection", "rundir", "scheduler"),
-    ("runner", "report", "train", "demo", "launch"),
+    ("runner", "report", "train", "demo", "launch", "humanplay"),
     ("adapters",),
     ("cli", "__main__"),
 ]

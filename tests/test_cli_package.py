@@ -14,7 +14,18 @@ import click
 import proactivebench.cli
 from proactivebench.cli import cli
 
-COMMANDS = {"data", "demo", "eval", "import-inspect", "judge", "merge", "report", "show", "train"}
+COMMANDS = {
+    "data",
+    "demo",
+    "eval",
+    "import-inspect",
+    "judge",
+    "merge",
+    "play",
+    "report",
+    "show",
+    "train",
+}
 
 
 def commands(

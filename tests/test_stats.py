@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from proactivebench.stats import (
     Interval,
     bootstrap_mean,
+    cohen_kappa,
+    fleiss_kappa,
     mcnemar_p,
     paired_bootstrap_difference,
     percentile,
@@ -111,3 +113,33 @@ def test_percentile():
 def test_interval_contains_the_estimate_and_stays_in_range(outcomes, seed):
     interval = bootstrap_mean(outcomes, seed=seed, n_resamples=200)
     assert 0.0 <= interval.low <= interval.estimate <= interval.high <= 1.0
+
+
+def test_cohen_kappa_of_a_hand_computed_table():
+    # 50 items: both yes 20, first yes second no 5, first no second yes 10, both no 15.
+    # p_o = 35/50 = 0.7; yes rates 0.5 and 0.6, p_e = 0.5 * 0.6 + 0.5 * 0.4 = 0.5;
+    # kappa = (0.7 - 0.5) / (1 - 0.5) = 0.4.
+    first = ["yes"] * 25 + ["no"] * 25
+    second = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    assert cohen_kappa(first, second) == pytest.approx(0.4)
+    assert cohen_kappa(first, first) == pytest.approx(1.0)
+    # Opposite on every item of two equally frequent labels: p_o = 0, p_e = 0.5.
+    assert cohen_kappa(["a", "b"] * 5, ["b", "a"] * 5) == pytest.approx(-1.0)
+    # Undefined: no items, or both always gave one same label (chance agreement is certain).
+    assert cohen_kappa([], []) is None
+    assert cohen_kappa(["a"] * 4, ["a"] * 4) is None
+    with pytest.raises(ValueError):
+        cohen_kappa(["a"], ["a", "b"])
+
+
+def test_fleiss_kappa_of_a_hand_computed_table():
+    # Three raters, three items. Per-item agreement: [A,A,A] 1, [A,A,B] (4+1-3)/6 = 1/3,
+    # [B,B,C] 1/3; mean 5/9. Pooled labels A 5, B 3, C 1 of 9: p_e = 35/81.
+    # kappa = (5/9 - 35/81) / (1 - 35/81) = 10/46.
+    items = [["A", "A", "A"], ["A", "A", "B"], ["B", "B", "C"]]
+    assert fleiss_kappa(items) == pytest.approx(10 / 46)
+    assert fleiss_kappa([["A", "A", "A"], ["B", "B", "B"]]) == pytest.approx(1.0)
+    assert fleiss_kappa([]) is None
+    assert fleiss_kappa([["A", "A"], ["A", "A"]]) is None
+    with pytest.raises(ValueError):
+        fleiss_kappa([["A", "A"], ["A"]])

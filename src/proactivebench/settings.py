@@ -39,8 +39,8 @@ from proactivebench.scenarios.base import OPTION_ORDERS
 
 Kind = Literal["episode", "selection", "execution"]
 #: The places a setting appears besides the Python API: the command line, the Inspect task,
-#: the verifiers taskset, `train grpo` (see `Setting.not_in`).
-Surface = Literal["cli", "inspect", "verifiers", "train"]
+#: the verifiers taskset, `train grpo`, `play` (a person in the browser; see `Setting.not_in`).
+Surface = Literal["cli", "inspect", "verifiers", "train", "play"]
 MODES = ("mcqa", "oeg")
 
 #: Where a field's metadata keeps its `Setting`.
@@ -236,25 +236,26 @@ class EvalSettings(CheckedSettings):
         not_in=frozenset({"verifiers", "train"}),
         help="Send every earlier turn of the episode with each turn.",
     )
-    # In-context examples: not in verifiers (its chat opens with the first turn) nor training.
+    # In-context examples: not in verifiers (its chat opens with the first turn) nor training,
+    # nor `play` (a person reads the instruction page instead).
     icl: int = setting(
         0,
         kind="episode",
         lowest=0,
         metavar="K",
-        not_in=frozenset({"verifiers", "train"}),
+        not_in=frozenset({"verifiers", "train", "play"}),
         help="Show K oracle demonstrations of other samples before each episode.",
     )
     cot: bool = setting(
         False,
         kind="episode",
-        not_in=frozenset({"verifiers", "train"}),
+        not_in=frozenset({"verifiers", "train", "play"}),
         help="Demonstrations reason before intervening (--icl).",
     )
     icl_reduced: bool = setting(
         False,
         kind="episode",
-        not_in=frozenset({"verifiers", "train"}),
+        not_in=frozenset({"verifiers", "train", "play"}),
         help="Demonstrations keep their first and last turn (--icl).",
     )
     # Not in training: its examples show the options in the record's order (train/examples.py).
@@ -266,12 +267,13 @@ class EvalSettings(CheckedSettings):
         not_in=frozenset({"train"}),
         help="shuffled: permute the shown options per sample and turn, to measure position bias.",
     )
-    # Not in training: rewards read completions with the strict reader.
+    # Not in training: rewards read completions with the strict reader. Not in `play`: a
+    # person answers with an option's letter.
     answer_extraction: str = setting(
         "strict",
         kind="episode",
         choices=EXTRACTIONS,
-        not_in=frozenset({"train"}),
+        not_in=frozenset({"train", "play"}),
         help="lenient: drop <think> reasoning, markdown, 'Answer:' prefixes and brackets "
         "around a letter before reading (beyond the paper).",
     )
@@ -323,16 +325,16 @@ class EvalSettings(CheckedSettings):
         factory=Decoding,
         kind="episode",
         always_recorded=True,
-        not_in=frozenset({"cli", "inspect", "verifiers", "train"}),
+        not_in=frozenset({"cli", "inspect", "verifiers", "train", "play"}),
         help="Decoding of the tested model's answers.",
     )
     # An OEG run given the MCQA decoding gets the OEG one (no temperature, 32,768 tokens).
-    # Not in verifiers or training: both play multiple choice.
+    # Not in verifiers, training or `play`: they play multiple choice.
     mode: str = setting(
         "mcqa",
         kind="episode",
         choices=MODES,
-        not_in=frozenset({"verifiers", "train"}),
+        not_in=frozenset({"verifiers", "train", "play"}),
         help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge).",
     )
 

@@ -1,5 +1,6 @@
 """Uncertainty for the benchmark's comparisons: bootstrap intervals, paired differences,
-McNemar's test and Spearman's rank correlation.
+McNemar's test and Spearman's rank correlation; agreement between annotators (Cohen's and
+Fleiss' kappa).
 
 Pure functions of plain numbers (NumPy only), so that they can be tested against textbook
 cases and reused by any report. Every resampling takes a seed: the same results and seed give
@@ -14,7 +15,8 @@ by two runs over the same samples cancels out of their difference.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,3 +187,44 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     if len(values) == 0:
         return None
     return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float | None:
+    """Cohen's kappa of two raters' labels of the same items: their agreement beyond what
+    their own label frequencies give by chance, (p_o - p_e) / (1 - p_e). None when it is
+    undefined: no items, or chance agreement is certain (both always gave one same label)."""
+    if len(first) != len(second):
+        raise ValueError("both raters must label the same items")
+    if not first:
+        return None
+    n = len(first)
+    observed = sum(a == b for a, b in zip(first, second, strict=True)) / n
+    count_a, count_b = Counter(first), Counter(second)
+    expected = sum(count_a[label] * count_b[label] for label in count_a) / (n * n)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1.0 - expected)
+
+
+def fleiss_kappa(items: Sequence[Sequence[Hashable]]) -> float | None:
+    """Fleiss' kappa of several raters (the same number per item, at least two) labelling
+    items: the mean pairwise agreement per item beyond the chance agreement of the pooled
+    label frequencies, (P - P_e) / (1 - P_e). None when undefined (no items, or one label
+    only)."""
+    if not items:
+        return None
+    raters = len(items[0])
+    if raters < 2 or any(len(item) != raters for item in items):
+        raise ValueError("every item needs the same number of raters, at least two")
+    pooled: Counter[Hashable] = Counter()
+    agreement = 0.0
+    for item in items:
+        counts = Counter(item)
+        pooled.update(counts)
+        agreement += (sum(c * c for c in counts.values()) - raters) / (raters * (raters - 1))
+    mean_agreement = agreement / len(items)
+    total = len(items) * raters
+    expected = sum((c / total) ** 2 for c in pooled.values())
+    if expected >= 1.0:
+        return None
+    return (mean_agreement - expected) / (1.0 - expected)

@@ -1,7 +1,7 @@
 """The `proactivebench` command line: the root group, its commands, and `main`.
 
 The commands live in one module per group (`run`: eval, judge, merge; `demo`; `data`;
-`report`: report, show; `train`; `inspect_log`: import-inspect), all standalone click
+`report`: report, show; `play`; `train`; `inspect_log`: import-inspect), all standalone click
 commands that use `output` (consoles, tables, progress, exit codes) and `options` (shared
 options and their parsing) and the library. This module only puts them under one group and
 runs it: `main` sets up logging and turns every user error into one message and an exit code,
@@ -20,7 +20,7 @@ from typing import NoReturn
 
 import click
 
-from proactivebench.cli import data, demo, inspect_log, report, run, train
+from proactivebench.cli import data, demo, inspect_log, play, report, run, train
 from proactivebench.cli.output import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -43,6 +43,7 @@ def cli() -> None:
 cli.add_command(run.eval_command)
 cli.add_command(run.judge_command)
 cli.add_command(run.merge_command)
+cli.add_command(play.play_command)
 cli.add_command(demo.demo_command)
 cli.add_command(data.data_group)
 cli.add_command(report.report_command)

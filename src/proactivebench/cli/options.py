@@ -39,6 +39,16 @@ def option_group(*options: Decorator) -> Decorator:
     return decorate
 
 
+#: `--data DIR`: where the episodes come from (`eval`, `play`).
+data_option = click.option(
+    "--data",
+    "data_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Data directory in the official layout (<stem>_preprocessed.jsonl + images).",
+)
+
+
 def setting_options(
     settings: type, surface: Surface = "cli", kinds: tuple[Kind, ...] | None = None
 ) -> Decorator:

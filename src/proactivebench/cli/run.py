@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from proactivebench.cli.options import (
     cache_options,
+    data_option,
     decoding_of,
     decoding_options,
     judge_options,
@@ -54,13 +55,7 @@ if TYPE_CHECKING:
 
 
 @click.command("eval")
-@click.option(
-    "--data",
-    "data_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Data directory in the official layout (<stem>_preprocessed.jsonl + images).",
-)
+@data_option
 @click.option("--model", "model_spec", required=True, help=f"Model spec: {SPEC_HELP}.")
 @click.option(
     "--out",

@@ -43,6 +43,11 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
 
         own, wrapper = _checked(options, HFModel)
         return _resilient(HFModel(rest, seed=seed, **own), kind, wrapper, seed)
+    if kind == "human":
+        raise ModelSpecError(
+            f"{spec} is a person: they play in the browser with `proactivebench play "
+            f"--annotator {rest}`, not through eval"
+        )
     if kind == "python":
         from proactivebench.models.python_callable import PythonCallable
 

@@ -25,6 +25,7 @@ from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
+from proactivebench.report.agreement import agreement_table
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
     MCQA_METRICS,
@@ -403,7 +404,8 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
             comparison_table(comparisons, "ps_rate"),
         ]
     tables.append(usage_table(all_measures))
-    return tables
+    agreement = agreement_table([m.run for m in all_measures])  # several human runs (play)
+    return [*tables, agreement] if agreement is not None else tables
 
 
 def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
@@ -411,7 +413,7 @@ def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
     per-run tables stay in the files), then the comparisons."""
     cross = [t for t in tables if t.key.startswith("cross-")]
     runs = [t for t in tables if t.key.startswith("run-")]
-    compared = [t for t in tables if t.key.startswith("vs-")]
+    compared = [t for t in tables if t.key.startswith("vs-") or t.key == "agreement"]
     return [*(cross if several and cross else runs), *compared]
 
 

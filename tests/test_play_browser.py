@@ -1,0 +1,144 @@
+"""`proactivebench play` in a real browser: Debian's headless Chromium, driven by Playwright.
+
+A person plays the seven scenarios as one would: Enter past the instructions, each turn
+answered by a click or by its letter key (in turn), the earlier turns shown above it
+(--history), Enter or a click on "Continue" after each
+verdict, "Finish" on the summary. The run equals `eval --model replay:` of the same letters,
+no response the browser received holds the answer key, and the XSS payloads put into a
+category, an option and a prompt are shown as text and never run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from humanplayer import never_sent, output_of, play_process
+from proactivebench.data.synth import generate
+from scripted import lines, scripts
+from test_play import ANSWER_KEY, assert_same_as_replay
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+CHROMIUM = next(
+    (p for p in map(shutil.which, ("chromium", "chromium-browser")) if p is not None), None
+)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary (apt-get install -y chromium)"
+)
+
+PAYLOAD = "<img src=x onerror=\"document.title='pwned'\"><script>window.pwned=1</script>"
+WHERE = re.compile(r"^(\S+) · sample (\d+) · turn (\d+) of")
+
+
+def hostile_data(root: Path) -> Path:
+    """The synthetic test split, its ROD sample carrying the payload in a category that is
+    not the answer, in an action option and in its prompt."""
+    generate(root, per_scenario=1, seed=3, split="test")
+    path = root / "Realistic-Occlusion-Dataset_preprocessed.jsonl"
+    record = json.loads(path.read_text().splitlines()[0])
+    other = next(c for c in record["categories"] if c != record["answer"])
+    record["categories"][record["categories"].index(other)] = PAYLOAD + " category"
+    record["options"][record["options"].index("I do not know.")] = PAYLOAD + " option"
+    record["prompt"] = PAYLOAD + " " + record["prompt"]
+    path.write_text(json.dumps(record) + "\n")
+    return root
+
+
+def wait_for_screen(page: Any, old_turn: str | None) -> str:
+    """The next screen: a turn other than `old_turn`, a verdict, or the summary."""
+    page.wait_for_function(
+        "(old) => ['verdict', 'summary'].includes(document.body.dataset.screen)"
+        " || (document.body.dataset.screen === 'turn' && document.body.dataset.turn !== old)",
+        arg=old_turn or "",
+    )
+    return str(page.evaluate("document.body.dataset.screen"))
+
+
+def test_a_person_plays_seven_scenarios_in_chromium(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = hostile_data(tmp_path / "data")
+    answers = {(s, i): a for s, i, a in scripts(data)}
+    human = tmp_path / "human"
+    letters: dict[tuple[str, int], list[str]] = {}
+    bodies: list[bytes] = []
+    errors: list[str] = []
+    dialogs: list[str] = []
+
+    def record(route: Any) -> None:
+        response = route.fetch()
+        bodies.append(response.body())
+        route.fulfill(response=response)
+
+    with play_process(data, human, "--no-report", "--history") as (process, url, _):
+        with playwright_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+                page.route("**/*", record)
+                page.goto(url)
+                assert page.locator("#intro").is_visible()
+                page.keyboard.press("Enter")
+                turn_id = None
+                verdicts = answered = 0
+                while (screen := wait_for_screen(page, turn_id)) != "summary":
+                    if screen == "verdict":
+                        verdicts += 1
+                        if verdicts % 2:
+                            page.keyboard.press("Enter")
+                        else:
+                            page.click("#continue")
+                        turn_id = None
+                        continue
+                    turn_id = page.evaluate("document.body.dataset.turn")
+                    where = WHERE.match(page.locator("#where").text_content() or "")
+                    assert where is not None
+                    scenario, sample, turn = where[1], int(where[2]), int(where[3])
+                    text = answers[scenario, sample][turn - 1]
+                    options = page.locator(".option")
+                    shown = {
+                        options.nth(k).get_attribute("data-letter"): options.nth(k)
+                        .locator(".text")
+                        .text_content()
+                        for k in range(options.count())
+                    }
+                    if scenario == "ROD":  # the payloads are shown as the text they are
+                        assert PAYLOAD + " category" in shown.values()
+                        assert PAYLOAD + " option" in shown.values()
+                        assert page.locator("#prompt").text_content().startswith(PAYLOAD)
+                        earlier = page.locator("#history .earlier")  # --history: turns before
+                        assert earlier.count() == turn - 1
+                        for k in range(earlier.count()):
+                            assert PAYLOAD + " option" in (earlier.nth(k).text_content() or "")
+                    letter = next(k for k, v in shown.items() if text in (k, v))
+                    letters.setdefault((scenario, sample), []).append(str(letter))
+                    answered += 1
+                    if answered % 2:
+                        page.keyboard.press(str(letter).lower())
+                    else:
+                        page.click(f'.option[data-letter="{letter}"]')
+                assert verdicts == 7
+                rows = page.locator("#summary-table tbody tr")
+                assert rows.count() == 7
+                page.click("#finish")
+                page.locator("#stopped").wait_for()
+                assert page.evaluate("window.pwned") is None
+                assert page.title() != "pwned"
+            finally:
+                browser.close()
+        text = output_of(process)
+    assert process.returncode == 0, text
+    assert not errors and not dialogs
+    played = [(s, i, a) for (s, i), a in letters.items()]
+    assert_same_as_replay(data, human, played, capsys, ("--history",))
+    never_sent(bodies, ANSWER_KEY)
+    never_sent(bodies, [t["image"] for line in lines(human).values() for t in line["trace"]])

@@ -120,6 +120,31 @@ def test_plain_progress_lines_say_how_long_the_rest_takes() -> None:
     assert [duration(s) for s in (44.6, 200, 7500)] == ["45s", "3m20s", "2h05m"]
 
 
+def test_the_episode_rate_is_worked_out_when_shown() -> None:
+    """eval's progress shows episodes/s as of when a line is printed, not as of the last time
+    the rate was stored (it is no longer stored per episode)."""
+    import io
+
+    from rich.console import Console
+
+    from proactivebench.cli.output import EpisodeRate, LineProgress
+
+    clock = [0.0]
+    sink = io.StringIO()
+    progress = LineProgress(console=Console(file=sink, width=200), get_time=lambda: clock[0])
+    with progress:
+        task = progress.add_task("run", total=40, speed="")
+        rate = EpisodeRate(progress, task)
+        assert str(rate) == "- ep/s"  # nothing done yet
+        progress.update(task, speed=rate)
+        for step in range(40):
+            clock[0] += 0.5 if step < 20 else 0.25  # 2 ep/s, then 4 ep/s
+            progress.advance(task)
+    lines = sink.getvalue().splitlines()
+    assert "speed 2.0 ep/s" in lines[5] and lines[5].startswith("run: 20/40"), lines
+    assert "speed 2.7 ep/s" in lines[-1], lines  # 40 episodes in 15 s, rich's estimate
+
+
 def test_plots_come_with_the_package_and_cost_nothing_at_start_up() -> None:
     """matplotlib is a dependency (a user who installs the package gets the plots), and no
     command pays for importing it before a report is drawn."""

@@ -16,7 +16,7 @@ import pytest
 from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.models.cache import ResponseCache
+from proactivebench.models.cache import WRITE_GROUP, ResponseCache
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 
@@ -162,6 +162,28 @@ def test_a_busy_cache_is_waited_for(data: Path, tmp_path: Path, caplog) -> None:
     evaluate(data, again, tmp_path / "two", cache=cache)
     assert again.calls == 0  # every answer was written once the lock was released
     cache.close()
+
+
+def test_answers_are_written_in_groups_and_all_kept_when_a_run_ends(
+    data: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "cache.sqlite"
+    cache, other = ResponseCache(path), ResponseCache(path)  # e.g. two shards
+    cache.put("k", Completion("x"))
+    assert cache.get("k") == Completion("x", cached=True)  # its own, not written yet
+    assert other.get("k") is None
+    cache.flush()
+    assert other.get("k") == Completion("x", cached=True)
+    for i in range(WRITE_GROUP):  # a full group is written without waiting for a flush
+        cache.put(f"g{i}", Completion(str(i)))
+    assert other.get(f"g{WRITE_GROUP - 1}") == Completion(str(WRITE_GROUP - 1), cached=True)
+    # A run writes every answer it got when it ends, before anyone closes the cache.
+    model, again = Counting(), Counting()
+    evaluate(data, model, tmp_path / "one", cache=cache)
+    evaluate(data, again, tmp_path / "two", cache=other)
+    assert model.calls > 0 and again.calls == 0
+    cache.close()
+    other.close()
 
 
 def test_a_cache_busy_past_its_timeout_never_fails_an_episode(

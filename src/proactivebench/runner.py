@@ -313,6 +313,9 @@ async def aevaluate(
         except BaseException:
             session.end(failed=True)
             raise
+        finally:
+            if cache is not None:
+                cache.flush()  # the answers of the last moments, kept for a rerun
         session.end(failed=False)
         return _finish(run)
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
+from proactivebench.paths import thumbnail_cache_path
 from proactivebench.report import plots
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
@@ -44,6 +45,7 @@ from proactivebench.report.tables import (
     usage_table,
 )
 from proactivebench.report.text import markdown as md
+from proactivebench.report.thumbcache import ThumbCache
 from proactivebench.report.thumbs import Thumbnails
 from proactivebench.rundir import RUN_CONFIG, RunLock, staged_folder
 
@@ -69,7 +71,7 @@ class ReportOutcome:
         return self.out_dir / "report.html"
 
 
-def _images_of(runs: Sequence[Run]) -> dict[str, Thumbnails | None]:
+def _images_of(runs: Sequence[Run], cache: ThumbCache | None) -> dict[str, Thumbnails | None]:
     """One thumbnail maker per scenario, from the data directory of the first run that has
     the scenario (runs compared over the same samples share their data)."""
     by_dir: dict[Path, Thumbnails] = {}
@@ -78,7 +80,7 @@ def _images_of(runs: Sequence[Run]) -> dict[str, Thumbnails | None]:
         data = run.data_dir
         thumbs = None
         if data is not None:
-            thumbs = by_dir.setdefault(data, Thumbnails(data))
+            thumbs = by_dir.get(data) or by_dir.setdefault(data, Thumbnails(data, cache=cache))
         for scenario in run.by_scenario:
             if found.get(scenario) is None:
                 found[scenario] = thumbs
@@ -129,9 +131,13 @@ def write_report(
     n_resamples: int = 2000,
     title: str | None = None,
     allow_empty: bool = True,
+    thumb_cache: str | Path | Literal["default"] | None = "default",
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
     one run's `report/` folder).
+
+    `thumb_cache` keeps the episode viewer's thumbnails across reports (a SQLite file; by
+    default `paths.thumbnail_cache_path()`, beside the response cache); None makes them all.
 
     A run without episodes is reported with a warning; when every run is empty and not
     `allow_empty` (the `report` command), there is nothing to report and that is an error.
@@ -144,8 +150,27 @@ def write_report(
         out_dir = Path(run_dirs[0]) / REPORT_DIR
     out = Path(out_dir)
     holder = _run_dir_holding(out)
-    with RunLock(holder) if holder is not None else contextlib.nullcontext():
-        return _write_report(run_dirs, out, vs, params, seed, n_resamples, title, allow_empty)
+    if thumb_cache == "default":
+        thumb_cache = thumbnail_cache_path()
+    with (
+        RunLock(holder) if holder is not None else contextlib.nullcontext(),
+        contextlib.closing(ThumbCache(thumb_cache))
+        if thumb_cache
+        else contextlib.nullcontext() as cache,
+    ):
+        return _write_report(
+            run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache
+        )
+
+
+@contextlib.contextmanager
+def _opened(path: str | Path | None) -> Iterator[ThumbCache | None]:
+    """The thumbnail cache at `path` (None: none), closed after the report."""
+    if path is None:
+        yield None
+        return
+    with contextlib.closing(ThumbCache(path)) as cache:
+        yield cache
 
 
 def _write_report(
@@ -157,6 +182,7 @@ def _write_report(
     n_resamples: int,
     title: str | None,
     allow_empty: bool,
+    cache: ThumbCache | None,
 ) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
     base = load_runs([vs])[0] if vs is not None else None
@@ -197,7 +223,7 @@ def _write_report(
             files.write(f"tables/{table.key}.tex", to_latex(table))
         for name, png in images.items():
             files.write(f"plots/{name}.png", png)
-        _pages(files, runs, all_measures, comparisons, tables, images, title)
+        _pages(files, runs, all_measures, comparisons, tables, images, title, cache)
     _remove_stale(out, outcome.files)
     return outcome
 
@@ -210,12 +236,13 @@ def _pages(
     tables: Sequence[Table],
     images: Mapping[str, bytes],
     title: str | None,
+    cache: ThumbCache | None,
 ) -> None:
     """report.html, report.md and report.json."""
     outcome = files.outcome
     correlations = size_correlations(all_measures)
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
-    thumbs = _images_of(runs)
+    thumbs = _images_of(runs, cache)
     unavailable = sorted(
         {
             str(r.data_dir) if r.data_dir is not None else f"{r.run_dir}/run.json names none"

@@ -1,0 +1,218 @@
+"""Thumbnails of image views, made in worker processes when there are many.
+
+What a thumbnail shows and costs (used by the report's episode viewer, `report.thumbs`):
+
+- the view's region (`apply_view`: COCO's crop, a resize), shrunk to fit a square of `edge`
+  pixels, never enlarged;
+- a JPEG is decoded at a reduced scale (`Image.draft`: 1/2, 1/4 or 1/8, the smallest that
+  keeps the region at least the thumbnail's size), with or without a crop: the crop box is
+  mapped to the reduced image's coordinates and scaled in one step (`resize` with a `box`,
+  which keeps fractions of a pixel), without a copy or a conversion of the whole image; other
+  formats decode whole (PNG cannot do less) and are scaled the same way;
+- more than `POOL_MIN_VIEWS` views are made in worker processes (one per core, started from a
+  fork server); fewer, here, since starting a pool costs more than it saves. Both make the
+  same bytes.
+
+This module imports no more than it needs (Pillow, the image helpers), so that the workers
+start light.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import os
+import signal
+from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING
+
+from proactivebench.data.images import apply_view, opened_image, view_size
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.scenarios import View
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+#: The quality of a thumbnail: WebP at 50 takes ~0.3-1 KB for a 112 px view (JPEG's headers
+#: alone take more), enough to recognise an occluder, a blur or a crop. JPEG where Pillow lacks
+#: WebP.
+THUMB_QUALITY = 50
+#: More views to make than this go to a pool of worker processes: starting one (a fork
+#: server and its workers) takes ~0.1-0.3 s, the time of about a hundred thumbnails.
+POOL_MIN_VIEWS = 300
+#: Views per task sent to a worker, at most: few round trips, yet an even share per worker.
+CHUNK_VIEWS = 32
+
+#: A view: its image (name in the data directory), crop box, resize of the short edge.
+ViewKey = tuple[str, tuple[float, ...] | None, int | None]
+#: What is made of one view: the thumbnail (None: unreadable), and the file's identity (real
+#: path, size, modification time in ns) and content hash when they were asked for.
+Made = tuple[bytes | None, tuple[str, int, int] | None, str | None]
+
+
+def make_many(
+    jobs: Sequence[tuple[str, ViewKey]],
+    edge: int,
+    max_file_bytes: int | None,
+    hashed: bool,
+    pool_min_views: int = POOL_MIN_VIEWS,
+) -> list[Made]:
+    """`make_thumbnail` of each (real path, view) job, in order: in worker processes when
+    there are more than `pool_min_views` and more than one core, else here."""
+    if not jobs:
+        return []
+    workers = min(_cores(), math.ceil(len(jobs) / CHUNK_VIEWS))
+    if len(jobs) <= pool_min_views or workers < 2 or not _main_importable():
+        return _make_chunk(list(jobs), edge, max_file_bytes, hashed)
+    return _pooled(jobs, workers, edge, max_file_bytes, hashed)
+
+
+def _pooled(
+    jobs: Sequence[tuple[str, ViewKey]],
+    workers: int,
+    edge: int,
+    max_file_bytes: int | None,
+    hashed: bool,
+) -> list[Made]:
+    """The jobs in `workers` processes, in chunks. The workers ignore Ctrl-C (the report's
+    process hears it and stops them: the pending chunks are cancelled, the running ones end);
+    they start from a fork server, never forked from this process, whose threads (an event
+    loop, a model's) a fork would copy mid-work. A pool that breaks (a worker killed) leaves
+    the rest to this process."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    size = max(4, min(CHUNK_VIEWS, math.ceil(len(jobs) / (4 * workers))))
+    chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
+    results: list[Made] = []
+    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_ignore_ctrl_c)
+    try:
+        futures = [pool.submit(_make_chunk, c, edge, max_file_bytes, hashed) for c in chunks]
+        for index, future in enumerate(futures):
+            try:
+                results += future.result()
+            except BrokenProcessPool:
+                for chunk in chunks[index:]:
+                    results += _make_chunk(chunk, edge, max_file_bytes, hashed)
+                break
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+def _main_importable() -> bool:
+    """Whether a worker can import the main script, as multiprocessing's workers do: not a
+    script read from standard input (`python - <<EOF`), which has no file to import."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path is None or getattr(main, "__spec__", None) is not None or os.path.isfile(path)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@cache
+def _context():  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    # Imported once by the server, not by each worker.
+    context.set_forkserver_preload(
+        [__name__, "PIL.Image", "PIL.JpegImagePlugin", "PIL.PngImagePlugin"]
+    )
+    return context
+
+
+def _ignore_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _make_chunk(
+    jobs: list[tuple[str, ViewKey]], edge: int, max_file_bytes: int | None, hashed: bool
+) -> list[Made]:
+    return [make_thumbnail(path, key, edge, max_file_bytes, hashed) for path, key in jobs]
+
+
+def make_thumbnail(
+    path: str, key: ViewKey, edge: int, max_file_bytes: int | None, hashed: bool = False
+) -> Made:
+    """The thumbnail of one view of the file at `path` (encoded bytes), or None when the file
+    cannot be read; with `hashed`, also the file's identity and the SHA-256 of its bytes (read
+    before it is decoded)."""
+    name, crop, resize = key
+    identity = digest = None
+    try:
+        with opened_image(path, name, max_bytes=max_file_bytes) as opened:
+            if hashed:
+                stat = os.stat(path)
+                with open(path, "rb") as file:
+                    digest = hashlib.sha256(file.read()).hexdigest()
+                identity = (path, stat.st_size, stat.st_mtime_ns)
+            image = _shrunk(opened, View(name, crop, resize), edge)
+            buffer = io.BytesIO()
+            image.save(buffer, format=thumbnail_format(), quality=THUMB_QUALITY, method=0)
+    except (OSError, ValueError, ProactiveBenchError):  # ImageError among them
+        return None, None, None
+    return buffer.getvalue(), identity, digest
+
+
+def thumbnail_size(size: tuple[int, int], edge: int) -> tuple[int, int]:
+    """`size` scaled to fit in `edge` x `edge`, keeping its aspect; never enlarged."""
+    width, height = size
+    if width <= edge and height <= edge:
+        return width, height
+    scale = edge / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _shrunk(opened: Image.Image, view: View, edge: int) -> Image.Image:
+    """The view's region of the opened file at thumbnail size, decoded at the smallest scale
+    that keeps the region at least that large."""
+    from PIL import Image
+
+    width, height = opened.size
+    box = (0, 0, width, height)
+    if view.crop is not None:
+        box = tuple(round(c) for c in view.crop)  # as `Image.crop` rounds it
+    if box[0] < 0 or box[1] < 0 or box[2] > width or box[3] > height or box[2] <= box[0]:
+        # A crop beyond the image (padded with black) or empty: the plain way.
+        image = apply_view(opened.convert("RGB"), view)
+        image.thumbnail((edge, edge), Image.Resampling.BILINEAR)
+        return image
+    region = (box[2] - box[0], box[3] - box[1])
+    shown = view_size(region, view.resize_short_edge) if view.resize_short_edge else region
+    target = thumbnail_size(shown, edge)
+    if opened.format == "JPEG":
+        wanted = (
+            math.ceil(width * target[0] / region[0]),
+            math.ceil(height * target[1] / region[1]),
+        )
+        drafted = opened.draft("RGB", wanted)
+        if drafted is not None:
+            scale = width / drafted[1][2]  # the reduced image's pixel is `scale` of the file's
+            box = tuple(c / scale for c in box)
+    opened.load()
+    image = opened if opened.mode in ("RGB", "L") else opened.convert("RGB")
+    if image.size == target and box == (0, 0, *image.size):
+        scaled = image
+    else:
+        scaled = image.resize(target, Image.Resampling.BILINEAR, box=box, reducing_gap=2.0)
+    return scaled if scaled.mode == "RGB" else scaled.convert("RGB")
+
+
+@cache
+def thumbnail_format() -> str:
+    """WEBP, or JPEG where Pillow lacks WebP."""
+    from PIL import features
+
+    return "WEBP" if features.check("webp") else "JPEG"

@@ -174,7 +174,7 @@ def eval_command(
             )
 
     if launch is not None:
-        eval_launched(launch, out_dir, play, no_report)
+        eval_launched(launch, out_dir, play, no_report, no_cache)
         return
     outcome = play(out_dir, parse_shard(shard) if shard else None)
     if not outcome.played:
@@ -183,7 +183,13 @@ def eval_command(
             "The existing results:"
         )
     status = tell_run(
-        outcome.summary, outcome.out_dir, outcome.errors, outcome.cached, outcome.answers, no_report
+        outcome.summary,
+        outcome.out_dir,
+        outcome.errors,
+        outcome.cached,
+        outcome.answers,
+        no_report,
+        no_cache,
     )
     if status != EXIT_OK:
         sys.exit(status)
@@ -194,6 +200,7 @@ def eval_launched(
     out_dir: Path,
     play: Callable[[Path, tuple[int, int], bool], RunOutcome],
     no_report: bool,
+    no_cache: bool = False,
 ) -> None:
     """`eval` as one rank of a launched run: this rank's shard, then rank 0 merges, prints
     and reports the whole run; every rank ends with rank 0's exit status."""
@@ -202,7 +209,7 @@ def eval_launched(
     with LaunchedRun(launch) as run:
         outcome = run.evaluate(out_dir, lambda where, part: play(where, part, launch.leader))
         if launch.leader:
-            status = tell_launched(launch, outcome, out_dir, no_report)
+            status = tell_launched(launch, outcome, out_dir, no_report, no_cache)
         else:
             own = outcome.reports[0].describe(launch.world_size)
             console.print(
@@ -215,7 +222,9 @@ def eval_launched(
     sys.exit(status)
 
 
-def tell_launched(launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_report: bool) -> int:
+def tell_launched(
+    launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_report: bool, no_cache: bool = False
+) -> int:
     """Rank 0: what each rank did, then the merged run (table, report, episode errors) or why
     it was not merged; returns the exit status of the whole run."""
     for report in outcome.reports:
@@ -224,7 +233,13 @@ def tell_launched(launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_re
         print_error(outcome.problem or f"{out_dir} was not merged")
         return EXIT_ERROR
     return tell_run(
-        outcome.merged, out_dir, outcome.errors, outcome.cached, outcome.answers, no_report
+        outcome.merged,
+        out_dir,
+        outcome.errors,
+        outcome.cached,
+        outcome.answers,
+        no_report,
+        no_cache,
     )
 
 
@@ -235,6 +250,7 @@ def tell_run(
     cached: int,
     answers: int,
     no_report: bool,
+    no_cache: bool = False,
 ) -> int:
     """A finished run, as `eval` ends (plain or launched): the table, where the results are,
     how many answers the response cache gave, the report, and why episodes failed; returns
@@ -247,19 +263,22 @@ def tell_run(
             "from the model (--no-cache asks the model again)",
             highlight=False,
         )
-    finish_run(run_dir, write=not no_report)
+    finish_run(run_dir, write=not no_report, thumb_cache=not no_cache)
     scored = sum(s.n for s in summary.scenarios.values())
     return EXIT_EPISODE_ERRORS if print_episode_errors(errors, scored) else EXIT_OK
 
 
-def finish_run(run_dir: Path, write: bool) -> None:
-    """The run's report (unless --no-report), and the warnings that must not be missed."""
+def finish_run(run_dir: Path, write: bool, thumb_cache: bool = True) -> None:
+    """The run's report (unless --no-report; its thumbnails cached unless --no-cache), and the
+    warnings that must not be missed."""
     from proactivebench.report import write_report
     from proactivebench.report.measures import measure_run, unreadable_warnings
     from proactivebench.report.runs import load_runs
 
     if write:
-        print_report_outcome(write_report([run_dir]))
+        print_report_outcome(
+            write_report([run_dir], thumb_cache="default" if thumb_cache else None)
+        )
     else:
         run = load_runs([run_dir])[0]
         print_warnings(unreadable_warnings(measure_run(run, n_resamples=0)))
@@ -338,7 +357,7 @@ def judge_command(
         outcome = rejudge(run_dir, judge, out_dir, on_start=on_start)
     out.print(summary_table(outcome.summary))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
-    finish_run(outcome.out_dir, write=not no_report)
+    finish_run(outcome.out_dir, write=not no_report, thumb_cache=not no_cache)
     if outcome.failures:
         total = outcome.failures.total()
         unscored = total - outcome.kept

@@ -19,7 +19,6 @@ start light.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import os
@@ -47,26 +46,22 @@ CHUNK_VIEWS = 32
 
 #: A view: its image (name in the data directory), crop box, resize of the short edge.
 ViewKey = tuple[str, tuple[float, ...] | None, int | None]
-#: What is made of one view: the thumbnail (None: unreadable), and the file's identity (real
-#: path, size, modification time in ns) and content hash when they were asked for.
-Made = tuple[bytes | None, tuple[str, int, int] | None, str | None]
 
 
 def make_many(
     jobs: Sequence[tuple[str, ViewKey]],
     edge: int,
     max_file_bytes: int | None,
-    hashed: bool,
     pool_min_views: int = POOL_MIN_VIEWS,
-) -> list[Made]:
+) -> list[bytes | None]:
     """`make_thumbnail` of each (real path, view) job, in order: in worker processes when
     there are more than `pool_min_views` and more than one core, else here."""
     if not jobs:
         return []
     workers = min(_cores(), math.ceil(len(jobs) / CHUNK_VIEWS))
     if len(jobs) <= pool_min_views or workers < 2 or not _main_importable():
-        return _make_chunk(list(jobs), edge, max_file_bytes, hashed)
-    return _pooled(jobs, workers, edge, max_file_bytes, hashed)
+        return _make_chunk(list(jobs), edge, max_file_bytes)
+    return _pooled(jobs, workers, edge, max_file_bytes)
 
 
 def _pooled(
@@ -74,8 +69,7 @@ def _pooled(
     workers: int,
     edge: int,
     max_file_bytes: int | None,
-    hashed: bool,
-) -> list[Made]:
+) -> list[bytes | None]:
     """The jobs in `workers` processes, in chunks. The workers ignore Ctrl-C (the report's
     process hears it and stops them: the pending chunks are cancelled, the running ones end);
     they start from a fork server, never forked from this process, whose threads (an event
@@ -86,16 +80,16 @@ def _pooled(
 
     size = max(4, min(CHUNK_VIEWS, math.ceil(len(jobs) / (4 * workers))))
     chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
-    results: list[Made] = []
+    results: list[bytes | None] = []
     pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_ignore_ctrl_c)
     try:
-        futures = [pool.submit(_make_chunk, c, edge, max_file_bytes, hashed) for c in chunks]
+        futures = [pool.submit(_make_chunk, c, edge, max_file_bytes) for c in chunks]
         for index, future in enumerate(futures):
             try:
                 results += future.result()
             except BrokenProcessPool:
                 for chunk in chunks[index:]:
-                    results += _make_chunk(chunk, edge, max_file_bytes, hashed)
+                    results += _make_chunk(chunk, edge, max_file_bytes)
                 break
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -138,32 +132,23 @@ def _ignore_ctrl_c() -> None:
 
 
 def _make_chunk(
-    jobs: list[tuple[str, ViewKey]], edge: int, max_file_bytes: int | None, hashed: bool
-) -> list[Made]:
-    return [make_thumbnail(path, key, edge, max_file_bytes, hashed) for path, key in jobs]
+    jobs: list[tuple[str, ViewKey]], edge: int, max_file_bytes: int | None
+) -> list[bytes | None]:
+    return [make_thumbnail(path, key, edge, max_file_bytes) for path, key in jobs]
 
 
-def make_thumbnail(
-    path: str, key: ViewKey, edge: int, max_file_bytes: int | None, hashed: bool = False
-) -> Made:
-    """The thumbnail of one view of the file at `path` (encoded bytes), or None when the file
-    cannot be read; with `hashed`, also the file's identity and the SHA-256 of its bytes (read
-    before it is decoded)."""
+def make_thumbnail(path: str, key: ViewKey, edge: int, max_file_bytes: int | None) -> bytes | None:
+    """The thumbnail of one view of the file at `path` (encoded), or None when the file
+    cannot be read."""
     name, crop, resize = key
-    identity = digest = None
     try:
         with opened_image(path, name, max_bytes=max_file_bytes) as opened:
-            if hashed:
-                stat = os.stat(path)
-                with open(path, "rb") as file:
-                    digest = hashlib.sha256(file.read()).hexdigest()
-                identity = (path, stat.st_size, stat.st_mtime_ns)
             image = _shrunk(opened, View(name, crop, resize), edge)
             buffer = io.BytesIO()
             image.save(buffer, format=thumbnail_format(), quality=THUMB_QUALITY, method=0)
     except (OSError, ValueError, ProactiveBenchError):  # ImageError among them
-        return None, None, None
-    return buffer.getvalue(), identity, digest
+        return None
+    return buffer.getvalue()
 
 
 def thumbnail_size(size: tuple[int, int], edge: int) -> tuple[int, int]:

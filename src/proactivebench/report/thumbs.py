@@ -10,6 +10,7 @@ show it, and a `ThumbCache` keeps it across reports, keyed by its file's content
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -75,28 +76,29 @@ class Thumbnails:
         worker processes when there are many, else here."""
         wanted = [k for k in dict.fromkeys(keys) if k not in self._urls]
         jobs: list[tuple[str, ViewKey]] = []
+        digests: list[str | None] = []
+        files: dict[FileIdentity, str] = {}
         for key in wanted:
             path = self._path(key)
             if path is None:
                 self._settle(key, None)
                 continue
-            cached = self._cached(path, key)
+            digest = self._digest(path, files)
+            cached = None if digest is None else self._cache_get(digest, key)
             if cached is not None:
-                self._urls[key] = _data_url(cached)
+                self._settle(key, cached)
             else:
                 jobs.append((path, key))
-        hashed = self.cache is not None
-        made = make_many(jobs, self.edge, self.max_file_bytes, hashed, self.pool_min_views)
+                digests.append(digest)
+        made = make_many(jobs, self.edge, self.max_file_bytes, self.pool_min_views)
         self.made += len(jobs)
-        keep_files: dict[FileIdentity, str] = {}
-        keep_thumbs: list[tuple[str, bytes]] = []
-        for (_, key), (thumb, identity, digest) in zip(jobs, made, strict=True):
+        keep: list[tuple[str, bytes]] = []
+        for (_, key), digest, thumb in zip(jobs, digests, made, strict=True):
             self._settle(key, thumb)
-            if thumb is not None and identity is not None and digest is not None:
-                keep_files[identity] = digest
-                keep_thumbs.append((self._thumb_key(digest, key), thumb))
-        if self.cache is not None and keep_thumbs:
-            self.cache.put(keep_files.items(), keep_thumbs)
+            if thumb is not None and digest is not None:
+                keep.append((self._thumb_key(digest, key), thumb))
+        if self.cache is not None and (files or keep):
+            self.cache.put(files.items(), keep)
 
     def _path(self, key: ViewKey) -> str | None:
         if self._guard is None:
@@ -106,15 +108,27 @@ class Thumbnails:
         except (OSError, ValueError, ProactiveBenchError):
             return None
 
-    def _cached(self, path: str, key: ViewKey) -> bytes | None:
+    def _digest(self, path: str, new: dict[FileIdentity, str]) -> str | None:
+        """The SHA-256 of the file's bytes, by its identity when the cache knows it, else read
+        (and added to `new`); None without a cache or for a file that cannot be read."""
         if self.cache is None:
             return None
         try:
             stat = os.stat(path)
+            identity = (path, stat.st_size, stat.st_mtime_ns)
+            digest = new.get(identity) or self.cache.digest(identity)
+            if digest is None:
+                if self.max_file_bytes is not None and stat.st_size > self.max_file_bytes:
+                    return None
+                with open(path, "rb") as file:
+                    digest = new[identity] = hashlib.sha256(file.read()).hexdigest()
         except OSError:
             return None
-        digest = self.cache.digest((path, stat.st_size, stat.st_mtime_ns))
-        return None if digest is None else self.cache.thumbnail(self._thumb_key(digest, key))
+        return digest
+
+    def _cache_get(self, digest: str, key: ViewKey) -> bytes | None:
+        assert self.cache is not None
+        return self.cache.thumbnail(self._thumb_key(digest, key))
 
     def _thumb_key(self, digest: str, key: ViewKey) -> str:
         return thumb_key(digest, key[1:], (self.edge, THUMB_QUALITY, thumbnail_format()))

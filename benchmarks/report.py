@@ -15,23 +15,48 @@ It also prints how long `eval` itself took and how long writing the report took.
 With `--official-size`, the images are first replaced by 640×480 photo-like JPEGs (as the
 official data's; `official_size.py`), which thumbnails decode at a quarter of their size.
 
+With `--side-by-side`, it measures instead what writing the report adds to a run, with the
+thumbnail code of before (commit 66fa9fe, kept here as `BeforeThumbnails`: every view decoded
+and shrunk one after another) and with today's (reduced-scale decoding, a process pool, the
+thumbnail cache cold and warm), on the workload of issue 20: the seven scenarios with 640×480
+JPEGs, played by the openai backend at concurrency 64 against the fake server of
+`tests/openai_server.py` answering in 50 ms (as `throughput.py` runs it). Each round plays the
+run once, then writes its report the three ways (the order alternating between rounds); the
+figures are medians over the rounds, with the new/before ratios.
+
     python benchmarks/report.py [--per-scenario 500] [--repeats 5] [--keep DIR] [--official-size]
+    python benchmarks/report.py --side-by-side [--per-scenario 60] [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
+import io
+import json
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB, apply_view, opened_image
+from proactivebench.data.layout import PathGuard
 from proactivebench.data.synth import generate
+from proactivebench.data.thumbnails import THUMB_QUALITY, thumbnail_format
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
-from proactivebench.report import write_report
+from proactivebench.report import build, write_report
+from proactivebench.report.thumbs import view_key
 from proactivebench.runner import evaluate
+from proactivebench.scenarios import View
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def open_times(page_path: Path, repeats: int) -> tuple[list[float], list[float]]:
@@ -65,13 +90,195 @@ def open_times(page_path: Path, repeats: int) -> tuple[list[float], list[float]]
     return loads[1:], strips[1:]
 
 
+# ----- --side-by-side: the report's cost against the run's, before and now -------------------
+
+
+class BeforeThumbnails:
+    """The thumbnails as commit 66fa9fe made them, one view after another in this process: the
+    whole file decoded when the view has a crop, converted (a copy), cropped, then shrunk.
+    Kept here, for the comparison only."""
+
+    def __init__(self, data_dir: Path | None, edge: int = 112, cache: object = None) -> None:
+        self.edge = edge
+        self.max_file_bytes = DEFAULT_MAX_IMAGE_MB * 10**6
+        self._guard = PathGuard(data_dir) if data_dir is not None and data_dir.is_dir() else None
+        self._urls: dict[Any, str | None] = {}
+        self.missing = 0
+
+    @property
+    def available(self) -> bool:
+        return self._guard is not None
+
+    def prefetch(self, keys: object) -> None:
+        """Before, nothing was made ahead: each view on its first `url`."""
+
+    start = prefetch
+
+    def close(self) -> None:
+        """Before, there was nothing to stop."""
+
+    def url(self, key: tuple) -> str | None:
+        if key not in self._urls:
+            self._urls[key] = self._make(key)
+            self.missing += self._urls[key] is None
+        return self._urls[key]
+
+    def _make(self, key: tuple) -> str | None:
+        from PIL import Image
+
+        if self._guard is None:
+            return None
+        image_path, crop, resize = key
+        try:
+            path = self._guard.resolve(image_path)
+            with opened_image(path, image_path, max_bytes=self.max_file_bytes) as opened:
+                if crop is None:
+                    opened.draft("RGB", (self.edge, self.edge))
+                image = apply_view(opened.convert("RGB"), View(image_path, crop, resize))
+                image.thumbnail((self.edge, self.edge), Image.Resampling.BILINEAR)
+                buffer = io.BytesIO()
+                image.save(buffer, format=thumbnail_format(), quality=THUMB_QUALITY, method=0)
+        except (OSError, ValueError, ProactiveBenchError):
+            return None
+        mime = "image/webp" if thumbnail_format() == "WEBP" else "image/jpeg"
+        return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+@contextlib.contextmanager
+def thumbnails_before() -> Iterator[None]:
+    """Reports written in the block make their thumbnails as before."""
+    today = build.Thumbnails
+    build.Thumbnails = BeforeThumbnails  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        build.Thumbnails = today  # type: ignore[misc]
+
+
+def fresh_fork_server() -> None:
+    """Stop the process pool's fork server, so that the next report starts its own, as the
+    report of a `proactivebench eval` process does."""
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        stop()
+
+
+def write_before(runs: list[Path], out: Path) -> None:
+    with thumbnails_before():
+        write_report(runs, out, thumb_cache=None)
+
+
+def write_now(runs: list[Path], out: Path, cache: Path) -> None:
+    fresh_fork_server()
+    write_report(runs, out, thumb_cache=cache)
+
+
+def timed(write: Callable[..., Any], *args: Any) -> float:
+    started = time.perf_counter()
+    write(*args)
+    return time.perf_counter() - started
+
+
+def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: int) -> None:
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+    from throughput import MODEL, AnswerKeyRecorder, make_data
+
+    from openai_server import ServerProcess
+    from proactivebench.models.cache import ResponseCache
+
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        data, settings = make_data(scratch, per_scenario, "official")
+        key = AnswerKeyRecorder()
+        evaluate(data, key, scratch / "key", settings, concurrency=8)
+        answers = scratch / "answers.json"
+        answers.write_text(json.dumps(key.answers))
+
+        def play(name: str) -> tuple[Path, float]:
+            run = scratch / name
+            model = load_model(f"openai:{MODEL}@{server.url}", timeout=30)
+            started = time.perf_counter()
+            evaluate(
+                data,
+                model,
+                run,
+                settings,
+                concurrency=concurrency,
+                cache=ResponseCache(run.with_suffix(".sqlite")),
+            )
+            return run, time.perf_counter() - started
+
+        walls: list[float] = []
+        times: dict[str, list[float]] = {"before": [], "cold": [], "warm": []}
+        with ServerProcess(latency=latency, answers=answers) as server:
+            warm_up, _ = play("warm-up")  # page cache, connections, matplotlib's import
+            write_report([warm_up], scratch / "report-warm-up", thumb_cache=None)
+            for number in range(rounds):
+                run, wall = play(f"run-{number}")
+                walls.append(wall)
+                cache = scratch / f"thumbs-{number}.sqlite"
+
+                first = ["before", "cold", "warm"]
+                for kind in first if number % 2 == 0 else [*first[1:], first[0]]:
+                    out = scratch / f"{kind}-{number}"
+                    if kind == "before":
+                        times[kind].append(timed(write_before, [run], out))
+                    else:
+                        times[kind].append(timed(write_now, [run], out, cache))
+            report = write_report([run], scratch / "last", thumb_cache=cache)
+            shown = (scratch / "last" / "report.html").read_text().count("data:image/")
+            for kind in ("before", "cold", "warm"):  # the same views shown, none missing
+                page = (scratch / f"{kind}-0" / "report.html").read_text()
+                assert page.count("data:image/") == shown, kind
+    lines = report.measures[0].run.lines
+    views = len({view_key(t) for line in lines for t in line["trace"]})
+    turns = sum(len(x["trace"]) for x in lines)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    wall = statistics.median(walls)
+    print(f"machine: {os.cpu_count()} CPUs, load average at the end {load:.2f}")
+    print(
+        f"workload: 7 scenarios x {per_scenario}, {len(lines)} episodes, {turns} turns, "
+        f"{views} distinct views (640x480 JPEGs); server {latency * 1000:.0f} ms, "
+        f"concurrency {concurrency}; {rounds} rounds, medians"
+    )
+    print(f"run wall time: {wall:.2f} s (rounds: {' / '.join(f'{w:.2f}' for w in walls)})")
+    labels = {
+        "before": "report, thumbnails as before (66fa9fe)",
+        "cold": "report, now, cold thumbnail cache",
+        "warm": "report, now, warm thumbnail cache",
+    }
+    base = statistics.median(times["before"])
+    for kind, label in labels.items():
+        median = statistics.median(times[kind])
+        ratio = "" if kind == "before" else f"; now/before {median / base:.2f}x"
+        print(
+            f"{label}: {median:.2f} s = {100 * median / wall:.0f} % of the run's wall time "
+            f"(goal <= 15 %), {1000 * median / views:.2f} ms per view (goal <= 1.5){ratio} "
+            f"(rounds: {' / '.join(f'{t:.2f}' for t in times[kind])})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--per-scenario", type=int, default=500)
+    parser.add_argument("--per-scenario", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--keep", type=Path, default=None, help="Keep data and run here.")
     parser.add_argument("--official-size", action="store_true", help="640x480 JPEG images.")
+    parser.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="The report's cost against a 50 ms run's, with the thumbnails of before and now.",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="--side-by-side: rounds.")
+    parser.add_argument("--latency", type=float, default=0.05, help="--side-by-side: server s.")
+    parser.add_argument("--concurrency", type=int, default=64, help="--side-by-side.")
     args = parser.parse_args()
+    if args.side_by_side:
+        side_by_side(args.per_scenario or 60, args.rounds, args.latency, args.concurrency)
+        return
+    args.per_scenario = args.per_scenario or 500
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="report-bench-"))
     data, run = root / "data", root / "run"

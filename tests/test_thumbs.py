@@ -20,7 +20,7 @@ from proactivebench.data import thumbnails
 from proactivebench.data.synth import generate
 from proactivebench.data.thumbnails import make_many, make_thumbnail
 from proactivebench.models import load_model
-from proactivebench.report import write_report
+from proactivebench.report import build, write_report
 from proactivebench.report.thumbcache import ThumbCache
 from proactivebench.report.thumbs import THUMB_EDGE, Thumbnails
 from proactivebench.runner import evaluate
@@ -114,6 +114,24 @@ def test_the_pool_makes_the_same_thumbnails_as_inline_and_leaves_no_process(
     assert pooled == inline
     assert inline[-1] is None and all(inline[:-1])
     assert multiprocessing.active_children() == []
+
+
+def test_an_interrupted_report_leaves_no_worker_behind(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C while the plots are drawn, the thumbnails being made by workers meanwhile: the
+    workers are stopped, and no report is half-written."""
+    _, run = played_run(tmp_path)
+    monkeypatch.setattr(thumbnails, "POOL_MIN_VIEWS", 0)
+    monkeypatch.setattr(thumbnails, "_cores", lambda: 2)
+
+    def interrupted(*args: object) -> None:
+        assert multiprocessing.active_children()  # the workers at work
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "_plots", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_report([run], thumb_cache=None)
+    assert multiprocessing.active_children() == []
+    assert not (run / "report").exists()
 
 
 def played_run(tmp_path: Path) -> tuple[Path, Path]:

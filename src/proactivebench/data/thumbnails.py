@@ -19,11 +19,14 @@ start light.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import signal
-from collections.abc import Sequence
+import sys
+import types
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -52,58 +55,93 @@ def make_many(
     jobs: Sequence[tuple[str, ViewKey]],
     edge: int,
     max_file_bytes: int | None,
-    pool_min_views: int = POOL_MIN_VIEWS,
+    pool_min_views: int | None = None,
 ) -> list[bytes | None]:
-    """`make_thumbnail` of each (real path, view) job, in order: in worker processes when
-    there are more than `pool_min_views` and more than one core, else here."""
-    if not jobs:
-        return []
-    workers = min(_cores(), math.ceil(len(jobs) / CHUNK_VIEWS))
-    if len(jobs) <= pool_min_views or workers < 2 or not _main_importable():
-        return _make_chunk(list(jobs), edge, max_file_bytes)
-    return _pooled(jobs, workers, edge, max_file_bytes)
+    """`make_thumbnail` of each (real path, view) job, in order (a `Batch` collected at once)."""
+    return Batch(jobs, edge, max_file_bytes, pool_min_views).results()
 
 
-def _pooled(
-    jobs: Sequence[tuple[str, ViewKey]],
-    workers: int,
-    edge: int,
-    max_file_bytes: int | None,
-) -> list[bytes | None]:
-    """The jobs in `workers` processes, in chunks. The workers ignore Ctrl-C (the report's
-    process hears it and stops them: the pending chunks are cancelled, the running ones end);
-    they start from a fork server, never forked from this process, whose threads (an event
-    loop, a model's) a fork would copy mid-work. A pool that breaks (a worker killed) leaves
-    the rest to this process."""
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+class Batch:
+    """Thumbnails being made: started by a pool of worker processes when there are more than
+    `pool_min_views` jobs (default `POOL_MIN_VIEWS`) and more than one core (so that this
+    process can do other work meanwhile, such as drawing plots), else made here when
+    collected. `results` collects them, in the jobs' order; `close` stops the pool, whatever is
+    left (after an error, Ctrl-C).
 
-    size = max(4, min(CHUNK_VIEWS, math.ceil(len(jobs) / (4 * workers))))
-    chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
-    results: list[bytes | None] = []
-    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_ignore_ctrl_c)
-    try:
-        futures = [pool.submit(_make_chunk, c, edge, max_file_bytes) for c in chunks]
-        for index, future in enumerate(futures):
-            try:
-                results += future.result()
-            except BrokenProcessPool:
-                for chunk in chunks[index:]:
-                    results += _make_chunk(chunk, edge, max_file_bytes)
-                break
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return results
+    The workers start from a fork server, never forked from this process, whose threads (a
+    model's, a launcher's) a fork would copy mid-work; the server imports this module and
+    Pillow once. They do not import the main script, as multiprocessing's workers otherwise do
+    (a console script's imports, or a user's script that calls `write_report` unguarded, which
+    would start a report again in each worker). They ignore Ctrl-C: this process hears it,
+    cancels the pending chunks and waits for the running ones, so no worker is left behind. A
+    pool that breaks (a worker killed) leaves the rest to this process.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[tuple[str, ViewKey]],
+        edge: int,
+        max_file_bytes: int | None,
+        pool_min_views: int | None = None,
+    ) -> None:
+        from concurrent.futures import Future, ProcessPoolExecutor
+
+        self.args = (edge, max_file_bytes)
+        workers = min(_cores(), math.ceil(len(jobs) / CHUNK_VIEWS))
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[list[bytes | None]]] = []
+        if (
+            len(jobs) <= (POOL_MIN_VIEWS if pool_min_views is None else pool_min_views)
+            or workers < 2
+        ):
+            self.chunks = [list(jobs)]
+            return
+        size = max(4, min(CHUNK_VIEWS, math.ceil(len(jobs) / (4 * workers))))
+        self.chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
+        self._pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_ignore_ctrl_c)
+        try:
+            with _main_hidden():  # the workers start as the chunks are submitted
+                self._futures = [self._pool.submit(_make_chunk, c, *self.args) for c in self.chunks]
+        except Exception:  # a pool that cannot start: all made here
+            self.close()
+        except BaseException:
+            self.close()
+            raise
+
+    def results(self) -> list[bytes | None]:
+        from concurrent.futures.process import BrokenProcessPool
+
+        made: list[bytes | None] = []
+        try:
+            for index, chunk in enumerate(self.chunks):
+                if index < len(self._futures):
+                    try:
+                        made += self._futures[index].result()
+                        continue
+                    except (BrokenProcessPool, OSError):
+                        self._futures = []
+                made += _make_chunk(chunk, *self.args)
+        finally:
+            self.close()
+        return made
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
 
-def _main_importable() -> bool:
-    """Whether a worker can import the main script, as multiprocessing's workers do: not a
-    script read from standard input (`python - <<EOF`), which has no file to import."""
-    import sys
-
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """While workers are started: a blank main module, which they have nothing to import
+    from (multiprocessing reads the main module's name and file as it starts each one)."""
     main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    return path is None or getattr(main, "__spec__", None) is not None or os.path.isfile(path)
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def _cores() -> int:

@@ -46,7 +46,7 @@ from proactivebench.report.tables import (
 )
 from proactivebench.report.text import markdown as md
 from proactivebench.report.thumbcache import ThumbCache
-from proactivebench.report.thumbs import Thumbnails
+from proactivebench.report.thumbs import Thumbnails, start_all
 from proactivebench.rundir import RUN_CONFIG, RunLock, staged_folder
 
 #: Where `eval` and a one-run `report` put the report: inside the run directory.
@@ -212,20 +212,35 @@ def _write_report(
 
     tables = _tables(all_measures, comparisons)
     outcome.headline = _headline(tables, several=len(runs) > 1)
-    images = _plots(all_measures, outcome)
-
-    # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves the
-    # previous report as it was, never half of a new one.
-    with staged_folder(out) as stage:
-        files = _Files(stage, out, outcome)
-        for table in tables:
-            files.write(f"tables/{table.key}.csv", to_csv(table))
-            files.write(f"tables/{table.key}.tex", to_latex(table))
-        for name, png in images.items():
-            files.write(f"plots/{name}.png", png)
-        _pages(files, runs, all_measures, comparisons, tables, images, title, cache)
+    with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
+        images = _plots(all_measures, outcome)
+        # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves
+        # the previous report as it was, never half of a new one.
+        with staged_folder(out) as stage:
+            files = _Files(stage, out, outcome)
+            for table in tables:
+                files.write(f"tables/{table.key}.csv", to_csv(table))
+                files.write(f"tables/{table.key}.tex", to_latex(table))
+            for name, png in images.items():
+                files.write(f"plots/{name}.png", png)
+            _pages(files, runs, all_measures, comparisons, tables, images, title, thumbs)
     _remove_stale(out, outcome.files)
     return outcome
+
+
+@contextlib.contextmanager
+def _thumbnails(
+    runs: Sequence[Run], cache: ThumbCache | None
+) -> Iterator[dict[str, Thumbnails | None]]:
+    """The thumbnail makers of the runs' scenarios, every view started; whatever is still being
+    made when the block ends (an error, Ctrl-C) is stopped."""
+    thumbs = _images_of(runs, cache)
+    try:
+        start_all(thumbs, runs)
+        yield thumbs
+    finally:
+        for maker in {id(t): t for t in thumbs.values() if t is not None}.values():
+            maker.close()
 
 
 def _pages(
@@ -236,13 +251,12 @@ def _pages(
     tables: Sequence[Table],
     images: Mapping[str, bytes],
     title: str | None,
-    cache: ThumbCache | None,
+    thumbs: dict[str, Thumbnails | None],
 ) -> None:
     """report.html, report.md and report.json."""
     outcome = files.outcome
     correlations = size_correlations(all_measures)
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
-    thumbs = _images_of(runs, cache)
     unavailable = sorted(
         {
             str(r.data_dir) if r.data_dir is not None else f"{r.run_dir}/run.json names none"

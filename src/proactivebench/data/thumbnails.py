@@ -10,8 +10,8 @@ What a thumbnail shows and costs (used by the report's episode viewer, `report.t
   which keeps fractions of a pixel), without a copy or a conversion of the whole image; other
   formats decode whole (PNG cannot do less) and are scaled the same way;
 - more than `POOL_MIN_VIEWS` views are made in worker processes (one per core, started from a
-  fork server); fewer, here, since starting a pool costs more than it saves. Both make the
-  same bytes.
+  fork server), while the report's process goes on with other work (`Batch`); fewer, here,
+  since starting a pool costs more than it saves. Both make the same bytes.
 
 This module imports no more than it needs (Pillow, the image helpers), so that the workers
 start light.
@@ -25,6 +25,7 @@ import math
 import os
 import signal
 import sys
+import threading
 import types
 from collections.abc import Iterator, Sequence
 from functools import cache
@@ -35,6 +36,8 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.scenarios import View
 
 if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
     from PIL import Image
 
 #: The quality of a thumbnail: WebP at 50 takes ~0.3-1 KB for a 112 px view (JPEG's headers
@@ -98,9 +101,10 @@ class Batch:
             return
         size = max(4, min(CHUNK_VIEWS, math.ceil(len(jobs) / (4 * workers))))
         self.chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
-        self._pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_ignore_ctrl_c)
+        context = _context()
         try:
-            with _main_hidden():  # the workers start as the chunks are submitted
+            with _starting_workers(context):  # the workers start as the chunks are submitted
+                self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore)
                 self._futures = [self._pool.submit(_make_chunk, c, *self.args) for c in self.chunks]
         except Exception:  # a pool that cannot start: all made here
             self.close()
@@ -132,16 +136,40 @@ class Batch:
 
 
 @contextlib.contextmanager
-def _main_hidden() -> Iterator[None]:
-    """While workers are started: a blank main module, which they have nothing to import
-    from (multiprocessing reads the main module's name and file as it starts each one)."""
+def _starting_workers(context: BaseContext) -> Iterator[None]:
+    """While workers are started:
+
+    - a blank main module, which they have nothing to import from (multiprocessing reads the
+      main module's name and file as it starts each one);
+    - Ctrl-C noted, not raised, until they are started: raised in the middle of starting one,
+      it would leave the pool waiting for that worker;
+    - Ctrl-C blocked while the fork server starts, which inherits it blocked: a Ctrl-C while
+      it imports would print its traceback (multiprocessing's resource tracker, started first,
+      protects itself so, and unblocks it after).
+    """
+    heard: list[int] = []
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda *_: heard.append(1)) if main_thread else None
     main = sys.modules.get("__main__")
     sys.modules["__main__"] = types.ModuleType("__main__")
+    blocked = context.get_start_method() == "forkserver" and hasattr(signal, "pthread_sigmask")
     try:
+        if blocked:
+            from multiprocessing import forkserver, resource_tracker
+
+            resource_tracker.ensure_running()
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            forkserver.ensure_running()
         yield
     finally:
         if main is not None:
             sys.modules["__main__"] = main
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if heard:
+            raise KeyboardInterrupt  # a Ctrl-C wins over whatever went wrong
 
 
 def _cores() -> int:
@@ -152,20 +180,20 @@ def _cores() -> int:
 
 
 @cache
-def _context():  # type: ignore[no-untyped-def]
+def _context() -> BaseContext:
     import multiprocessing
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     # Imported once by the server, not by each worker.
-    context.set_forkserver_preload(
-        [__name__, "PIL.Image", "PIL.JpegImagePlugin", "PIL.PngImagePlugin"]
-    )
+    plugins = ["PIL.JpegImagePlugin", "PIL.PngImagePlugin", "PIL.WebPImagePlugin"]
+    context.set_forkserver_preload([__name__, "PIL.Image", "PIL.features", *plugins])
     return context
 
 
-def _ignore_ctrl_c() -> None:
+def _ignore() -> None:
+    """In a worker: Ctrl-C is for the report's process, which stops the workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -207,7 +235,8 @@ def _shrunk(opened: Image.Image, view: View, edge: int) -> Image.Image:
     box = (0, 0, width, height)
     if view.crop is not None:
         box = tuple(round(c) for c in view.crop)  # as `Image.crop` rounds it
-    if box[0] < 0 or box[1] < 0 or box[2] > width or box[3] > height or box[2] <= box[0]:
+    inside = 0 <= box[0] < box[2] <= width and 0 <= box[1] < box[3] <= height
+    if not inside:
         # A crop beyond the image (padded with black) or empty: the plain way.
         image = apply_view(opened.convert("RGB"), view)
         image.thumbnail((edge, edge), Image.Resampling.BILINEAR)

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from proactivebench.data import thumbnails
 from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB, apply_view, opened_image
 from proactivebench.data.layout import PathGuard
 from proactivebench.data.synth import generate
@@ -144,11 +145,18 @@ class BeforeThumbnails:
         return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+class NoThumbnails(BeforeThumbnails):
+    """No thumbnail at all: what the rest of the report costs (tables, plots, the page)."""
+
+    def __init__(self, data_dir: Path | None, edge: int = 112, cache: object = None) -> None:
+        super().__init__(None)
+
+
 @contextlib.contextmanager
-def thumbnails_before() -> Iterator[None]:
-    """Reports written in the block make their thumbnails as before."""
+def thumbnails_as(maker: type) -> Iterator[None]:
+    """Reports written in the block make their thumbnails with `maker`."""
     today = build.Thumbnails
-    build.Thumbnails = BeforeThumbnails  # type: ignore[misc,assignment]
+    build.Thumbnails = maker  # type: ignore[misc]
     try:
         yield
     finally:
@@ -165,14 +173,39 @@ def fresh_fork_server() -> None:
         stop()
 
 
-def write_before(runs: list[Path], out: Path) -> None:
-    with thumbnails_before():
-        write_report(runs, out, thumb_cache=None)
+def write_before(run: Path, out: Path, cache: Path) -> None:
+    with thumbnails_as(BeforeThumbnails):
+        write_report([run], out, thumb_cache=None)
 
 
-def write_now(runs: list[Path], out: Path, cache: Path) -> None:
+def write_now(run: Path, out: Path, cache: Path) -> None:
     fresh_fork_server()
-    write_report(runs, out, thumb_cache=cache)
+    write_report([run], out, thumb_cache=cache)
+
+
+def write_one_process(run: Path, out: Path, cache: Path) -> None:
+    cores = thumbnails._cores
+    thumbnails._cores = lambda: 1  # as on a machine of one core: no pool
+    try:
+        write_report([run], out, thumb_cache=None)
+    finally:
+        thumbnails._cores = cores
+
+
+def write_without(run: Path, out: Path, cache: Path) -> None:
+    with thumbnails_as(NoThumbnails):
+        write_report([run], out, thumb_cache=None)
+
+
+#: The ways a report is written, in the order of even rounds (odd rounds reverse it, the warm
+#: cache always after the cold one): label, writer.
+WAYS: dict[str, tuple[str, Callable[[Path, Path, Path], None]]] = {
+    "before": ("thumbnails as before (66fa9fe)", write_before),
+    "cold": ("now, cold thumbnail cache", write_now),
+    "warm": ("now, warm thumbnail cache", write_now),
+    "one-process": ("now, no cache, no pool (one process)", write_one_process),
+    "none": ("no thumbnails at all (the rest)", write_without),
+}
 
 
 def timed(write: Callable[..., Any], *args: Any) -> float:
@@ -211,7 +244,7 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
             return run, time.perf_counter() - started
 
         walls: list[float] = []
-        times: dict[str, list[float]] = {"before": [], "cold": [], "warm": []}
+        times: dict[str, list[float]] = {kind: [] for kind in WAYS}
         with ServerProcess(latency=latency, answers=answers) as server:
             warm_up, _ = play("warm-up")  # page cache, connections, matplotlib's import
             write_report([warm_up], scratch / "report-warm-up", thumb_cache=None)
@@ -220,16 +253,13 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
                 walls.append(wall)
                 cache = scratch / f"thumbs-{number}.sqlite"
 
-                first = ["before", "cold", "warm"]
-                for kind in first if number % 2 == 0 else [*first[1:], first[0]]:
+                order = list(WAYS) if number % 2 == 0 else ["none", "one-process", "cold", "warm"]
+                for kind in order if number % 2 == 0 else [*order, "before"]:
                     out = scratch / f"{kind}-{number}"
-                    if kind == "before":
-                        times[kind].append(timed(write_before, [run], out))
-                    else:
-                        times[kind].append(timed(write_now, [run], out, cache))
+                    times[kind].append(timed(WAYS[kind][1], run, out, cache))
             report = write_report([run], scratch / "last", thumb_cache=cache)
             shown = (scratch / "last" / "report.html").read_text().count("data:image/")
-            for kind in ("before", "cold", "warm"):  # the same views shown, none missing
+            for kind in ("before", "cold", "warm", "one-process"):  # the same views, all shown
                 page = (scratch / f"{kind}-0" / "report.html").read_text()
                 assert page.count("data:image/") == shown, kind
     lines = report.measures[0].run.lines
@@ -244,18 +274,17 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
         f"concurrency {concurrency}; {rounds} rounds, medians"
     )
     print(f"run wall time: {wall:.2f} s (rounds: {' / '.join(f'{w:.2f}' for w in walls)})")
-    labels = {
-        "before": "report, thumbnails as before (66fa9fe)",
-        "cold": "report, now, cold thumbnail cache",
-        "warm": "report, now, warm thumbnail cache",
-    }
-    base = statistics.median(times["before"])
-    for kind, label in labels.items():
+    base, rest = statistics.median(times["before"]), statistics.median(times["none"])
+    print(
+        "report time: median, % of the run's wall time (goal <= 15 %), and the thumbnails' part "
+        "(above the report without thumbnails) per view (goal <= 1.5 ms)"
+    )
+    for kind, (label, _) in WAYS.items():
         median = statistics.median(times[kind])
-        ratio = "" if kind == "before" else f"; now/before {median / base:.2f}x"
+        ratio = "" if kind in ("before", "none") else f", now/before {median / base:.2f}x"
+        per_view = "" if kind == "none" else f", {1000 * (median - rest) / views:.2f} ms per view"
         print(
-            f"{label}: {median:.2f} s = {100 * median / wall:.0f} % of the run's wall time "
-            f"(goal <= 15 %), {1000 * median / views:.2f} ms per view (goal <= 1.5){ratio} "
+            f"  {label}: {median:.2f} s, {100 * median / wall:.0f} %{per_view}{ratio} "
             f"(rounds: {' / '.join(f'{t:.2f}' for t in times[kind])})"
         )
 

@@ -9,8 +9,8 @@ What a thumbnail shows and costs (used by the report's episode viewer, `report.t
   mapped to the reduced image's coordinates and scaled in one step (`resize` with a `box`,
   which keeps fractions of a pixel), without a copy or a conversion of the whole image; other
   formats decode whole (PNG cannot do less) and are scaled the same way;
-- more than `POOL_MIN_VIEWS` views are made in worker processes (one per core, started from a
-  fork server), while the report's process goes on with other work (`Batch`); fewer, here,
+- more than `POOL_MIN_VIEWS` views are made in worker processes (one per free core, started
+  from a fork server), while the report's process goes on with other work (`Batch`); fewer, here,
   since starting a pool costs more than it saves. Both make the same bytes.
 
 This module imports no more than it needs (Pillow, the image helpers), so that the workers
@@ -173,10 +173,19 @@ def _starting_workers(context: BaseContext) -> Iterator[None]:
 
 
 def _cores() -> int:
+    """The cores a pool may use: those this process may run on, less those the load average
+    says are busy by others (this process's own counts as free: it waits for the workers). A
+    pool on a machine whose cores are all busy only adds its start-up (1.3x the time of one
+    process, measured at a load of 7 on 2 cores: `benchmarks/report.py`)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on Unix
+        busy = 0.0
+    return min(cores, round(cores - busy + 1))
 
 
 @cache

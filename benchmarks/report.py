@@ -221,6 +221,7 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
     from openai_server import ServerProcess
     from proactivebench.models.cache import ResponseCache
 
+    free = thumbnails._cores()
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         data, settings = make_data(scratch, per_scenario, "official")
@@ -267,7 +268,10 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
     turns = sum(len(x["trace"]) for x in lines)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     wall = statistics.median(walls)
-    print(f"machine: {os.cpu_count()} CPUs, load average at the end {load:.2f}")
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average at the end {load:.2f}; cores free for "
+        f"the thumbnail pool at the start / end: {free} / {thumbnails._cores()} (a pool needs 2)"
+    )
     print(
         f"workload: 7 scenarios x {per_scenario}, {len(lines)} episodes, {turns} turns, "
         f"{views} distinct views (640x480 JPEGs); server {latency * 1000:.0f} ms, "

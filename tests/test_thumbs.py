@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from clirun import run_cli
+from clirun import eval_args, run_cli
 from proactivebench.data import thumbnails
 from proactivebench.data.synth import generate
 from proactivebench.data.thumbnails import make_many, make_thumbnail
@@ -114,6 +114,19 @@ def test_the_pool_makes_the_same_thumbnails_as_inline_and_leaves_no_process(
     assert pooled == inline
     assert inline[-1] is None and all(inline[:-1])
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize(("load", "pooled"), [(0.2, True), (3.5, False)])
+def test_the_pool_is_used_only_when_the_load_leaves_cores_free(
+    tmp_path: Path, monkeypatch, load: float, pooled: bool
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    batch = thumbnails.Batch(jpegs(tmp_path, 70), THUMB_EDGE, None, pool_min_views=0)
+    try:
+        assert (batch._pool is not None) == pooled  # 4 cores: 1 left free by a load of 3.5
+    finally:
+        batch.close()
 
 
 def test_an_interrupted_report_leaves_no_worker_behind(tmp_path: Path, monkeypatch) -> None:
@@ -228,4 +241,15 @@ def test_report_command_thumb_cache_options(tmp_path: Path, capsys) -> None:
     code, _ = run_cli(["report", str(run), "--thumb-cache", str(tmp_path / "t.sqlite")], capsys)
     assert code == 0 and (tmp_path / "t.sqlite").is_file() and not default.exists()
     code, _ = run_cli(["report", str(run)], capsys)
+    assert code == 0 and default.is_file()
+
+
+def test_eval_no_cache_keeps_no_thumbnail(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "data"
+    generate(data, per_scenario=1, seed=3)
+    default = Path(os.environ["PROACTIVEBENCH_CACHE"]) / "thumbnails.sqlite"
+    code, _ = run_cli(eval_args(data, tmp_path / "a", "--no-cache"), capsys)
+    assert code == 0 and (tmp_path / "a" / "report" / "report.html").is_file()
+    assert not default.exists()
+    code, _ = run_cli(eval_args(data, tmp_path / "b"), capsys)
     assert code == 0 and default.is_file()

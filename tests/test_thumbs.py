@@ -124,7 +124,7 @@ def test_the_pool_is_used_only_when_the_load_leaves_cores_free(
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     batch = thumbnails.Batch(jpegs(tmp_path, 70), THUMB_EDGE, None, pool_min_views=0)
     try:
-        assert (batch._pool is not None) == pooled  # 4 cores, a load of 4: only the report's own is free
+        assert (batch._pool is not None) == pooled  # a load of 4 on 4 cores leaves 1
     finally:
         batch.close()
 

@@ -2,7 +2,7 @@
 
 A report of a large run spends most of its time making thumbnails, and the reports of one
 data set (a rerun, a report of several runs, a judged run) show the same views again. This
-cache keeps each thumbnail by what determines it: the SHA-256 of its image file's bytes, the
+cache keeps each thumbnail by what determines it: a hash of its image file's bytes, the
 view's transform (crop, resize), and the thumbnail's edge, quality and format; a file whose
 content changed gets a new thumbnail. Hashing every file on every report would cost a read of
 each, so a file's hash is remembered by its identity (real path, size, modification time in
@@ -34,6 +34,11 @@ _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 #: A file's identity: real path, size in bytes, modification time in nanoseconds.
 FileIdentity = tuple[str, int, int]
+
+
+def content_hash(payload: bytes) -> str:
+    """The hash of a file's bytes that keys its thumbnails (BLAKE2b, 256 bits)."""
+    return hashlib.blake2b(payload, digest_size=32).hexdigest()
 
 
 def thumb_key(digest: str, view: tuple[object, object], made: tuple[object, ...]) -> str:

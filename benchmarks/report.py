@@ -214,6 +214,35 @@ def timed(write: Callable[..., Any], *args: Any) -> float:
     return time.perf_counter() - started
 
 
+def thumbnail_cpu(data: Path, keys: list[tuple], rounds: int) -> dict[str, tuple[float, float]]:
+    """CPU time (of this process, so that other work on the machine counts little) to make one
+    thumbnail, before and now, for the views without and with a crop: medians over rounds."""
+    before = BeforeThumbnails(data)
+    guard = PathGuard(data)
+    jobs = {
+        "plain views": [(guard.resolve(k[0]), k) for k in dict.fromkeys(keys) if k[1] is None],
+        "cropped views (COCO)": [
+            (guard.resolve(k[0]), k) for k in dict.fromkeys(keys) if k[1] is not None
+        ],
+    }
+    result = {}
+    for kind, views in jobs.items():
+        if not views:
+            continue
+        spent: dict[str, list[float]] = {"before": [], "now": []}
+        for _ in range(rounds):
+            for way in spent:
+                started = time.process_time()
+                for path, key in views:
+                    if way == "before":
+                        before._make(key)
+                    else:
+                        thumbnails.make_thumbnail(path, key, 112, None)
+                spent[way].append(1000 * (time.process_time() - started) / len(views))
+        result[kind] = (statistics.median(spent["before"]), statistics.median(spent["now"]))
+    return result
+
+
 def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: int) -> None:
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
     from throughput import MODEL, AnswerKeyRecorder, make_data
@@ -263,6 +292,11 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
             for kind in ("before", "cold", "warm", "one-process"):  # the same views, all shown
                 page = (scratch / f"{kind}-0" / "report.html").read_text()
                 assert page.count("data:image/") == shown, kind
+            cpu = thumbnail_cpu(
+                data,
+                [view_key(t) for x in report.measures[0].run.lines for t in x["trace"]],
+                rounds,
+            )
     lines = report.measures[0].run.lines
     views = len({view_key(t) for line in lines for t in line["trace"]})
     turns = sum(len(x["trace"]) for x in lines)
@@ -278,6 +312,11 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
         f"concurrency {concurrency}; {rounds} rounds, medians"
     )
     print(f"run wall time: {wall:.2f} s (rounds: {' / '.join(f'{w:.2f}' for w in walls)})")
+    for kind, (before_ms, now_ms) in cpu.items():
+        print(
+            f"thumbnail alone, CPU time in one process, {kind}: {before_ms:.2f} ms before, "
+            f"{now_ms:.2f} ms now (now/before {now_ms / before_ms:.2f}x)"
+        )
     base, rest = statistics.median(times["before"]), statistics.median(times["none"])
     print(
         "report time: median, % of the run's wall time (goal <= 15 %), and the thumbnails' part "

@@ -371,7 +371,7 @@ def main() -> None:
     played = time.perf_counter() - started
     episodes = sum(s.n for s in outcome.summary.scenarios.values())
     started = time.perf_counter()
-    report = write_report([run])
+    report = write_report([run], thumb_cache=None)  # every thumbnail made, as a first report
     written = time.perf_counter() - started
     size_mb = report.html.stat().st_size / 1e6
     turns = report.measures[0].usage["requests"]

@@ -150,15 +150,15 @@ class Thumbnails:
         480 files of a 7 x 60 run), by its identity when the cache knows it, else read
         (and kept with the thumbnails); None without a cache or for a file that cannot be
         read."""
-        if self.cache is None:
+        if self.cache is None or not self.cache.usable:
             return None
         try:
             stat = os.stat(path)
+            if self.max_file_bytes is not None and stat.st_size > self.max_file_bytes:
+                return None  # refused as when it is made
             identity = (path, stat.st_size, stat.st_mtime_ns)
             digest = self._new_files.get(identity) or self.cache.digest(identity)
             if digest is None:
-                if self.max_file_bytes is not None and stat.st_size > self.max_file_bytes:
-                    return None
                 with open(path, "rb") as file:
                     digest = self._new_files[identity] = content_hash(file.read())
         except OSError:

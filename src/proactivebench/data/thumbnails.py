@@ -20,6 +20,7 @@ start light.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import math
 import os
@@ -52,6 +53,11 @@ CHUNK_VIEWS = 32
 
 #: A view: its image (name in the data directory), crop box, resize of the short edge.
 ViewKey = tuple[str, tuple[float, ...] | None, int | None]
+#: A file's identity: real path, size in bytes, modification time in nanoseconds.
+FileIdentity = tuple[str, int, int]
+#: What is made of one view: the thumbnail (None: the file cannot be read), and when asked for,
+#: the file's identity and the hash of its bytes (`content_hash`), read before it is decoded.
+Made = tuple[bytes | None, FileIdentity | None, str | None]
 
 
 def make_many(
@@ -59,9 +65,10 @@ def make_many(
     edge: int,
     max_file_bytes: int | None,
     pool_min_views: int | None = None,
-) -> list[bytes | None]:
+    hashed: bool = False,
+) -> list[Made]:
     """`make_thumbnail` of each (real path, view) job, in order (a `Batch` collected at once)."""
-    return Batch(jobs, edge, max_file_bytes, pool_min_views).results()
+    return Batch(jobs, edge, max_file_bytes, pool_min_views, hashed).results()
 
 
 class Batch:
@@ -86,13 +93,14 @@ class Batch:
         edge: int,
         max_file_bytes: int | None,
         pool_min_views: int | None = None,
+        hashed: bool = False,
     ) -> None:
         from concurrent.futures import Future, ProcessPoolExecutor
 
-        self.args = (edge, max_file_bytes)
+        self.args = (edge, max_file_bytes, hashed)
         workers = min(_cores(), math.ceil(len(jobs) / CHUNK_VIEWS))
         self._pool: ProcessPoolExecutor | None = None
-        self._futures: list[Future[list[bytes | None]]] = []
+        self._futures: list[Future[list[Made]]] = []
         if (
             len(jobs) <= (POOL_MIN_VIEWS if pool_min_views is None else pool_min_views)
             or workers < 2
@@ -112,10 +120,10 @@ class Batch:
             self.close()
             raise
 
-    def results(self) -> list[bytes | None]:
+    def results(self) -> list[Made]:
         from concurrent.futures.process import BrokenProcessPool
 
-        made: list[bytes | None] = []
+        made: list[Made] = []
         try:
             for index, chunk in enumerate(self.chunks):
                 if index < len(self._futures):
@@ -207,23 +215,38 @@ def _ignore() -> None:
 
 
 def _make_chunk(
-    jobs: list[tuple[str, ViewKey]], edge: int, max_file_bytes: int | None
-) -> list[bytes | None]:
-    return [make_thumbnail(path, key, edge, max_file_bytes) for path, key in jobs]
+    jobs: list[tuple[str, ViewKey]], edge: int, max_file_bytes: int | None, hashed: bool
+) -> list[Made]:
+    return [make_thumbnail(path, key, edge, max_file_bytes, hashed) for path, key in jobs]
 
 
-def make_thumbnail(path: str, key: ViewKey, edge: int, max_file_bytes: int | None) -> bytes | None:
-    """The thumbnail of one view of the file at `path` (encoded), or None when the file
-    cannot be read."""
+def make_thumbnail(
+    path: str, key: ViewKey, edge: int, max_file_bytes: int | None, hashed: bool = False
+) -> Made:
+    """The thumbnail of one view of the file at `path` (encoded), or None when the file cannot
+    be read; with `hashed`, the file's identity and the hash of its bytes too (made here, in
+    the workers, rather than one file after another by the report's process)."""
     name, crop, resize = key
+    identity = digest = None
     try:
         with opened_image(path, name, max_bytes=max_file_bytes) as opened:
+            if hashed:
+                stat = os.stat(path)
+                with open(path, "rb") as file:
+                    digest = content_hash(file.read())
+                identity = (path, stat.st_size, stat.st_mtime_ns)
             image = _shrunk(opened, View(name, crop, resize), edge)
             buffer = io.BytesIO()
             image.save(buffer, format=thumbnail_format(), quality=THUMB_QUALITY, method=0)
     except (OSError, ValueError, ProactiveBenchError):  # ImageError among them
-        return None
-    return buffer.getvalue()
+        return None, None, None
+    return buffer.getvalue(), identity, digest
+
+
+def content_hash(payload: bytes) -> str:
+    """The hash of a file's bytes that keys its thumbnails: BLAKE2b (256 bits), twice as fast
+    as SHA-256 on the project machine."""
+    return hashlib.blake2b(payload, digest_size=32).hexdigest()
 
 
 def thumbnail_size(size: tuple[int, int], edge: int) -> tuple[int, int]:

@@ -6,7 +6,8 @@ cache keeps each thumbnail by what determines it: a hash of its image file's byt
 view's transform (crop, resize), and the thumbnail's edge, quality and format; a file whose
 content changed gets a new thumbnail. Hashing every file on every report would cost a read of
 each, so a file's hash is remembered by its identity (real path, size, modification time in
-nanoseconds): an unchanged file is only `stat`ed.
+nanoseconds): an unchanged file is only `stat`ed, and a file seen for the first time is hashed
+by the worker that makes its thumbnail.
 
 One SQLite file (by default `thumbnails.sqlite` beside the response cache), in WAL mode so
 that two reports written at once share it. The cache only saves work, so none of its faults
@@ -24,6 +25,8 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
+from proactivebench.data.thumbnails import FileIdentity
+
 log = logging.getLogger(__name__)
 
 #: Bumped when the way thumbnails are made changes, so that older ones are not shown.
@@ -31,14 +34,6 @@ THUMB_VERSION = 2
 #: Seconds a read or write waits for another report's transaction before giving up.
 BUSY_TIMEOUT_S = 10.0
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
-
-#: A file's identity: real path, size in bytes, modification time in nanoseconds.
-FileIdentity = tuple[str, int, int]
-
-
-def content_hash(payload: bytes) -> str:
-    """The hash of a file's bytes that keys its thumbnails (BLAKE2b, 256 bits)."""
-    return hashlib.blake2b(payload, digest_size=32).hexdigest()
 
 
 def thumb_key(digest: str, view: tuple[object, object], made: tuple[object, ...]) -> str:

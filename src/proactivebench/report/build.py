@@ -154,9 +154,7 @@ def write_report(
         thumb_cache = thumbnail_cache_path()
     with (
         RunLock(holder) if holder is not None else contextlib.nullcontext(),
-        contextlib.closing(ThumbCache(thumb_cache))
-        if thumb_cache
-        else contextlib.nullcontext() as cache,
+        _opened(thumb_cache) as cache,
     ):
         return _write_report(
             run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache

@@ -15,23 +15,49 @@ It also prints how long `eval` itself took and how long writing the report took.
 With `--official-size`, the images are first replaced by 640×480 photo-like JPEGs (as the
 official data's; `official_size.py`), which thumbnails decode at a quarter of their size.
 
+With `--side-by-side`, it measures instead what writing the report adds to a run, with the
+thumbnail code of before (commit 66fa9fe, kept here as `BeforeThumbnails`: every view decoded
+and shrunk one after another) and with today's (reduced-scale decoding, a process pool, the
+thumbnail cache cold and warm), on the workload of issue 20: the seven scenarios with 640×480
+JPEGs, played by the openai backend at concurrency 64 against the fake server of
+`tests/openai_server.py` answering in 50 ms (as `throughput.py` runs it). Each round plays the
+run once, then writes its report the three ways (the order alternating between rounds); the
+figures are medians over the rounds, with the new/before ratios.
+
     python benchmarks/report.py [--per-scenario 500] [--repeats 5] [--keep DIR] [--official-size]
+    python benchmarks/report.py --side-by-side [--per-scenario 60] [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
+import io
+import json
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+from proactivebench.data import thumbnails
+from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB, apply_view, opened_image
+from proactivebench.data.layout import PathGuard
 from proactivebench.data.synth import generate
+from proactivebench.data.thumbnails import THUMB_QUALITY, thumbnail_format
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
-from proactivebench.report import write_report
+from proactivebench.report import build, write_report
+from proactivebench.report.thumbs import view_key
 from proactivebench.runner import evaluate
+from proactivebench.scenarios import View
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def open_times(page_path: Path, repeats: int) -> tuple[list[float], list[float]]:
@@ -65,13 +91,266 @@ def open_times(page_path: Path, repeats: int) -> tuple[list[float], list[float]]
     return loads[1:], strips[1:]
 
 
+# ----- --side-by-side: the report's cost against the run's, before and now -------------------
+
+
+class BeforeThumbnails:
+    """The thumbnails as commit 66fa9fe made them, one view after another in this process: the
+    whole file decoded when the view has a crop, converted (a copy), cropped, then shrunk.
+    Kept here, for the comparison only."""
+
+    def __init__(self, data_dir: Path | None, edge: int = 112, cache: object = None) -> None:
+        self.edge = edge
+        self.max_file_bytes = DEFAULT_MAX_IMAGE_MB * 10**6
+        self._guard = PathGuard(data_dir) if data_dir is not None and data_dir.is_dir() else None
+        self._urls: dict[Any, str | None] = {}
+        self.missing = 0
+
+    @property
+    def available(self) -> bool:
+        return self._guard is not None
+
+    def prefetch(self, keys: object) -> None:
+        """Before, nothing was made ahead: each view on its first `url`."""
+
+    start = prefetch
+
+    def close(self) -> None:
+        """Before, there was nothing to stop."""
+
+    def url(self, key: tuple) -> str | None:
+        if key not in self._urls:
+            self._urls[key] = self._make(key)
+            self.missing += self._urls[key] is None
+        return self._urls[key]
+
+    def _make(self, key: tuple) -> str | None:
+        from PIL import Image
+
+        if self._guard is None:
+            return None
+        image_path, crop, resize = key
+        try:
+            path = self._guard.resolve(image_path)
+            with opened_image(path, image_path, max_bytes=self.max_file_bytes) as opened:
+                if crop is None:
+                    opened.draft("RGB", (self.edge, self.edge))
+                image = apply_view(opened.convert("RGB"), View(image_path, crop, resize))
+                image.thumbnail((self.edge, self.edge), Image.Resampling.BILINEAR)
+                buffer = io.BytesIO()
+                image.save(buffer, format=thumbnail_format(), quality=THUMB_QUALITY, method=0)
+        except (OSError, ValueError, ProactiveBenchError):
+            return None
+        mime = "image/webp" if thumbnail_format() == "WEBP" else "image/jpeg"
+        return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+class NoThumbnails(BeforeThumbnails):
+    """No thumbnail at all: what the rest of the report costs (tables, plots, the page)."""
+
+    def __init__(self, data_dir: Path | None, edge: int = 112, cache: object = None) -> None:
+        super().__init__(None)
+
+
+@contextlib.contextmanager
+def thumbnails_as(maker: type) -> Iterator[None]:
+    """Reports written in the block make their thumbnails with `maker`."""
+    today = build.Thumbnails
+    build.Thumbnails = maker  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        build.Thumbnails = today  # type: ignore[misc]
+
+
+def fresh_fork_server() -> None:
+    """Stop the process pool's fork server, so that the next report starts its own, as the
+    report of a `proactivebench eval` process does."""
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        stop()
+
+
+def write_before(run: Path, out: Path, cache: Path) -> None:
+    with thumbnails_as(BeforeThumbnails):
+        write_report([run], out, thumb_cache=None)
+
+
+def write_now(run: Path, out: Path, cache: Path) -> None:
+    fresh_fork_server()
+    write_report([run], out, thumb_cache=cache)
+
+
+def write_one_process(run: Path, out: Path, cache: Path) -> None:
+    cores = thumbnails._cores
+    thumbnails._cores = lambda: 1  # as on a machine of one core: no pool
+    try:
+        write_report([run], out, thumb_cache=None)
+    finally:
+        thumbnails._cores = cores
+
+
+def write_without(run: Path, out: Path, cache: Path) -> None:
+    with thumbnails_as(NoThumbnails):
+        write_report([run], out, thumb_cache=None)
+
+
+#: The ways a report is written, in the order of even rounds (odd rounds reverse it, the warm
+#: cache always after the cold one): label, writer.
+WAYS: dict[str, tuple[str, Callable[[Path, Path, Path], None]]] = {
+    "before": ("thumbnails as before (66fa9fe)", write_before),
+    "cold": ("now, cold thumbnail cache", write_now),
+    "warm": ("now, warm thumbnail cache", write_now),
+    "one-process": ("now, no cache, no pool (one process)", write_one_process),
+    "none": ("no thumbnails at all (the rest)", write_without),
+}
+
+
+def timed(write: Callable[..., Any], *args: Any) -> float:
+    started = time.perf_counter()
+    write(*args)
+    return time.perf_counter() - started
+
+
+def thumbnail_cpu(data: Path, keys: list[tuple], rounds: int) -> dict[str, tuple[float, float]]:
+    """CPU time (of this process, so that other work on the machine counts little) to make one
+    thumbnail, before and now, for the views without and with a crop: medians over rounds."""
+    before = BeforeThumbnails(data)
+    guard = PathGuard(data)
+    jobs = {
+        "plain views": [(guard.resolve(k[0]), k) for k in dict.fromkeys(keys) if k[1] is None],
+        "cropped views (COCO)": [
+            (guard.resolve(k[0]), k) for k in dict.fromkeys(keys) if k[1] is not None
+        ],
+    }
+    result = {}
+    for kind, views in jobs.items():
+        if not views:
+            continue
+        spent: dict[str, list[float]] = {"before": [], "now": []}
+        for _ in range(rounds):
+            for way in spent:
+                started = time.process_time()
+                for path, key in views:
+                    if way == "before":
+                        before._make(key)
+                    else:
+                        thumbnails.make_thumbnail(path, key, 112, None)
+                spent[way].append(1000 * (time.process_time() - started) / len(views))
+        result[kind] = (statistics.median(spent["before"]), statistics.median(spent["now"]))
+    return result
+
+
+def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: int) -> None:
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+    from throughput import MODEL, AnswerKeyRecorder, make_data
+
+    from openai_server import ServerProcess
+    from proactivebench.models.cache import ResponseCache
+
+    free = thumbnails._cores()
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        data, settings = make_data(scratch, per_scenario, "official")
+        key = AnswerKeyRecorder()
+        evaluate(data, key, scratch / "key", settings, concurrency=8)
+        answers = scratch / "answers.json"
+        answers.write_text(json.dumps(key.answers))
+
+        def play(name: str) -> tuple[Path, float]:
+            run = scratch / name
+            model = load_model(f"openai:{MODEL}@{server.url}", timeout=30)
+            started = time.perf_counter()
+            evaluate(
+                data,
+                model,
+                run,
+                settings,
+                concurrency=concurrency,
+                cache=ResponseCache(run.with_suffix(".sqlite")),
+            )
+            return run, time.perf_counter() - started
+
+        walls: list[float] = []
+        times: dict[str, list[float]] = {kind: [] for kind in WAYS}
+        with ServerProcess(latency=latency, answers=answers) as server:
+            warm_up, _ = play("warm-up")  # page cache, connections, matplotlib's import
+            write_report([warm_up], scratch / "report-warm-up", thumb_cache=None)
+            for number in range(rounds):
+                run, wall = play(f"run-{number}")
+                walls.append(wall)
+                cache = scratch / f"thumbs-{number}.sqlite"
+
+                order = list(WAYS) if number % 2 == 0 else ["none", "one-process", "cold", "warm"]
+                for kind in order if number % 2 == 0 else [*order, "before"]:
+                    out = scratch / f"{kind}-{number}"
+                    times[kind].append(timed(WAYS[kind][1], run, out, cache))
+            report = write_report([run], scratch / "last", thumb_cache=cache)
+            shown = (scratch / "last" / "report.html").read_text().count("data:image/")
+            for kind in ("before", "cold", "warm", "one-process"):  # the same views, all shown
+                page = (scratch / f"{kind}-0" / "report.html").read_text()
+                assert page.count("data:image/") == shown, kind
+            cpu = thumbnail_cpu(
+                data,
+                [view_key(t) for x in report.measures[0].run.lines for t in x["trace"]],
+                rounds,
+            )
+    lines = report.measures[0].run.lines
+    views = len({view_key(t) for line in lines for t in line["trace"]})
+    turns = sum(len(x["trace"]) for x in lines)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    wall = statistics.median(walls)
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average at the end {load:.2f}; cores free for "
+        f"the thumbnail pool at the start / end: {free} / {thumbnails._cores()} (a pool needs 2)"
+    )
+    print(
+        f"workload: 7 scenarios x {per_scenario}, {len(lines)} episodes, {turns} turns, "
+        f"{views} distinct views (640x480 JPEGs); server {latency * 1000:.0f} ms, "
+        f"concurrency {concurrency}; {rounds} rounds, medians"
+    )
+    print(f"run wall time: {wall:.2f} s (rounds: {' / '.join(f'{w:.2f}' for w in walls)})")
+    for kind, (before_ms, now_ms) in cpu.items():
+        print(
+            f"thumbnail alone, CPU time in one process, {kind}: {before_ms:.2f} ms before, "
+            f"{now_ms:.2f} ms now (now/before {now_ms / before_ms:.2f}x)"
+        )
+    base, rest = statistics.median(times["before"]), statistics.median(times["none"])
+    print(
+        "report time: median, % of the run's wall time (goal <= 15 %), and the thumbnails' part "
+        "(above the report without thumbnails) per view (goal <= 1.5 ms)"
+    )
+    for kind, (label, _) in WAYS.items():
+        median = statistics.median(times[kind])
+        ratio = "" if kind in ("before", "none") else f", now/before {median / base:.2f}x"
+        per_view = "" if kind == "none" else f", {1000 * (median - rest) / views:.2f} ms per view"
+        print(
+            f"  {label}: {median:.2f} s, {100 * median / wall:.0f} %{per_view}{ratio} "
+            f"(rounds: {' / '.join(f'{t:.2f}' for t in times[kind])})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--per-scenario", type=int, default=500)
+    parser.add_argument("--per-scenario", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--keep", type=Path, default=None, help="Keep data and run here.")
     parser.add_argument("--official-size", action="store_true", help="640x480 JPEG images.")
+    parser.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="The report's cost against a 50 ms run's, with the thumbnails of before and now.",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="--side-by-side: rounds.")
+    parser.add_argument("--latency", type=float, default=0.05, help="--side-by-side: server s.")
+    parser.add_argument("--concurrency", type=int, default=64, help="--side-by-side.")
     args = parser.parse_args()
+    if args.side_by_side:
+        side_by_side(args.per_scenario or 60, args.rounds, args.latency, args.concurrency)
+        return
+    args.per_scenario = args.per_scenario or 500
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="report-bench-"))
     data, run = root / "data", root / "run"
@@ -92,7 +371,7 @@ def main() -> None:
     played = time.perf_counter() - started
     episodes = sum(s.n for s in outcome.summary.scenarios.values())
     started = time.perf_counter()
-    report = write_report([run])
+    report = write_report([run], thumb_cache=None)  # every thumbnail made, as a first report
     written = time.perf_counter() - started
     size_mb = report.html.stat().st_size / 1e6
     turns = report.measures[0].usage["requests"]

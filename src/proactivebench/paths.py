@@ -1,4 +1,5 @@
-"""Where the tool keeps what it makes for the user: generated data, demo runs, response cache."""
+"""Where the tool keeps what it makes for the user: generated data, demo runs, response and
+thumbnail caches."""
 
 from __future__ import annotations
 
@@ -16,3 +17,8 @@ def cache_root() -> Path:
 def response_cache_path() -> Path:
     """The default SQLite response cache, shared by all runs of this user."""
     return cache_root() / "responses.sqlite"
+
+
+def thumbnail_cache_path() -> Path:
+    """The default SQLite thumbnail cache of reports, beside the response cache."""
+    return cache_root() / "thumbnails.sqlite"

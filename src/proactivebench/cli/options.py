@@ -195,7 +195,11 @@ cache_options = option_group(
         default=None,
         help="SQLite response cache [default: the user cache dir's responses.sqlite].",
     ),
-    click.option("--no-cache", is_flag=True, help="Do not read or write the response cache."),
+    click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Do not read or write the response cache, nor the report's thumbnail cache.",
+    ),
 )
 
 

@@ -56,12 +56,23 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
     "size plot; repeatable.",
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, help="Bootstrap seed [0 or more].")
+@click.option(
+    "--thumb-cache",
+    "thumb_cache",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="SQLite cache of the episode viewer's thumbnails, reused by every report of the same "
+    "images [default: thumbnails.sqlite in the user cache dir, beside the response cache].",
+)
+@click.option("--no-thumb-cache", is_flag=True, help="Make every thumbnail afresh; keep none.")
 def report_command(
     run_dirs: tuple[Path, ...],
     out_dir: Path | None,
     vs_dir: Path | None,
     params: tuple[str, ...],
     seed: int,
+    thumb_cache: Path | None,
+    no_thumb_cache: bool,
 ) -> None:
     """Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer."""
     from proactivebench.report import write_report
@@ -73,6 +84,7 @@ def report_command(
         params=parse_params(params),
         seed=seed,
         allow_empty=False,
+        thumb_cache=None if no_thumb_cache else thumb_cache or "default",
     )
     for table in outcome.headline:
         out.print(report_table(table))

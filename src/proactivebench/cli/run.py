@@ -171,7 +171,7 @@ def eval_command(
             )
 
     if launch is not None:
-        eval_launched(launch, out_dir, play, no_report)
+        eval_launched(launch, out_dir, play, no_report, no_cache)
         return
     outcome = play(out_dir, parse_shard(shard) if shard else None)
     if not outcome.played:
@@ -180,7 +180,13 @@ def eval_command(
             "The existing results:"
         )
     status = tell_run(
-        outcome.summary, outcome.out_dir, outcome.errors, outcome.cached, outcome.answers, no_report
+        outcome.summary,
+        outcome.out_dir,
+        outcome.errors,
+        outcome.cached,
+        outcome.answers,
+        no_report,
+        no_cache,
     )
     if status != EXIT_OK:
         sys.exit(status)
@@ -191,6 +197,7 @@ def eval_launched(
     out_dir: Path,
     play: Callable[[Path, tuple[int, int], bool], RunOutcome],
     no_report: bool,
+    no_cache: bool = False,
 ) -> None:
     """`eval` as one rank of a launched run: this rank's shard, then rank 0 merges, prints
     and reports the whole run; every rank ends with rank 0's exit status."""
@@ -199,7 +206,7 @@ def eval_launched(
     with LaunchedRun(launch) as run:
         outcome = run.evaluate(out_dir, lambda where, part: play(where, part, launch.leader))
         if launch.leader:
-            status = tell_launched(launch, outcome, out_dir, no_report)
+            status = tell_launched(launch, outcome, out_dir, no_report, no_cache)
         else:
             own = outcome.reports[0].describe(launch.world_size)
             console.print(
@@ -212,7 +219,9 @@ def eval_launched(
     sys.exit(status)
 
 
-def tell_launched(launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_report: bool) -> int:
+def tell_launched(
+    launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_report: bool, no_cache: bool = False
+) -> int:
     """Rank 0: what each rank did, then the merged run (table, report, episode errors) or why
     it was not merged; returns the exit status of the whole run."""
     for report in outcome.reports:
@@ -221,7 +230,13 @@ def tell_launched(launch: Launch, outcome: LaunchedOutcome, out_dir: Path, no_re
         print_error(outcome.problem or f"{out_dir} was not merged")
         return EXIT_ERROR
     return tell_run(
-        outcome.merged, out_dir, outcome.errors, outcome.cached, outcome.answers, no_report
+        outcome.merged,
+        out_dir,
+        outcome.errors,
+        outcome.cached,
+        outcome.answers,
+        no_report,
+        no_cache,
     )
 
 
@@ -232,11 +247,12 @@ def tell_run(
     cached: int,
     answers: int,
     no_report: bool,
+    no_cache: bool = False,
 ) -> int:
     """A finished run, as `eval` ends (plain or launched): the table (each rate with the ± of
     its 95 % interval), where the results are, how many answers the response cache gave, the
     report, and why episodes failed; returns the exit status."""
-    intervals, warnings, report = measure_and_report(run_dir, write=not no_report)
+    intervals, warnings, report = measure_and_report(run_dir, not no_report, not no_cache)
     out.print(summary_table(summary, intervals=intervals))
     out.print(f"results: {run_dir / 'results.jsonl'}")
     if cached:
@@ -251,19 +267,21 @@ def tell_run(
 
 
 def measure_and_report(
-    run_dir: Path, write: bool
+    run_dir: Path, write: bool, thumb_cache: bool = True
 ) -> tuple[Intervals, list[str], ReportOutcome | None]:
     """Each rate's 95 % interval (the terminal's ±), the warnings that must not be missed,
-    and, unless --no-report, the run's report, which measures the run anyway: the terminal's
-    ± and the report's intervals are the same numbers, computed once. A report or a finished
-    run that nothing has changed since tells what it remembered, without reading a line."""
+    and, unless --no-report, the run's report (its thumbnails cached unless `thumb_cache` is
+    off: --no-cache), which measures the run anyway: the terminal's ± and the report's
+    intervals are the same numbers, computed once. A report or a finished run that nothing has
+    changed since tells what it remembered, without reading a line."""
     from proactivebench.report import write_report
     from proactivebench.report.build import run_warnings_and_intervals
 
     if not write:
         warnings, intervals = run_warnings_and_intervals(run_dir)
         return intervals, warnings, None
-    report = write_report([run_dir], if_changed=True)
+    cache = "default" if thumb_cache else None
+    report = write_report([run_dir], if_changed=True, thumb_cache=cache)
     return report.intervals, report.warnings, report
 
 
@@ -378,7 +396,7 @@ def judge_command(
             on_start=on_start,
             on_result=on_result,
         )
-    intervals, warnings, report = measure_and_report(outcome.out_dir, write=not no_report)
+    intervals, warnings, report = measure_and_report(outcome.out_dir, not no_report, not no_cache)
     out.print(summary_table(outcome.summary, intervals=intervals))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
     tell_report(warnings, report)

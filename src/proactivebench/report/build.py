@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
+from proactivebench.paths import thumbnail_cache_path
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
@@ -53,7 +54,8 @@ from proactivebench.report.tables import (
     usage_table,
 )
 from proactivebench.report.text import markdown as md
-from proactivebench.report.thumbs import Thumbnails
+from proactivebench.report.thumbcache import ThumbCache
+from proactivebench.report.thumbs import Thumbnails, start_all
 from proactivebench.rundir import (
     RESULTS,
     RUN_CONFIG,
@@ -97,7 +99,7 @@ class ReportOutcome:
         return self.out_dir / "report.html"
 
 
-def _images_of(runs: Sequence[Run]) -> dict[str, Thumbnails | None]:
+def _images_of(runs: Sequence[Run], cache: ThumbCache | None) -> dict[str, Thumbnails | None]:
     """One thumbnail maker per scenario, from the data directory of the first run that has
     the scenario (runs compared over the same samples share their data)."""
     by_dir: dict[Path, Thumbnails] = {}
@@ -106,7 +108,7 @@ def _images_of(runs: Sequence[Run]) -> dict[str, Thumbnails | None]:
         data = run.data_dir
         thumbs = None
         if data is not None:
-            thumbs = by_dir.setdefault(data, Thumbnails(data))
+            thumbs = by_dir.get(data) or by_dir.setdefault(data, Thumbnails(data, cache=cache))
         for scenario in run.by_scenario:
             if found.get(scenario) is None:
                 found[scenario] = thumbs
@@ -158,9 +160,13 @@ def write_report(
     title: str | None = None,
     allow_empty: bool = True,
     if_changed: bool = False,
+    thumb_cache: str | Path | Literal["default"] | None = "default",
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
     one run's `report/` folder).
+
+    `thumb_cache` keeps the episode viewer's thumbnails across reports (a SQLite file; by
+    default `paths.thumbnail_cache_path()`, beside the response cache); None makes them all.
 
     A run without episodes is reported with a warning; when every run is empty and not
     `allow_empty` (the `report` command), there is nothing to report and that is an error.
@@ -175,6 +181,8 @@ def write_report(
         out_dir = Path(run_dirs[0]) / REPORT_DIR
     out = Path(out_dir)
     holder = _run_dir_holding(out)
+    if thumb_cache == "default":
+        thumb_cache = thumbnail_cache_path()
     options = {"params": dict(params or {}), "seed": seed, "n_resamples": n_resamples}
     options.update(
         title=title, vs=str(vs) if vs is not None else None, runs=list(map(str, run_dirs))
@@ -184,7 +192,10 @@ def write_report(
         built = _BuiltFrom.read(out, inputs) if if_changed else None
         if built is not None:
             return built.outcome(out)
-        outcome = _write_report(run_dirs, out, vs, params, seed, n_resamples, title, allow_empty)
+        with _opened(thumb_cache) as cache:
+            outcome = _write_report(
+                run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache
+            )
         built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
         built.write(out, outcome.files)
         return outcome
@@ -269,6 +280,16 @@ class _BuiltFrom:
         )
 
 
+@contextlib.contextmanager
+def _opened(path: str | Path | None) -> Iterator[ThumbCache | None]:
+    """The thumbnail cache at `path` (None: none), closed after the report."""
+    if path is None:
+        yield None
+        return
+    with contextlib.closing(ThumbCache(path)) as cache:
+        yield cache
+
+
 def _write_report(
     run_dirs: Sequence[str | Path],
     out: Path,
@@ -278,6 +299,7 @@ def _write_report(
     n_resamples: int,
     title: str | None,
     allow_empty: bool,
+    cache: ThumbCache | None,
 ) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
     base = load_runs([vs])[0] if vs is not None else None
@@ -308,20 +330,35 @@ def _write_report(
 
     tables = _tables(all_measures, comparisons)
     outcome.headline = _headline(tables, several=len(runs) > 1)
-    images = _plots(all_measures, outcome)
-
-    # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves the
-    # previous report as it was, never half of a new one.
-    with staged_folder(out) as stage:
-        files = _Files(stage, out, outcome)
-        for table in tables:
-            files.write(f"tables/{table.key}.csv", to_csv(table))
-            files.write(f"tables/{table.key}.tex", to_latex(table))
-        for name, png in images.items():
-            files.write(f"plots/{name}.png", png)
-        _pages(files, runs, all_measures, comparisons, tables, images, title)
+    with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
+        images = _plots(all_measures, outcome)
+        # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves
+        # the previous report as it was, never half of a new one.
+        with staged_folder(out) as stage:
+            files = _Files(stage, out, outcome)
+            for table in tables:
+                files.write(f"tables/{table.key}.csv", to_csv(table))
+                files.write(f"tables/{table.key}.tex", to_latex(table))
+            for name, png in images.items():
+                files.write(f"plots/{name}.png", png)
+            _pages(files, runs, all_measures, comparisons, tables, images, title, thumbs)
     _remove_stale(out, outcome.files)
     return outcome
+
+
+@contextlib.contextmanager
+def _thumbnails(
+    runs: Sequence[Run], cache: ThumbCache | None
+) -> Iterator[dict[str, Thumbnails | None]]:
+    """The thumbnail makers of the runs' scenarios, every view started; whatever is still being
+    made when the block ends (an error, Ctrl-C) is stopped."""
+    thumbs = _images_of(runs, cache)
+    try:
+        start_all(thumbs, runs)
+        yield thumbs
+    finally:
+        for maker in {id(t): t for t in thumbs.values() if t is not None}.values():
+            maker.close()
 
 
 def _pages(
@@ -332,12 +369,12 @@ def _pages(
     tables: Sequence[Table],
     images: Mapping[str, bytes],
     title: str | None,
+    thumbs: dict[str, Thumbnails | None],
 ) -> None:
     """report.html, report.md and report.json."""
     outcome = files.outcome
     correlations = size_correlations(all_measures)
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
-    thumbs = _images_of(runs)
     unavailable = sorted(
         {
             str(r.data_dir) if r.data_dir is not None else f"{r.run_dir}/run.json names none"

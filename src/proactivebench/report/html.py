@@ -24,7 +24,7 @@ from proactivebench.report.plots import describe
 from proactivebench.report.runs import Run, scenario_order
 from proactivebench.report.tables import Table, to_html
 from proactivebench.report.text import visible
-from proactivebench.report.thumbs import Thumbnails, view_key
+from proactivebench.report.thumbs import Thumbnails, prefetch_all, view_key
 from proactivebench.scenarios.answers import read_group
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
@@ -115,6 +115,9 @@ class _Images:
         if found is None:
             found = self._ids[key] = len(self._ids)
         return found
+
+    def keys(self) -> list[Any]:
+        return list(self._ids)
 
     def urls(self) -> list[str | None]:
         if self.thumbs is None:
@@ -230,6 +233,7 @@ def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> st
         index["runs"].append(entry)
     order = ["correct", "wrong", "abstained", "unreadable", "step_limit", "left_video"]
     index["outcomes"] = sorted(outcomes, key=lambda o: (order.index(o) if o in order else 99, o))
+    prefetch_all((pictures.thumbs, pictures.keys()) for pictures in images.values())
     for position, scenario in enumerate(scenarios):
         blocks.append(json_block(f"img-{position}", images[scenario].urls()))
     blocks.insert(0, json_block("viewer-index", index))

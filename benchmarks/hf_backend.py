@@ -15,7 +15,10 @@ The batches are those the backend forms (recorded once, by the new side, before 
 raw loop replays them, so both sides pad and generate the same batches. Each side runs in a
 process of its own — for its peak resident memory (`ru_maxrss`) too — which loads the model,
 plays everything once untimed (warm-up), then `--reps` timed passes. Rounds alternate the order
-of the sides; medians over rounds are printed, per request, with the ratios to the raw loop.
+of the sides; medians over rounds are printed, per request, with the ratios to the raw loop, the
+peak memory, the threads at the end, and the voluntary context switches per request (threads
+that went to sleep waiting: what torch's OpenMP teams do when they stop spinning; unlike time,
+this count does not depend on what else the machine runs).
 Both library sides must give the same answers; how many answers the raw loop shares with them
 is printed too (the raw loop resizes views with plain Pillow, so a view can differ by a pixel).
 
@@ -147,7 +150,7 @@ def library_side(work: Path, batch: int, reps: int) -> tuple[list[float], dict[s
         nonlocal requests
         out = Path(tempfile.mkdtemp(dir=work, prefix="run-"))
         evaluate(work / "data", model, out)
-        lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x]
+        lines = [json.loads(x) for x in (out / "results.jsonl").read_text().split("\n") if x]
         requests = sum(len(line["trace"]) for line in lines)
         return {f"{x['scenario']}/{x['sample_id']}": x["trace"][0]["answer"] for x in lines}
 
@@ -155,14 +158,22 @@ def library_side(work: Path, batch: int, reps: int) -> tuple[list[float], dict[s
     return seconds, answers, requests
 
 
+#: Voluntary context switches of the whole process (every thread) during the timed passes: a
+#: thread that waits for another goes to sleep, one that spins does not. Unlike time, this count
+#: does not depend on what else the machine runs.
+SWITCHES = [0]
+
+
 def timed(one_pass: Any, reps: int) -> tuple[list[float], dict[str, str]]:
     """One untimed warm-up pass, then `reps` timed ones; the answers of the last."""
     answers = one_pass()
     seconds = []
+    switches = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
     for _ in range(reps):
         started = time.perf_counter()
         answers = one_pass()
         seconds.append(time.perf_counter() - started)
+    SWITCHES[0] = (resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - switches) // reps
     return seconds, answers
 
 
@@ -182,6 +193,7 @@ def child(args: argparse.Namespace) -> None:
             {
                 "ms_per_request": 1000 * statistics.median(seconds) / requests,
                 "requests": requests,
+                "switches_per_request": SWITCHES[0] / requests,
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 "rss_at_start_mb": before,
                 "threads": len(os.listdir("/proc/self/task")),
@@ -200,7 +212,7 @@ def run_child(work: Path, side: str, batch: int, reps: int, src: Path, threads: 
         env["OMP_NUM_THREADS"] = str(threads)
     command = [sys.executable, __file__, "--child", side, "--work", str(work)]
     command += ["--batch", str(batch), "--reps", str(reps)]
-    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(command, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out.strip().splitlines()[-1]) if out.strip() else None
 
 
@@ -290,13 +302,14 @@ def report(batch: int, figures: dict[str, list[dict[str, Any]]], answers: dict[s
     raw = median("raw", "ms_per_request")
     print(f"\nbatch {batch}: {figures['raw'][0]['requests']} requests")
     header = f"{'side':<6}{'ms/request':>12}{'- raw':>8}{'/ raw':>8}{'peak MB':>9}{'threads':>9}"
-    print(f"{header}  rounds (ms)")
+    print(f"{header}{'switches':>10}  rounds (ms)")
     for side in SIDES:
         ms = median(side, "ms_per_request")
         rounds = " ".join(f"{f['ms_per_request']:.1f}" for f in figures[side])
         print(
             f"{side:<6}{ms:>12.1f}{ms - raw:>+8.1f}{ms / raw:>7.2f}×"
-            f"{median(side, 'peak_rss_mb'):>9.0f}{figures[side][-1]['threads']:>9}  {rounds}"
+            f"{median(side, 'peak_rss_mb'):>9.0f}{figures[side][-1]['threads']:>9}"
+            f"{median(side, 'switches_per_request'):>10.0f}  {rounds}"
         )  # fmt: skip
     assert answers["new"] == answers["old"], "the new backend answers otherwise than the old one"
     same = sum(answers["raw"].get(key) == text for key, text in answers["new"].items())

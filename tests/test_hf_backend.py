@@ -8,6 +8,8 @@ checked for every family, this one included, in test_hf_families.py.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -253,7 +255,7 @@ def test_a_failure_is_raised_at_once_not_retried(
         calls.append(len(requests))
         raise RuntimeError("CUDA out of memory (injected)")
 
-    monkeypatch.setattr(loaded.inner, "_generate_locked", out_of_memory)
+    monkeypatch.setattr(loaded.inner, "_generate_batch", out_of_memory)
     loaded.bind_images(ImageStore(data))
     retries = loaded.stats["retries"]
     with pytest.raises(RuntimeError, match=r"^CUDA out of memory \(injected\)$"):
@@ -269,3 +271,38 @@ def test_each_distinct_view_is_decoded_once(model: HFModel, data: Path) -> None:
     model.bind_images(store)
     generate(model, requests)
     assert store.decodes == len({r.observation.view for r in requests}) > 10
+
+
+def test_all_model_work_runs_on_one_thread_of_its_own(
+    tiny_vlm_dir: Path, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading, and every batch of every call, run, concurrent or not, on one thread that is
+    not the caller's: torch makes an OpenMP thread team per calling thread, and a second team
+    slows every operator down (see models/hf.py)."""
+    threads: list[tuple[str, int]] = []
+    load, generate_batch = HFModel._load, HFModel._generate_batch
+
+    def loading(self: HFModel, *args: Any) -> Any:
+        threads.append(("load", threading.get_ident()))
+        return load(self, *args)
+
+    def generating(self: HFModel, requests: Any) -> Any:
+        threads.append(("generate", threading.get_ident()))
+        return generate_batch(self, requests)
+
+    monkeypatch.setattr(HFModel, "_load", loading)
+    monkeypatch.setattr(HFModel, "_generate_batch", generating)
+    model = load_model(f"hf:{tiny_vlm_dir}", device="cpu", dtype="float32", max_batch=2)
+    model.bind_images(ImageStore(data))
+    requests = first_turn_requests(data, SHORT)[:6]
+
+    async def concurrently() -> list[list[Any]]:
+        return await asyncio.gather(*(model.generate([r]) for r in requests[:3]))
+
+    generate(model, requests)  # three batches of two, one call
+    asyncio.run(concurrently())  # three calls at once, from another event loop
+    evaluate(data, model, tmp_path, EvalSettings(decoding=SHORT, scenarios=("ROD",)))
+    kinds = [kind for kind, _ in threads]
+    assert kinds[0] == "load" and kinds.count("load") == 1 and kinds.count("generate") >= 7
+    assert len({ident for _, ident in threads}) == 1
+    assert threads[0][1] != threading.get_ident()

@@ -12,6 +12,17 @@ batch yields exactly what each request would alone. Generation is greedy unless 
 asks for a temperature. `torch` and `transformers` are imported only when a model is loaded,
 so the core package installs and imports without them.
 
+All of a model's torch work — loading, encoding and generating — runs on one thread of its own,
+which lives as long as the model (`HFModel._worker`). CPU torch runs its operators on an OpenMP
+thread team, and libgomp keeps one team per thread that calls into it: a second calling thread
+(a pool's next worker, or the main thread that loaded the model) makes a second team, and once
+the teams' threads outnumber the cores libgomp stops letting idle team threads spin and puts
+them to sleep after a few hundred spins, so each of the thousands of small parallel operators
+of a `generate` waits for a thread to wake. Measured on a tiny LLaVA (benchmarks/hf_backend.py):
+that cost 1.4× the time of a plain loop at batch 8; one thread for everything costs what the
+plain loop does. Encoding is not overlapped with generation for the same reason: a processor
+that computes with torch would make a second team again.
+
 No failure is retried (none is a retryable `ModelError`): one here is a bug or out-of-memory,
 which the same input repeats. `load_model` still wraps the backend in
 `models.resilient.Resilient`, for its concurrency limit and, when asked
@@ -36,9 +47,9 @@ import importlib.util
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -356,7 +367,9 @@ class HFModel(Model):
         self.name = f"hf:{path}"
         self.seed = seed
         self.max_batch = max_batch
-        self._lock = threading.Lock()
+        #: The one thread all of this model's torch work runs on (see the module's docstring);
+        #: it also runs one batch at a time, which one model needs. It ends with the model.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proactivebench-hf")
         #: What changes the weights' numbers, hence the answers (not where they are placed).
         self.weight_settings: dict[str, Any] = {}
         if dtype != "auto":
@@ -367,9 +380,13 @@ class HFModel(Model):
         load_kwargs, move_to = self._load_kwargs(
             device, dtype, attn_implementation, device_map, quantization_config
         )
-        self.processor, self.model = self._load(
-            transformers, load_kwargs, move_to, trust_remote_code
-        )
+        try:
+            self.processor, self.model = self._worker.submit(
+                self._load, transformers, load_kwargs, move_to, trust_remote_code
+            ).result()
+        except BaseException:
+            self._worker.shutdown(wait=False)
+            raise
         self.identity = checkpoint_identity(path, getattr(self.model.config, "_commit_hash", None))
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         # Left padding: all prompts end in the same column, where generation starts.
@@ -443,19 +460,16 @@ class HFModel(Model):
         return dict(self.weight_settings)
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        """Generate in a worker thread, so the event loop keeps serving other episodes."""
+        """Generate on the model's own thread, so the event loop keeps serving other episodes;
+        calls that arrive together (unbatched callers) queue there, one batch at a time."""
+        loop = asyncio.get_running_loop()
         completions: list[Completion | None] = [None] * len(requests)
         for indices in _batches(requests, self.max_batch):
             chunk = [requests[i] for i in indices]
-            outputs = await asyncio.to_thread(self._generate_locked, chunk)
+            outputs = await loop.run_in_executor(self._worker, self._generate_batch, chunk)
             for i, completion in zip(indices, outputs, strict=True):
                 completions[i] = completion
         return [c for c in completions if c is not None]
-
-    def _generate_locked(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        # One model, one generation at a time: unbatched callers reach here concurrently.
-        with self._lock:
-            return self._generate_batch(requests)
 
     def _generate_batch(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         started = time.perf_counter()

@@ -45,8 +45,8 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, An
         warmup_lr=5e-3,
         batch=8,
         grpo_steps=2,
-        grpo_batch=8,
-        generations=4,
+        grpo_batch=16,
+        generations=8,  # 2 prompts x 8 per step: a group whose answers all earn the same is rare
     )
     out = tmp_path_factory.mktemp("learning")
     train, test = learning.prepare_data(out, sizes)

@@ -4,16 +4,17 @@
 
 On our generator's train split, with MVP-N and COCO held out of every training step, each seed:
 
-1. builds a tiny LLaVA from configs (`transformers` classes only, saved and loaded like any
-   checkpoint): a Swin vision tower (a patch convolution, windowed attention and patch merging:
-   it learns the synthetic categories from pixels, where a plain ViT of that size did not), a
+1. builds a tiny LLaVA from configs, saved and loaded like any checkpoint: a small CNN vision
+   tower registered with transformers' Auto classes (`conv_tower_config`: it learns the
+   synthetic categories from pixels, where a ViT or Swin of that size did not), a
    Llama language model, and a byte-level BPE tokenizer trained on the seen scenarios' prompts
    (so that a category's name is a few tokens, not a dozen bytes);
 2. warms it up, supervised: the vision tower first learns the category of clear images (the
    reference view) with a linear head, then the whole model learns to answer, on the first
    turn's prompt with its options in a shuffled order and the clear image, the correct
-   category's letter. The target is always a category, never an intervention: whatever the
-   model learns about asking, it learns from the rewards;
+   category, as its letter (or, with `--text-share`, partly as its name). The target is
+   always a category, never an intervention: whatever the model learns about asking, it
+   learns from the rewards;
 3. trains it with GRPO through `proactivebench.train.grpo.train_grpo` (the function
    `train grpo` calls: TRL's trainer, our examples, our default rewards 1 / 0.5), with more
    exploration than the defaults (temperature, 16 generations);
@@ -164,7 +165,7 @@ def train_tokenizer(texts: Sequence[str], vocab: int) -> Any:
 
 
 def build_model(texts: Sequence[str], sizes: Sizes, seed: int) -> tuple[Any, Any]:
-    """A random tiny LLaVA (Swin vision tower, Llama language model) and its processor."""
+    """A random tiny LLaVA (CNN vision tower, Llama language model) and its processor."""
     import torch
     from transformers import (
         CLIPImageProcessorPil,

@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from versions import baseline_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 SIDES = ("raw", "new", "old")
 
@@ -216,8 +218,8 @@ def run_child(work: Path, side: str, batch: int, reps: int, src: Path, threads: 
     return json.loads(out.strip().splitlines()[-1]) if out.strip() else None
 
 
-def prepare(work: Path, per_scenario: int, baseline: str) -> Path:
-    """The tiny model, the data and the earlier version's worktree (its `src`)."""
+def prepare(work: Path, per_scenario: int) -> None:
+    """The tiny model and the data."""
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(ROOT / "src"))
     from proactivebench.data.synth import generate
@@ -225,13 +227,6 @@ def prepare(work: Path, per_scenario: int, baseline: str) -> Path:
 
     build_tiny_vlm(work / "vlm")
     generate(work / "data", per_scenario=per_scenario, seed=0)
-    tree = work / "baseline"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), baseline],
-        check=True,
-        capture_output=True,
-    )
-    return tree
 
 
 def main() -> None:
@@ -266,15 +261,9 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="hf-backend-") as scratch:
         work = Path(scratch)
-        tree = prepare(work, args.per_scenario, args.baseline)
-        try:
+        prepare(work, args.per_scenario)
+        with baseline_tree(args.baseline, work) as tree:
             compare(work, args, {"raw": ROOT / "src", "new": ROOT / "src", "old": tree / "src"})
-        finally:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                check=False,
-                capture_output=True,
-            )
 
 
 def compare(work: Path, args: argparse.Namespace, srcs: dict[str, Path]) -> None:

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from versions import console_script, environment, prepare_baseline  # noqa: E402
+from versions import baseline_tree, console_script, environment  # noqa: E402
 
 from openai_server import FakeOpenAI, ServerProcess, fingerprint  # noqa: E402
 from proactivebench.data.synth import generate  # noqa: E402
@@ -112,8 +112,8 @@ def main() -> None:
         scratch = Path(tmp)
         run, key = make_run(scratch)
         lines = len(read_results(run / "results.jsonl"))
-        trees = {"old": prepare_baseline(args.baseline, scratch), "new": ROOT}
-        try:
+        with baseline_tree(args.baseline, scratch) as old:
+            trees = {"old": old, "new": ROOT}
             with (
                 ServerProcess(latency=args.latency, answers=key) as server,
                 ServerProcess(latency=0.0, answers=key) as instant,
@@ -134,12 +134,6 @@ def main() -> None:
                             scratch / f"new-{votes}"
                         )
                     print(f"round {round_ + 1} of {args.rounds} done", flush=True)
-        finally:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees["old"])],
-                check=False,
-                capture_output=True,
-            )
     report(args, lines, walls, starts, same)
 
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from versions import ROOT, console_script, environment, prepare_baseline
+from versions import ROOT, baseline_tree, console_script, environment
 
 STEPS = ("fresh", "rerun, --no-report", "first report", "rerun, default")
 
@@ -78,8 +78,8 @@ def main() -> None:
                 capture_output=True,
                 env=environment(ROOT / "src"),
             )
-        trees = {"old": prepare_baseline(args.baseline, scratch), "new": ROOT}
-        try:
+        with baseline_tree(args.baseline, scratch) as old:
+            trees = {"old": old, "new": ROOT}
             for round_ in range(args.rounds):
                 order = ["old", "new"] if round_ % 2 == 0 else ["new", "old"]
                 for name in order:
@@ -87,12 +87,6 @@ def main() -> None:
                     for step, seconds in measured.items():
                         times[name].setdefault(step, []).append(seconds)
                 print(f"round {round_ + 1} of {args.rounds} done", flush=True)
-        finally:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees["old"])],
-                check=False,
-                capture_output=True,
-            )
     print(f"\ndata: {data} ({args.per_scenario} per scenario), old = {args.baseline}")
     print(f"medians over {args.rounds} rounds, seconds from spawn to exit of each eval")
     print(f"{'step':22s} {'old':>8s} {'/ fresh':>8s} {'new':>8s} {'/ fresh':>8s} {'new/old':>8s}")

@@ -27,6 +27,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,10 +53,12 @@ def environment(src: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(src)}
 
 
-def prepare_baseline(ref: str, scratch: Path) -> Path:
-    """A worktree of `ref`. Versions before the package had an `__init__.py` were a namespace
-    package, which a regular package later on the path (an editable install of this checkout)
-    would take over: such a tree gets an empty one, which changes nothing else."""
+@contextmanager
+def baseline_tree(ref: str, scratch: Path) -> Iterator[Path]:
+    """A worktree of `ref` under `scratch`, removed from git's list again on leaving. Versions
+    before the package had an `__init__.py` were a namespace package, which a regular package
+    later on the path (an editable install of this checkout) would take over: such a tree gets
+    an empty one, which changes nothing else."""
     tree = scratch / "baseline"
     subprocess.run(
         ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
@@ -64,7 +68,14 @@ def prepare_baseline(ref: str, scratch: Path) -> Path:
     init = tree / "src" / "proactivebench" / "__init__.py"
     if not init.exists():
         init.write_text("")
-    return tree
+    try:
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+            check=False,
+            capture_output=True,
+        )
 
 
 def console_script() -> str:
@@ -163,8 +174,8 @@ def main() -> None:
     figures: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
-        trees = {"old": prepare_baseline(args.baseline, scratch), "new": ROOT}
-        try:
+        with baseline_tree(args.baseline, scratch) as old:
+            trees = {"old": old, "new": ROOT}
             print(f"same results ({args.per_scenario} per scenario, old = {args.baseline}):")
             identical = same_results(trees, scratch, args.per_scenario)
             for round_ in range(args.rounds):
@@ -181,12 +192,6 @@ def main() -> None:
                     for label, pattern in THROUGHPUT.items():
                         figures[name].setdefault(label, []).append(number(pattern, text))
                 print(f"round {round_ + 1} of {args.rounds} done", flush=True)
-        finally:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees["old"])],
-                check=False,
-                capture_output=True,
-            )
     print(f"\nmedians over {args.rounds} rounds (each round: both versions, alternating order)")
     print(f"{'measure':40s} {'old':>9s} {'new':>9s} {'new/old':>8s}")
     for label in figures["new"]:

@@ -59,14 +59,12 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 from tiny_vlm import CHAT_TEMPLATE, SPECIALS
 
 HOLDOUT = ("MVP-N", "COCO")
-#: The random baseline's ps rate on the held-out scenarios (the issue's figures, 100 samples).
-RANDOM_PS = {"MVP-N": 0.05, "COCO": 0.30}
 IMAGE_SIZE = 64
 
 
 @dataclass
 class Sizes:
-    """Everything that sets the experiment's scale; `--quick` (the test) shrinks it."""
+    """Everything that sets the experiment's scale; `--quick` and the test shrink it."""
 
     train_per_scenario: int = 600
     test_per_scenario: int = 40
@@ -86,8 +84,8 @@ class Sizes:
     batch: int = 16
     warmup_lr: float = 2e-3
     label_smoothing: float = 0.1
-    #: The share of warm-up targets written as the category's text (the rest: its letter);
-    #: `--text-share`. 0 is the letter-only warm-up whose outcome docs/training.md gives.
+    #: The share of warm-up targets written as the category's name (the rest: its letter);
+    #: `--text-share`. At 0 the model learns the format but not which letter (docs/training.md).
     text_share: float = 0.75
     grpo_steps: int = 300
     grpo_batch: int = 32
@@ -322,11 +320,12 @@ def pretrain_vision(
     examples: Sequence[ClearExample],
     sizes: Sizes,
     seed: int,
-    held_out: Sequence[ClearExample] = (),
+    test_examples: Sequence[ClearExample] = (),
 ) -> dict[str, float]:
-    """Teach the vision tower the categories of clear images (a linear head on its mean
-    feature, dropped afterwards). Returns the last 50 steps' training accuracy and the head's
-    accuracy on `held_out` (the test split's clear images: does the tower generalise?)."""
+    """Teach the vision tower the categories of clear images, augmented (`augment`): its own
+    classifier layer if it has one, else a linear head on its mean feature, dropped
+    afterwards. Returns the last 50 steps' training accuracy and the accuracy on
+    `test_examples` (the test split's clear images: does it generalise?)."""
     import torch
 
     names = sorted({e.category for e in examples})
@@ -353,7 +352,7 @@ def pretrain_vision(
         optimizer.step()
         hits.append((logits.argmax(-1) == labels[batch]).float().mean().item())
     tower.eval()
-    known = [e for e in held_out if e.category in names]
+    known = [e for e in test_examples if e.category in names]
     test = float("nan")
     if known:
         images = processor.image_processor([e.image for e in known], return_tensors="pt")
@@ -604,15 +603,16 @@ def run_grpo(
 MEASURES = ("asked", "ps_rate", "accuracy")
 
 
-def evaluate_model(model_dir: Path, test: Path, out: Path) -> dict[str, dict[str, list[float]]]:
-    """The benchmark on the test split (its rules: record order, greedy); returns, per
-    scenario, each episode's asked (0 / 100), ps rate and accuracy (0 / 100), as the report
-    measures them, so that a table can pool them over seeds."""
+def evaluate_model(spec: str, test: Path, out: Path) -> dict[str, dict[str, list[float]]]:
+    """The benchmark on the test split (its rules: record order, greedy) for a model spec
+    (`hf:DIR`, `baseline:random`); returns, per scenario, each episode's asked (0 / 100), ps
+    rate and accuracy (0 / 100), as the report measures them, so that a table can pool
+    them over seeds."""
     from proactivebench.models import load_model
     from proactivebench.runner import evaluate
     from proactivebench.settings import EvalSettings
 
-    evaluate(test, load_model(f"hf:{model_dir}"), out, EvalSettings(), concurrency=8)
+    evaluate(test, load_model(spec), out, EvalSettings(), concurrency=8)
     return episode_values(out)
 
 
@@ -665,10 +665,10 @@ def run_seed(
     texts = [shuffled_question(e, 0)[0] for e in examples]
     categories = len({e.category for e in examples})
     model, processor = build_model(texts, categories, sizes, seed)
-    held_out = clear_examples(test, seen)
-    vision = pretrain_vision(model, processor, examples, sizes, seed, held_out)
+    test_examples = clear_examples(test, seen)  # the seen scenarios' test records
+    vision = pretrain_vision(model, processor, examples, sizes, seed, test_examples)
     warm = warm_up(model, processor, examples, sizes, seed)
-    clear = clear_answers(model, processor, held_out, seed)
+    clear = clear_answers(model, processor, test_examples, seed)
     warm_dir = here / "warm"
     model.save_pretrained(warm_dir)
     processor.save_pretrained(warm_dir)
@@ -678,13 +678,13 @@ def run_seed(
         "warmup_train_first_token": warm,
         "clear_test": clear,
         "warmup_s": time.perf_counter() - clock,
-        "eval": {"warm": evaluate_model(warm_dir, test, here / "runs" / "warm")},
+        "eval": {"warm": evaluate_model(f"hf:{warm_dir}", test, here / "runs" / "warm")},
         "grpo": {},
     }
     arms = [("grpo", False), *([("control", True)] if control else [])]
     for name, shuffled in arms:
         result["grpo"][name] = run_grpo(warm_dir, train, here / name, sizes, seed, shuffled)
-        result["eval"][name] = evaluate_model(here / name, test, here / "runs" / name)
+        result["eval"][name] = evaluate_model(f"hf:{here / name}", test, here / "runs" / name)
     result["seconds"] = time.perf_counter() - clock
     (here / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
@@ -708,12 +708,18 @@ def _cell(groups: list[list[float]], interval: bool) -> str:
     return text
 
 
-def table(results: Sequence[dict[str, Any]]) -> str:
+def table(
+    results: Sequence[dict[str, Any]], random: dict[str, dict[str, list[float]]] | None = None
+) -> str:
     """Per scenario and arm: asked %, ps rate [95 %], accuracy % [95 %] (asked % is a plain
-    share, as in the report); seen scenarios first."""
+    share, as in the report); seen scenarios first; `random`: the random baseline's run, a
+    row of its own (the reference for transfer)."""
     from proactivebench.protocol import SCENARIOS
 
     arms = [a for a in ("warm", "grpo", "control") if a in results[0]["eval"]]
+    runs = {arm: [r["eval"][arm] for r in results] for arm in arms}
+    if random is not None:
+        runs["random"] = [random]
     lines = [
         "| scenario | | arm | asked % | ps rate | accuracy % |",
         "|---|---|---|---|---|---|",
@@ -721,9 +727,9 @@ def table(results: Sequence[dict[str, Any]]) -> str:
     order = [s for s in SCENARIOS if s not in HOLDOUT] + list(HOLDOUT)
     for scenario in order:
         kind = "held out" if scenario in HOLDOUT else "seen"
-        for arm in arms:
+        for arm, found in runs.items():
             cells = [
-                _cell([r["eval"][arm].get(scenario, {}).get(m, []) for r in results], m != "asked")
+                _cell([f.get(scenario, {}).get(m, []) for f in found], m != "asked")
                 for m in MEASURES
             ]
             lines.append(f"| {scenario} | {kind} | {arm} | {' | '.join(cells)} |")
@@ -828,7 +834,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for future in as_completed(futures):
             print(seed_line(future.result()), flush=True)
     results = [f.result() for f in futures]
-    text = table(results)
+    random = evaluate_model("baseline:random", test, args.out / "random")
+    text = table(results, random)
     elapsed = time.perf_counter() - clock
     text += (
         f"\n\n{args.seeds} seed(s), {elapsed:.0f} s, {jobs} process(es) side by side, "

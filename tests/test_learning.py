@@ -83,6 +83,9 @@ def test_the_evaluation_covers_seen_and_held_out_scenarios(
     assert "| MVP-N | held out | grpo |" in text and "| ROD | seen | control |" in text
     # ps rate and accuracy with their 95 % intervals; two seeds add their spread
     assert text.count("[") == 2 * 7 * 3 and "(sd" in learning.table([result, result])
+    # the random baseline's run: one more row per scenario
+    with_random = learning.table([result], random=result["eval"]["warm"])
+    assert "| COCO | held out | random |" in with_random and with_random.count("\n") == 1 + 7 * 4
 
 
 def test_the_control_shuffles_a_batchs_rewards() -> None:

@@ -10,9 +10,11 @@ held-out scenarios. About three minutes on two cores, most of it the vision towe
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -26,7 +28,8 @@ def _script() -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["learning"] = module
-    spec.loader.exec_module(module)
+    with mock.patch.dict(os.environ):  # the script's environment defaults stay in the script
+        spec.loader.exec_module(module)
     return module
 
 

@@ -771,8 +771,9 @@ def seed_line(result: dict[str, Any]) -> str:
 
 
 def seed_in_process(seed: int, threads: int, *args: Any) -> dict[str, Any]:
-    """`run_seed` in a worker process, with `threads` torch threads: seeds run side by side
-    (at these sizes one process per core does more than two threads in one process)."""
+    """`run_seed` in a worker process with `threads` torch threads (its share of the cores),
+    so that seeds run side by side: at these sizes most of a step is Python and small
+    kernels, which a second thread hardly speeds up."""
     import datasets
     import torch
     from transformers.utils import logging

@@ -68,10 +68,6 @@ class Sizes:
 
     train_per_scenario: int = 600
     test_per_scenario: int = 40
-    #: The vision tower's output grid: grid x grid image tokens.
-    grid: int = 1
-    #: The tower's image tokens are its classifier's scores (one per category), not features.
-    tower_head: bool = True
     hidden: int = 64
     layers: int = 2
     vocab: int = 700
@@ -108,11 +104,11 @@ def conv_tower_config() -> type:
     training accuracy in the steps where this CNN reached 0.93 (one core, 600 steps of 32);
     the library's CNNs (ResNet, ConvNeXt) return feature maps, which LLaVA cannot take as tokens.
 
-    `grid`: the feature map is pooled to grid x grid image tokens. `outputs`: a classifier
-    layer on each token, trained with the tower and kept, so that a token is the category
-    scores. Why one token of scores: with the pooled features instead, the captioning stage
-    of the warm-up stayed at chance for 600 steps on the test's sizes, and for 300 steps for
-    one of three seeds at full size; with scores it ended within 322-482 steps on both.
+    Its one image token is the category scores of a classifier layer (`categories` outputs)
+    on the pooled feature map, trained with the tower and kept. Why scores: with the pooled
+    features as the token, the captioning stage of the warm-up stayed at chance for 600 steps
+    on the test's sizes, and for 300 steps for one of three seeds at full size; with scores
+    it ended within 322-482 steps on both.
     """
     import torch
     from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
@@ -122,16 +118,11 @@ def conv_tower_config() -> type:
         model_type = CONV_TOWER
 
         def __init__(
-            self,
-            channels: Sequence[int] = (32, 64, 96, 96),
-            grid: int = 4,
-            outputs: int = 0,
-            **kwargs: Any,
+            self, channels: Sequence[int] = (32, 64, 96, 96), categories: int = 0, **kwargs: Any
         ) -> None:
             self.channels = list(channels)
-            self.grid = grid
-            self.outputs = outputs
-            self.hidden_size = outputs or self.channels[-1]
+            self.categories = categories
+            self.hidden_size = categories  # the language model's image token: one score each
             super().__init__(**kwargs)
 
     class _Tower(PreTrainedModel):
@@ -147,11 +138,9 @@ def conv_tower_config() -> type:
                 layers += [torch.nn.Conv2d(width, channels, 3, padding=1), torch.nn.ReLU()]
                 layers.append(torch.nn.MaxPool2d(2))
                 width = channels
-            layers.append(torch.nn.AdaptiveAvgPool2d(config.grid))
+            layers.append(torch.nn.AdaptiveAvgPool2d(1))
             self.layers = torch.nn.Sequential(*layers)
-            self.head = (
-                torch.nn.Linear(width, config.outputs) if config.outputs else torch.nn.Identity()
-            )
+            self.head = torch.nn.Linear(width, config.categories)
             self.post_init()
 
         def forward(self, pixel_values: Any, **_: Any) -> BaseModelOutput:
@@ -210,11 +199,11 @@ def build_model(texts: Sequence[str], categories: int, sizes: Sizes, seed: int) 
         tokenizer=tokenizer,
         chat_template=CHAT_TEMPLATE,
         image_token="<image>",
-        patch_size=IMAGE_SIZE // sizes.grid,
+        patch_size=IMAGE_SIZE,  # one image token
         vision_feature_select_strategy="full",
         num_additional_image_tokens=0,
     )
-    vision = conv_tower_config()(grid=sizes.grid, outputs=categories if sizes.tower_head else 0)
+    vision = conv_tower_config()(categories=categories)
     text = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=sizes.hidden,
@@ -231,7 +220,7 @@ def build_model(texts: Sequence[str], categories: int, sizes: Sizes, seed: int) 
         vision_config=vision,
         text_config=text,
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-        image_seq_length=sizes.grid**2,
+        image_seq_length=1,
         vision_feature_layer=-1,
         vision_feature_select_strategy="full",
         pad_token_id=tokenizer.pad_token_id,
@@ -291,7 +280,9 @@ def shuffled_question(example: ClearExample, shuffle: int) -> tuple[str, str]:
 
 
 def chat_prompt(processor: Any, text: str) -> str:
-    """The prompt the model sees for one user turn (an image, then `text`), as `hf:` builds it."""
+    """The prompt the model sees for one user turn (an image, then `text`), as `hf:` builds it.
+    Its one image placeholder is the model's one image token, so the text can go to the
+    tokenizer as it is, beside pixels preprocessed once for all steps."""
     message = {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
     return processor.apply_chat_template([message], add_generation_prompt=True)
 
@@ -322,9 +313,8 @@ def pretrain_vision(
     seed: int,
     test_examples: Sequence[ClearExample] = (),
 ) -> dict[str, float]:
-    """Teach the vision tower the categories of clear images, augmented (`augment`): its own
-    classifier layer if it has one, else a linear head on its mean feature, dropped
-    afterwards. Returns the last 50 steps' training accuracy and the accuracy on
+    """Teach the vision tower (its classifier layer included) the categories of clear images,
+    augmented (`augment`). Returns the last 50 steps' training accuracy and the accuracy on
     `test_examples` (the test split's clear images: does it generalise?)."""
     import torch
 
@@ -334,18 +324,13 @@ def pretrain_vision(
         "pixel_values"
     ]
     tower = model.model.vision_tower
-    # a tower with its own classifier layer (`outputs`) is trained as it is; else a linear
-    # head on its features, dropped afterwards
-    head: Any = torch.nn.Identity()
-    if tower.config.outputs != len(names):
-        head = torch.nn.Linear(tower.config.hidden_size, len(names))
-    optimizer = torch.optim.AdamW([*tower.parameters(), *head.parameters()], lr=2e-3)
+    optimizer = torch.optim.AdamW(tower.parameters(), lr=2e-3)
     generator = torch.Generator().manual_seed(seed)
     hits: list[float] = []
     tower.train()
     for _ in range(sizes.vision_steps):
         batch = torch.randint(len(examples), (sizes.vision_batch,), generator=generator)
-        logits = head(tower(augment(pixels[batch], generator)).last_hidden_state.mean(1))
+        logits = tower(augment(pixels[batch], generator)).last_hidden_state[:, 0]
         loss = torch.nn.functional.cross_entropy(logits, labels[batch])
         optimizer.zero_grad()
         loss.backward()
@@ -357,9 +342,9 @@ def pretrain_vision(
     if known:
         images = processor.image_processor([e.image for e in known], return_tensors="pt")
         with torch.no_grad():
-            features = tower(images["pixel_values"]).last_hidden_state.mean(1)
+            logits = tower(images["pixel_values"]).last_hidden_state[:, 0]
         wanted = torch.tensor([names.index(e.category) for e in known])
-        test = (head(features).argmax(-1) == wanted).float().mean().item()
+        test = (logits.argmax(-1) == wanted).float().mean().item()
     return {"train": statistics.mean(hits[-50:]), "test": test}
 
 
@@ -397,7 +382,6 @@ def warm_up(
     import torch
 
     tokenizer = processor.tokenizer
-    tokens = model.config.image_seq_length
     pixels = processor.image_processor([e.image for e in examples], return_tensors="pt")[
         "pixel_values"
     ]
@@ -418,7 +402,7 @@ def warm_up(
             form = "caption" if captioning else "text" if text else "letter"
             if captioning:
                 question = CAPTION
-            prompt = chat_prompt(processor, question).replace("<image>", "<image>" * tokens)
+            prompt = chat_prompt(processor, question)
             # " cup": with its space, a category's name is the word the prompt's options
             # spell (one token or a few), not pieces of it; the reader trims the space.
             answer = letter if form == "letter" else " " + examples[index].category
@@ -482,7 +466,6 @@ def clear_answers(
     from proactivebench.train.rewards import is_well_formed
 
     tokenizer = processor.tokenizer
-    tokens = model.config.image_seq_length
     tokenizer.padding_side = "left"
     pixels = processor.image_processor([e.image for e in examples], return_tensors="pt")[
         "pixel_values"
@@ -492,9 +475,7 @@ def clear_answers(
     for start in range(0, len(examples), 32):
         chunk = range(start, min(start + 32, len(examples)))
         questions = [shuffled_question(examples[i], seed + i) for i in chunk]
-        texts = [
-            chat_prompt(processor, q).replace("<image>", "<image>" * tokens) for q, _ in questions
-        ]
+        texts = [chat_prompt(processor, q) for q, _ in questions]
         inputs = dict(tokenizer(texts, padding=True, return_tensors="pt"))
         inputs["pixel_values"] = pixels[list(chunk)]
         with torch.no_grad():
@@ -618,19 +599,10 @@ def evaluate_model(spec: str, test: Path, out: Path) -> dict[str, dict[str, list
 
 def episode_values(run_dir: Path) -> dict[str, dict[str, list[float]]]:
     """Per scenario of the run in `run_dir`, each scored episode's value of `MEASURES`."""
-    from proactivebench.report.measures import metrics_of
+    from proactivebench.report.measures import episode_values as values_of
     from proactivebench.report.runs import load_run
 
-    run = load_run(run_dir)
-    metrics = {m.key: m for m in metrics_of(run) if m.key in MEASURES}
-    found: dict[str, dict[str, list[float]]] = {}
-    for scenario, lines in run.by_scenario.items():
-        scored = [line for line in lines if not line.get("error")]
-        found[scenario] = {
-            name: [v for v in map(metric.value, scored) if v is not None]
-            for name, metric in metrics.items()
-        }
-    return found
+    return values_of(load_run(run_dir), MEASURES)
 
 
 # ----- the experiment ----------------------------------------------------------------------------

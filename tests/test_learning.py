@@ -97,3 +97,30 @@ def test_the_control_shuffles_a_batchs_rewards() -> None:
     values = shuffled(completions=[])
     assert sorted(values) == [0.0, 0.0, 0.0, 0.5, 1.0, 1.0]
     assert values != [0.0, 0.0, 1.0, 0.5, 0.0, 1.0]
+
+
+def test_augment_mirrors_shifts_and_permutes_colour_channels() -> None:
+    import torch
+
+    learning = _script()
+    generator = torch.Generator().manual_seed(0)
+    # an image whose channels are each one colour: flips and shifts leave it as it was,
+    # so what comes out is its channels in some order
+    flat = torch.tensor([0.1, 0.5, 0.9])[None, :, None, None].expand(2, 3, 16, 16)
+    seen = set()
+    for _ in range(20):
+        out = learning.augment(flat, generator)
+        assert out.shape == flat.shape
+        order = tuple(out[0, :, 0, 0].tolist())
+        assert sorted(order) == sorted(flat[0, :, 0, 0].tolist())
+        assert torch.equal(out, torch.tensor(order)[None, :, None, None].expand_as(out))
+        seen.add(order)
+    assert len(seen) > 1  # the channel order changes from draw to draw
+    # a detailed image is moved: some draw differs from it beyond a channel permutation
+    detailed = torch.rand(1, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    outs = [learning.augment(detailed, generator) for _ in range(20)]
+    permuted = [
+        detailed[:, list(p)]
+        for p in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
+    ]
+    assert any(all(not torch.equal(o, p) for p in permuted) for o in outs)

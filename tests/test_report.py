@@ -17,7 +17,7 @@ from PIL import Image
 from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.report import write_report
-from proactivebench.report.measures import intervals_of, measure_run
+from proactivebench.report.measures import episode_values, intervals_of, measure_run
 from proactivebench.report.runs import load_run, params_from_config, parse_param_count
 from proactivebench.report.thumbs import Thumbnails
 from proactivebench.stats import mcnemar_p
@@ -116,6 +116,18 @@ def test_behaviour_metrics_by_hand(run: Path) -> None:
         "p95": 29.0,  # 10 + 0.95 * (30 - 10)
         "requests": 2,
     }
+
+
+def test_episode_values_are_what_the_measures_average(run: Path) -> None:
+    values = episode_values(load_run(run), ["accuracy", "ps_rate", "asked"])
+    # ROD's episodes in order: first, asked, abstained, unreadable; VSOD's two are errors
+    assert values["ROD"] == {
+        "accuracy": [100.0, 100.0, 0.0, 0.0],
+        "ps_rate": [0.0, 1.0, 0.0, 0.0],
+        "asked": [0.0, 100.0, 0.0, 0.0],
+    }
+    assert values["VSOD"] == {"accuracy": [], "ps_rate": [], "asked": []}
+    assert episode_values(load_run(run), ["no such metric"])["ROD"] == {}
 
 
 def test_report_files_show_dashes_and_what_the_average_covers(run: Path) -> None:

@@ -244,6 +244,17 @@ def _values(metric: Metric, lines: Sequence[Line]) -> list[float]:
     return [v for v in values if v is not None]
 
 
+def episode_values(run: Run, keys: Sequence[str]) -> dict[str, dict[str, list[float]]]:
+    """Per scenario, each scored episode's value of the metrics named `keys` (those
+    `measure_run` averages and bootstraps), for callers that pool several runs themselves,
+    e.g. seeds of one experiment."""
+    metrics = [m for m in metrics_of(run) if m.key in keys]
+    return {
+        name: {m.key: _values(m, _scored(lines)) for m in metrics}
+        for name, lines in run.by_scenario.items()
+    }
+
+
 def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasures:
     """Every metric of every scenario of `run`, and their average over scenarios."""
     metrics = metrics_of(run)

@@ -32,17 +32,21 @@ spent. Any other exception is a bug in the function, which the same call would r
 recorded at once. (Libraries with exceptions of their own, e.g. `requests` or `httpx`, are
 retried only if the function re-raises them as one of those two.)
 
-The response cache keys the function's answers on its code as well as its name: a hash of the
+The response cache keys the function's answers on the observation as well as the messages
+(both are what it is handed), and on its code as well as its name: a hash of the
 file that defines it and of the module the spec names — for a module in a package, of every
 `.py` file of the top-level package — so an edited function is asked again, not answered from
 the cache. Code elsewhere (another package it imports, a data file, a model it loads) is not
-in the key: use `--no-cache` while that changes.
+in the key, nor is state the function keeps between calls (a cached turn does not call it):
+use `--no-cache` while that changes, or for a function whose answers are not a function of
+its two arguments.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -217,6 +221,15 @@ class PythonCallable(Model):
     def cache_name(self) -> str:
         """The name and the code: an edited function is another model to the cache."""
         return f"{self.name}#code={self.code_hash}"
+
+    def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:
+        """The observation, which the function is handed with the messages: two turns whose
+        messages are equal (a turn that shows the same picture again) may be answered apart
+        by a function that reads the turn, the sample or the options, so a cached answer is
+        one given to the same observation."""
+        if request.observation is None:  # a judge's request: the messages are all it gets
+            return {}
+        return {"observation": dataclasses.asdict(request.observation)}
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return [await self._answer(request) for request in requests]

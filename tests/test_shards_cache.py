@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -277,3 +278,19 @@ def _observation(turn: int) -> Observation:
         correct_actions=(),
         correct_categories=(),
     )
+
+
+def test_what_an_openai_body_adds_to_the_messages_is_in_the_key() -> None:
+    request = ChatRequest([{"role": "user", "content": "hi"}])
+    spec = "openai:o4-mini@http://127.0.0.1:9/v1"  # a reasoning model by its name
+
+    def key(**options: Any) -> str:
+        model = load_model(spec, **options)
+        return request_key(model.cache_name, request, None, model.answer_inputs(request))
+
+    efforts = {key(reasoning_effort=e) for e in ("low", "high")}
+    bodies = {key(reasoning=False, extra_body={"top_k": k}) for k in (1, 2)}
+    assert len(efforts) == 2 and len(bodies) == 2
+    # Neither: the key of the messages and decoding alone, as before.
+    plain = load_model(spec, reasoning=False)
+    assert key(reasoning=False) == request_key(plain.cache_name, request, None)

@@ -5,9 +5,9 @@ name apart: an `openai` model's endpoints, a `python:` function's code, an `hf:`
 weights), the messages (images by the SHA-256 of their file plus their transform, so an
 edited image file misses), the decoding settings, and whatever else the backend's answer
 depends on (`Model.answer_inputs`: a `python:` function's observation, a sampling `hf:`
-model's seed). A backend whose answer is not a function of these is not `cacheable` (the
-baselines, replay, a person): the cache never answers for it. Values are the completion text
-and usage.
+model's seed, an `openai:` body's extras and reasoning settings). A backend whose answer is
+not a function of these is not `cacheable` (the baselines, replay, a person): the cache never
+answers for it. Values are the completion text and usage.
 SQLite in WAL mode, so shards running side by side on one machine can share one cache file.
 Reruns, resumed runs and re-scorings become free.
 """

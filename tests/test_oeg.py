@@ -595,3 +595,36 @@ def test_judge_spreads_its_requests_over_the_judge_endpoints(
     assert code == 0, text
     assert sum(served) == 15 * 3 and min(served) > 0
     assert verdicts_of(read_results(run / "results.jsonl")) == VERDICTS
+
+
+#: A `python:` judge that calls `sys.exit(0)` on the ROD lines and judges the others as
+#: `respond` does.
+EXITING_JUDGE = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_oeg import respond
+
+def judge(messages, observation):
+    if "Move the blocks" in str(messages):
+        sys.exit(0)
+    return respond({{"messages": messages}})
+"""
+
+
+def test_a_python_judge_that_exits_fails_its_lines_not_the_tool(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+    (tmp_path / "exiting.py").write_text(EXITING_JUDGE.format(tests=str(Path(__file__).parent)))
+    args = ["judge", str(run), "--judge", f"python:{tmp_path / 'exiting.py'}:judge"]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 3 and "line(s) could not be judged" in text, text
+    lines = read_results(run / "results.jsonl")
+    assert len(lines) == 15
+    for line in lines:
+        if line["scenario"] == "ROD":
+            assert "SystemExit: the code called sys.exit(0)" in line["judge_error"]
+        else:
+            assert "judge_error" not in line

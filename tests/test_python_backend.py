@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Loaded here, once: `_restore_import_state` unloads what a test imported, and numpy (which
+# `eval` loads for its table) cannot be loaded twice in one process.
+import proactivebench.report  # noqa: F401
 from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.data.images import ImageStore
@@ -278,3 +281,67 @@ def test_every_signature_the_calling_convention_fits_is_accepted(
     module = write_module(tmp_path, body)
     evaluate(data, load_model(f"python:{module}:answer"), tmp_path / "run")
     assert all(not r.get("error") for r in outcomes(tmp_path / "run").values())
+
+
+class OwnStop(BaseException):
+    """A BaseException of the user's own, neither an Exception nor Ctrl-C."""
+
+
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_an_agent_that_exits_is_an_episode_error_not_the_end_of_the_tool(
+    data: Path, tmp_path: Path, capsys, kind: str, ORACLE: str
+) -> None:
+    module = write_module(
+        tmp_path,
+        ORACLE
+        + f"""
+import sys
+
+class OwnStop(BaseException):
+    pass
+
+{kind} answer(messages, observation):
+    if observation.scenario == "ROD":
+        raise SystemExit(0)
+    if observation.scenario == "QD":
+        sys.exit("bye")
+    if observation.scenario == "VSOD":
+        raise OwnStop("stop")
+    return best(observation)
+""",
+    )
+    args = eval_args(data, tmp_path / "run", "--no-cache", "--no-report")
+    args[args.index("baseline:oracle")] = f"python:{module}:answer"
+    code, text = run_cli(args, capsys)
+    # Exit 3 (episodes in error); the tracebacks shown are the user's frames only.
+    assert code == 3 and "src/proactivebench/" not in text and "asyncio" not in text
+    results = outcomes(tmp_path / "run")
+    assert len(results) == 15  # every episode played and written
+    for (scenario, _), result in results.items():
+        error = result.get("error", "")
+        if scenario == "ROD":
+            assert error.startswith("SystemExit: the code called sys.exit(0) (at "), error
+        elif scenario == "QD":
+            assert error.startswith("SystemExit: the code called sys.exit('bye') (at "), error
+        elif scenario == "VSOD":
+            assert error.startswith("OwnStop: stop (at "), error
+        else:
+            assert not error and result["correct"] is True
+
+
+def test_ctrl_c_in_an_agent_still_stops_the_run(data: Path, tmp_path: Path) -> None:
+    module = write_module(
+        tmp_path, "def answer(messages, observation):\n    raise KeyboardInterrupt\n"
+    )
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(data, load_model(f"python:{module}:answer"), tmp_path / "run")
+    assert read_results(tmp_path / "run" / "results.jsonl") == []
+
+
+def test_a_module_that_exits_at_import_is_a_clear_error(data: Path, tmp_path: Path, capsys) -> None:
+    module = write_module(tmp_path, "import sys\nsys.exit(0)\n")
+    args = eval_args(data, tmp_path / "run")
+    args[args.index("baseline:oracle")] = f"python:{module}:answer"
+    code, text = run_cli(args, capsys)
+    assert code != 0 and "Traceback" not in text
+    assert f"importing {str(module)!r} failed: SystemExit: the code called sys.exit(0)" in text

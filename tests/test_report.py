@@ -8,6 +8,7 @@ import io
 import json
 import re
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -668,3 +669,47 @@ def test_bar_plot_legend_stays_inside_the_figure(tmp_path: Path) -> None:
     assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1
     top_of_plots = max(ax.get_window_extent(renderer).y1 for ax in figure.axes)
     assert box.y0 >= top_of_plots  # above the plots, over no bar
+
+
+#: Characters that reorder, hide or break what a terminal shows: a bidi override, isolates,
+#: a zero-width space, the line and paragraph separators, a byte order mark.
+HIDDEN = "\u202e\u2066\u2069\u200b\u2028\u2029\ufeff"
+
+
+def shows_none_raw(text: str) -> bool:
+    """No character of Unicode's format (Cf) or separator (Zl, Zp) categories in `text`."""
+    return not any(unicodedata.category(c) in ("Cf", "Zl", "Zp") for c in text)
+
+
+def test_show_makes_bidi_and_zero_width_characters_visible(tmp_path: Path, capsys) -> None:
+    line = episode("ROD", 0, "wrong")
+    line["trace"][0]["answer"] = "B\u202eA"
+    line["trace"][0]["prompt"] = "Which\u200b one?\u2028Pick."
+    line["correct_category"] = "cup\u2066x\u2069"
+    run = make_run(tmp_path, f"run{HIDDEN}", [line])
+    code, text = run_cli(["show", str(run), "ROD", "0"], capsys)
+    assert code == 0 and shows_none_raw(text)
+    assert "B\\u202eA" in text and "Which\\u200b one?\\u2028Pick." in text
+    assert "cup\\u2066x\\u2069" in text
+    # A file name from outside, in an error message.
+    code, text = run_cli(["show", str(tmp_path / f"gone{HIDDEN}"), "ROD", "0"], capsys)
+    assert code != 0 and shows_none_raw(text) and "gone\\u202e\\u2066" in text
+
+
+def test_eval_table_and_errors_show_hidden_characters_escaped(tmp_path: Path, capsys) -> None:
+    data = full_dataset(tmp_path / "data")
+    agent = tmp_path / f"agent{HIDDEN}.py"
+    agent.write_text(
+        f"def answer(messages, observation):\n    raise ValueError({'no' + HIDDEN + 'idea'!r})\n"
+    )
+    args = eval_args(data, tmp_path / f"out{HIDDEN}", "--no-report", "--no-cache")
+    args[args.index("baseline:oracle")] = f"python:{agent}:answer"
+    code, text = run_cli(args, capsys)
+    escaped = "\\u202e\\u2066\\u2069\\u200b\\u2028\\u2029\\ufeff"
+    assert code == 3 and shows_none_raw(text)
+    assert f"agent{escaped}.py" in text  # the model's name: the table's title, the progress
+    assert f"ValueError: no{escaped}idea" in text  # the most common error, and the warning
+    assert f"out{escaped}" in text  # where the results are
+    # A usage error quoting the user's value (click's own message).
+    code, text = run_cli(["eval", "--data", str(data), "--max-tokens", f"9{HIDDEN}"], capsys)
+    assert code == 2 and shows_none_raw(text) and "9\\u202e" in text

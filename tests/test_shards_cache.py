@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,10 +18,14 @@ from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.errors import ProactiveBenchError, RunMismatchError
 from proactivebench.models import load_model
-from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.models.cache import ResponseCache
+from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.models.cache import CachedModel, ResponseCache, request_key
+from proactivebench.models.hf import HFModel
+from proactivebench.models.human import Human
+from proactivebench.models.replay import Replay
 from proactivebench.rundir import merge_runs, read_results
 from proactivebench.runner import evaluate
+from proactivebench.scenarios import Observation, View
 from proactivebench.settings import EvalSettings
 from resultlines import comparable
 
@@ -171,3 +178,119 @@ def test_cache_makes_a_rerun_free_and_misses_on_changed_images(data: Path, tmp_p
         cache=ResponseCache(tmp_path / "cache.sqlite"),
     )
     assert fourth.calls == 1
+
+
+#: A `python:` agent whose answer depends on the observation only (never on the messages):
+#: the sample and the turn choose the letter, as a policy that counts its turns would.
+TURN_READER = """
+def answer(messages, observation):
+    letters = "ABCDEFGH"[: len(observation.options)]
+    return letters[(observation.sample_id + 2 * observation.turn) % len(letters)]
+"""
+
+
+def test_a_cached_run_of_an_agent_that_reads_the_observation_is_the_uncached_run(
+    data: Path, tmp_path: Path
+) -> None:
+    agent = tmp_path / "turn_reader.py"
+    agent.write_text(TURN_READER)
+    spec = f"python:{agent}:answer"
+    evaluate(data, load_model(spec), tmp_path / "plain")  # --no-cache
+    cold = ResponseCache(tmp_path / "cache.sqlite")
+    evaluate(data, load_model(spec), tmp_path / "cold", cache=cold)
+    cold.close()
+    warm = ResponseCache(tmp_path / "cache.sqlite")
+    evaluate(data, load_model(spec), tmp_path / "warm", cache=warm)
+    runs = {
+        name: sorted(json.dumps(comparable(r), sort_keys=True) for r in read_results(path))
+        for name in ("plain", "cold", "warm")
+        for path in [tmp_path / name / "results.jsonl"]
+    }
+    assert runs["cold"] == runs["plain"] and runs["warm"] == runs["plain"]
+    # The warm run was answered by the cache, turn by turn: the equality is the cache's.
+    warm_lines = read_results(tmp_path / "warm" / "results.jsonl")
+    assert all(t.get("cached") for r in warm_lines for t in r["trace"])
+
+
+def test_turns_with_equal_messages_are_cached_apart_when_the_backend_reads_the_turn(
+    tmp_path: Path,
+) -> None:
+    agent = tmp_path / "turn_reader.py"
+    agent.write_text(TURN_READER)
+    messages = [{"role": "user", "content": [{"type": "text", "text": "same words"}]}]
+    turns = [
+        ChatRequest(messages, _observation(turn=turn)) for turn in (1, 2, 3)
+    ]  # options A-D: turn 1 -> C, 2 -> A, 3 -> C
+    model = CachedModel(load_model(f"python:{agent}:answer"), ResponseCache(tmp_path / "c"))
+    answers = [c.text for c in asyncio.run(model.generate(turns))]
+    assert answers == ["C", "A", "C"]
+    again = [c for c in asyncio.run(model.generate(turns))]
+    assert [c.text for c in again] == answers and all(c.cached for c in again)
+
+
+def test_backends_whose_answer_is_not_a_function_of_the_request_are_not_cached(
+    data: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "replay.jsonl").write_text("")
+    for model in (
+        load_model("baseline:random"),
+        load_model("baseline:oracle"),
+        Replay(tmp_path / "replay.jsonl"),
+        Human("ann"),
+    ):
+        assert not model.cacheable
+        with pytest.raises(ProactiveBenchError, match="not cacheable"):
+            CachedModel(model, ResponseCache(tmp_path / "c"))
+    # A real model's keys are as they were: the messages and decoding, nothing more.
+    request = ChatRequest([{"role": "user", "content": "hi"}], _observation(turn=1))
+    assert load_model("openai:m@http://127.0.0.1:9/v1").answer_inputs(request) == {}
+
+
+def test_a_sampling_hf_model_keys_its_answers_on_the_seed() -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    greedy = ChatRequest(messages, decoding=Decoding(temperature=0.0))
+    sampled = ChatRequest(messages, decoding=Decoding(temperature=0.7))
+    default = ChatRequest(messages, decoding=Decoding(temperature=None))
+    own = ChatRequest(messages, decoding=Decoding(temperature=0.7).with_extra(seed=5))
+    hf = SimpleNamespace(seed=3)  # all `answer_inputs` reads of the model
+    assert HFModel.answer_inputs(hf, greedy) == {}  # type: ignore[arg-type]
+    assert HFModel.answer_inputs(hf, sampled) == {"seed": 3}  # type: ignore[arg-type]
+    assert HFModel.answer_inputs(hf, default) == {"seed": 3}  # type: ignore[arg-type]
+    assert HFModel.answer_inputs(hf, own) == {}  # type: ignore[arg-type]  # in the decoding
+    keys = {
+        request_key("hf", sampled, None, HFModel.answer_inputs(SimpleNamespace(seed=s), sampled))  # type: ignore[arg-type]
+        for s in (1, 2)
+    }
+    assert len(keys) == 2
+
+
+def _observation(turn: int) -> Observation:
+    return Observation(
+        scenario="ROD",
+        sample_id=0,
+        turn=turn,
+        max_turns=5,
+        prompt="What is it?",
+        options=("Move it.", "apple", "cup", "dog"),
+        action_options=("Move it.",),
+        categories=("apple", "cup", "dog"),
+        view=View("ROD/0/2.png"),
+        correct_actions=(),
+        correct_categories=(),
+    )
+
+
+def test_what_an_openai_body_adds_to_the_messages_is_in_the_key() -> None:
+    request = ChatRequest([{"role": "user", "content": "hi"}])
+    spec = "openai:o4-mini@http://127.0.0.1:9/v1"  # a reasoning model by its name
+
+    def key(**options: Any) -> str:
+        model = load_model(spec, **options)
+        return request_key(model.cache_name, request, None, model.answer_inputs(request))
+
+    efforts = {key(reasoning_effort=e) for e in ("low", "high")}
+    bodies = {key(reasoning=False, extra_body={"top_k": k}) for k in (1, 2)}
+    assert len(efforts) == 2 and len(bodies) == 2
+    # Neither: the key of the messages and decoding alone, as before.
+    plain = load_model(spec, reasoning=False)
+    assert key(reasoning=False) == request_key(plain.cache_name, request, None)

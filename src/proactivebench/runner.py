@@ -153,11 +153,11 @@ def _prepare(
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
     todo = [e for e in chosen.episodes if (e.scenario, e.record.id) not in done]
-    if cache is not None and model.needs_images:
+    if cache is not None and model.cacheable:
         model = CachedModel(model, cache)
     model.bind_images(chosen.images)
     if judge is not None:
-        if cache is not None and judge.model.needs_images:
+        if cache is not None and judge.model.cacheable:
             judge = judge.with_model(CachedModel(judge.model, cache))
         judge.model.bind_images(chosen.images)
     history = provenance_of(previous) if previous is not None else []

@@ -30,6 +30,7 @@ from proactivebench.cli.output import (
     fit_to_output,
     out,
     print_error,
+    printable,
 )
 from proactivebench.errors import DISK_ERRNOS, ProactiveBenchError, WriteError
 
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None) -> None:
             console.print("interrupted; rerun the same command to resume")
             sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
         except click.ClickException as exc:
+            # click writes it itself, not through our consoles: the value it quotes (a path,
+            # an option's text) is made printable here.
+            exc.message = printable(exc.message)
             exc.show()
             sys.exit(exc.exit_code)
         except OSError as exc:

@@ -29,6 +29,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -43,13 +44,34 @@ if TYPE_CHECKING:
     from proactivebench.report.tables import Table as ReportTable
     from proactivebench.results import EpisodeResult, OEGResult
 
+
+class InertConsole(Console):
+    """A console through which no text from outside can act on the terminal: every string it
+    is given is made `printable` before its markup is read (`render_str`: what `print` and
+    table cells and titles go through, so a path or a name in an f-string is covered), and
+    every segment it writes is made printable again (`render`: text that came as a rich
+    `Text`, e.g. a transcript). Escapes are ASCII, so escaping twice changes nothing; rich's
+    own colours and cursor moves are control segments, written as they are."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(printable(text), **options)
+
+    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control:
+                yield segment
+            else:
+                shown = printable(segment.text)
+                yield segment if shown == segment.text else Segment(shown, segment.style)
+
+
 # soft_wrap: a line is never broken by rich; a terminal wraps what is too long by itself, so
 # a path or a verdict stays one line for the eye, for copy-paste, and for scripts and tests.
 # emoji=False: ":x:" in a model name or an answer stays ":x:".
-console = Console(stderr=True, soft_wrap=True, emoji=False)
+console = InertConsole(stderr=True, soft_wrap=True, emoji=False)
 
 
-class ReaderMayStop(Console):
+class ReaderMayStop(InertConsole):
     """stdout's console: when the reader stops reading (`proactivebench report RUN | head`),
     the rest of the output goes nowhere and the command ends as it would have (rich's own
     reaction exits 1, as if the command had failed)."""
@@ -68,8 +90,8 @@ UNBOUNDED_WIDTH = 10_000
 
 
 def printable(text: str) -> str:
-    """Multi-line text (an answer, a transcript, a traceback) for the terminal: control
-    characters visible (`\x1b`), line breaks kept."""
+    """Multi-line text (an answer, a transcript, a traceback) for the terminal: control,
+    format and separator characters visible (`\x1b`, `\u202e`, `\u2028`), line breaks kept."""
     return visible(text, keep_lines=True)
 
 

@@ -146,8 +146,9 @@ def eval_command(
             judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
         )
         model = load_model(model_spec, seed=seed, **options)
-        # Baselines answer faster than a lookup; a real model or judge is worth caching.
-        real = model.needs_images or (judge is not None and judge.model.needs_images)
+        # Only answers that are a function of the request are cached (`Model.cacheable`):
+        # not the baselines' (faster than a lookup), replay's or a person's.
+        real = model.cacheable or (judge is not None and judge.model.cacheable)
         cache = open_cache(cache_path, no_cache, wanted=real)
         label = model.name if launch is None else f"{model.name} [rank {launch.rank} shard]"
         with (
@@ -355,7 +356,7 @@ def judge_command(
     judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
     if judge is None:
         raise click.UsageError("say which model judges: --judge SPEC")
-    cache = open_cache(cache_path, no_cache, wanted=judge.model.needs_images)
+    cache = open_cache(cache_path, no_cache, wanted=judge.model.cacheable)
     backend = judge.model  # its retries are shown, the cache has none
     if cache is not None:
         judge = judge.with_model(CachedModel(judge.model, cache))

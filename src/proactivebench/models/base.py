@@ -103,6 +103,22 @@ class Model(abc.ABC):
         """Who answers, for the response cache's keys: by default the model's name."""
         return self.name
 
+    @property
+    def cacheable(self) -> bool:
+        """Whether the response cache may answer for this model: only when its answer is a
+        function of what the cache keys (`cache_name`, the messages, the decoding and
+        `answer_inputs`). By default a model that reads images (a real model) is, and one
+        that reads none is taken to play from the observation, which is not in its key: not
+        cached. A backend says otherwise by setting `cacheable`."""
+        return self.needs_images
+
+    def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:
+        """What, besides the messages and the decoding, this backend's answer to `request`
+        depends on (the observation, a seed): part of the response cache's key, so that a
+        cached answer is the one the backend would give. Most backends read the messages
+        only: none."""
+        return {}
+
     def request_settings(self) -> dict[str, Any]:
         """Backend settings that change what the model is asked (recorded in run.json when
         there are any); most backends have none."""
@@ -160,6 +176,13 @@ class ModelWrapper(Model):
     @property
     def cache_name(self) -> str:
         return self.inner.cache_name
+
+    @property
+    def cacheable(self) -> bool:
+        return self.inner.cacheable
+
+    def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:
+        return self.inner.answer_inputs(request)
 
     def request_settings(self) -> dict[str, Any]:
         return self.inner.request_settings()

@@ -22,6 +22,9 @@ class Baseline(Model):
     sees_answer_key = True
     answers_requests = False
     max_batch = 1024
+    #: Not cached: the answer depends on the observation, its answer key and the seed, and
+    #: playing it costs less than a cache lookup.
+    cacheable = False
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

@@ -3,7 +3,11 @@
 Keys hash who answers (`Model.cache_name`: the name, and what else tells two models of one
 name apart: an `openai` model's endpoints, a `python:` function's code, an `hf:` checkpoint's
 weights), the messages (images by the SHA-256 of their file plus their transform, so an
-edited image file misses) and the decoding settings. Values are the completion text and usage.
+edited image file misses), the decoding settings, and whatever else the backend's answer
+depends on (`Model.answer_inputs`: a `python:` function's observation, a sampling `hf:`
+model's seed, an `openai:` body's extras and reasoning settings). A backend whose answer is
+not a function of these is not `cacheable` (the baselines, replay, a person): the cache never
+answers for it. Values are the completion text and usage.
 SQLite in WAL mode, so shards running side by side on one machine can share one cache file.
 Reruns, resumed runs and re-scorings become free.
 """
@@ -35,8 +39,15 @@ log = logging.getLogger(__name__)
 KEY_VERSION = 2
 
 
-def request_key(model_name: str, request: ChatRequest, images: ImageStore | None) -> str:
-    """A stable hash of everything that determines the model's answer."""
+def request_key(
+    model_name: str,
+    request: ChatRequest,
+    images: ImageStore | None,
+    inputs: dict[str, Any] | None = None,
+) -> str:
+    """A stable hash of everything that determines the model's answer: who answers, the
+    messages, the decoding, and `inputs`, what else the backend's answer depends on
+    (`Model.answer_inputs`)."""
 
     def canonical(view: View) -> dict[str, Any]:
         return {
@@ -53,6 +64,8 @@ def request_key(model_name: str, request: ChatRequest, images: ImageStore | None
         "messages": messages,
         "decoding": request.decoding.as_dict(),
     }
+    if inputs:  # absent for backends that read the messages only: their keys stay as they were
+        payload["inputs"] = inputs
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -276,9 +289,12 @@ class ResponseCache:
 class CachedModel(ModelWrapper):
     """Wraps a backend: cached requests are answered from the cache, the rest go through.
     Closing it closes the backend's connections, not the cache: that belongs to whoever opened
-    it."""
+    it. Only a `cacheable` backend may be wrapped: a cached answer must be the one the
+    backend would have given."""
 
     def __init__(self, inner: Model, cache: ResponseCache) -> None:
+        if not inner.cacheable:
+            raise ProactiveBenchError(f"{inner.name} is not cacheable: its answers are not kept")
         super().__init__(inner)
         self.cache = cache
         self.hits = 0
@@ -289,7 +305,10 @@ class CachedModel(ModelWrapper):
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         def keys_of() -> list[str]:
-            return [request_key(self.inner.cache_name, r, self.images) for r in requests]
+            name = self.inner.cache_name
+            return [
+                request_key(name, r, self.images, self.inner.answer_inputs(r)) for r in requests
+            ]
 
         # Keys hash the image files: a file not hashed yet is read in a worker thread, off the
         # event loop; hashes already known are a lookup, made inline (a thread costs more).

@@ -454,6 +454,16 @@ class HFModel(Model):
             name += "#" + json.dumps(self.weight_settings, sort_keys=True, separators=(",", ":"))
         return name
 
+    def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:
+        """The run's seed when the answer is sampled (`_generate_kwargs` seeds the sampler
+        with it unless the decoding names its own): answers of `--seed 1` are not those of
+        `--seed 2`. Greedy answers do not depend on it: no key of theirs changes."""
+        decoding = request.decoding
+        sampled = decoding.temperature is None or decoding.temperature > 0
+        if not sampled or "seed" in dict(decoding.extra):
+            return {}
+        return {"seed": self.seed}
+
     def request_settings(self) -> dict[str, Any]:
         """The dtype and quantization the model was loaded with, when not the checkpoint's
         own: another quantization is another model, which a run must not resume with."""

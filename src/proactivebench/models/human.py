@@ -160,6 +160,9 @@ class Human(Model):
 
     needs_images = False  # the page reads the view from the image store itself
     max_batch = 1
+    #: Never cached: a person's answer is theirs to give at each turn, not a function of the
+    #: request (the same picture twice may well get two answers).
+    cacheable = False
 
     def __init__(self, annotator: str, desk: Desk | None = None) -> None:
         self.annotator = check_annotator(annotator)

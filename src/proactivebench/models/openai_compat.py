@@ -538,6 +538,17 @@ class OpenAICompatible(Model):
             return self.name
         return f"{self.name}@{'|'.join(sorted(self.urls))}"
 
+    def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:
+        """What the body sends beyond the messages and the run's decoding: `extra_body` and a
+        reasoning model's budget and effort, so that `reasoning_effort=high` is not answered
+        with what `low` said. Neither set (most runs): nothing, and keys are as before."""
+        sent: dict[str, Any] = {}
+        if self.extra_body:
+            sent["extra_body"] = self.extra_body
+        if self.reasoning:
+            sent.update(self.request_settings())
+        return sent
+
     def request_settings(self) -> dict[str, Any]:
         """How a reasoning model's requests are shaped (recorded in run.json)."""
         if not self.reasoning:

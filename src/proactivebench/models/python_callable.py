@@ -20,7 +20,8 @@ callable that takes those two positional arguments will do (defaults, `*args`, a
 A sync function runs in a worker thread, one call at a time, so code that is not thread-safe
 (a local model) is safe; pass `parallel=True` to let sync calls overlap (I/O-bound code). An
 async function is awaited directly, as many at once as the run's concurrency. An exception it
-raises, or a return value that is not a string, is recorded as an error on that episode, with
+raises (`SystemExit` too: `sys.exit()` in the function never ends the run; only Ctrl-C
+does), or a return value that is not a string, is recorded as an error on that episode, with
 the place in the user's code; the first time each failure occurs its traceback (the user's
 frames only: it is their code to fix) is logged.
 
@@ -32,17 +33,21 @@ spent. Any other exception is a bug in the function, which the same call would r
 recorded at once. (Libraries with exceptions of their own, e.g. `requests` or `httpx`, are
 retried only if the function re-raises them as one of those two.)
 
-The response cache keys the function's answers on its code as well as its name: a hash of the
+The response cache keys the function's answers on the observation as well as the messages
+(both are what it is handed), and on its code as well as its name: a hash of the
 file that defines it and of the module the spec names — for a module in a package, of every
 `.py` file of the top-level package — so an edited function is asked again, not answered from
 the cache. Code elsewhere (another package it imports, a data file, a model it loads) is not
-in the key: use `--no-cache` while that changes.
+in the key, nor is state the function keeps between calls (a cached turn does not call it):
+use `--no-cache` while that changes, or for a function whose answers are not a function of
+its two arguments.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -117,8 +122,10 @@ def load_callable(value: str) -> tuple[Callable[..., Any], Any]:
         if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
             raise ModelSpecError(f"python model module {target!r} not found") from None
         raise ModelSpecError(f"importing {target!r} failed: {exc}") from None
-    except Exception as exc:  # the user's module raised while it was being imported
-        raise ModelSpecError(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from None
+    except STOPS_THE_RUN:
+        raise
+    except BaseException as exc:  # the user's module raised (or exited) while being imported
+        raise ModelSpecError(f"importing {target!r} failed: {_described(exc)}") from None
     obj: Any = module
     for attribute in function.split("."):
         obj = getattr(obj, attribute, None)
@@ -189,6 +196,20 @@ _STDLIB = os.path.dirname(os.__file__) + os.sep
 #: What a user's function raises when an API it calls did not answer: worth another call.
 RETRYABLE = (TimeoutError, ConnectionError)
 
+#: What user code may raise that stops the run as it would anywhere else: Ctrl-C, and the
+#: cancellation asyncio stops a task with. Anything else it raises, a `SystemExit` (`sys.exit`,
+#: `exit()`) or another `BaseException` included, is the function's failure: an episode error,
+#: or a refused spec at import, never the tool ending silently with exit 0.
+STOPS_THE_RUN = (KeyboardInterrupt, asyncio.CancelledError)
+
+
+def _described(exc: BaseException) -> str:
+    """`Type: message`; a `SystemExit` says it came from `sys.exit` (its message is only the
+    exit status)."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the code called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}: {exc}"
+
 
 def _ours(filename: str) -> bool:
     return filename == __file__ or filename.startswith(_STDLIB)
@@ -218,13 +239,22 @@ class PythonCallable(Model):
         """The name and the code: an edited function is another model to the cache."""
         return f"{self.name}#code={self.code_hash}"
 
+    def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:
+        """The observation, which the function is handed with the messages: two turns whose
+        messages are equal (a turn that shows the same picture again) may be answered apart
+        by a function that reads the turn, the sample or the options, so a cached answer is
+        one given to the same observation."""
+        if request.observation is None:  # a judge's request: the messages are all it gets
+            return {}
+        return {"observation": dataclasses.asdict(request.observation)}
+
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         return [await self._answer(request) for request in requests]
 
     async def _answer(self, request: ChatRequest) -> Completion:
         messages = self._messages(request)
         started = time.perf_counter()
-        raised: Exception | None = None
+        raised: BaseException | None = None
         try:
             if self.is_async:
                 text = await self.fn(messages, request.observation)
@@ -232,7 +262,9 @@ class PythonCallable(Model):
                 text, raised = await asyncio.to_thread(self._call_sync, messages, request)
             if raised is None and inspect.isawaitable(text):  # a sync wrapper's coroutine
                 text = await text
-        except Exception as exc:
+        except STOPS_THE_RUN:
+            raise
+        except BaseException as exc:  # SystemExit included: see STOPS_THE_RUN
             raised = exc
         if raised is not None:
             raise self._user_error(raised) from None
@@ -240,13 +272,13 @@ class PythonCallable(Model):
             raise TypeError(f"{self.name} returned {type(text).__name__}, expected str")
         return Completion(text=text, latency_s=time.perf_counter() - started)
 
-    def _user_error(self, exc: Exception) -> UserCodeError:
+    def _user_error(self, exc: BaseException) -> UserCodeError:
         """`exc` as raised by the user's code: where, and (the first time) the traceback."""
         tb = exc.__traceback__
         while tb is not None and _ours(tb.tb_frame.f_code.co_filename):
             tb = tb.tb_next  # our frames and asyncio's come first: not the user's to fix
         frames = traceback.extract_tb(tb) if tb is not None else []
-        message = f"{type(exc).__name__}: {exc}"
+        message = _described(exc)
         if frames:  # none when the exception lost its traceback on the way
             message += f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})"
         retryable = isinstance(exc, RETRYABLE)
@@ -265,7 +297,7 @@ class PythonCallable(Model):
 
     def _call_sync(
         self, messages: list[dict[str, Any]], request: ChatRequest
-    ) -> tuple[Any, Exception | None]:
+    ) -> tuple[Any, BaseException | None]:
         """What the function returned, or what it raised: handed back, not raised, because
         asyncio replaces a `TimeoutError` from a worker thread by a new one without its
         traceback, i.e. without the place in the user's code."""
@@ -274,7 +306,9 @@ class PythonCallable(Model):
                 return self.fn(messages, request.observation), None
             with self._lock:
                 return self.fn(messages, request.observation), None
-        except Exception as exc:
+        except STOPS_THE_RUN:
+            raise
+        except BaseException as exc:  # SystemExit included: see STOPS_THE_RUN
             return None, exc
 
     def _messages(self, request: ChatRequest) -> list[dict[str, Any]]:

@@ -66,6 +66,9 @@ class Replay(Model):
     needs_images = False
     answers_requests = False
     max_batch = 1024
+    #: Not cached: the answer is the script's for the observation's episode and turn, read
+    #: faster than a cache lookup.
+    cacheable = False
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

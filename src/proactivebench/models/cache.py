@@ -25,6 +25,7 @@ from typing import Any
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
+from proactivebench.paths import refuse_linked_database
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 
@@ -140,6 +141,7 @@ class ResponseCache:
         self._setup()
 
     def _connect(self) -> None:
+        refuse_linked_database(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout)
         stat = self.path.stat()
         self._file = (stat.st_dev, stat.st_ino)

@@ -46,3 +46,25 @@ def test_report_shows_fifo_images_as_missing_and_ends(tmp_path: Path) -> None:
     said = done.stdout + done.stderr
     assert f"{len(swapped)} episode image(s) could not be read; shown as missing" in said, said
     assert (run / "report" / "report.html").is_file()
+
+
+@pytest.mark.parametrize(("name", "command"), [("results.jsonl", "eval"), ("run.json", "report")])
+def test_a_fifo_in_place_of_a_run_file_is_named_not_waited_on(
+    tmp_path: Path, name: str, command: str
+) -> None:
+    data, run = tmp_path / "data", tmp_path / "run"
+    generate(data, per_scenario=1, seed=3)
+    evaluate(data, load_model("baseline:oracle"), run)
+    (run / name).unlink()
+    os.mkfifo(run / name)
+    args = {
+        "eval": ["eval", "--data", str(data), "--model", "baseline:oracle", "--out", str(run)],
+        "report": ["report", str(run), "--no-thumb-cache"],
+    }[command]
+    # The timeout only turns the hang this guards against into a failure; nothing is timed.
+    done = subprocess.run(
+        [sys.executable, "-m", "proactivebench", *args], capture_output=True, text=True, timeout=300
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in said, said
+    assert str(run / name) in said and "not a regular file" in said, said

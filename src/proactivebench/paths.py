@@ -99,6 +99,22 @@ def write_whole(path: str | os.PathLike[str], content: str | bytes) -> None:
         raise WriteError(path, exc) from None
 
 
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a run's or report's own file (`results.jsonl`, `run.json`, a note): opened
+    without blocking and checked on the open descriptor, so a FIFO or device in its place is
+    an `OSError` ("not a regular file") at once instead of a read that never ends."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or folder)", path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb") as f:
+        return f.read()
+
+
 def refuse_linked_database(path: str | os.PathLike[str]) -> None:
     """A SQLite file, and the journals SQLite opens beside it by name, must not be links:
     SQLite follows them, so writes would land outside the cache directory."""

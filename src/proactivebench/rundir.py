@@ -31,7 +31,7 @@ from proactivebench.errors import (
     WriteError,
 )
 from proactivebench.metrics import Summary, summarize
-from proactivebench.paths import open_to_write, refuse_link, write_whole
+from proactivebench.paths import open_to_write, read_file, refuse_link, write_whole
 from proactivebench.results import (
     EpisodeResult,
     OEGResult,
@@ -200,7 +200,7 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     names the file and line, since resuming over it could lose or repeat episodes.
     """
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -414,7 +414,7 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     """`run.json` of a run directory, or one clear error naming it."""
     path = run_dir / RUN_CONFIG
     try:
-        config = loads(path.read_text(encoding="utf-8"))
+        config = loads(read_file(path).decode("utf-8"))
     except FileNotFoundError:
         raise ProactiveBenchError(f"{run_dir} is not a run directory (no {RUN_CONFIG})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -586,7 +586,7 @@ class FinishedRun:
         """The note of `run_dir` if it holds for the run's files now (and for `stamp`, when
         given), else None (none written, damaged, or stale: a full rerun then decides)."""
         try:
-            note = loads((run_dir / FINISHED).read_text(encoding="utf-8"))
+            note = loads(read_file(run_dir / FINISHED).decode("utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             return None
         if not isinstance(note, dict) or not isinstance(note.get("outcome"), dict):

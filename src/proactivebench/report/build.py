@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
-from proactivebench.paths import open_to_write, thumbnail_cache_path
+from proactivebench.paths import open_to_write, read_file, thumbnail_cache_path
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
@@ -255,7 +255,7 @@ class _BuiltFrom:
         """The record of the report in `out` when it was built from `inputs` and its files
         are all as it wrote them; None otherwise (then it is written again)."""
         try:
-            note = loads((out / BUILT_FROM).read_text(encoding="utf-8"))
+            note = loads(read_file(out / BUILT_FROM).decode("utf-8"))
             if note["inputs"] != inputs or not note["files"]:
                 return None
             if any(file_stamp(out / name) != stamp for name, stamp in note["files"].items()):

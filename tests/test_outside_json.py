@@ -69,3 +69,19 @@ def test_report_names_a_run_json_nested_900_deep(tmp_path: Path, capsys) -> None
     code, said = run_cli(["report", str(run), "--no-thumb-cache"], capsys)
     assert code == 1 and "Traceback" not in said and "RecursionError" not in said, said
     assert f"{run / 'run.json'} is damaged" in said and "nested deeper" in said, said
+
+
+def test_every_reader_of_outside_json_takes_the_rule(tmp_path: Path) -> None:
+    """Values and files read elsewhere (a `--model-option`, `train compare`'s runs) are held to
+    the same nesting limit: a deep value is a string, a deep run.json is named."""
+    from proactivebench.cli.options import parse_model_options
+    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.train.compare import compare_runs
+
+    deep = "[" * 5000 + "]" * 5000
+    assert parse_model_options((f"extra={deep}", "n=8")) == {"extra": deep, "n": 8}
+    for name in ("base", "tuned"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text('{"model": ' + deep + "}")
+    with pytest.raises(ProactiveBenchError, match="nested deeper"):
+        compare_runs(tmp_path / "base", tmp_path / "tuned")

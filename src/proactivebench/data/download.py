@@ -38,6 +38,7 @@ from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
 from proactivebench.errors import DownloadError
 from proactivebench.paths import cache_root, open_to_write, refuse_link, write_whole
+from proactivebench.texts import loads
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -245,7 +246,7 @@ class _State:
 
     def read_marker(self, name: str) -> dict[str, Any] | None:
         try:
-            data = json.loads(self.marker(name).read_text(encoding="utf-8"))
+            data = loads(self.marker(name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from proactivebench.errors import ProactiveBenchError, TrainError, WriteError
 from proactivebench.paths import write_whole
 from proactivebench.protocol import mcqa_strings
+from proactivebench.texts import loads
 from proactivebench.train.checks import (
     ERROR_LOG,
     check_episode_option,
@@ -435,7 +436,7 @@ def last_checkpoint(out: Path, identity: dict[str, Any]) -> Path | None:
     if (out / RUN_FILE).exists():
         return None
     try:
-        recorded = json.loads((out / RESUME_FILE).read_text(encoding="utf-8"))
+        recorded = loads((out / RESUME_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if recorded != identity:
@@ -544,7 +545,7 @@ def read_run_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """`train_run.json` of a model directory, or None when it has none."""
     path = Path(model_dir) / RUN_FILE
     try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
+        loaded = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return loaded if isinstance(loaded, dict) else None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from proactivebench.data.layout import MANIFEST
 from proactivebench.models import load_model
-from proactivebench.paths import cache_root
+from proactivebench.paths import cache_root, write_whole
 from proactivebench.report import ReportOutcome, write_report
 from proactivebench.results import EpisodeResult
 from proactivebench.runner import RunOutcome, evaluate
@@ -71,8 +71,9 @@ def run_demo(
             on_start=(lambda total, done, n=name: on_start(n, total, done)) if on_start else None,
             on_result=(lambda r, n=name: on_result(n, r)) if on_result else None,
         )
-    (runs_dir / "demo.json").write_text(
-        json.dumps({n: o.summary.as_dict() for n, o in outcomes.items()}, indent=2) + "\n"
+    write_whole(
+        runs_dir / "demo.json",
+        json.dumps({n: o.summary.as_dict() for n, o in outcomes.items()}, indent=2) + "\n",
     )
     return outcomes
 

@@ -13,6 +13,7 @@ non-zero (docs: README, "When things go wrong").
     ├── RunAbort                 the whole run stops (server unreachable, breaker); a rerun resumes
     ├── RunMismatchError         the run directory holds a run of other data, model or settings
     ├── WriteError               a file cannot be written (full disk, quota, size limit, read-only)
+    │   └── LinkRefusedError     a link (or FIFO, device) where the project writes a file of its own
     └── TrainError               a training run cannot start (extra, config file, setting)
 
 A failed model call (`ModelError`, `UserCodeError`) is recorded on its episode, never scored
@@ -160,3 +161,19 @@ class WriteError(ProactiveBenchError):
         if exc.errno in DISK_ERRNOS and exc.errno != errno.EROFS:
             why += "; make room, then run the same command again (what was written is kept)"
         super().__init__(f"cannot write {path or 'a file'}: {why}")
+
+
+class LinkRefusedError(WriteError):
+    """A symbolic link, FIFO or device where a run, report or cache file is written: writing
+    through it would change a file outside the directory (or hang), so it is refused by name
+    (`paths.open_to_write`, `paths.refuse_link`)."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str = "a symbolic link") -> None:
+        super().__init__(
+            path,
+            OSError(
+                errno.ELOOP,
+                f"it is {what}, which proactivebench does not write through; remove it (the "
+                "file is written anew in its place)",
+            ),
+        )

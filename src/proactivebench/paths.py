@@ -1,12 +1,25 @@
-"""Where the tool keeps what it makes for the user: generated data, demo runs, response and
-thumbnail caches."""
+"""Where the tool keeps what it makes for the user (generated data, demo runs, response and
+thumbnail caches), and how every file of a run, report, cache or data directory is opened to
+be written: never through a link that leads outside it (`open_to_write`, `write_whole`,
+`refuse_link`)."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
+import stat
 from pathlib import Path
 
 from platformdirs import user_cache_dir
+
+from proactivebench.errors import LinkRefusedError, WriteError
+
+#: Added to every open for writing: a link in the file's place is an error (ELOOP) rather than
+#: followed, a FIFO does not block the open (O_NONBLOCK; it is then refused as not a file), and
+#: the descriptor is not inherited by the processes we start.
+SAFE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 def cache_root() -> Path:
@@ -22,3 +35,88 @@ def response_cache_path() -> Path:
 def thumbnail_cache_path() -> Path:
     """The default SQLite thumbnail cache of reports, beside the response cache."""
     return cache_root() / "thumbnails.sqlite"
+
+
+def refuse_link(path: str | os.PathLike[str]) -> None:
+    """Raise `LinkRefusedError` when `path` is a symbolic link: for files that a library opens
+    by name (SQLite, the lock file), where `open_to_write` cannot be used."""
+    if os.path.islink(path):
+        raise LinkRefusedError(path)
+
+
+def open_to_write(path: str | os.PathLike[str], flags: int, mode: int = 0o666) -> int:
+    """`os.open(path, flags)` for writing a file of our own: a symbolic link, FIFO or device in
+    its place raises `LinkRefusedError` naming it (never followed, never blocking); other
+    failures raise `OSError` as `os.open` does. `flags` says the rest (O_WRONLY or O_RDWR,
+    O_APPEND, O_CREAT, O_TRUNC, O_EXCL).
+
+    Why: a `results.jsonl` (or report, cache, marker) that is a link to a file elsewhere would
+    have that file truncated or appended to; O_NOFOLLOW makes the check and the open one step,
+    so a link swapped in between cannot slip through.
+    """
+    try:
+        fd = os.open(path, flags | SAFE_FLAGS, mode)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise LinkRefusedError(path) from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader
+            raise LinkRefusedError(path, "a FIFO") from None
+        raise
+    try:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a FIFO" if stat.S_ISFIFO(kind) else "not a regular file"
+            raise LinkRefusedError(path, what)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_whole(path: str | os.PathLike[str], content: str | bytes) -> None:
+    """Write `path` all at once: into a new temporary file beside it (O_EXCL: never an existing
+    file or link), fsynced, then renamed over `path` (a rename replaces a link at `path` rather
+    than writing through it). A crash or a full disk leaves the old file or the new one, never
+    half of one; a failure raises `WriteError` naming `path`, with the temporary file removed.
+    """
+    path = Path(path)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    temporary = path.with_name(f".{path.name}.partial-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        fd = open_to_write(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except OSError as exc:
+        raise WriteError(path, exc) from None
+    try:
+        with open(fd, "wb", closefd=True) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise WriteError(path, exc) from None
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a run's or report's own file (`results.jsonl`, `run.json`, a note): opened
+    without blocking and checked on the open descriptor, so a FIFO or device in its place is
+    an `OSError` ("not a regular file") at once instead of a read that never ends."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or folder)", path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb") as f:
+        return f.read()
+
+
+def refuse_linked_database(path: str | os.PathLike[str]) -> None:
+    """A SQLite file, and the journals SQLite opens beside it by name, must not be links:
+    SQLite follows them, so writes would land outside the cache directory."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        refuse_link(f"{os.fspath(path)}{suffix}")

@@ -24,8 +24,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError, RunMismatchError, WriteError
+from proactivebench.errors import (
+    LinkRefusedError,
+    ProactiveBenchError,
+    RunMismatchError,
+    WriteError,
+)
 from proactivebench.metrics import Summary, summarize
+from proactivebench.paths import open_to_write, read_file, refuse_link, write_whole
 from proactivebench.results import (
     EpisodeResult,
     OEGResult,
@@ -53,22 +59,12 @@ FINISHED = ".finished.json"
 
 
 def atomic_write(path: Path, content: str | bytes) -> None:
-    """Write `path` all at once: written to a temporary name beside it, then renamed over it,
-    so a crash or a full disk leaves the old file or the new one, never half of one.
+    """Write `path` all at once: written to a new temporary file beside it, then renamed over
+    it, so a crash or a full disk leaves the old file or the new one, never half of one, and a
+    link at `path` is replaced, never written through (`paths.write_whole`).
 
     A failure raises `WriteError` naming `path`, with the temporary file removed."""
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    temporary = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    try:
-        with temporary.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise WriteError(path, exc) from None
+    write_whole(path, content)
 
 
 @contextlib.contextmanager
@@ -90,17 +86,28 @@ def staged_folder(folder: Path) -> Iterator[Path]:
         except OSError as exc:
             raise WriteError(exc.filename, exc) from None
         try:
+            refuse_link(folder)
             if not folder.exists():
                 os.rename(stage, folder)
                 return
             for source in sorted(p for p in stage.rglob("*") if p.is_file()):
                 target = folder / source.relative_to(stage)
+                _refuse_linked_folders(folder, target.parent)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(source, target)
         except OSError as exc:
             raise WriteError(folder, exc) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _refuse_linked_folders(folder: Path, inner: Path) -> None:
+    """A folder between `folder` and `inner` (`report/tables`) that is a link would move the
+    new files outside `folder`: refused by name."""
+    for part in [inner, *inner.parents]:
+        if part == folder or folder not in part.parents:
+            break
+        refuse_link(part)
 
 
 # ----- results.jsonl --------------------------------------------------------------------------
@@ -126,9 +133,13 @@ class ResultsFile:
 
     def _repair_tail(self) -> None:
         """Drop a last line cut short by a crash, so appending cannot glue two records."""
-        if not self.path.exists():
+        try:
+            fd = open_to_write(self.path, os.O_RDWR)
+        except FileNotFoundError:
             return
-        with self.path.open("r+b") as f:
+        except OSError as exc:
+            raise WriteError(self.path, exc) from None
+        with open(fd, "r+b") as f:
             end = f.seek(0, os.SEEK_END)
             position = end
             while position > 0:  # scan back in blocks for the last newline
@@ -153,7 +164,7 @@ class ResultsFile:
             if self._before_first_write is not None:
                 self._before_first_write()
             try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                self._fd = open_to_write(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             except OSError as exc:
                 raise WriteError(self.path, exc) from None
         start = os.fstat(self._fd).st_size
@@ -189,7 +200,7 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     names the file and line, since resuming over it could lose or repeat episodes.
     """
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except FileNotFoundError:
         return []
     except OSError as exc:
@@ -278,6 +289,11 @@ class RunLock:
         from filelock import FileLock, Timeout
 
         pid_file = self.run_dir / ".lock.pid"
+        try:  # filelock opens the lock by name, with O_TRUNC: a link there is refused first
+            refuse_link(self.run_dir / ".lock")
+        except LinkRefusedError:
+            self._clean_up()
+            raise
         lock = FileLock(self.run_dir / ".lock", timeout=0)
         try:
             lock.acquire()
@@ -291,7 +307,13 @@ class RunLock:
             self._clean_up()
             raise WriteError(self.run_dir / ".lock", exc) from None
         try:
-            pid_file.write_text(f"{os.getpid()}\n")
+            fd = open_to_write(pid_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(f"{os.getpid()}\n")
+        except LinkRefusedError:
+            lock.release()
+            self._clean_up()
+            raise
         except OSError as exc:
             lock.release()
             self._clean_up()
@@ -392,7 +414,7 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     """`run.json` of a run directory, or one clear error naming it."""
     path = run_dir / RUN_CONFIG
     try:
-        config = loads(path.read_text(encoding="utf-8"))
+        config = loads(read_file(path).decode("utf-8"))
     except FileNotFoundError:
         raise ProactiveBenchError(f"{run_dir} is not a run directory (no {RUN_CONFIG})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -564,7 +586,7 @@ class FinishedRun:
         """The note of `run_dir` if it holds for the run's files now (and for `stamp`, when
         given), else None (none written, damaged, or stale: a full rerun then decides)."""
         try:
-            note = loads((run_dir / FINISHED).read_text(encoding="utf-8"))
+            note = loads(read_file(run_dir / FINISHED).decode("utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             return None
         if not isinstance(note, dict) or not isinstance(note.get("outcome"), dict):

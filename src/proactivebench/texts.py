@@ -23,6 +23,10 @@ from typing import Any
 
 #: Characters of one text (an answer, a judge output, an error) kept in `results.jsonl`.
 STORED_TEXT_LIMIT = 65536
+#: How deeply JSON from outside may nest (arrays and objects): far beyond any file or body of
+#: ours (a result line nests 4 deep), and far below where Python's recursive walkers (`json`'s
+#: encoder, the report's) exceed the interpreter's recursion limit, at about 1,000.
+MAX_JSON_DEPTH = 100
 #: What may turn into a surrogate when parsed: a `\ud800`-`\udfff` escape, or one as such.
 _SURROGATE_SOURCE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
 
@@ -53,17 +57,48 @@ def decode(data: bytes, charset: str | None = None) -> str:
 def loads(data: str | bytes) -> Any:
     """`json.loads`, every string in the result (keys too) `storable`.
 
-    Raises `json.JSONDecodeError` for what is not JSON, a nesting too deep to parse included
-    (which `json.loads` reports as RecursionError).
+    Raises `json.JSONDecodeError` for what is not JSON, and for JSON nested deeper than
+    `MAX_JSON_DEPTH` (which `json.loads` may parse, or report as RecursionError): accepted, it
+    would crash whatever later walks it recursively (the report's `json.dumps`, a `str`).
     """
     text = decode(data) if isinstance(data, bytes) else data
     try:
         value = json.loads(text)
     except RecursionError:
-        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+        raise json.JSONDecodeError(f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0) from None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+        raise json.JSONDecodeError(f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0)
     if _SURROGATE_SOURCE.search(text) is None:
         return value
     return storable_json(value)
+
+
+def loads_body(data: bytes, charset: str | None) -> Any:
+    """The JSON of a request body sent to us, with the `charset` it declares: as `loads`, and
+    a charset Python does not know is refused (`json.JSONDecodeError`) rather than guessed, so
+    that the server answers 400 to every malformed body."""
+    if charset:
+        try:
+            codecs.lookup(charset)
+        except LookupError:
+            raise json.JSONDecodeError(f"unknown charset {charset[:40]!r}", "", 0) from None
+    return loads(decode(data, charset))
+
+
+def _depth(value: Any) -> int:
+    """How deeply `value` nests lists and dicts, walked without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_JSON_DEPTH:  # deeper is deep enough to refuse
+            stack.extend((child, level + 1) for child in item)
+    return deepest
 
 
 def storable_json(value: Any) -> Any:

@@ -19,6 +19,7 @@ import click
 
 from proactivebench.models import SPEC_HELP, Decoding, load_model
 from proactivebench.settings import Kind, SettingField, Surface, offered
+from proactivebench.texts import loads
 
 if TYPE_CHECKING:
     from proactivebench.judge import Judge
@@ -130,7 +131,7 @@ def parse_model_options(pairs: tuple[str, ...]) -> dict[str, Any]:
                 f"expected KEY=VALUE, got {pair!r}", param_hint="--model-option"
             )
         try:
-            value = json.loads(raw)
+            value = loads(raw)
         except json.JSONDecodeError:
             value = raw
         options[key.strip().replace("-", "_")] = value

@@ -37,7 +37,8 @@ from urllib.parse import urlsplit
 from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
 from proactivebench.errors import DownloadError
-from proactivebench.paths import cache_root
+from proactivebench.paths import cache_root, open_to_write, refuse_link, write_whole
+from proactivebench.texts import loads
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -245,7 +246,7 @@ class _State:
 
     def read_marker(self, name: str) -> dict[str, Any] | None:
         try:
-            data = json.loads(self.marker(name).read_text(encoding="utf-8"))
+            data = loads(self.marker(name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -255,10 +256,7 @@ class _State:
         data["commit"] = commit
         if files is not None:
             data["files"] = files
-        target = self.marker(remote.name)
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, target)
+        write_whole(self.marker(remote.name), json.dumps(data))
 
     def is_done(self, remote: RemoteFile) -> bool:
         """Complete with this ETag and size, and its result still on disk.
@@ -290,6 +288,7 @@ def _locked(root: Path) -> Iterator[None]:
     """One download per data dir: two runs appending to one partial file would corrupt it."""
     from filelock import FileLock, Timeout
 
+    refuse_link(root / STATE_DIR / "lock")  # filelock opens it by name, with O_TRUNC
     lock = FileLock(str(root / STATE_DIR / "lock"), timeout=0)
     try:
         lock.acquire()
@@ -366,7 +365,7 @@ def _fetch(remote: RemoteFile, target: Path, on_progress: ProgressCallback | Non
 
     # With our own callback drawing progress, the library's bar is switched off.
     bar = None if on_progress is None else partial(tqdm, disable=True)
-    with target.open("ab") as raw:
+    with open(open_to_write(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as raw:
         report(have)
         try:
             http_get(
@@ -475,7 +474,8 @@ def extract_archive(
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, target.open("wb") as dst:
+                created = open_to_write(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                with zf.open(info) as src, open(created, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
                 written.append(relative.rstrip("/"))
                 done += info.file_size

@@ -28,12 +28,13 @@ import base64
 import hashlib
 import io
 import os
+import stat as kinds
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from proactivebench.data.layout import PathGuard
 from proactivebench.errors import DataError, ImageError
@@ -85,12 +86,42 @@ def _checked_stat(path: str | os.PathLike[str], name: str, max_bytes: int | None
         raise ImageError(f"image not found: {name}") from None
     except OSError as exc:
         raise ImageError(f"cannot read image {name}: {exc.strerror}") from None
+    _check_kind_and_size(stat, name, max_bytes)
+    return stat
+
+
+def _check_kind_and_size(stat: os.stat_result, name: str, max_bytes: int | None) -> None:
+    """`ImageError` for anything but a regular file (a FIFO would block its reader forever, a
+    device would never end) and for a file above `max_bytes`."""
+    if not kinds.S_ISREG(stat.st_mode):
+        raise ImageError(f"image {name} is not a file (a folder, FIFO or device): not read")
     if max_bytes is not None and stat.st_size > max_bytes:
         raise ImageError(
             f"image {name} is {stat.st_size / 1e6:,.1f} MB, above the cap of "
             f"{max_bytes / 1e6:,.0f} MB per image file (--max-image-mb raises it)"
         )
-    return stat
+
+
+def open_image_file(path: str | os.PathLike[str], name: str, max_bytes: int | None) -> BinaryIO:
+    """The image file at `path`, open for reading: the one way an image's bytes are read.
+
+    Opened without blocking (O_NONBLOCK), then checked on the open descriptor (`fstat`): a
+    FIFO, device or folder in an image's place, even one swapped in after an earlier check,
+    is an `ImageError` at once instead of a read that hangs; so is a file above `max_bytes`.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ImageError(f"image not found: {name}") from None
+    except OSError as exc:
+        raise ImageError(f"cannot read image {name}: {exc.strerror}") from None
+    try:
+        _check_kind_and_size(os.fstat(fd), name, max_bytes)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb")
 
 
 #: Image files whose header passed `check_header`, by version of the file: (path, size,
@@ -126,9 +157,8 @@ def opened_image(
     decodes too, becomes an `ImageError` naming `name`."""
     from PIL import Image
 
-    check_file_size(path, name, max_bytes)
     try:
-        with open(path, "rb") as file:
+        with open_image_file(path, name, max_bytes) as file:
             image = Image.open(file)
             limit = Image.MAX_IMAGE_PIXELS
             width, height = image.size
@@ -267,12 +297,9 @@ class ImageStore:
         if cached is not None:
             return cached
         path = self.path(view)
-        check_file_size(path, view.image, self.max_file_bytes)
         try:
-            with open(path, "rb") as file:
+            with open_image_file(path, view.image, self.max_file_bytes) as file:
                 payload = file.read()
-        except FileNotFoundError:
-            raise ImageError(f"image not found: {view.image}") from None
         except OSError as exc:
             raise ImageError(f"cannot read image {view.image}: {exc.strerror}") from None
         with self._lock:

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
-from proactivebench.data.images import apply_view, opened_image, view_size
+from proactivebench.data.images import apply_view, open_image_file, opened_image, view_size
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.scenarios import View
 
@@ -231,8 +231,8 @@ def make_thumbnail(
     try:
         with opened_image(path, name, max_bytes=max_file_bytes) as opened:
             if hashed:
-                stat = os.stat(path)
-                with open(path, "rb") as file:
+                with open_image_file(path, name, max_file_bytes) as file:
+                    stat = os.fstat(file.fileno())
                     digest = content_hash(file.read())
                 identity = (path, stat.st_size, stat.st_mtime_ns)
             image = _shrunk(opened, View(name, crop, resize), edge)

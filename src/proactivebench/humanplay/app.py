@@ -33,6 +33,7 @@ from proactivebench.data.images import ImageStore, is_transformed, pass_through_
 from proactivebench.errors import ImageError
 from proactivebench.models.human import Desk, Turn
 from proactivebench.scenarios.answers import option_letter
+from proactivebench.texts import loads_body
 
 log = logging.getLogger(__name__)
 
@@ -199,10 +200,12 @@ def make_app(state: PlayState, *, history: bool = False) -> web.Application:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
+    """The request's JSON object, read by the project's one rule (`texts.loads_body`): a body
+    that is not JSON, nests too deeply or declares an unknown charset is a 400, never a 500."""
     try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise web.HTTPBadRequest(text="expected a JSON object") from None
+        body = loads_body(await request.read(), request.charset)
+    except json.JSONDecodeError as exc:
+        raise web.HTTPBadRequest(text=f"expected a JSON object ({exc.msg})") from None
     if not isinstance(body, dict):
         raise web.HTTPBadRequest(text="expected a JSON object")
     return body

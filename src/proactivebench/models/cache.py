@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import LinkRefusedError, ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
+from proactivebench.paths import refuse_linked_database
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 
@@ -153,6 +154,7 @@ class ResponseCache:
         self._setup()
 
     def _connect(self) -> None:
+        refuse_linked_database(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout)
         stat = self.path.stat()
         self._file = (stat.st_dev, stat.st_ino)
@@ -210,7 +212,7 @@ class ResponseCache:
             try:
                 self._set_aside(str(exc))
                 self._open(check=False)
-            except (OSError, sqlite3.Error) as again:
+            except (OSError, sqlite3.Error, LinkRefusedError) as again:
                 self._db = None  # no cache for the rest of this run
                 log.warning(
                     "the response cache %s cannot be reopened (%s): the run goes on without it",

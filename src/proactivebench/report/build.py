@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
-from proactivebench.paths import thumbnail_cache_path
+from proactivebench.paths import open_to_write, read_file, thumbnail_cache_path
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
@@ -134,7 +135,8 @@ class _Files:
         data = content if isinstance(content, bytes) else content.encode("utf-8")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            with open(open_to_write(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
+                f.write(data)
         except OSError as exc:
             raise WriteError(self.out / name, exc) from None
         self.outcome.files.append(self.out / name)
@@ -253,7 +255,7 @@ class _BuiltFrom:
         """The record of the report in `out` when it was built from `inputs` and its files
         are all as it wrote them; None otherwise (then it is written again)."""
         try:
-            note = loads((out / BUILT_FROM).read_text(encoding="utf-8"))
+            note = loads(read_file(out / BUILT_FROM).decode("utf-8"))
             if note["inputs"] != inputs or not note["files"]:
                 return None
             if any(file_stamp(out / name) != stamp for name, stamp in note["files"].items()):

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from proactivebench.data.thumbnails import FileIdentity
+from proactivebench.errors import LinkRefusedError
+from proactivebench.paths import refuse_linked_database
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,7 @@ class ThumbCache:
         self.problem: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            refuse_linked_database(self.path)
             self._db = sqlite3.connect(self.path, timeout=busy_timeout)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -64,7 +67,7 @@ class ThumbCache:
                 self._db.execute(
                     "CREATE TABLE IF NOT EXISTS thumbs (key TEXT PRIMARY KEY, data BLOB NOT NULL)"
                 )
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, LinkRefusedError) as exc:
             self._fault(exc)
 
     @property

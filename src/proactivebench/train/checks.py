@@ -10,7 +10,6 @@ tell that it is an image-text-to-text model whose language model LoRA can target
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import re
@@ -23,6 +22,7 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, TrainError
 from proactivebench.settings import EvalSettings, SettingField, check_setting, offered
+from proactivebench.texts import loads
 
 # ----- GRPOConfig and LoraConfig values ---------------------------------------------------------
 
@@ -255,7 +255,7 @@ def check_value(name: str, value: Any, annotation: Any) -> str | None:
         return f"expected {wanted}, not {value!r}"
     if isinstance(value, str) and any((typing.get_origin(k) or k) is dict for k in kinds):
         try:
-            parsed = json.loads(value)
+            parsed = loads(value)
         except ValueError:
             parsed = None
         if not isinstance(parsed, dict):

@@ -18,6 +18,7 @@ from typing import Any
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import ScenarioScore, summarize
 from proactivebench.rundir import RUN_CONFIG, latest_results, read_results
+from proactivebench.texts import loads
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
 
@@ -100,7 +101,7 @@ class EvalRun:
 def _read_run(run_dir: Path) -> EvalRun:
     path = run_dir / RUN_CONFIG
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ProactiveBenchError(
             f"{run_dir} is not an eval run directory (no {RUN_CONFIG})"

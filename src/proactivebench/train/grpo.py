@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.errors import ProactiveBenchError, TrainError
+from proactivebench.errors import ProactiveBenchError, TrainError, WriteError
+from proactivebench.paths import write_whole
 from proactivebench.protocol import mcqa_strings
+from proactivebench.texts import loads
 from proactivebench.train.checks import (
     ERROR_LOG,
     check_episode_option,
@@ -390,7 +392,7 @@ def save_outputs(
         "steps": trainer.state.global_step,
         "processes": processes,
     }
-    (out / RUN_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_whole(out / RUN_FILE, json.dumps(record, indent=2) + "\n")
 
 
 def _jsonable(value: Any) -> Any:
@@ -434,7 +436,7 @@ def last_checkpoint(out: Path, identity: dict[str, Any]) -> Path | None:
     if (out / RUN_FILE).exists():
         return None
     try:
-        recorded = json.loads((out / RESUME_FILE).read_text(encoding="utf-8"))
+        recorded = loads((out / RESUME_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if recorded != identity:
@@ -492,7 +494,7 @@ def train_grpo(
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
             trainer = build_trainer(settings, dataset, callbacks)
             if main:
-                (out / RESUME_FILE).write_text(json.dumps(identity, indent=2) + "\n", "utf-8")
+                write_whole(out / RESUME_FILE, json.dumps(identity, indent=2) + "\n")
             trainer.train(resume_from_checkpoint=True if resume else None)
         if main:
             save_outputs(trainer, settings, counts, stale, state.num_processes)
@@ -526,11 +528,11 @@ def training_failed(exc: Exception, out: Path, step: int) -> TrainError:
     text = "".join(traceback.format_exception(exc)).rstrip() + "\n"
     where = out / ERROR_LOG
     try:
-        where.write_text(text, encoding="utf-8")
+        write_whole(where, text)
         kept = f"the full traceback is in {where}"
-    except OSError as error:
+    except WriteError as error:
         log.debug("the training traceback:\n%s", text)
-        kept = f"its traceback could not be written to {where}: {error.strerror or error}"
+        kept = f"its traceback could not be written: {error}"
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return TrainError(
         f"training failed at step {step}: {type(exc).__name__}"
@@ -543,7 +545,7 @@ def read_run_file(model_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """`train_run.json` of a model directory, or None when it has none."""
     path = Path(model_dir) / RUN_FILE
     try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
+        loaded = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return loaded if isinstance(loaded, dict) else None

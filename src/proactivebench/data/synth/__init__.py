@@ -14,8 +14,8 @@ filter does not apply. Every sample is drawn from its own RNG stream, derived fr
 
 from __future__ import annotations
 
+import io
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from PIL import Image
 
 from proactivebench.data.synth import cit, coco, inc, mvpn, qd, rod, vsod
 from proactivebench.data.synth.common import Sample
+from proactivebench.paths import write_whole
 from proactivebench.protocol import SCENARIOS, scenario_strings
 
 GENERATOR = "proactivebench-synth"
@@ -83,14 +84,15 @@ def make_sample(short: str, index: int, *, seed: int = 0, split: str = "test") -
 def save_png(image: Image.Image, path: Path) -> None:
     """PNG without metadata, so that equal pixels give equal bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    image.save(path, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    write_whole(path, buffer.getvalue())
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write through a temporary file, so a reader never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write through a temporary file, so a reader never sees half a file (and a link at
+    `path` is replaced, not written through)."""
+    write_whole(path, text)
 
 
 def generate(

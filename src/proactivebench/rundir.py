@@ -33,7 +33,7 @@ from proactivebench.results import (
     result_key,
     result_order,
 )
-from proactivebench.texts import loads
+from proactivebench.texts import dumps, loads, shown_json
 
 log = logging.getLogger(__name__)
 
@@ -374,7 +374,7 @@ def write_run_config(
 ) -> None:
     """Write `run.json`: the identity, then what is recorded about each invocation."""
     config = {**identity, PROVENANCE: provenance} if provenance else identity
-    atomic_write(out_dir / RUN_CONFIG, json.dumps(config, indent=2) + "\n")
+    atomic_write(out_dir / RUN_CONFIG, dumps(config, indent=2) + "\n")
 
 
 def without_provenance(config: dict[str, Any]) -> dict[str, Any]:
@@ -414,7 +414,7 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
         return lines
     if old == new:
         return []
-    return [f"{prefix}: {json.dumps(old)} → {json.dumps(new)}"]
+    return [f"{prefix}: {shown_json(old)} → {shown_json(new)}"]
 
 
 def shard_gaps(shards: list[tuple[Path, dict[str, Any] | None]]) -> list[str]:
@@ -513,11 +513,11 @@ def write_results(path: Path, lines: Iterable[dict[str, Any]]) -> None:
 
 def jsonl(lines: Iterable[dict[str, Any]]) -> str:
     """Result lines as `results.jsonl` holds them: one JSON object per line, UTF-8 as is."""
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines)
+    return "".join(dumps(r, ensure_ascii=False) + "\n" for r in lines)
 
 
 def write_summary(out_dir: Path, summary: Summary) -> None:
-    atomic_write(out_dir / SUMMARY, json.dumps(summary.as_dict(), indent=2) + "\n")
+    atomic_write(out_dir / SUMMARY, dumps(summary.as_dict(), indent=2) + "\n")
 
 
 # ----- a complete run, known without reading it ------------------------------------------------
@@ -557,7 +557,7 @@ class FinishedRun:
     @staticmethod
     def normal(stamp: dict[str, Any]) -> dict[str, Any]:
         """`stamp` as it reads back from JSON (tuples become lists), for comparing."""
-        return loads(json.dumps(stamp))
+        return loads(dumps(stamp))
 
     @classmethod
     def read(cls, run_dir: Path, stamp: dict[str, Any] | None = None) -> FinishedRun | None:
@@ -588,4 +588,4 @@ class FinishedRun:
     def write(self, run_dir: Path) -> None:
         """Record the run as complete, as its files are now (after summary.json is written)."""
         note = {"stamp": self.stamp, "files": _run_files(run_dir), "outcome": self.outcome}
-        atomic_write(run_dir / FINISHED, json.dumps(note, ensure_ascii=False) + "\n")
+        atomic_write(run_dir / FINISHED, dumps(note, ensure_ascii=False) + "\n")

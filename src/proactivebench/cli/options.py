@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from proactivebench.errors import ModelSpecError
 from proactivebench.models import SPEC_HELP, Decoding, load_model
+from proactivebench.models.base import decoding_field
+from proactivebench.models.options import refusal
 from proactivebench.settings import Kind, SettingField, Surface, offered
 
 if TYPE_CHECKING:
@@ -84,6 +87,26 @@ def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
     )
 
 
+class DecodingNumber(click.ParamType):
+    """A number for one of `Decoding`'s settings, in the range its declaration gives
+    (`--temperature nan` or `-1`, `--top-p 5` are refused here, naming the option)."""
+
+    name = "float"
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        problem = refusal(decoding_field(self.field), number)
+        if problem:
+            self.fail(f"must be {problem}, got {value}", param, ctx)
+        return number
+
+
 #: `--max-tokens`, `--temperature`, `--top-p`: the tested model's decoding, over the mode's
 #: defaults (`decoding_of`).
 decoding_options = option_group(
@@ -95,13 +118,13 @@ decoding_options = option_group(
     ),
     click.option(
         "--temperature",
-        type=float,
+        type=DecodingNumber("temperature"),
         default=None,
         help="Default: 0, greedy (MCQA); none sent, the server's (OEG).",
     ),
     click.option(
         "--top-p",
-        type=float,
+        type=DecodingNumber("top_p"),
         default=None,
         help="Nucleus sampling: draw each token from the most likely ones that together "
         "have probability P (with a temperature above 0) [default: none sent, the "
@@ -179,7 +202,7 @@ judge_options = option_group(
     ),
     click.option(
         "--judge-temperature",
-        type=float,
+        type=DecodingNumber("temperature"),
         default=None,
         help="OEG: the judge's temperature [default: none sent, the server's].",
     ),
@@ -227,7 +250,10 @@ def make_judge(
     if spec is None:
         return None
     decoding = with_overrides(oeg_decoding(), max_tokens=max_tokens, temperature=temperature)
-    model = load_model(spec, seed=seed, **parse_model_options(options))
+    try:
+        model = load_model(spec, seed=seed, **parse_model_options(options))
+    except ModelSpecError as exc:  # say it is the judge's (--judge, --judge-option)
+        raise ModelSpecError(f"judge {spec}: {exc}") from None
     return Judge(model, votes=votes, decoding=decoding)
 
 

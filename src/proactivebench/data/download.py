@@ -38,6 +38,7 @@ from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
 from proactivebench.errors import DownloadError
 from proactivebench.paths import cache_root
+from proactivebench.texts import dumps
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -257,7 +258,7 @@ class _State:
             data["files"] = files
         target = self.marker(remote.name)
         tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
+        tmp.write_text(dumps(data), encoding="utf-8")
         os.replace(tmp, target)
 
     def is_done(self, remote: RemoteFile) -> bool:

@@ -27,6 +27,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
+from proactivebench.texts import dumps
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def request_key(model_name: str, request: ChatRequest, images: ImageStore | None
         "messages": messages,
         "decoding": request.decoding.as_dict(),
     }
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    blob = dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -238,7 +239,7 @@ class ResponseCache:
         return Completion(text=row[0], usage=usage, cached=True)
 
     def put(self, key: str, completion: Completion) -> None:
-        usage = json.dumps(completion.usage) if completion.usage else None
+        usage = dumps(completion.usage) if completion.usage else None
         now = time.time()
         with self._lock:
             if self._db is None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from proactivebench.errors import ProactiveBenchError, TrainError
 from proactivebench.protocol import mcqa_strings
+from proactivebench.texts import dumps
 from proactivebench.train.checks import (
     ERROR_LOG,
     check_episode_option,
@@ -390,12 +391,12 @@ def save_outputs(
         "steps": trainer.state.global_step,
         "processes": processes,
     }
-    (out / RUN_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (out / RUN_FILE).write_text(dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
 def _jsonable(value: Any) -> Any:
     try:
-        json.dumps(value)
+        dumps(value)
     except TypeError:
         return repr(value)
     return value
@@ -464,7 +465,7 @@ def train_grpo(
     state = process_state()
     main = state.is_main_process
     out = settings.out_dir
-    identity = json.loads(json.dumps(settings_identity(settings)))
+    identity = json.loads(dumps(settings_identity(settings)))
     resume = not settings.overwrite and last_checkpoint(out, identity) is not None
     if not resume and not settings.overwrite and (out / RESUME_FILE).is_file():
         raise TrainError(
@@ -492,7 +493,7 @@ def train_grpo(
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
             trainer = build_trainer(settings, dataset, callbacks)
             if main:
-                (out / RESUME_FILE).write_text(json.dumps(identity, indent=2) + "\n", "utf-8")
+                (out / RESUME_FILE).write_text(dumps(identity, indent=2) + "\n", "utf-8")
             trainer.train(resume_from_checkpoint=True if resume else None)
         if main:
             save_outputs(trainer, settings, counts, stale, state.num_processes)

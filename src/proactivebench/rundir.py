@@ -245,7 +245,9 @@ class RunLock:
     that holds it (two runs appending to one results file would both play everything).
 
     An advisory lock (`filelock`) on `RUN_DIR/.lock`, released when the process ends, however it
-    ends; the holder's PID is written beside it, for the message. Reentrant within a process:
+    ends; the holder's PID is written beside it, for the message. Both files are removed when
+    the holder releases the directory (a process killed outright leaves them: they hold
+    nothing, and the next writer takes them). Reentrant within a process:
     a writer that holds the directory may call another (`eval` writes its report).
     """
 
@@ -308,6 +310,12 @@ class RunLock:
         self._key = None
         if depth > 1:
             return
+        # Removed while still held, so only by the holder: another process that opened the old
+        # `.lock` cannot take it (filelock refuses an inode already unlinked), and the next
+        # writer makes a new one. A finished directory keeps no lock files.
+        for name in (".lock.pid", ".lock"):
+            with contextlib.suppress(OSError):
+                (self.run_dir / name).unlink(missing_ok=True)
         lock.release()
         self._clean_up()
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from proactivebench.errors import ModelSpecError
-from proactivebench.models import SPEC_HELP, Decoding, load_model
+from proactivebench.models import JUDGE_SPEC_HELP, Decoding, load_model
 from proactivebench.models.base import decoding_field
 from proactivebench.models.options import refusal
 from proactivebench.settings import Kind, SettingField, Surface, offered
@@ -63,15 +63,16 @@ def setting_options(
     """
     unset_is_none = surface == "train"
     fields = offered(settings, surface, kinds)
-    return option_group(*(_setting_option(spec, unset_is_none) for spec in fields))
+    return option_group(*(_setting_option(spec, surface, unset_is_none) for spec in fields))
 
 
-def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
+def _setting_option(spec: SettingField, surface: Surface, unset_is_none: bool) -> Decorator:
     info = spec.info
+    text = info.help_on(surface)
     base = spec.base_type
     if base is bool:
         default = None if unset_is_none else spec.default
-        return click.option(spec.flag, is_flag=True, default=default, help=info.help)
+        return click.option(spec.flag, is_flag=True, default=default, help=text)
     kind: Any = None
     if base is int:
         kind = int if info.lowest is None else click.IntRange(min=info.lowest)
@@ -83,7 +84,7 @@ def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
         default=None if unset_is_none else spec.default,
         show_default=spec.default is not None and not unset_is_none,
         metavar=info.metavar,
-        help=info.help,
+        help=text,
     )
 
 
@@ -178,7 +179,7 @@ judge_options = option_group(
         "--judge",
         "judge_spec",
         default=None,
-        help=f"OEG: the judge model, any spec ({SPEC_HELP}).",
+        help=f"OEG: the judge model, a spec of a model that answers requests ({JUDGE_SPEC_HELP}).",
     ),
     click.option(
         "--judge-votes",

@@ -15,6 +15,10 @@ SPEC_HELP = (
     "baseline:oracle|proactive|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], "
     "hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
 )
+#: The specs a judge may be: baselines and replay read episode turns, not a judge's requests.
+JUDGE_SPEC_HELP = (
+    "openai:MODEL[@BASE_URL], hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
+)
 
 
 def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
@@ -96,4 +100,13 @@ def _checked(
     )
 
 
-__all__ = ["ChatRequest", "Completion", "Decoding", "Model", "Resilient", "load_model"]
+__all__ = [
+    "JUDGE_SPEC_HELP",
+    "SPEC_HELP",
+    "ChatRequest",
+    "Completion",
+    "Decoding",
+    "Model",
+    "Resilient",
+    "load_model",
+]

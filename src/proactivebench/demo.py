@@ -10,7 +10,6 @@ researcher reads of a real run.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from proactivebench.paths import cache_root, write_whole
 from proactivebench.report import ReportOutcome, write_report
 from proactivebench.results import EpisodeResult
 from proactivebench.runner import RunOutcome, evaluate
+from proactivebench.texts import dumps
 
 DEMO_BASELINES = ("oracle", "proactive", "reactive", "random", "abstain")
 
@@ -73,7 +73,7 @@ def run_demo(
         )
     write_whole(
         runs_dir / "demo.json",
-        json.dumps({n: o.summary.as_dict() for n, o in outcomes.items()}, indent=2) + "\n",
+        dumps({n: o.summary.as_dict() for n, o in outcomes.items()}, indent=2) + "\n",
     )
     return outcomes
 

@@ -205,8 +205,9 @@ def rejudge(
     appended to `JUDGED_SO_FAR` as it ends, so that a rerun after Ctrl-C or a crash asks
     only about the others; at the end the results file it replaces is kept as
     `PREVIOUS_RESULTS` and the new one is written whole (temporary file, then rename).
-    `on_start(to_judge, lines, judged_before)` is called before the judge is asked
-    (`judged_before`: lines an interrupted `rejudge` of the same judge judged), and
+    `on_start(to_judge, lines, judged_before)` is called once the judge answered its
+    preflight, before it is asked (`judged_before`: lines an interrupted `rejudge` of the same
+    judge judged), and
     `on_result(line)` as each line is judged. Lines the judge could not judge are counted
     (`RejudgeOutcome.failures`); a judge that cannot be reached ends it at once
     (`RunAbort`), with the results file untouched.
@@ -223,13 +224,20 @@ def rejudge(
         identity = {**identity, "settings": settings}
         lines, before = _judged_before(lines, read_results(out / JUDGED_SO_FAR), settings)
         todo = [line for line in lines if needs_judging(line, settings)]
-        if on_start:
-            on_start(len(todo), len(lines), before)
+
+        def started() -> None:
+            if on_start:
+                on_start(len(todo), len(lines), before)
+
+        if not todo:
+            started()
         # Re-judging is recorded in run.json's provenance as an invocation of its own.
         entry: dict[str, Any] = {"command": "judge", "started": now(), **software()}
         entry["judge_endpoints"] = judge.model.endpoints
         entry["judge_decoding_sent"] = judge.model.sent_decoding(judge.decoding)
-        judged = _judge_lines(todo, judge, settings, out / JUDGED_SO_FAR, concurrency, on_result)
+        judged = _judge_lines(
+            todo, judge, settings, out / JUDGED_SO_FAR, concurrency, on_result, started
+        )
         results = [judged.get(result_key(line)) or _as_it_is(line, settings) for line in lines]
         ordered = sorted((r.to_json() for r in results), key=result_order)
         entry["ended"] = now()
@@ -277,9 +285,11 @@ def _judge_lines(
     so_far: Path,
     concurrency: int,
     on_result: Callable[[OEGResult], None] | None,
+    started: Callable[[], None] = lambda: None,
 ) -> dict[tuple[str, int], OEGResult]:
     """Judge `todo` with `concurrency` lines in flight, each line appended to `so_far` as it
-    ends (the scheduler's group commit); the results by line."""
+    ends (the scheduler's group commit); the results by line. `started` is called once the
+    judge answered its preflight (a judge that cannot be reached shows no progress first)."""
     judged: dict[tuple[str, int], OEGResult] = {}
     if not todo:
         return judged
@@ -299,6 +309,7 @@ def _judge_lines(
     async def judge_all() -> None:
         try:
             await judge.model.preflight()
+            started()
             scheduler = Scheduler(
                 judge.model, judge_one, journal, concurrency=concurrency, on_result=keep
             )

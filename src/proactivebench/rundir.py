@@ -39,7 +39,7 @@ from proactivebench.results import (
     result_key,
     result_order,
 )
-from proactivebench.texts import loads
+from proactivebench.texts import dumps, loads, shown_json
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +256,9 @@ class RunLock:
     that holds it (two runs appending to one results file would both play everything).
 
     An advisory lock (`filelock`) on `RUN_DIR/.lock`, released when the process ends, however it
-    ends; the holder's PID is written beside it, for the message. Reentrant within a process:
+    ends; the holder's PID is written beside it, for the message. Both files are removed when
+    the holder releases the directory (a process killed outright leaves them: they hold
+    nothing, and the next writer takes them). Reentrant within a process:
     a writer that holds the directory may call another (`eval` writes its report).
     """
 
@@ -330,6 +332,12 @@ class RunLock:
         self._key = None
         if depth > 1:
             return
+        # Removed while still held, so only by the holder: another process that opened the old
+        # `.lock` cannot take it (filelock refuses an inode already unlinked), and the next
+        # writer makes a new one. A finished directory keeps no lock files.
+        for name in (".lock.pid", ".lock"):
+            with contextlib.suppress(OSError):
+                (self.run_dir / name).unlink(missing_ok=True)
         lock.release()
         self._clean_up()
 
@@ -396,7 +404,7 @@ def write_run_config(
 ) -> None:
     """Write `run.json`: the identity, then what is recorded about each invocation."""
     config = {**identity, PROVENANCE: provenance} if provenance else identity
-    atomic_write(out_dir / RUN_CONFIG, json.dumps(config, indent=2) + "\n")
+    atomic_write(out_dir / RUN_CONFIG, dumps(config, indent=2) + "\n")
 
 
 def without_provenance(config: dict[str, Any]) -> dict[str, Any]:
@@ -436,7 +444,7 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
         return lines
     if old == new:
         return []
-    return [f"{prefix}: {json.dumps(old)} → {json.dumps(new)}"]
+    return [f"{prefix}: {shown_json(old)} → {shown_json(new)}"]
 
 
 def shard_gaps(shards: list[tuple[Path, dict[str, Any] | None]]) -> list[str]:
@@ -535,11 +543,11 @@ def write_results(path: Path, lines: Iterable[dict[str, Any]]) -> None:
 
 def jsonl(lines: Iterable[dict[str, Any]]) -> str:
     """Result lines as `results.jsonl` holds them: one JSON object per line, UTF-8 as is."""
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines)
+    return "".join(dumps(r, ensure_ascii=False) + "\n" for r in lines)
 
 
 def write_summary(out_dir: Path, summary: Summary) -> None:
-    atomic_write(out_dir / SUMMARY, json.dumps(summary.as_dict(), indent=2) + "\n")
+    atomic_write(out_dir / SUMMARY, dumps(summary.as_dict(), indent=2) + "\n")
 
 
 # ----- a complete run, known without reading it ------------------------------------------------
@@ -579,7 +587,7 @@ class FinishedRun:
     @staticmethod
     def normal(stamp: dict[str, Any]) -> dict[str, Any]:
         """`stamp` as it reads back from JSON (tuples become lists), for comparing."""
-        return loads(json.dumps(stamp))
+        return loads(dumps(stamp))
 
     @classmethod
     def read(cls, run_dir: Path, stamp: dict[str, Any] | None = None) -> FinishedRun | None:
@@ -610,4 +618,4 @@ class FinishedRun:
     def write(self, run_dir: Path) -> None:
         """Record the run as complete, as its files are now (after summary.json is written)."""
         note = {"stamp": self.stamp, "files": _run_files(run_dir), "outcome": self.outcome}
-        atomic_write(run_dir / FINISHED, json.dumps(note, ensure_ascii=False) + "\n")
+        atomic_write(run_dir / FINISHED, dumps(note, ensure_ascii=False) + "\n")

@@ -283,8 +283,9 @@ async def aevaluate(
                 on_start(finished.resumed, finished.resumed)
             return finished
         run = _prepare(data_dir, model, out_dir, settings, shard, cache, judge)
-        if on_start:
-            on_start(len(run.episodes), len(run.episodes) - len(run.todo))
+        started = (len(run.episodes), len(run.episodes) - len(run.todo))
+        if on_start and not run.todo:
+            on_start(*started)
         judging = Judging(run.judge, run.judge.model.generate) if run.judge else None
 
         async def play_one(episode: Episode, ask: Ask) -> Result:
@@ -302,6 +303,10 @@ async def aevaluate(
         session = _Session(run, settings)
         try:
             async with _connected(run.model, run.judge):
+                # Only now: a run that cannot start (server unreachable, no API key) shows
+                # no progress, as if it had begun, before its error.
+                if on_start:
+                    on_start(*started)
                 scheduler = Scheduler(
                     run.model,
                     play_one,

@@ -68,9 +68,16 @@ class Setting:
     #: Surfaces that cannot honour the setting, and so do not offer it (with the reason in the
     #: declaration's comment). Every other surface offers it.
     not_in: frozenset[Surface] = frozenset()
+    #: The help of surfaces where `help` would name what they do not offer (`play`'s seed
+    #: draws no demonstrations), as (surface, help) pairs.
+    surface_help: tuple[tuple[Surface, str], ...] = ()
 
     def offered_by(self, surface: Surface) -> bool:
         return surface not in self.not_in
+
+    def help_on(self, surface: Surface) -> str:
+        """The help `surface` shows: its own when the declaration gives one."""
+        return dict(self.surface_help).get(surface, self.help)
 
 
 def setting(default: Any = dataclasses.MISSING, *, factory: Any = None, **info: Any) -> Any:
@@ -303,6 +310,13 @@ class EvalSettings(CheckedSettings):
         help="Seed of every random draw of the run: the ICL demonstrations (--icl), the "
         "option shuffle (--option-order shuffled), the random actions (--random-actions), "
         "the random baselines' answers and a local model's sampling.",
+        surface_help=(
+            (
+                "play",
+                "Seed of every random draw of the run: the option shuffle (--option-order "
+                "shuffled) and the random actions (--random-actions).",
+            ),
+        ),
     )
     all_samples: bool = setting(
         False,

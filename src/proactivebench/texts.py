@@ -10,7 +10,8 @@ data files, a run's own files), made storable where it enters, by one rule.
   marker between them that says how long the text was.
 
 `loads` and `decode` apply the rule to JSON and bytes, so that every reader of outside data
-goes through them; `storable` is the rule itself.
+goes through them; `storable` is the rule itself. `dumps` is the one JSON writer: it refuses
+NaN and infinities, which JSON cannot hold.
 """
 
 from __future__ import annotations
@@ -99,6 +100,32 @@ def _depth(value: Any) -> int:
         if level <= MAX_JSON_DEPTH:  # deeper is deep enough to refuse
             stack.extend((child, level + 1) for child in item)
     return deepest
+
+
+class NotJSONError(ValueError):
+    """A value `dumps` refuses: a NaN or an infinity, which JSON has no way to write (Python
+    would write `NaN`, which no other JSON reader takes). Every input is checked where it
+    enters, so this means a value slipped past those checks: nothing is written."""
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """`json.dumps` that refuses non-finite numbers: the one way the package writes JSON
+    (run files, result lines, report data, request bodies, cache keys), so that nothing it
+    writes holds `NaN` or `Infinity` (tests/test_options.py checks no other writer exists)."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError as exc:
+        if "not JSON compliant" not in str(exc):
+            raise
+        raise NotJSONError(
+            "a NaN or infinite number cannot be written as JSON; nothing was written"
+        ) from None
+
+
+def shown_json(value: Any) -> str:
+    """`value` as JSON for a message (never a file): a value read from a hand-edited file may
+    hold a NaN, which a message shows as it was read."""
+    return json.dumps(value)
 
 
 def storable_json(value: Any) -> Any:

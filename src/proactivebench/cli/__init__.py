@@ -33,6 +33,7 @@ from proactivebench.cli.output import (
     printable,
 )
 from proactivebench.errors import DISK_ERRNOS, ProactiveBenchError, WriteError
+from proactivebench.texts import NotJSONError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -78,11 +79,11 @@ def main(argv: list[str] | None = None) -> None:
             if exc.errno not in DISK_ERRNOS:
                 raise
             _fail(WriteError(exc.filename, exc))  # a write no writer of ours expected
-        except ProactiveBenchError as exc:
+        except (ProactiveBenchError, NotJSONError) as exc:
             _fail(exc)
 
 
-def _fail(exc: ProactiveBenchError) -> NoReturn:
+def _fail(exc: ProactiveBenchError | NotJSONError) -> NoReturn:
     print_error(str(exc))
     sys.exit(EXIT_ERROR)
 

@@ -80,11 +80,13 @@ def data_validate(data_dir: Path, decode: bool) -> None:
     """Check every record and every image a data directory refers to."""
     from proactivebench.data.validate import validate_dataset
 
-    report_check(validate_dataset(data_dir, decode=decode), data_dir)
+    report_check(validate_dataset(data_dir, decode=decode), data_dir, decoded=decode)
 
 
-def report_check(check: DatasetCheck, data_dir: Path) -> None:
-    """Print a data set's problems and warnings; exit 1 when it has problems."""
+def report_check(check: DatasetCheck, data_dir: Path, decoded: bool = False) -> None:
+    """Print a data set's problems and warnings; exit 1 when it has problems. `decoded`: the
+    images were decoded in full (`--decode`), which the verdict says, since it checks more
+    than headers."""
     where = escape(str(data_dir))
     for problem in check.problems:
         out.print(escape(str(problem)), highlight=False)
@@ -94,7 +96,8 @@ def report_check(check: DatasetCheck, data_dir: Path) -> None:
         console.print(f"[red]{len(check.problems)} problem(s)[/red] in {where}")
         sys.exit(EXIT_ERROR)
     warned = f", {len(check.warnings)} warning(s)" if check.warnings else ""
-    valid = f"{check.records} records checked, every image present{warned}: {where} is valid"
+    images = "every image present and decoded in full" if decoded else "every image present"
+    valid = f"{check.records} records checked, {images}{warned}: {where} is valid"
     out.print(valid, highlight=False)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from proactivebench.cli.output import comparison_table, count_progress, out, printable
+from proactivebench.metrics import Summary
 from proactivebench.protocol import SCENARIOS
 
 
@@ -60,10 +61,27 @@ def demo_command(per_scenario: int, seed: int) -> None:
             title=f"Synthetic ProactiveBench, {per_scenario} per scenario",
         )
     )
+    note = oracle_note(outcomes["oracle"].summary) if "oracle" in outcomes else None
+    if note:
+        out.print(note, highlight=False)
     out.print(f"data:    {data_dir}")
     out.print(f"results: {runs_dir}/<baseline>/results.jsonl")
     out.print(f"report:  {report.html}")
     show_demo_episode(runs_dir / "proactive")
+
+
+def oracle_note(summary: Summary) -> str | None:
+    """Why the oracle's ps rate is 0.00 where it is: a reader of the table would take it for
+    a fault. The oracle plays the best move, and where the first turn already counts the
+    category as correct the best move is to answer at once, without asking."""
+    at_once = [name for name, score in summary.scenarios.items() if score.ps_rate == 0]
+    if not at_once:
+        return None
+    return (
+        f"oracle ps 0.00 on {', '.join(at_once)}: there the first turn already shows enough to "
+        "answer, so the best move asks nothing; a model's ps rate reads between oracle (the "
+        "fewest suggestions of a perfect model) and proactive (the most)."
+    )
 
 
 def show_demo_episode(run_dir: Path) -> None:

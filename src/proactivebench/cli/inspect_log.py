@@ -16,11 +16,10 @@ from rich.markup import escape
 from proactivebench.cli.output import (
     EXIT_EPISODE_ERRORS,
     console,
-    out,
     print_failures,
     printable,
-    summary_table,
 )
+from proactivebench.cli.run import tell_table
 
 if TYPE_CHECKING:
     from proactivebench.adapters.inspect_log import InspectImport
@@ -47,8 +46,7 @@ def import_inspect_command(log: Path, out_dir: Path) -> None:
     from proactivebench.adapters.inspect_log import import_inspect_log
 
     imported = import_inspect_log(log, out_dir)
-    out.print(summary_table(imported.summary))
-    out.print(f"results: {out_dir / 'results.jsonl'}")
+    tell_table(imported.summary, out_dir)
     report_gaps(imported, log)
 
 

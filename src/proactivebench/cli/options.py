@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from proactivebench.models import SPEC_HELP, Decoding, load_model
+from proactivebench.errors import ModelSpecError
+from proactivebench.models import JUDGE_SPEC_HELP, Decoding, load_model
+from proactivebench.models.base import decoding_field
+from proactivebench.models.options import refusal
 from proactivebench.settings import Kind, SettingField, Surface, offered
 from proactivebench.texts import loads
 
@@ -61,15 +64,16 @@ def setting_options(
     """
     unset_is_none = surface == "train"
     fields = offered(settings, surface, kinds)
-    return option_group(*(_setting_option(spec, unset_is_none) for spec in fields))
+    return option_group(*(_setting_option(spec, surface, unset_is_none) for spec in fields))
 
 
-def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
+def _setting_option(spec: SettingField, surface: Surface, unset_is_none: bool) -> Decorator:
     info = spec.info
+    text = info.help_on(surface)
     base = spec.base_type
     if base is bool:
         default = None if unset_is_none else spec.default
-        return click.option(spec.flag, is_flag=True, default=default, help=info.help)
+        return click.option(spec.flag, is_flag=True, default=default, help=text)
     kind: Any = None
     if base is int:
         kind = int if info.lowest is None else click.IntRange(min=info.lowest)
@@ -81,8 +85,28 @@ def _setting_option(spec: SettingField, unset_is_none: bool) -> Decorator:
         default=None if unset_is_none else spec.default,
         show_default=spec.default is not None and not unset_is_none,
         metavar=info.metavar,
-        help=info.help,
+        help=text,
     )
+
+
+class DecodingNumber(click.ParamType):
+    """A number for one of `Decoding`'s settings, in the range its declaration gives
+    (`--temperature nan` or `-1`, `--top-p 5` are refused here, naming the option)."""
+
+    name = "float"
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        problem = refusal(decoding_field(self.field), number)
+        if problem:
+            self.fail(f"must be {problem}, got {value}", param, ctx)
+        return number
 
 
 #: `--max-tokens`, `--temperature`, `--top-p`: the tested model's decoding, over the mode's
@@ -96,13 +120,13 @@ decoding_options = option_group(
     ),
     click.option(
         "--temperature",
-        type=float,
+        type=DecodingNumber("temperature"),
         default=None,
         help="Default: 0, greedy (MCQA); none sent, the server's (OEG).",
     ),
     click.option(
         "--top-p",
-        type=float,
+        type=DecodingNumber("top_p"),
         default=None,
         help="Nucleus sampling: draw each token from the most likely ones that together "
         "have probability P (with a temperature above 0) [default: none sent, the "
@@ -156,7 +180,7 @@ judge_options = option_group(
         "--judge",
         "judge_spec",
         default=None,
-        help=f"OEG: the judge model, any spec ({SPEC_HELP}).",
+        help=f"OEG: the judge model, a spec of a model that answers requests ({JUDGE_SPEC_HELP}).",
     ),
     click.option(
         "--judge-votes",
@@ -180,7 +204,7 @@ judge_options = option_group(
     ),
     click.option(
         "--judge-temperature",
-        type=float,
+        type=DecodingNumber("temperature"),
         default=None,
         help="OEG: the judge's temperature [default: none sent, the server's].",
     ),
@@ -228,7 +252,10 @@ def make_judge(
     if spec is None:
         return None
     decoding = with_overrides(oeg_decoding(), max_tokens=max_tokens, temperature=temperature)
-    model = load_model(spec, seed=seed, **parse_model_options(options))
+    try:
+        model = load_model(spec, seed=seed, **parse_model_options(options))
+    except ModelSpecError as exc:  # say it is the judge's (--judge, --judge-option)
+        raise ModelSpecError(f"judge {spec}: {exc}") from None
     return Judge(model, votes=votes, decoding=decoding)
 
 

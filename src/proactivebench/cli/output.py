@@ -333,21 +333,32 @@ def episode_progress(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with new_progress(*columns) as progress:
-        task = progress.add_task(one_line(label), total=None, speed="", errors=0, retries=0)
-        progress.update(task, speed=EpisodeRate(progress, task))
-        errors = 0
+    # Shown from `on_start` on, which the runner calls once the model answered its preflight:
+    # a run that cannot start says so without a bar before it.
+    progress = new_progress(*columns)
+    task = progress.add_task(one_line(label), total=None, speed="", errors=0, retries=0)
+    progress.update(task, speed=EpisodeRate(progress, task))
+    errors = 0
+    shown = False
 
-        def on_start(total: int, done: int) -> None:
-            progress.update(task, total=total, completed=done)
+    def on_start(total: int, done: int) -> None:
+        nonlocal shown
+        if not shown:
+            progress.start()
+            shown = True
+        progress.update(task, total=total, completed=done)
 
-        def on_result(result: EpisodeResult | OEGResult) -> None:
-            nonlocal errors
-            errors += result.error is not None
-            retries = stats().get("retries", 0)
-            progress.update(task, advance=1, errors=errors, retries=retries)
+    def on_result(result: EpisodeResult | OEGResult) -> None:
+        nonlocal errors
+        errors += result.error is not None
+        retries = stats().get("retries", 0)
+        progress.update(task, advance=1, errors=errors, retries=retries)
 
+    try:
         yield on_start, on_result
+    finally:
+        if shown:
+            progress.stop()
 
 
 #: Exit codes: every selected episode scored; bad input or nothing to play; a usage error

@@ -267,6 +267,16 @@ def tell_run(
     return EXIT_EPISODE_ERRORS if print_episode_errors(errors, scored) else EXIT_OK
 
 
+def tell_table(summary: Summary, run_dir: Path) -> None:
+    """The table as `eval` prints it (each rate with the ± of its 95 % interval), where the
+    results are and the warnings: what `merge` and `import-inspect` end with, as `eval
+    --no-report` does, so that the same run reads the same whichever command made it."""
+    intervals, warnings, _ = measure_and_report(run_dir, write=False)
+    out.print(summary_table(summary, intervals=intervals))
+    out.print(f"results: {run_dir / 'results.jsonl'}")
+    print_warnings(warnings)
+
+
 def measure_and_report(
     run_dir: Path, write: bool, thumb_cache: bool = True
 ) -> tuple[Intervals, list[str], ReportOutcome | None]:
@@ -433,6 +443,4 @@ def merge_command(run_dirs: tuple[Path, ...], out_dir: Path, partial: bool) -> N
     """Join the run directories of the shards of one run (every shard, once)."""
     from proactivebench.runner import merge_runs
 
-    summary = merge_runs(run_dirs, out_dir, partial=partial)
-    out.print(summary_table(summary))
-    out.print(f"results: {out_dir / 'results.jsonl'}")
+    tell_table(merge_runs(run_dirs, out_dir, partial=partial), out_dir)

@@ -19,7 +19,6 @@ import, and importing this module must not fix it.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -38,7 +37,7 @@ from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
 from proactivebench.errors import DownloadError
 from proactivebench.paths import cache_root, open_to_write, refuse_link, write_whole
-from proactivebench.texts import loads
+from proactivebench.texts import dumps, loads
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -256,7 +255,7 @@ class _State:
         data["commit"] = commit
         if files is not None:
             data["files"] = files
-        write_whole(self.marker(remote.name), json.dumps(data))
+        write_whole(self.marker(remote.name), dumps(data))
 
     def is_done(self, remote: RemoteFile) -> bool:
         """Complete with this ETag and size, and its result still on disk.

@@ -7,12 +7,17 @@ from typing import Any
 from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.baselines import BASELINES
+from proactivebench.models.options import check_options
 from proactivebench.models.replay import Replay
 from proactivebench.models.resilient import DEFAULT_MAX_CONSECUTIVE_FAILURES, Resilient
 
 SPEC_HELP = (
     "baseline:oracle|proactive|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], "
     "hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
+)
+#: The specs a judge may be: baselines and replay read episode turns, not a judge's requests.
+JUDGE_SPEC_HELP = (
+    "openai:MODEL[@BASE_URL], hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
 )
 
 
@@ -36,12 +41,12 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     if kind == "openai":
         from proactivebench.models.openai_compat import OpenAICompatible
 
-        own, wrapper = _checked(options, OpenAICompatible)
+        own, wrapper = _checked(options, OpenAICompatible, kind)
         return _resilient(OpenAICompatible.from_spec(rest, **own), kind, wrapper, seed)
     if kind == "hf":
         from proactivebench.models.hf import HFModel  # lazy: torch loads only when asked
 
-        own, wrapper = _checked(options, HFModel)
+        own, wrapper = _checked(options, HFModel, kind)
         return _resilient(HFModel(rest, seed=seed, **own), kind, wrapper, seed)
     if kind == "human":
         raise ModelSpecError(
@@ -51,7 +56,7 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     if kind == "python":
         from proactivebench.models.python_callable import PythonCallable
 
-        own, wrapper = _checked(options, PythonCallable)
+        own, wrapper = _checked(options, PythonCallable, kind)
         return _resilient(PythonCallable(rest, seed=seed, **own), kind, wrapper, seed)
     raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}; known: {SPEC_HELP}")
 
@@ -75,9 +80,12 @@ def _option_names(function: Any) -> list[str]:
     return [name for name in function.__kwdefaults__ or {} if name != "seed"]
 
 
-def _checked(options: dict[str, Any], backend: type) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The backend's options and the wrapper's, or one clear error naming those neither
-    takes."""
+def _checked(
+    options: dict[str, Any], backend: type, kind: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The backend's options and the wrapper's, each of the type and in the range its
+    signature declares (`models.options`), or one clear error naming the option: an unknown
+    one, or a value such as `timeout=NaN` that would fail every request."""
     own = _option_names(backend.__init__)
     wrapper = [name for name in _option_names(Resilient.__init__) if name not in own]
     unknown = sorted(set(options) - set(own) - set(wrapper))
@@ -87,9 +95,18 @@ def _checked(options: dict[str, Any], backend: type) -> tuple[dict[str, Any], di
             f"known: {', '.join([*own, *wrapper])}"
         )
     return (
-        {k: v for k, v in options.items() if k in own},
-        {k: v for k, v in options.items() if k not in own},
+        check_options(backend.__init__, {k: v for k, v in options.items() if k in own}, kind),
+        check_options(Resilient.__init__, {k: v for k, v in options.items() if k not in own}, kind),
     )
 
 
-__all__ = ["ChatRequest", "Completion", "Decoding", "Model", "Resilient", "load_model"]
+__all__ = [
+    "JUDGE_SPEC_HELP",
+    "SPEC_HELP",
+    "ChatRequest",
+    "Completion",
+    "Decoding",
+    "Model",
+    "Resilient",
+    "load_model",
+]

@@ -9,12 +9,15 @@ which is how an oracle can play the benchmark without an image ever being decode
 from __future__ import annotations
 
 import abc
+import functools
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Annotated, Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ModelError, ProactiveBenchError
+from proactivebench.errors import ModelError, ModelSpecError, ProactiveBenchError
+from proactivebench.models.options import Range, check_option, finite_json
 from proactivebench.protocol import mcqa_strings
 from proactivebench.scenarios import Observation
 from proactivebench.texts import storable
@@ -26,13 +29,26 @@ class Decoding:
 
     `temperature=None` sends none: the server's (or the model's own) default applies, as the
     reference does for open-ended generation.
+
+    The annotations declare each setting's type and range, checked whenever one is made
+    (the command line's `--temperature` and `--top-p` check theirs by the same declaration,
+    `decoding_field`): a NaN or a negative temperature would be sent to a server, which JSON
+    cannot carry, and written into `run.json`.
     """
 
-    max_tokens: int = field(default_factory=lambda: int(mcqa_strings()["max_new_tokens"]))
-    temperature: float | None = 0.0
-    top_p: float | None = None
+    max_tokens: Annotated[int, Range(lowest=1)] = field(
+        default_factory=lambda: int(mcqa_strings()["max_new_tokens"])
+    )
+    temperature: Annotated[float, Range(lowest=0)] | None = 0.0
+    top_p: Annotated[float, Range(above=0, highest=1)] | None = None
     #: Backend-specific extras (e.g. `{"seed": 1}`), passed through untouched.
     extra: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("max_tokens", "temperature", "top_p"):
+            check_option(name, decoding_field(name), getattr(self, name))
+        if not finite_json(dict(self.extra)):
+            raise ModelSpecError(f"decoding extras must be finite JSON, got {dict(self.extra)!r}")
 
     def as_dict(self) -> dict[str, Any]:
         settings: dict[str, Any] = {"max_tokens": self.max_tokens}
@@ -46,6 +62,12 @@ class Decoding:
     def with_extra(self, **extra: Any) -> Decoding:
         """The same settings with these extras added (or replaced)."""
         return replace(self, extra=tuple({**dict(self.extra), **extra}.items()))
+
+
+@functools.cache
+def decoding_field(name: str) -> Any:
+    """The declared type (with its range) of one of `Decoding`'s settings."""
+    return typing.get_type_hints(Decoding, include_extras=True)[name]
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrap
 from proactivebench.paths import refuse_linked_database
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
+from proactivebench.texts import dumps
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def request_key(
     }
     if inputs:  # absent for backends that read the messages only: their keys stay as they were
         payload["inputs"] = inputs
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    blob = dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -253,7 +254,7 @@ class ResponseCache:
         return Completion(text=row[0], usage=usage, cached=True)
 
     def put(self, key: str, completion: Completion) -> None:
-        usage = json.dumps(completion.usage) if completion.usage else None
+        usage = dumps(completion.usage) if completion.usage else None
         now = time.time()
         with self._lock:
             if self._db is None:

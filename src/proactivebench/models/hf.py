@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import os
 import re
 import time
@@ -58,8 +57,10 @@ from PIL import Image
 
 from proactivebench.errors import HFBackendError, ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.models.options import Annotated, Range
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
+from proactivebench.texts import dumps, shown_json
 
 EXTRA_HINT = "install the extra: pip install -e '.[hf]'"
 DTYPES = ("auto", "bfloat16", "float16", "float32")
@@ -181,7 +182,7 @@ def _device_map(torch: Any, device_map: Any, device: str) -> Any:
     if device != "auto":
         raise HFBackendError(
             f"give device or device_map, not both (device={device!r}, "
-            f"device_map={json.dumps(device_map)})"
+            f"device_map={shown_json(device_map)})"
         )
     if device_map in DEVICE_MAP_STRATEGIES:
         _refuse_spreading_beside_other_ranks(device_map)
@@ -194,7 +195,7 @@ def _device_map(torch: Any, device_map: Any, device: str) -> Any:
         and all(isinstance(k, str) and _is_device(torch, v) for k, v in device_map.items())
     ):
         return device_map
-    raise HFBackendError(f"bad device_map {json.dumps(device_map)}: {DEVICE_MAP_HELP}")
+    raise HFBackendError(f"bad device_map {shown_json(device_map)}: {DEVICE_MAP_HELP}")
 
 
 def _is_device(torch: Any, value: Any) -> bool:
@@ -222,7 +223,7 @@ def _quantization_config(config: Any) -> Any:
     if not isinstance(config, dict):
         raise HFBackendError(
             f"quantization_config must be a JSON object with quant_method, e.g. "
-            f"{QUANTIZATION_EXAMPLE}; got {json.dumps(config)}"
+            f"{QUANTIZATION_EXAMPLE}; got {shown_json(config)}"
         )
     method = config.get("quant_method")
     bnb = config.get("load_in_4bit") or config.get("load_in_8bit")
@@ -235,7 +236,7 @@ def _quantization_config(config: Any) -> Any:
         )
         hint = " (with load_in_4bit or load_in_8bit true)" if method == "bitsandbytes" else ""
         raise HFBackendError(
-            f"unknown quant_method {json.dumps(method)}{hint} in quantization_config; "
+            f"unknown quant_method {shown_json(method)}{hint} in quantization_config; "
             f"transformers knows: {', '.join(known)}"
         )
     try:
@@ -248,7 +249,7 @@ def _quantization_config(config: Any) -> Any:
     except (ValueError, TypeError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HFBackendError(
-            f"bad quantization_config {json.dumps(config)}: {first_line}"
+            f"bad quantization_config {shown_json(config)}: {first_line}"
         ) from None
 
 
@@ -359,7 +360,7 @@ class HFModel(Model):
         device_map: str | int | dict[str, Any] | None = None,
         quantization_config: dict[str, Any] | None = None,
         trust_remote_code: bool = False,
-        max_batch: int = 8,
+        max_batch: Annotated[int, Range(lowest=1)] = 8,
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise HFBackendError(f"max_batch must be a positive integer, not {max_batch!r}")
@@ -451,7 +452,7 @@ class HFModel(Model):
         or quantization it was loaded with (none: the checkpoint's own, keyed as before)."""
         name = f"{self.name}#{self.identity}" if self.identity else self.name
         if self.weight_settings:
-            name += "#" + json.dumps(self.weight_settings, sort_keys=True, separators=(",", ":"))
+            name += "#" + dumps(self.weight_settings, sort_keys=True, separators=(",", ":"))
         return name
 
     def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:

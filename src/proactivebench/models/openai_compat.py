@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import functools
-import json
 import logging
 import os
 import re
@@ -39,9 +38,10 @@ from typing import Any
 
 from proactivebench.errors import ModelError, ModelSpecError, RunAbort
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.models.options import Annotated, Range
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
-from proactivebench.texts import decode, loads
+from proactivebench.texts import decode, dumps, loads
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def openai_messages(
 
 #: Stands for a data URL in the JSON of a request until the URL is spliced in.
 _URL_SLOT = "\x00image-url\x00"
-_URL_SLOT_JSON = json.dumps(_URL_SLOT)
+_URL_SLOT_JSON = dumps(_URL_SLOT)
 
 
 def encode_body(body: dict[str, Any], urls: Sequence[str]) -> bytes | None:
@@ -116,7 +116,7 @@ def encode_body(body: dict[str, Any], urls: Sequence[str]) -> bytes | None:
     where `json.dumps` would scan every character again for every request (0.4-0.8 ms of a
     turn). None when the slots cannot be found one for one (a text containing the slot).
     """
-    pieces = json.dumps(body).split(_URL_SLOT_JSON)
+    pieces = dumps(body).split(_URL_SLOT_JSON)
     if len(pieces) != len(urls) + 1:
         return None
     joined = [pieces[0]]
@@ -419,17 +419,17 @@ class OpenAICompatible(Model):
         endpoints: str | Sequence[str] | None = None,
         api_key_env: str = DEFAULT_API_KEY_ENV,
         image_format: str = "JPEG",
-        jpeg_quality: int = 90,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
+        jpeg_quality: Annotated[int, Range(lowest=0, highest=100)] = 90,
+        timeout: Annotated[float, Range(above=0)] = 120.0,
+        connect_timeout: Annotated[float, Range(above=0)] = 10.0,
         balance: str = "least-in-flight",
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         reasoning: bool | None = None,
-        reasoning_budget: int = DEFAULT_REASONING_BUDGET,
+        reasoning_budget: Annotated[int, Range(lowest=1)] = DEFAULT_REASONING_BUDGET,
         reasoning_effort: str | None = None,
         cache_scope: str = "endpoints",
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_response_bytes: Annotated[int, Range(lowest=1)] = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not model:
             raise ModelSpecError("openai model spec needs a model name: openai:MODEL[@URL]")
@@ -700,7 +700,7 @@ class OpenAICompatible(Model):
         if payload is None:
             by_view = dict(zip(views, urls, strict=True))
             wire = openai_messages(request.messages, by_view.__getitem__)
-            payload = json.dumps(self._body(wire, request.decoding)).encode("utf-8")
+            payload = dumps(self._body(wire, request.decoding)).encode("utf-8")
         return payload
 
     async def _data_urls(self, views: list[View]) -> list[str]:

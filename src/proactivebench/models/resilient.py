@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from proactivebench.errors import ModelError, ModelSpecError, RunAbort, episode_error
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
+from proactivebench.models.options import Annotated, Range
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +100,12 @@ class Resilient(ModelWrapper):
         self,
         inner: Model,
         *,
-        max_retries: int | None = None,
-        max_delay: float | None = None,
+        max_retries: Annotated[int, Range(lowest=0)] | None = None,
+        max_delay: Annotated[float, Range(above=0)] | None = None,
         retry: RetryPolicy | None = None,
-        concurrency: int | None = None,
-        max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
+        concurrency: Annotated[int, Range(lowest=1)] | None = None,
+        max_consecutive_failures: Annotated[int, Range(lowest=0)]
+        | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
         seed: int = 0,
     ) -> None:
         super().__init__(inner)

@@ -15,7 +15,6 @@ The files of a report directory:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,7 +65,7 @@ from proactivebench.rundir import (
     file_stamp,
     staged_folder,
 )
-from proactivebench.texts import loads
+from proactivebench.texts import dumps, loads
 
 #: Where `eval` and a one-run `report` put the report: inside the run directory.
 REPORT_DIR = "report"
@@ -248,7 +247,7 @@ class _BuiltFrom:
         }
         version = package_version()
         stamp = {"format": REPORT_FORMAT, "version": version, "runs": runs, "options": options}
-        return loads(json.dumps(stamp))  # as it reads back: tuples as lists
+        return loads(dumps(stamp))  # as it reads back: tuples as lists
 
     @classmethod
     def read(cls, out: Path, inputs: dict[str, Any]) -> _BuiltFrom | None:
@@ -273,7 +272,7 @@ class _BuiltFrom:
         self.files = {str(path.relative_to(out)): file_stamp(path) for path in files}
         note = {"inputs": self.inputs, "files": self.files}
         note.update(notes=self.notes, warnings=self.warnings, intervals=self.intervals)
-        atomic_write(out / BUILT_FROM, json.dumps(note, ensure_ascii=False) + "\n")
+        atomic_write(out / BUILT_FROM, dumps(note, ensure_ascii=False) + "\n")
 
     def outcome(self, out: Path) -> ReportOutcome:
         files = [out / name for name in self.files]
@@ -395,7 +394,7 @@ def _pages(
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
     files.write("report.md", _markdown(heading, runs, tables, images, outcome))
     document = finite_or_none(_json(runs, all_measures, comparisons, correlations, outcome))
-    files.write("report.json", json.dumps(document, indent=2, allow_nan=False) + "\n")
+    files.write("report.json", dumps(document, indent=2) + "\n")
 
 
 #: The files a report writes besides report.md/.json/.html, by folder: what a previous report

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 from collections.abc import Sequence
 from importlib import resources
@@ -26,6 +25,7 @@ from proactivebench.report.tables import Table, to_html
 from proactivebench.report.text import visible
 from proactivebench.report.thumbs import Thumbnails, prefetch_all, view_key
 from proactivebench.scenarios.answers import read_group
+from proactivebench.texts import dumps
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -48,9 +48,9 @@ def finite_or_none(value: Any) -> Any:
 
 def json_block(element_id: str, data: Any) -> str:
     """A JSON data block that no string inside can end early."""
-    text = json.dumps(
-        finite_or_none(data), allow_nan=False, ensure_ascii=False, separators=(",", ":")
-    ).replace("<", "\\u003c")
+    text = dumps(finite_or_none(data), ensure_ascii=False, separators=(",", ":")).replace(
+        "<", "\\u003c"
+    )
     return f'<script type="application/json" id="{html.escape(element_id)}">{text}</script>'
 
 

@@ -7,7 +7,6 @@ settings that make it differ from a plain run (hint, history, ICL, reference...)
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from proactivebench.protocol import SCENARIOS
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
 from proactivebench.rundir import RESULTS, latest_results, read_results, read_run_config
+from proactivebench.texts import shown_json
 
 
 @dataclass
@@ -90,7 +90,7 @@ def _check_config(path: Path, config: Mapping[str, Any]) -> None:
         value = config.get(key)
         if value is not None and not isinstance(value, types):
             kind = "an object" if types == (dict,) else "a string"
-            shown = visible(json.dumps(value))
+            shown = visible(shown_json(value))
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
             raise ProactiveBenchError(
                 f"{path / 'run.json'} is damaged: {key!r} must be {kind}, not {shown}"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from proactivebench.errors import ProactiveBenchError, TrainError, WriteError
 from proactivebench.paths import write_whole
 from proactivebench.protocol import mcqa_strings
-from proactivebench.texts import loads
+from proactivebench.texts import dumps, loads
 from proactivebench.train.checks import (
     ERROR_LOG,
     check_episode_option,
@@ -392,12 +392,12 @@ def save_outputs(
         "steps": trainer.state.global_step,
         "processes": processes,
     }
-    write_whole(out / RUN_FILE, json.dumps(record, indent=2) + "\n")
+    write_whole(out / RUN_FILE, dumps(record, indent=2) + "\n")
 
 
 def _jsonable(value: Any) -> Any:
     try:
-        json.dumps(value)
+        dumps(value)
     except TypeError:
         return repr(value)
     return value
@@ -466,7 +466,7 @@ def train_grpo(
     state = process_state()
     main = state.is_main_process
     out = settings.out_dir
-    identity = json.loads(json.dumps(settings_identity(settings)))
+    identity = json.loads(dumps(settings_identity(settings)))
     resume = not settings.overwrite and last_checkpoint(out, identity) is not None
     if not resume and not settings.overwrite and (out / RESUME_FILE).is_file():
         raise TrainError(
@@ -494,7 +494,7 @@ def train_grpo(
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)
             trainer = build_trainer(settings, dataset, callbacks)
             if main:
-                write_whole(out / RESUME_FILE, json.dumps(identity, indent=2) + "\n")
+                write_whole(out / RESUME_FILE, dumps(identity, indent=2) + "\n")
             trainer.train(resume_from_checkpoint=True if resume else None)
         if main:
             save_outputs(trainer, settings, counts, stale, state.num_processes)

@@ -27,6 +27,7 @@ from proactivebench.errors import DataError
 from proactivebench.prompting import mcqa_text
 from proactivebench.records import Record, Source, parse_record
 from proactivebench.scenarios import Episode, make_episode
+from proactivebench.texts import dumps
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.rewards import RewardSettings, completion_text, outcome_reward
 
@@ -36,7 +37,7 @@ def record_json(record: Record) -> str:
     obj = {k: v for k, v in dataclasses.asdict(record).items() if k != "source"}
     if obj.get("strong_occlusions") is None:
         obj.pop("strong_occlusions", None)
-    return json.dumps(obj)
+    return dumps(obj)
 
 
 def record_of(scenario: str, line: str) -> Record:
@@ -64,7 +65,7 @@ def episode_row(
         "record": record_json(record),
         "data_dir": str(data_dir),
         # `make_episode`'s options, as JSON: one column whatever the options are.
-        "episode_options": json.dumps(episode_options),
+        "episode_options": dumps(episode_options),
     }
 
 

@@ -16,10 +16,10 @@ Outside a launcher there is one process, the main one, and no barrier does anyth
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from proactivebench.errors import TrainError
+from proactivebench.texts import dumps
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -39,7 +39,7 @@ def data_digest(dataset: Dataset) -> str:
     columns = [name for name in dataset.column_names if "image" not in name]
     digest = hashlib.sha256()
     for row in dataset.select_columns(columns).to_list():
-        digest.update(json.dumps(row, sort_keys=True, default=str).encode("utf-8"))
+        digest.update(dumps(row, sort_keys=True, default=str).encode("utf-8"))
     return digest.hexdigest()
 
 

@@ -15,7 +15,6 @@ filter does not apply. Every sample is drawn from its own RNG stream, derived fr
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from proactivebench.data.synth import cit, coco, inc, mvpn, qd, rod, vsod
 from proactivebench.data.synth.common import Sample
 from proactivebench.paths import write_whole
 from proactivebench.protocol import SCENARIOS, scenario_strings
+from proactivebench.texts import dumps
 
 GENERATOR = "proactivebench-synth"
 #: 2: one keyword per action option (QD, MVP-N wording); VSOD marked strongly occluded.
@@ -123,7 +123,7 @@ def generate(
             sample = make_sample(short, index, seed=seed, split=split)
             for relative, image in sample.images.items():
                 save_png(image, out / relative)
-            lines.append(json.dumps(sample.record, ensure_ascii=False) + "\n")
+            lines.append(dumps(sample.record, ensure_ascii=False) + "\n")
             if progress is not None:
                 progress(1)
         _write_text(out / scenario_strings(short).dataset_file, "".join(lines))
@@ -135,7 +135,7 @@ def generate(
         "split": split,
         "counts": counts,
     }
-    _write_text(out / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
+    _write_text(out / MANIFEST_NAME, dumps(manifest, indent=2) + "\n")
     return manifest
 
 

@@ -142,3 +142,53 @@ def test_a_person_plays_seven_scenarios_in_chromium(
     assert_same_as_replay(data, human, played, capsys, ("--history",))
     never_sent(bodies, ANSWER_KEY)
     never_sent(bodies, [t["image"] for line in lines(human).values() for t in line["trace"]])
+
+
+def _luminance(rgb: str) -> float:
+    """WCAG relative luminance of a computed `rgb(r, g, b)` colour."""
+    channels = [int(c) / 255 for c in re.findall(r"\d+", rgb)[:3]]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_the_page_loads_every_resource_and_its_key_hints_are_readable(tmp_path: Path) -> None:
+    """Every request the page makes (its icon too) is answered, the console stays clean, and
+    each key hint (<kbd>, on the blue buttons too) has WCAG AA contrast (>= 4.5:1) between its
+    computed colour and background."""
+    generate(tmp_path / "data", per_scenario=1, seed=3, split="test")
+    failed: list[str] = []
+    errors: list[str] = []
+    with play_process(tmp_path / "data", tmp_path / "human", "--no-report") as (process, url, _):
+        with playwright_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on(
+                    "response",
+                    lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None,
+                )
+                page.goto(url)
+                page.wait_for_load_state("load")
+                icon = page.evaluate(
+                    "() => { const l = document.querySelector('link[rel~=icon]');"
+                    " return l && l.href; }"
+                )
+                assert icon, "the page declares no icon: the browser asks for /favicon.ico"
+                assert page.request.get(icon).status == 200
+                hints = page.locator("kbd:visible")
+                assert hints.count() >= 1
+                for index in range(hints.count()):
+                    fg, bg = hints.nth(index).evaluate(
+                        "k => [getComputedStyle(k).color, getComputedStyle(k).backgroundColor]"
+                    )
+                    light, dark = sorted((_luminance(fg), _luminance(bg)), reverse=True)
+                    ratio = (light + 0.05) / (dark + 0.05)
+                    assert ratio >= 4.5, (fg, bg, ratio)
+                page.keyboard.press("Enter")
+                page.locator(".option").first.wait_for()
+            finally:
+                browser.close()
+        process.terminate()
+        process.wait(timeout=30)
+    assert failed == [] and errors == []

@@ -524,9 +524,13 @@ def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, 
             row = next(x for x in text.splitlines() if x.startswith(f"│ {scenario} "))
             assert cells in row, (scenario, row)
         assert "±: half the width of the 95 % bootstrap interval" in text
-    # Differences to a --vs run keep their bounds: whether they hold 0 is their point.
+    # Differences to a --vs run keep their bounds: whether they hold 0 is their point (a copy
+    # of the run: the run itself is not compared with itself).
+    import shutil
+
+    twin = Path(shutil.copytree(run, tmp_path / "twin"))
     code, text = run_cli(
-        ["report", str(run), "--vs", str(run), "--out", str(tmp_path / "v")], capsys
+        ["report", str(run), "--vs", str(twin), "--out", str(tmp_path / "v")], capsys
     )
     assert code == 0 and "+0.0 [0.0, 0.0]" not in text and "0.0 [0.0, 0.0] p=1" in text
 
@@ -713,3 +717,55 @@ def test_eval_table_and_errors_show_hidden_characters_escaped(tmp_path: Path, ca
     # A usage error quoting the user's value (click's own message).
     code, text = run_cli(["eval", "--data", str(data), "--max-tokens", f"9{HIDDEN}"], capsys)
     assert code == 2 and shows_none_raw(text) and "9\\u202e" in text
+
+
+def test_size_rho_counts_each_model_once_by_its_plain_run(tmp_path: Path) -> None:
+    """A `+hint` run of the 1B model (given first, most accurate) is no fourth point: by the
+    three plain runs accuracy rises with size (rho = +1); with the hint run as a point it would
+    not (ranks 1.5, 1.5, 3, 4 against 4, 1, 2, 3)."""
+    from proactivebench.report.plots import size_figure
+    from proactivebench.report.runs import load_runs
+
+    def qd(correct: int) -> list[dict[str, Any]]:
+        return [episode("QD", s, "first" if s < correct else "wrong") for s in range(8)]
+
+    runs = [make_run(tmp_path, "hint", qd(7), model="org/Tiny-1B", settings={"hint": True})]
+    for name, model, correct in (("r1", "org/Tiny-1B", 2), ("r7", "org/Mid-7B", 4)):
+        runs.append(make_run(tmp_path, name, qd(correct), model=model))
+    runs.append(make_run(tmp_path, "r70", qd(6), model="org/Big-70B"))
+    write_report(runs, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["size_correlation"]["runs"] == 3
+    assert data["size_correlation"]["accuracy"] == pytest.approx(1.0)
+    figure = size_figure([measure_run(r, n_resamples=50) for r in load_runs(runs)])
+    assert figure is not None
+    assert figure.axes[1].get_title().endswith("Spearman ρ = +1.00")
+    assert "one point per model (its plain-setting run): org/Tiny-1B +hint" in texts_of(figure)
+
+
+def test_vs_does_not_compare_the_reference_with_itself(tmp_path: Path) -> None:
+    base = [episode("QD", i, "first" if i < 3 else "wrong") for i in range(6)]
+    better = [episode("QD", i, "first" if i < 5 else "wrong") for i in range(6)]
+    base_dir = make_run(tmp_path, "base", base, model="base")
+    run_dir = make_run(tmp_path, "better", better, model="better")
+    write_report([base_dir, run_dir], tmp_path / "out", vs=base_dir)
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [c["run"] for c in data["comparisons"]] == ["better"]
+    assert f"--vs {base_dir}: not compared with itself" in data["notes"]
+    vs_table = (tmp_path / "out" / "tables" / "vs-accuracy.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in vs_table[1:]] == ["better"]
+
+
+def test_a_report_of_baselines_says_nothing_of_the_size_plot(tmp_path: Path) -> None:
+    """Baselines have no size: no notice of a size plot they could never have; runs of
+    models without a size still get it (it says how to give one)."""
+    lines = every_scenario("wrong")
+    one = make_run(tmp_path / "b", "oracle", lines, model="baseline:oracle")
+    two = make_run(tmp_path / "b", "random", lines, model="baseline:random")
+    outcome = write_report([one, two], tmp_path / "b" / "out")
+    assert not any("size plot" in n for n in outcome.notes), outcome.notes
+    assert "size plot" not in (tmp_path / "b" / "out" / "report.html").read_text()
+    one = make_run(tmp_path / "m", "a", lines, model="org/a")
+    two = make_run(tmp_path / "m", "b", lines, model="org/b")
+    outcome = write_report([one, two], tmp_path / "m" / "out")
+    assert any(n.startswith("size plot skipped") for n in outcome.notes)

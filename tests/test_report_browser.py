@@ -144,9 +144,9 @@ def test_six_runs_at_1280_px(six_runs_report: Path) -> None:
     with opened(six_runs_report, 1280, errors) as page:
         for key in ("cross-accuracy", "cross-ps_rate"):
             figure = page.locator(f'figure.table[data-table="{key}"]')
-            scroller = figure.evaluate("f => [f.scrollWidth, f.clientWidth]")
+            scroller = figure.locator(".scroller").evaluate("f => [f.scrollWidth, f.clientWidth]")
             assert scroller[0] > scroller[1], "the table fits: the check would prove nothing"
-            view = figure.bounding_box()
+            view = figure.locator(".scroller").bounding_box()
             assert view is not None and view["x"] + view["width"] <= 1280
             cells = figure.locator(".average-col")
             assert cells.count() == 1 + len(SIX)  # the heading and every run
@@ -164,4 +164,84 @@ def test_six_runs_at_1280_px(six_runs_report: Path) -> None:
         for name in ("scenarios", "size"):
             plot = page.locator(f'img.plot[data-plot="{name}"]')
             assert plot.evaluate("img => img.complete && img.naturalWidth > 0")
+    assert errors == []
+
+
+@pytest.fixture(scope="module")
+def wide_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Reports of 1, 2 and 6 baseline runs, and of 6 runs `--vs` another: their tables'
+    pinned average column, at 1280 px."""
+    from proactivebench.report import write_report
+
+    root = tmp_path_factory.mktemp("wide")
+    generate(root / "data", per_scenario=2, seed=0)
+    runs = []
+    for number, baseline in enumerate((*SIX, "random")):
+        run = root / f"{baseline}-{number}"
+        args = ["eval", "--data", str(root / "data"), "--model", f"baseline:{baseline}"]
+        try:
+            main([*args, "--out", str(run), "--no-cache", "--no-report"])
+        except SystemExit as done:
+            assert done.code in (0, None)
+        runs.append(run)
+    shapes = {"one": (runs[:1], None), "two": (runs[:2], None), "six": (runs[:6], None)}
+    shapes["vs"] = (runs[:6], runs[6])
+    return {
+        name: write_report(chosen, root / f"report-{name}", vs=vs, thumb_cache=None).html
+        for name, (chosen, vs) in shapes.items()
+    }
+
+
+def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["x"] < b["x"] + b["width"] - 0.5 and b["x"] < a["x"] + a["width"] - 0.5
+
+
+@pytest.mark.parametrize("shape", ["one", "two", "six", "vs"])
+def test_every_column_visible_or_visibly_scrollable(
+    wide_reports: dict[str, Path], shape: str
+) -> None:
+    """At 1280 px, a column heading the pinned average column covers (or one past the table's
+    box) lies in a box that scrolls and says so (its cue is shown); scrolled to the end, no
+    heading is covered. A table that fits shows no cue."""
+    errors: list[str] = []
+    with opened(wide_reports[shape], 1280, errors) as page:
+        figures = page.locator("figure.table")
+        assert figures.count() >= 2
+        for number in range(figures.count()):
+            figure = figures.nth(number)
+            scroller = figure.locator(".scroller")
+            wide, box_width = scroller.evaluate("s => [s.scrollWidth, s.clientWidth]")
+            view = scroller.bounding_box()
+            assert view is not None and view["x"] + view["width"] <= 1280
+            cue = figure.locator(".scroll-cue")
+            heads = figure.locator("th")
+            pin = figure.locator("th.average-col")
+            none = {"x": -1e9, "width": 0.0}  # a table without a pinned column
+            pinned = pin.bounding_box() if pin.count() else none
+            assert pinned is not None
+            hidden = []
+            for index in range(heads.count()):
+                head = heads.nth(index)
+                if "average-col" in (head.get_attribute("class") or ""):
+                    continue
+                box = head.bounding_box()
+                assert box is not None
+                if _overlaps(box, pinned) or box["x"] + box["width"] > view["x"] + view["width"]:
+                    hidden.append(head.inner_text())
+            if hidden:
+                assert wide > box_width, (shape, hidden)
+                assert cue.is_visible(), (shape, hidden)
+            else:
+                assert not cue.is_visible()
+            scroller.evaluate("s => { s.scrollLeft = s.scrollWidth; }")
+            pinned = pin.bounding_box() if pin.count() else none
+            assert pinned is not None
+            for index in range(heads.count()):
+                head = heads.nth(index)
+                if "average-col" not in (head.get_attribute("class") or ""):
+                    box = head.bounding_box()
+                    assert box is not None
+                    assert not _overlaps(box, pinned) or box["x"] < view["x"], head.inner_text()
+            if shape in ("six", "vs"):
+                page.screenshot(path=str(wide_reports[shape].parent / "at-1280.png"))
     assert errors == []

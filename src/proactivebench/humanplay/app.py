@@ -45,6 +45,9 @@ ASSETS = {
     "/": ("index.html", "text/html"),
     "/play.js": ("play.js", "text/javascript"),
     "/play.css": ("play.css", "text/css"),
+    # Declared by index.html: without it the browser asks for /favicon.ico, a 404 in the
+    # console.
+    "/favicon.svg": ("favicon.svg", "image/svg+xml"),
 }
 #: How long a state request waits for a change before it answers anyway (seconds).
 LONG_POLL_S = 20.0

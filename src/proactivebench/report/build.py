@@ -327,7 +327,11 @@ def _write_report(
     if base is not None:
         if base.oeg or any(r.oeg for r in runs):
             raise ProactiveBenchError("--vs compares MCQA runs (an open-ended run has no accuracy)")
-        comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in runs]
+        # The reference itself, given among the runs too, is no comparison (a row of 0, p = 1).
+        compared = [r for r in runs if r.run_dir.resolve() != base.run_dir.resolve()]
+        if len(compared) < len(runs):
+            outcome.notes.append(f"--vs {base.run_dir}: not compared with itself")
+        comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in compared]
 
     tables = _tables(all_measures, comparisons)
     outcome.headline = _headline(tables, several=len(runs) > 1)
@@ -474,14 +478,18 @@ def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[
             continue
         if png is not None:
             images[name] = png
+    # Baselines (`baseline:...`) have no model size: a report of baselines only is told nothing
+    # about the size plot it could never have.
+    models = [m for m in all_measures if not m.run.model.startswith("baseline:")]
     if (
         "size" not in images
         and len(all_measures) > 1
+        and models
         and not any(n.startswith("plot size") for n in outcome.notes)
     ):
         outcome.notes.append(
-            "size plot skipped: fewer than two runs with a known parameter count "
-            "(give them with --params NAME=7B)"
+            "size plot skipped: fewer than two models with a known parameter count "
+            "(give them with --params NAME=7B; one point per model)"
         )
     return images
 

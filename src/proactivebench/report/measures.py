@@ -23,7 +23,7 @@ from proactivebench.metrics import (
     ps_score,
     unparsed_score,
 )
-from proactivebench.report.runs import Run
+from proactivebench.report.runs import Run, is_plain
 from proactivebench.stats import (
     Interval,
     bootstrap_mean,
@@ -449,10 +449,31 @@ def compare_runs(run: Run, base: Run, *, seed: int = 0, n_resamples: int = 2000)
     return Comparison(run, base, scenarios, average, covers)
 
 
+def sized_models(
+    all_measures: Sequence[RunMeasures],
+) -> tuple[list[RunMeasures], list[RunMeasures]]:
+    """The runs of known size that stand for their model, one per model (its plain-setting
+    run, or its first run when none is plain), and the other sized runs, left out: a model's
+    `+hint` or `+history` run has the model's size but is no second model, so counting it would
+    make Spearman's rho rank one model twice. A model is its spec (run.json's `model`)."""
+    chosen: dict[str, RunMeasures] = {}
+    for measures in all_measures:
+        run = measures.run
+        if run.params_b is None:
+            continue
+        model = run.model or str(run.run_dir)
+        if model not in chosen or (is_plain(run) and not is_plain(chosen[model].run)):
+            chosen[model] = measures
+    ids = {id(m) for m in chosen.values()}
+    kept = [m for m in all_measures if id(m) in ids]
+    left = [m for m in all_measures if m.run.params_b is not None and id(m) not in ids]
+    return kept, left
+
+
 def size_correlations(all_measures: Sequence[RunMeasures]) -> dict[str, Any] | None:
-    """Spearman's rho between parameter count and each average rate; None with fewer than
-    two runs of known size."""
-    sized = [m for m in all_measures if m.run.params_b is not None]
+    """Spearman's rho between parameter count and each average rate, one point per model
+    (`sized_models`); None with fewer than two models of known size."""
+    sized, _ = sized_models(all_measures)
     if len(sized) < 2:
         return None
     keys = {k for m in sized for k, v in m.average.values.items() if v is not None}

@@ -17,7 +17,7 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proactivebench.protocol import SCENARIOS
-from proactivebench.report.measures import RunMeasures
+from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.runs import scenario_order
 from proactivebench.report.text import visible
 from proactivebench.stats import Interval, spearman_rho
@@ -480,17 +480,23 @@ def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
 def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
     """Proactiveness (average ps rate, or OEG ps %) and the main rate against parameter count,
     with Spearman's rho of each or the reason it has none; None when fewer than two runs have
-    a parameter count. Runs left out (no parameter count, or no value of a rate) are named
-    under the plots. Runs of one size and rate share one label."""
+    a parameter count. One point per model (`measures.sized_models`: its plain-setting run).
+    Runs left out (another run of the same model, no parameter count, or no value of a rate)
+    are named under the plots. Runs of one size and rate share one label."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator
 
-    sized = [m for m in all_measures if m.run.params_b is not None]
+    sized, same_model = sized_models(all_measures)
     if len(sized) < 2:
         return None
     main, _, second = _key(sized)
     figure = _figure(11.0, 4.6)
     axes = figure.subplots(1, 2)
     left_out: list[str] = []
+    if same_model:
+        left_out.append(
+            "one point per model (its plain-setting run): "
+            + ", ".join(m.run.label for m in same_model)
+        )
     labelled = []
     for ax, key in ((axes[0], second), (axes[1], main)):
         label = "ps rate" if key == "ps_rate" else _heading(key)

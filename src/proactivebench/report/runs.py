@@ -163,6 +163,13 @@ _LABELLED = (
 )
 
 
+def is_plain(run: Run) -> bool:
+    """Whether `run` has none of the settings a label names (no hint, history, ICL...): the
+    run that stands for its model where runs are compared by model (the size plot)."""
+    settings = run.settings
+    return not any(show(settings.get(key)) for key, show in _LABELLED)
+
+
 def setting_label(run: Run) -> str:
     """`model` plus what sets the run apart: "openai:qwen +hint +history"."""
     settings = run.settings

@@ -319,8 +319,12 @@ def to_html(table: Table) -> str:
         )
         body.append(f'<tr class="average">{cells}</tr>' if average else f"<tr>{cells}</tr>")
     notes = "".join(f'<p class="note">{e(n)}</p>' for n in table.notes)
+    # The cue says the table scrolls: hidden until the page's script finds the table wider
+    # than its box (report.css: `figure.table.scrolls`), where the pinned average column
+    # covers the columns before it until the reader scrolls to them.
+    cue = '<p class="scroll-cue">wider than the window: scroll sideways for every column →</p>'
     return (
         f'<figure class="table" data-table="{e(table.key)}"><figcaption>{e(table.title)}'
-        f"</figcaption><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
-        f"</table>{notes}</figure>"
+        f'</figcaption>{cue}<div class="scroller"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>{notes}</figure>"
     )

@@ -2,6 +2,19 @@
 // one per run and scenario, parsed only when a scenario's section comes into view, and drawn a
 // page at a time. Every model- or data-provided string goes through textContent, never HTML.
 "use strict";
+// A table wider than its box gets the class "scrolls", which shows its scroll cue
+// (report.css): the pinned average column covers the columns before it until one scrolls.
+(function () {
+  function mark() {
+    for (const figure of document.querySelectorAll("figure.table")) {
+      const scroller = figure.querySelector(".scroller");
+      if (scroller) figure.classList.toggle("scrolls", scroller.scrollWidth > scroller.clientWidth);
+    }
+  }
+  mark();
+  window.addEventListener("resize", mark);
+  window.addEventListener("load", mark);
+})();
 (function () {
   const PAGE = 20;
   const parsed = new Map();

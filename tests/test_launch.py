@@ -314,3 +314,40 @@ def test_hf_auto_device_is_the_ranks_own_gpu(monkeypatch: pytest.MonkeyPatch) ->
         _placement(fake_torch(1), "auto")
     monkeypatch.setenv("WORLD_SIZE", "1")  # one process: every GPU, as without a launcher
     assert _placement(fake_torch(2), "auto")[0] in ("auto", "cuda:0")
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_rank_waiting_for_peers_that_never_come_stops_on_a_signal(
+    data: Path, tmp_path: Path, signum: str
+) -> None:
+    """Rank 1 of 2 whose rank 0 never answers: the test holds the rendezvous port and accepts
+    the rank's connection without a word, so the rank is inside the rendezvous (blocked in
+    C++ for the 7-day timeout) when the signal comes. It stops with the usual message and
+    exit code (130 for Ctrl-C, 143 for SIGTERM)."""
+    import signal
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(LAUNCH_TIMEOUT_S)
+        port = server.getsockname()[1]
+        env = {**os.environ, "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}
+        env |= {"LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "proactivebench", *eval_args(data, tmp_path / "run")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        try:
+            connection, _ = server.accept()  # the rank is waiting for rank 0's store
+            with connection:
+                process.send_signal(getattr(signal, signum))
+                output, _ = process.communicate(timeout=LAUNCH_TIMEOUT_S)
+        finally:
+            process.kill()
+    expected = 143 if signum == "SIGTERM" else 130
+    assert process.returncode == expected, output
+    assert "stopped while joining the process group" in output
+    assert "rerun the same command to resume" in output and "Traceback" not in output

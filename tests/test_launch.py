@@ -351,3 +351,21 @@ def test_a_rank_waiting_for_peers_that_never_come_stops_on_a_signal(
     assert process.returncode == expected, output
     assert "stopped while joining the process group" in output
     assert "rerun the same command to resume" in output and "Traceback" not in output
+
+
+def test_another_model_into_a_launched_run_is_refused_before_any_shard_plays(
+    data: Path, tmp_path: Path
+) -> None:
+    """With another process count the shards are new directories, which hold no run yet:
+    RUN's identity is what tells the model differs, and it is read before playing."""
+    run = tmp_path / "run"
+    code, output = launch(torchrun(), eval_args(data, run, "--no-report"))
+    assert code == 0, output
+    args = eval_args(data, run, "--no-report")
+    args[args.index("baseline:oracle")] = "baseline:abstain"
+    three = [arg if arg != "2" else "3" for arg in torchrun()]  # --nproc-per-node 3
+    code, output = launch(three, args)
+    assert code == 1, output
+    assert "holds a run with other settings" in output and "baseline:abstain" in output
+    assert not list((run / "ranks").glob("rank-*-of-3/results.jsonl")), output
+    assert not our_traceback(output)

@@ -122,7 +122,8 @@ def eval_command(
     rank into OUT/ranks/rank-I-of-N, and rank 0 merges them into OUT (README: data-parallel
     evaluation)."""
     from proactivebench.launch import detect_launch
-    from proactivebench.runner import evaluate
+    from proactivebench.rundir import check_run_dir
+    from proactivebench.runner import evaluate, run_identity
 
     launch = detect_launch()
     if launch is not None and shard:
@@ -146,6 +147,11 @@ def eval_command(
             judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
         )
         model = load_model(model_spec, seed=seed, **options)
+        if launch is not None:
+            # RUN of a launched run holds the run's identity: another model or settings (in
+            # new shard directories, with another process count) is refused before a shard
+            # is played, as a plain eval is, not by the merge once every shard was played.
+            check_run_dir(out_dir, run_identity(Path(data_dir), model, settings, judge))
         # Baselines answer faster than a lookup; a real model or judge is worth caching.
         real = model.needs_images or (judge is not None and judge.model.needs_images)
         cache = open_cache(cache_path, no_cache, wanted=real)

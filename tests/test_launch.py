@@ -369,3 +369,19 @@ def test_another_model_into_a_launched_run_is_refused_before_any_shard_plays(
     assert "holds a run with other settings" in output and "baseline:abstain" in output
     assert not list((run / "ranks").glob("rank-*-of-3/results.jsonl")), output
     assert not our_traceback(output)
+
+
+def test_accelerate_cpu_with_several_processes_is_refused(data: Path, tmp_path: Path) -> None:
+    """accelerate 1.15's --cpu starts one process for --num_processes 2 (no MPI): refused,
+    instead of one unsharded run passing for two shards."""
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--cpu"]
+    launcher += ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
+    launcher += ["--dynamo_backend", "no", "--main_process_port", str(free_port())]
+    code, output = launch(launcher, eval_args(data, tmp_path / "run"))
+    assert code == 1, output
+    assert "accelerate started only this one" in output and "torchrun --nproc-per-node" in output
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    assert not our_traceback(output)
+    # A plain process with the same variables but one an MPI launcher sets is not refused.
+    env = {"ACCELERATE_USE_CPU": "True", "MASTER_ADDR": "127.0.0.1", "PMI_SIZE": "2"}
+    assert detect_launch(env) is None

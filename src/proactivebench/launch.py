@@ -101,6 +101,7 @@ def detect_launch(environ: Mapping[str, str] | None = None) -> Launch | None:
     """
     env = os.environ if environ is None else environ
     if "RANK" not in env and "WORLD_SIZE" not in env:
+        refuse_one_cpu_process(env)
         return None
     try:
         rank, world_size = int(env["RANK"]), int(env["WORLD_SIZE"])
@@ -116,6 +117,26 @@ def detect_launch(environ: Mapping[str, str] | None = None) -> Launch | None:
     if not 0 <= rank < world_size:
         raise ProactiveBenchError(f"RANK={rank} is outside WORLD_SIZE={world_size}")
     return Launch(rank, world_size, local_rank)
+
+
+#: What MPI launchers set for each process (accelerate's --cpu runs several through mpirun).
+MPI_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE")
+
+
+def refuse_one_cpu_process(env: Mapping[str, str]) -> None:
+    """`accelerate launch --cpu --num_processes N` (N > 1) without an MPI hostfile starts ONE
+    process: its simple launcher sets MASTER_ADDR/MASTER_PORT for the N it was asked for but
+    neither RANK nor WORLD_SIZE, and runs the command once, which would play the whole run
+    unsharded as if N had been launched. Refused, saying what to use on CPU."""
+    cpu = env.get("ACCELERATE_USE_CPU", "").strip().lower() in ("1", "true", "yes")
+    if not cpu or "MASTER_ADDR" not in env or any(name in env for name in MPI_VARIABLES):
+        return
+    raise ProactiveBenchError(
+        "started by 'accelerate launch --cpu' with several processes, but accelerate started "
+        "only this one (its --cpu launches several only through MPI): the run would play "
+        "unsharded. On CPU use 'torchrun --nproc-per-node N -m proactivebench ...' or "
+        "'accelerate launch --multi_gpu --num_processes N ...' (CPU where there is no GPU)"
+    )
 
 
 @dataclass(frozen=True)

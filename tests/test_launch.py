@@ -131,6 +131,8 @@ def test_torchrun_plays_shards_and_merges_what_one_process_plays(
     # Only rank 0 prints the table; each rank says what it played.
     assert output.count("average") == 1
     assert "rank 1 of 2" in output and "15 played" not in output
+    # One line per rank: rank 0's; rank 1, on the same node, does not repeat its own.
+    assert len(re.findall(r"rank 1 of 2 \(", output)) == 1, output
     # The same command again: every episode done, merged again, the same results.
     code, output = launch(torchrun(), args)
     assert code == 0, output

@@ -275,7 +275,7 @@ class LaunchedRun:
             lambda: self._dist.all_gather_object(reports, report),
         )
         if not self.launch.leader:
-            return LaunchedOutcome([report])
+            return LaunchedOutcome(reports)  # every rank's: where rank 0 is, for the CLI
         return merge_shards(self.launch, run_dir, reports)
 
     def _play(self, run_dir: Path, play: PlayShard) -> RankReport:

@@ -214,11 +214,16 @@ def eval_launched(
         if launch.leader:
             status = tell_launched(launch, outcome, out_dir, no_report, no_cache)
         else:
-            own = outcome.reports[0].describe(launch.world_size)
-            console.print(
-                escape(f"{own}; rank 0 merges the shards into {out_dir} and reports the run"),
-                highlight=False,
-            )
+            # Rank 0 prints every rank's line; on rank 0's node the ranks share its terminal
+            # (torchrun), so this rank's line would show twice. On another node it is the
+            # only word of this rank there.
+            mine = outcome.reports[launch.rank]
+            if mine.host != outcome.reports[0].host:
+                own = mine.describe(launch.world_size)
+                console.print(
+                    escape(f"{own}; rank 0 merges the shards into {out_dir} and reports the run"),
+                    highlight=False,
+                )
             status = EXIT_OK
         # Everything is said before: the launcher stops the other ranks once one has ended.
         status = run.agree(status)

@@ -131,6 +131,8 @@ def test_torchrun_plays_shards_and_merges_what_one_process_plays(
     # Only rank 0 prints the table; each rank says what it played.
     assert output.count("average") == 1
     assert "rank 1 of 2" in output and "15 played" not in output
+    # One line per rank: rank 0's; rank 1, on the same node, does not repeat its own.
+    assert len(re.findall(r"rank 1 of 2 \(", output)) == 1, output
     # The same command again: every episode done, merged again, the same results.
     code, output = launch(torchrun(), args)
     assert code == 0, output
@@ -314,3 +316,74 @@ def test_hf_auto_device_is_the_ranks_own_gpu(monkeypatch: pytest.MonkeyPatch) ->
         _placement(fake_torch(1), "auto")
     monkeypatch.setenv("WORLD_SIZE", "1")  # one process: every GPU, as without a launcher
     assert _placement(fake_torch(2), "auto")[0] in ("auto", "cuda:0")
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_rank_waiting_for_peers_that_never_come_stops_on_a_signal(
+    data: Path, tmp_path: Path, signum: str
+) -> None:
+    """Rank 1 of 2 whose rank 0 never answers: the test holds the rendezvous port and accepts
+    the rank's connection without a word, so the rank is inside the rendezvous (blocked in
+    C++ for the 7-day timeout) when the signal comes. It stops with the usual message and
+    exit code (130 for Ctrl-C, 143 for SIGTERM)."""
+    import signal
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(LAUNCH_TIMEOUT_S)
+        port = server.getsockname()[1]
+        env = {**os.environ, "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}
+        env |= {"LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "proactivebench", *eval_args(data, tmp_path / "run")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        try:
+            connection, _ = server.accept()  # the rank is waiting for rank 0's store
+            with connection:
+                process.send_signal(getattr(signal, signum))
+                output, _ = process.communicate(timeout=LAUNCH_TIMEOUT_S)
+        finally:
+            process.kill()
+    expected = 143 if signum == "SIGTERM" else 130
+    assert process.returncode == expected, output
+    assert "stopped while joining the process group" in output
+    assert "rerun the same command to resume" in output and "Traceback" not in output
+
+
+def test_another_model_into_a_launched_run_is_refused_before_any_shard_plays(
+    data: Path, tmp_path: Path
+) -> None:
+    """With another process count the shards are new directories, which hold no run yet:
+    RUN's identity is what tells the model differs, and it is read before playing."""
+    run = tmp_path / "run"
+    code, output = launch(torchrun(), eval_args(data, run, "--no-report"))
+    assert code == 0, output
+    args = eval_args(data, run, "--no-report")
+    args[args.index("baseline:oracle")] = "baseline:abstain"
+    three = [arg if arg != "2" else "3" for arg in torchrun()]  # --nproc-per-node 3
+    code, output = launch(three, args)
+    assert code == 1, output
+    assert "holds a run with other settings" in output and "baseline:abstain" in output
+    assert not list((run / "ranks").glob("rank-*-of-3/results.jsonl")), output
+    assert not our_traceback(output)
+
+
+def test_accelerate_cpu_with_several_processes_is_refused(data: Path, tmp_path: Path) -> None:
+    """accelerate 1.15's --cpu starts one process for --num_processes 2 (no MPI): refused,
+    instead of one unsharded run passing for two shards."""
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--cpu"]
+    launcher += ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
+    launcher += ["--dynamo_backend", "no", "--main_process_port", str(free_port())]
+    code, output = launch(launcher, eval_args(data, tmp_path / "run"))
+    assert code == 1, output
+    assert "accelerate started only this one" in output and "torchrun --nproc-per-node" in output
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    assert not our_traceback(output)
+    # A plain process with the same variables but one an MPI launcher sets is not refused.
+    env = {"ACCELERATE_USE_CPU": "True", "MASTER_ADDR": "127.0.0.1", "PMI_SIZE": "2"}
+    assert detect_launch(env) is None

@@ -36,6 +36,8 @@ import contextlib
 import os
 import re
 import socket
+import sys
+import threading
 import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -63,6 +65,8 @@ from proactivebench.runner import RunOutcome
 RANKS = "ranks"
 #: How long a rank waits for the others at a collective: longer than any shard takes.
 SYNC_TIMEOUT = timedelta(days=7)
+#: How often a rank waiting at a collective lets Python run its signal handlers (Ctrl-C, SIGTERM).
+WAIT_POLL_S = 0.2
 
 #: What a rank is given to play its shard: (its shard directory, (I, N)) -> the run's outcome.
 PlayShard = Callable[[Path, tuple[int, int]], RunOutcome]
@@ -97,6 +101,7 @@ def detect_launch(environ: Mapping[str, str] | None = None) -> Launch | None:
     """
     env = os.environ if environ is None else environ
     if "RANK" not in env and "WORLD_SIZE" not in env:
+        refuse_one_cpu_process(env)
         return None
     try:
         rank, world_size = int(env["RANK"]), int(env["WORLD_SIZE"])
@@ -112,6 +117,26 @@ def detect_launch(environ: Mapping[str, str] | None = None) -> Launch | None:
     if not 0 <= rank < world_size:
         raise ProactiveBenchError(f"RANK={rank} is outside WORLD_SIZE={world_size}")
     return Launch(rank, world_size, local_rank)
+
+
+#: What MPI launchers set for each process (accelerate's --cpu runs several through mpirun).
+MPI_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE")
+
+
+def refuse_one_cpu_process(env: Mapping[str, str]) -> None:
+    """`accelerate launch --cpu --num_processes N` (N > 1) without an MPI hostfile starts ONE
+    process: its simple launcher sets MASTER_ADDR/MASTER_PORT for the N it was asked for but
+    neither RANK nor WORLD_SIZE, and runs the command once, which would play the whole run
+    unsharded as if N had been launched. Refused, saying what to use on CPU."""
+    cpu = env.get("ACCELERATE_USE_CPU", "").strip().lower() in ("1", "true", "yes")
+    if not cpu or "MASTER_ADDR" not in env or any(name in env for name in MPI_VARIABLES):
+        return
+    raise ProactiveBenchError(
+        "started by 'accelerate launch --cpu' with several processes, but accelerate started "
+        "only this one (its --cpu launches several only through MPI): the run would play "
+        "unsharded. On CPU use 'torchrun --nproc-per-node N -m proactivebench ...' or "
+        "'accelerate launch --multi_gpu --num_processes N ...' (CPU where there is no GPU)"
+    )
 
 
 @dataclass(frozen=True)
@@ -164,6 +189,7 @@ class LaunchedRun:
         self.launch = launch
         self._dist: Any = None
         self._agreed = False
+        self._interrupted = False
         self._held = contextlib.ExitStack()
 
     def __enter__(self) -> LaunchedRun:
@@ -189,12 +215,14 @@ class LaunchedRun:
                     self.agree(1)
         finally:
             self._held.close()
-            if self._dist is not None and self._dist.is_initialized():
+            # Interrupted in a collective: its helper thread still waits in the group, which
+            # destroying could wait for; the process ends anyway.
+            if self._dist is not None and self._dist.is_initialized() and not self._interrupted:
                 self._dist.destroy_process_group()
 
     def _collective(self, what: str, call: Callable[[], Any]) -> Any:
         try:
-            return call()
+            return self._interruptible(what, call)
         except (RuntimeError, ValueError, TimeoutError) as exc:
             reason = _first_sentence(str(exc)) or type(exc).__name__
             raise ProactiveBenchError(
@@ -202,6 +230,39 @@ class LaunchedRun:
                 f"ranks while {what} ({reason}): a rank ended early (the launcher's report names "
                 "it); rerun the same command to resume, finished episodes are kept"
             ) from None
+
+    def _interruptible(self, what: str, call: Callable[[], Any]) -> Any:
+        """`call` (a rendezvous or collective, blocking in C++ for up to `SYNC_TIMEOUT`) in a
+        helper thread, while this one waits in short joins: Python runs signal handlers only in
+        the main thread between bytecodes, so a rank blocked in the call itself would ignore
+        Ctrl-C and SIGTERM for days when its peers never come. Interrupted, it says where it
+        was waiting and stops as any interrupted command does (exit 130, or 143 for SIGTERM);
+        the helper thread, a daemon, ends with the process."""
+        done: list[Any] = []
+
+        def run() -> None:
+            try:
+                done.append((True, call()))
+            except BaseException as exc:  # handed to the waiting thread
+                done.append((False, exc))
+
+        helper = threading.Thread(target=run, name=f"rank-{self.launch.rank}-wait", daemon=True)
+        helper.start()
+        try:
+            while helper.is_alive():
+                helper.join(WAIT_POLL_S)
+        except KeyboardInterrupt:
+            self._interrupted = True
+            print(
+                f"rank {self.launch.rank} of {self.launch.world_size}: stopped while {what}",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise
+        succeeded, value = done[0]
+        if not succeeded:
+            raise value
+        return value
 
     def evaluate(self, run_dir: Path, play: PlayShard) -> LaunchedOutcome:
         """Play this rank's shard into its shard directory, then (rank 0) merge every rank's
@@ -214,7 +275,7 @@ class LaunchedRun:
             lambda: self._dist.all_gather_object(reports, report),
         )
         if not self.launch.leader:
-            return LaunchedOutcome([report])
+            return LaunchedOutcome(reports)  # every rank's: where rank 0 is, for the CLI
         return merge_shards(self.launch, run_dir, reports)
 
     def _play(self, run_dir: Path, play: PlayShard) -> RankReport:

@@ -122,7 +122,8 @@ def eval_command(
     rank into OUT/ranks/rank-I-of-N, and rank 0 merges them into OUT (README: data-parallel
     evaluation)."""
     from proactivebench.launch import detect_launch
-    from proactivebench.runner import evaluate
+    from proactivebench.rundir import check_run_dir
+    from proactivebench.runner import evaluate, run_identity
 
     launch = detect_launch()
     if launch is not None and shard:
@@ -146,6 +147,11 @@ def eval_command(
             judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
         )
         model = load_model(model_spec, seed=seed, **options)
+        if launch is not None:
+            # RUN of a launched run holds the run's identity: another model or settings (in
+            # new shard directories, with another process count) is refused before a shard
+            # is played, as a plain eval is, not by the merge once every shard was played.
+            check_run_dir(out_dir, run_identity(Path(data_dir), model, settings, judge))
         # Only answers that are a function of the request are cached (`Model.cacheable`):
         # not the baselines' (faster than a lookup), replay's or a person's.
         real = model.cacheable or (judge is not None and judge.model.cacheable)
@@ -209,11 +215,16 @@ def eval_launched(
         if launch.leader:
             status = tell_launched(launch, outcome, out_dir, no_report, no_cache)
         else:
-            own = outcome.reports[0].describe(launch.world_size)
-            console.print(
-                escape(f"{own}; rank 0 merges the shards into {out_dir} and reports the run"),
-                highlight=False,
-            )
+            # Rank 0 prints every rank's line; on rank 0's node the ranks share its terminal
+            # (torchrun), so this rank's line would show twice. On another node it is the
+            # only word of this rank there.
+            mine = outcome.reports[launch.rank]
+            if mine.host != outcome.reports[0].host:
+                own = mine.describe(launch.world_size)
+                console.print(
+                    escape(f"{own}; rank 0 merges the shards into {out_dir} and reports the run"),
+                    highlight=False,
+                )
             status = EXIT_OK
         # Everything is said before: the launcher stops the other ranks once one has ended.
         status = run.agree(status)

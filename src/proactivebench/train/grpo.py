@@ -353,7 +353,58 @@ def build_trainer(
             raise TrainError(f"--lora: no module of {settings.model} matches: {exc}") from None
         raise
     QuietProgress.install(trainer)
+    if settings.lora is None:
+        resume_weights_as_saved(trainer)
     return trainer
+
+
+def resume_weights_as_saved(trainer: Any) -> None:
+    """Make a resumed full fine-tune start from its checkpoint's weights, not the base model's.
+
+    `Trainer._load_from_checkpoint` reads `model.safetensors` with a raw `load_state_dict`, but
+    `save_pretrained` writes the checkpoint in the family's published key layout (transformers'
+    weight conversions: LLaVA's `language_model.model.*` for the module's
+    `model.language_model.*`, and so on per family), so no key matches: the stock loader warns
+    of missing keys and trains on from the base weights with the step counter advanced. Loading
+    the checkpoint with `from_pretrained` applies the same conversions backwards. LoRA (PEFT's
+    `load_adapter`), FSDP and DeepSpeed (their own formats) keep the stock loader."""
+    stock = trainer._load_from_checkpoint
+
+    def load(checkpoint: str, model: Any = None) -> None:
+        target = trainer.model if model is None else model
+        if trainer.is_fsdp_enabled or not (Path(checkpoint) / "config.json").is_file():
+            return stock(checkpoint, model)
+        load_checkpoint_weights(target, Path(checkpoint))
+        return None
+
+    trainer._load_from_checkpoint = load
+
+
+def load_checkpoint_weights(model: Any, checkpoint: Path) -> None:
+    """Copy the weights saved in `checkpoint` (by `save_pretrained`) into `model`, every one of
+    them, or fail naming what did not fit. It loads a second copy of the model on the CPU for
+    the moment of the copy."""
+    import torch
+
+    dtype = next(model.parameters()).dtype
+    try:
+        saved, info = type(model).from_pretrained(
+            str(checkpoint), dtype=dtype, device_map="cpu", output_loading_info=True
+        )
+    except Exception as exc:  # OSError (unreadable files), ValueError (a broken config)
+        raise TrainError(f"{checkpoint}: cannot load the checkpoint's weights: {exc}") from None
+    missing = list(info.get("missing_keys") or []) + list(info.get("mismatched_keys") or [])
+    if not missing:
+        with torch.no_grad():
+            result = model.load_state_dict(saved.state_dict(), strict=False)
+        missing = list(result.missing_keys) + list(result.unexpected_keys)
+    del saved
+    if missing:
+        shown = ", ".join(map(str, missing[:3])) + (" ..." if len(missing) > 3 else "")
+        raise TrainError(
+            f"{checkpoint}: the checkpoint does not hold every weight of the model "
+            f"({len(missing)} differ: {shown}); resume from another checkpoint or pass --overwrite"
+        )
 
 
 def save_outputs(
@@ -407,13 +458,16 @@ def check_settings(settings: TrainSettings) -> None:
     """Everything that can be told before the data is read: the GRPO config as TRL builds it
     (its own consistency checks), the output directory's state, the model's kind."""
     require_train_extra()
+    grpo_config(settings, reward_weights(settings))
+
+
+def reward_weights(settings: TrainSettings) -> list[float]:
+    """The weights of the mode's reward functions, as `GRPOConfig` takes them."""
     if settings.mode == "multi":
         from proactivebench.train.multiturn import multiturn_rewards
 
-        weights = multiturn_rewards(settings.rewards)[1]
-    else:
-        weights = reward_functions(settings.rewards)[1]
-    grpo_config(settings, weights)
+        return multiturn_rewards(settings.rewards)[1]
+    return reward_functions(settings.rewards)[1]
 
 
 def settings_identity(settings: TrainSettings) -> dict[str, Any]:
@@ -488,6 +542,7 @@ def train_grpo(
         dataset = training_data(settings)
         check_same_data(state, dataset)
         counts = scenario_counts(dataset)
+        check_enough_examples(settings, len(dataset))
         if on_data is not None and main:
             on_data(counts)
         with warnings.catch_warnings():
@@ -496,6 +551,11 @@ def train_grpo(
             if main:
                 write_whole(out / RESUME_FILE, dumps(identity, indent=2) + "\n")
             trainer.train(resume_from_checkpoint=True if resume else None)
+        if trainer.state.global_step == 0:  # saving would pass the base weights off as trained
+            raise TrainError(
+                f"training took no step on the {len(dataset)} examples (no whole batch came "
+                "from the data); nothing was saved"
+            )
         if main:
             save_outputs(trainer, settings, counts, stale, state.num_processes)
             (out / RESUME_FILE).unlink(missing_ok=True)
@@ -519,6 +579,23 @@ def train_grpo(
         log_history=list(trainer.state.log_history),
         main_process=main,
     )
+
+
+def check_enough_examples(settings: TrainSettings, examples: int) -> None:
+    """Refuse data smaller than one generation's prompts: TRL's sampler keeps whole batches of
+    `generation_batch_size / num_generations` distinct examples only, so with fewer examples it
+    yields none and the trainer takes no step (or fails asking for max_steps)."""
+    args = grpo_config(settings, reward_weights(settings))
+    needed = args.generation_batch_size // args.num_generations
+    if examples < needed:
+        raise TrainError(
+            f"--data {settings.data}: {examples} training example(s), fewer than the "
+            f"{needed} distinct examples one generation samples (per_device_train_batch_size "
+            f"{args.per_device_train_batch_size} x {process_state().num_processes} process(es) "
+            f"x steps_per_generation {args.steps_per_generation} / num_generations "
+            f"{args.num_generations}): no step could train; lower "
+            "per_device_train_batch_size or hold out fewer scenarios"
+        )
 
 
 def training_failed(exc: Exception, out: Path, step: int) -> TrainError:

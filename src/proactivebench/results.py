@@ -238,9 +238,11 @@ def shape_problem(line: Any) -> str | None:
     counts or indexes have the type and range the writers give them, so that a hand-edited or
     foreign line is named where it is read, instead of a traceback deep in a report or a
     `"correct": "yes"` read as a correct episode."""
-    if not isinstance(line, dict):
-        return "not a JSON object"
-    if not isinstance(line.get("scenario"), str) or not _is_int(line.get("sample_id")):
+    if (
+        not isinstance(line, dict)
+        or not isinstance(line.get("scenario"), str)
+        or not _is_int(line.get("sample_id"))
+    ):
         return "needs a scenario and a sample_id"
     if line.get("error") is not None and not isinstance(line["error"], str):
         return f"error must be a string, not {_shown(line['error'])}"

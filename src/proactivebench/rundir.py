@@ -259,7 +259,9 @@ def run_lines(
     out = RunLines()
     kept: list[tuple[int, dict[str, Any]]] = []
     for number, line, problem in numbered_lines(path):
-        if problem is None:
+        if problem is not None:
+            problem = f"not a result line ({problem})"
+        else:
             problem = settings_problem(line, settings)
         if problem is None and line["scenario"] not in SCENARIOS:
             problem = f"scenario {line['scenario']!r} is not one of {', '.join(SCENARIOS)}"

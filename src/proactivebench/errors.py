@@ -79,6 +79,12 @@ class RunMismatchError(ProactiveBenchError):
     """The run directory holds a run of another model, data set or settings."""
 
 
+class ForeignLinesError(RunMismatchError):
+    """A run directory's results.jsonl holds lines that are not this run's (other settings,
+    episodes the data does not hold, contradicting lines, a malformed field, no run.json):
+    a resume over them would count them as the run's."""
+
+
 class ImageError(ProactiveBenchError):
     """An image that cannot be read or decoded; the episode that needs it records an error."""
 

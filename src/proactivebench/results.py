@@ -216,6 +216,100 @@ def is_oeg_line(line: dict[str, Any]) -> bool:
     return "trace" not in line and "prompt" in line
 
 
+# ----- the shape of a line ---------------------------------------------------------------------
+
+#: More turns than any scenario plays (COCO's longest walk is a few dozen): a count above it
+#: is not a count of turns (`10**400` parses as a Python int).
+MAX_TURNS = 1000
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A field's value for a message: short, whatever it holds."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def shape_problem(line: Any) -> str | None:
+    """Why a parsed line cannot be a result line (None when it can): the fields every reader
+    counts or indexes have the type and range the writers give them, so that a hand-edited or
+    foreign line is named where it is read, instead of a traceback deep in a report or a
+    `"correct": "yes"` read as a correct episode."""
+    if (
+        not isinstance(line, dict)
+        or not isinstance(line.get("scenario"), str)
+        or not _is_int(line.get("sample_id"))
+    ):
+        return "needs a scenario and a sample_id"
+    if line.get("error") is not None and not isinstance(line["error"], str):
+        return f"error must be a string, not {_shown(line['error'])}"
+    if line.get("settings") is not None and not isinstance(line["settings"], dict):
+        return f"settings must be an object, not {_shown(line['settings'])}"
+    return _oeg_problem(line) if is_oeg_line(line) else _mcqa_problem(line)
+
+
+def _mcqa_problem(line: dict[str, Any]) -> str | None:
+    turns = line.get("num_turns", 0)
+    if not _is_int(turns) or not 0 <= turns <= MAX_TURNS:
+        return f"num_turns must be a whole number from 0 to {MAX_TURNS}, not {_shown(turns)}"
+    if line.get("error") is None and turns < 1:
+        return "a finished episode has at least one turn (num_turns 0)"
+    correct = line.get("correct")
+    if not (isinstance(correct, bool) or (correct is None and line.get("error") is not None)):
+        return f"correct must be true or false, not {_shown(correct)}"
+    trace = line.get("trace", [])
+    if not isinstance(trace, list) or not all(isinstance(t, dict) for t in trace):
+        return f"trace must be a list of turns (objects), not {_shown(trace)}"
+    return None
+
+
+#: OEG fields a summary counts: the judge's 0/1 verdicts.
+_VERDICTS = ("proactive_suggestion", "category_prediction", "aggregate")
+
+
+def _oeg_problem(line: dict[str, Any]) -> str | None:
+    for key in _VERDICTS:
+        value = line.get(key)
+        if value is not None and (not _is_int(value) or value not in (0, 1)):
+            return f"{key} must be 0 or 1, not {_shown(value)}"
+    agreement = line.get("judge_agreement")
+    if agreement is not None and (
+        isinstance(agreement, bool)
+        or not isinstance(agreement, (int, float))
+        or not 0 <= agreement <= 1
+    ):
+        return f"judge_agreement must be a number from 0 to 1, not {_shown(agreement)}"
+    for key in ("judge_outputs", "judge_parsed"):
+        kind = str if key == "judge_outputs" else bool
+        value = line.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
+            return f"{key} must be a list of {kind.__name__}, not {_shown(value)}"
+    return None
+
+
+def settings_problem(line: dict[str, Any], settings: dict[str, Any]) -> str | None:
+    """How a line's recorded settings differ from its run's (`run.json`'s `settings`), None
+    when they agree or the line records none (lines written before they were recorded). The
+    judge is left out: a re-judged run keeps an earlier judge's verdict on the lines the
+    new judge could not judge, and those lines name that judge."""
+    recorded = line.get("settings")
+    if recorded is None:
+        return None
+    mine = {k: v for k, v in recorded.items() if k != "judge"}
+    run = {k: v for k, v in settings.items() if k != "judge"}
+    if mine == run:
+        return None
+    differ = [
+        f"{k}: {_shown(mine.get(k))} (run.json: {_shown(run.get(k))})"
+        for k in dict.fromkeys([*run, *mine])
+        if mine.get(k) != run.get(k)
+    ]
+    return "played with other settings than the run's: " + "; ".join(differ)
+
+
 def result_key(result: dict[str, Any]) -> tuple[str, int]:
     return result["scenario"], result["sample_id"]
 

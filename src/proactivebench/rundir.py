@@ -21,10 +21,12 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import (
+    ForeignLinesError,
     LinkRefusedError,
     ProactiveBenchError,
     RunMismatchError,
@@ -32,12 +34,15 @@ from proactivebench.errors import (
 )
 from proactivebench.metrics import Summary, summarize
 from proactivebench.paths import open_to_write, read_file, refuse_link, write_whole
+from proactivebench.protocol import SCENARIOS
 from proactivebench.results import (
     EpisodeResult,
     OEGResult,
     is_oeg_line,
     result_key,
     result_order,
+    settings_problem,
+    shape_problem,
 )
 from proactivebench.texts import dumps, loads, shown_json
 
@@ -196,36 +201,120 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     """The complete lines of a results file, as JSON objects.
 
     A torn last line (a write cut short by a crash, with no newline yet) is ignored; any other
-    line that is not a result (bad bytes, not JSON, no scenario or sample id) is an error that
-    names the file and line, since resuming over it could lose or repeat episodes.
+    line that is not a result (bad bytes, not JSON, a field of the wrong shape:
+    `results.shape_problem`) is an error that names the file and line, since resuming over it
+    could lose or repeat episodes, and counting it would give numbers that are not the run's.
     """
+    lines = []
+    for number, line, problem in numbered_lines(path):
+        if problem is not None:
+            raise ProactiveBenchError(f"{path}:{number}: not a result line ({problem})")
+        lines.append(line)
+    return lines
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, parsed line, why it is not a result line or None) for every complete
+    non-blank line of a results file; nothing for a file that does not exist."""
     try:
         data = read_file(path)
     except FileNotFoundError:
-        return []
+        return
     except OSError as exc:
         raise ProactiveBenchError(f"cannot read {path}: {exc.strerror}") from None
-    lines = data.split(b"\n")
-    if lines and lines[-1].strip():
-        lines[-1] = b""  # the torn tail
-    results = []
-    for number, raw in enumerate(lines, start=1):
+    raws = data.split(b"\n")
+    if raws and raws[-1].strip():
+        raws[-1] = b""  # the torn tail
+    for number, raw in enumerate(raws, start=1):
         if not raw.strip():
             continue
         try:
             line = loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ProactiveBenchError(f"{path}:{number}: not a result line ({exc})") from None
-        if not (
-            isinstance(line, dict)
-            and isinstance(line.get("scenario"), str)
-            and isinstance(line.get("sample_id"), int)
-        ):
-            raise ProactiveBenchError(
-                f"{path}:{number}: not a result line (needs a scenario and a sample_id)"
+            yield number, None, str(exc)
+            continue
+        yield number, line, shape_problem(line)
+
+
+@dataclass
+class RunLines:
+    """The lines of a run directory that count: one per episode (`latest_results`), each of
+    the right shape, played with the run's settings, of an episode the run can hold and not
+    contradicted by another finished line of it; and `rejected`, one `file:line: why` for
+    every line left out (none of them is counted anywhere)."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+def run_lines(
+    run_dir: Path,
+    config: dict[str, Any],
+    known: Callable[[str, int], bool] | None = None,
+) -> RunLines:
+    """The counted and the rejected lines of `run_dir`'s results (see `RunLines`), given its
+    `run.json` (`config`). `known(scenario, sample_id)` says whether the data holds an
+    episode; without it, only a scenario the benchmark does not have is refused.
+
+    Every reader that counts (eval's resume and table, report, merge) takes its lines from
+    here, so that a line pasted from another run or hand-edited is left out by all of them
+    alike, and named."""
+    path = run_dir / RESULTS
+    settings = config.get("settings")
+    settings = settings if isinstance(settings, dict) else {}
+    known = known or (lambda scenario, sample_id: True)
+    out = RunLines()
+    kept: list[tuple[int, dict[str, Any]]] = []
+    for number, line, problem in numbered_lines(path):
+        if problem is not None:
+            problem = f"not a result line ({problem})"
+        else:
+            problem = settings_problem(line, settings)
+        if problem is None and line["scenario"] not in SCENARIOS:
+            problem = f"scenario {line['scenario']!r} is not one of {', '.join(SCENARIOS)}"
+        if problem is None and not known(line["scenario"], line["sample_id"]):
+            problem = f"the data holds no {line['scenario']} sample {line['sample_id']}"
+        if problem is not None:
+            out.rejected.append(f"{path}:{number}: {problem}; not counted")
+        else:
+            kept.append((number, line))
+    finished: dict[tuple[str, int], list[tuple[int, dict[str, Any]]]] = {}
+    for number, line in kept:
+        if not line.get("error"):
+            finished.setdefault(result_key(line), []).append((number, line))
+    conflicting = set()
+    for key, found in finished.items():
+        if len({json.dumps(_what_it_says(line), sort_keys=True) for _, line in found}) > 1:
+            conflicting.add(key)
+            numbers = ", ".join(str(n) for n, _ in found)
+            out.rejected.append(
+                f"{path}:{numbers}: different finished results for {key[0]} sample {key[1]}; "
+                "none of them counted"
             )
-        results.append(line)
-    return results
+    out.lines = latest_results(line for _, line in kept if result_key(line) not in conflicting)
+    return out
+
+
+def _what_it_says(line: dict[str, Any]) -> dict[str, Any]:
+    """A finished line without what differs between two plays of one episode by nature
+    (seconds, token counts, whether the cache answered): two lines that differ in anything
+    else say different things of the episode."""
+    volatile = ("latency_s", "usage", "cached")
+    trace = line.get("trace")
+    rest = {k: v for k, v in line.items() if k not in volatile}
+    if isinstance(trace, list):
+        rest["trace"] = [{k: v for k, v in t.items() if k not in volatile} for t in trace]
+    return rest
+
+
+def refuse_rejected(rejected: Sequence[str], what: str) -> None:
+    """Stop with the rejected lines named (the first few, and how many there are in all):
+    `what` says what cannot go on over them and what to do."""
+    if not rejected:
+        return
+    shown = "\n  ".join(rejected[:5])
+    more = f"\n  ... and {len(rejected) - 5} more" if len(rejected) > 5 else ""
+    raise ForeignLinesError(f"{what}:\n  {shown}{more}")
 
 
 def read_episodes(path: Path) -> list[EpisodeResult | OEGResult]:
@@ -517,7 +606,10 @@ def merge_runs(
     if gaps:
         log.warning("partial merge: %s", "; ".join(gaps))
     for run, _ in shards:
-        for result in latest_results(read_results(run / RESULTS)):
+        found = run_lines(run, identity or {})
+        for rejected in found.rejected:
+            log.warning("%s", rejected)
+        for result in found.lines:
             key = result_key(result)
             if key not in merged or (merged[key].get("error") and not result.get("error")):
                 merged[key] = result

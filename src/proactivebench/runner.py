@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.data.layout import Dataset, read_records, scenario_file
+from proactivebench.errors import ForeignLinesError, ProactiveBenchError
 from proactivebench.judge import Judge
 from proactivebench.metrics import ScenarioScore, Summary, summarize
 from proactivebench.models.base import Model
@@ -44,6 +45,8 @@ from proactivebench.rundir import (
     merge_runs,
     provenance_of,
     read_results,
+    refuse_rejected,
+    run_lines,
     write_run_config,
     write_summary,
 )
@@ -84,6 +87,13 @@ class RunOutcome:
     cached: int = 0
     #: Episodes played by this invocation (0: the run was already complete).
     played: int = 0
+    #: Episodes of the run that this invocation's selection did not choose (an earlier, larger
+    #: --limit or other --scenarios): `summary` describes them too, as summary.json does.
+    beyond: int = 0
+
+    def summary_episodes(self) -> int:
+        """The episodes `summary` describes: scored and errors, every scenario."""
+        return sum(s.n + s.errors for s in self.summary.scenarios.values())
 
 
 def run_identity(
@@ -131,6 +141,8 @@ class _Run:
     history: list[dict[str, Any]] = field(default_factory=list)
     #: What the episodes were chosen from (`FinishedRun`), taken before the data was read.
     stamp: dict[str, Any] = field(default_factory=dict)
+    #: Whether the data holds an episode (`run_lines`).
+    known: Callable[[str, int], bool] | None = None
 
 
 def _prepare(
@@ -150,6 +162,15 @@ def _prepare(
     # run.json is written with the first result (`_Session`): a run that never finished an
     # episode (server down, Ctrl-C, bad key) leaves no identity to pin the directory.
     previous = check_run_dir(out, identity)
+    known = _held_by(root, chosen.dataset)
+    if previous is None:
+        _refuse_orphan_lines(out)
+    else:
+        refuse_rejected(
+            run_lines(out, identity, known).rejected,
+            f"cannot resume {out}: its results hold lines that are not this run's. Move them "
+            f"out of {out / RESULTS} (or use another --out)",
+        )
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
     todo = [e for e in chosen.episodes if (e.scenario, e.record.id) not in done]
@@ -162,8 +183,45 @@ def _prepare(
         judge.model.bind_images(chosen.images)
     history = provenance_of(previous) if previous is not None else []
     return _Run(
-        chosen.episodes, todo, model, out, chosen.dataset.records, judge, identity, history, stamp
+        chosen.episodes,
+        todo,
+        model,
+        out,
+        chosen.dataset.records,
+        judge,
+        identity,
+        history,
+        stamp,
+        known,
     )
+
+
+def _refuse_orphan_lines(out: Path) -> None:
+    """A results file with lines but no run.json says nothing of whose they are (another
+    model's, other settings): a new run must not adopt them as its own."""
+    if read_results(out / RESULTS):
+        raise ForeignLinesError(
+            f"{out / RESULTS} has result lines but {out} has no {RUN_CONFIG}: whose run they "
+            "are cannot be told. Move results.jsonl away, or use another --out"
+        )
+
+
+def _held_by(root: Path, dataset: Dataset) -> Callable[[str, int], bool]:
+    """Whether the data holds an episode: a sample of a loaded scenario's record file (all its
+    records, the official filter's leavings too: a run resumed without --all-samples still
+    holds the episodes it played with it); a scenario not loaded cannot be told, and counts."""
+    ids = {s: {r.id for r in records} for s, records in dataset.records.items()}
+    unfiltered: dict[str, set[int]] = {}
+
+    def known(scenario: str, sample_id: int) -> bool:
+        if scenario not in ids or sample_id in ids[scenario]:
+            return True
+        if scenario not in unfiltered:
+            found, _ = read_records(scenario_file(root, scenario), scenario)
+            unfiltered[scenario] = {r.id for r in found}
+        return sample_id in unfiltered[scenario]
+
+    return known
 
 
 class _Session:
@@ -201,17 +259,27 @@ class _Session:
 
 
 def _finish(run: _Run) -> RunOutcome:
+    """The summary of the whole run (every line the directory counts, as the report counts
+    them): summary.json, the table and the report describe one and the same set of lines,
+    whatever this invocation selected (a smaller --limit than an earlier one never makes
+    summary.json a subset's). Episode errors are the selection's: those a rerun retries."""
     wanted = {(e.scenario, e.record.id) for e in run.episodes}
-    lines = [r for r in latest_results(read_results(run.out / RESULTS)) if result_key(r) in wanted]
-    summary = summarize(lines, model=run.model.name)
+    found = run_lines(run.out, run.identity, run.known)
+    refuse_rejected(found.rejected, f"{run.out / RESULTS} changed during the run")
+    whole = found.lines
+    lines = [r for r in whole if result_key(r) in wanted]
+    summary = summarize(whole, model=run.model.name)
     write_summary(run.out, summary)
     errors = Counter(str(r["error"]) for r in lines if r.get("error"))
     resumed = len(run.episodes) - len(run.todo)
-    answers, cached = cached_answers(lines)
+    answers, cached = cached_answers(whole)
     if not errors and len(lines) == len(wanted):  # complete: a rerun has nothing to play
         note = {"episodes": len(lines), "answers": answers, "cached": cached}
+        note["beyond"] = len(whole) - len(lines)
         FinishedRun(run.stamp, {**note, "scenarios": summary.as_dict()["scenarios"]}).write(run.out)
-    return RunOutcome(summary, run.out, resumed, errors, answers, cached, played=len(run.todo))
+    outcome = RunOutcome(summary, run.out, resumed, errors, answers, cached, played=len(run.todo))
+    outcome.beyond = len(whole) - len(lines)
+    return outcome
 
 
 def _finished(
@@ -238,7 +306,9 @@ def _finished(
     except (KeyError, TypeError, AttributeError):  # a note not written by us: look at the run
         return None
     summary = Summary(model.name, scores)
-    return RunOutcome(summary, out, episodes, Counter(), answers, cached, played=0)
+    beyond = outcome.get("beyond", 0)
+    beyond = beyond if isinstance(beyond, int) else 0
+    return RunOutcome(summary, out, episodes, Counter(), answers, cached, 0, beyond)
 
 
 @contextlib.asynccontextmanager

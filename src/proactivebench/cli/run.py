@@ -186,6 +186,14 @@ def eval_command(
             f"all {outcome.resumed} episodes already done in {outcome.out_dir}: nothing played. "
             "The existing results:"
         )
+    if outcome.beyond:
+        chosen = outcome.summary_episodes() - outcome.beyond
+        console.print(
+            f"note: this selection chose {chosen} of the run's {outcome.summary_episodes()} "
+            "episodes; the table, summary.json and the report describe the whole run (use "
+            "another --out to keep a subset apart)",
+            highlight=False,
+        )
     status = tell_run(
         outcome.summary,
         outcome.out_dir,

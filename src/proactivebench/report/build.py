@@ -316,6 +316,7 @@ def _write_report(
     outcome.warnings += [
         f"{r.run_dir} holds no episodes (results.jsonl is empty): its row is all —" for r in empty
     ]
+    outcome.warnings += [line for r in [*runs, *([base] if base else [])] for line in r.rejected]
     all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
     for measures in all_measures:
         prefix = f"{measures.run.label}: " if len(runs) > 1 else ""

@@ -18,7 +18,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.protocol import SCENARIOS
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import RESULTS, latest_results, read_results, read_run_config
+from proactivebench.rundir import RESULTS, read_run_config, run_lines
 from proactivebench.texts import shown_json
 
 
@@ -35,6 +35,8 @@ class Run:
     #: (`--params`) says.
     params_b: float | None = None
     by_scenario: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Lines of results.jsonl left out of every count, each `file:line: why` (`run_lines`).
+    rejected: list[str] = field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -67,8 +69,9 @@ def load_run(run_dir: str | Path) -> Run:
     _check_config(path, config)
     if not (path / RESULTS).is_file():
         raise ProactiveBenchError(f"{path} has no {RESULTS} yet: nothing to report")
-    lines = sorted(latest_results(read_results(path / RESULTS)), key=result_order)
-    run = Run(run_dir=path, config=config, lines=lines)
+    found = run_lines(path, config)
+    lines = sorted(found.lines, key=result_order)
+    run = Run(run_dir=path, config=config, lines=lines, rejected=found.rejected)
     for line in lines:
         run.by_scenario.setdefault(line["scenario"], []).append(line)
     run.params_b = params_from_config(config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -93,7 +94,8 @@ def test_unreadable_images_raise_image_errors(store: ImageStore, tmp_path: Path)
 
 
 def line(n: int) -> bytes:
-    return b'{"scenario": "ROD", "sample_id": %d}' % n
+    """A finished result line, as short as a reader takes (`results.shape_problem`)."""
+    return b'{"scenario": "ROD", "sample_id": %d, "num_turns": 1, "correct": false}' % n
 
 
 @pytest.mark.parametrize(
@@ -109,7 +111,8 @@ def test_results_file_drops_only_a_torn_tail(tmp_path: Path, content: bytes, kep
     path = tmp_path / "results.jsonl"
     path.write_bytes(content)
     results = ResultsFile(path)
-    results.write([{"scenario": "QD", "sample_id": 3}])
+    last = {"scenario": "QD", "sample_id": 3, "num_turns": 1, "correct": False}
+    results.write([last])
     results.close()
-    assert path.read_bytes() == kept + b'{"scenario": "QD", "sample_id": 3}\n'
+    assert path.read_bytes() == kept + json.dumps(last).encode() + b"\n"
     assert [r["sample_id"] for r in read_results(path)][-1] == 3

@@ -143,3 +143,22 @@ def test_augment_mirrors_shifts_and_permutes_colour_channels() -> None:
         for p in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
     ]
     assert any(all(not torch.equal(o, p) for p in permuted) for o in outs)
+
+
+def test_ci_runs_the_slow_set_that_the_quick_command_leaves_out() -> None:
+    """The training outcome is outside `python -m pytest -q` (the suite stays minutes), so
+    CI must run it on its own: `.ci/run` ends with the slow set, and it is this file's."""
+    import tomllib
+
+    root = SCRIPT.parent.parent
+    options = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "-m 'not slow'" in options["addopts"]
+    assert any(m.startswith("slow:") for m in options["markers"])
+    assert "python -m pytest -q -m slow" in (root / ".ci" / "run").read_text()
+    slow = [
+        name
+        for name, test in globals().items()
+        if name.startswith("test_")
+        and any(m.name == "slow" for m in getattr(test, "pytestmark", []))
+    ]
+    assert "test_the_warm_up_answers_in_the_protocols_format" in slow and len(slow) == 4

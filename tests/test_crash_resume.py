@@ -23,6 +23,8 @@ from proactivebench.data.synth import generate
 from resultlines import comparable
 
 PER_SCENARIO = 12  # 84 episodes
+#: How long a wait on a condition may last before the run counts as hung (generous: load).
+WAIT_BOUND_S = 900
 
 
 @pytest.fixture(scope="module")
@@ -86,13 +88,21 @@ def start_and_stop(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=ctrl_c_as_in_a_background_job if background else ctrl_c_as_in_a_terminal,
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while len(lines(out)) < after and process.poll() is None and time.monotonic() < deadline:
+    # Wait on the condition itself, never on a clock: under load (a suite beside other jobs)
+    # the CLI's start-up alone can take minutes, and a signal sent when a timeout passed
+    # would reach a process still importing, before its handler exists (killed by the
+    # default action, no message, fewer lines than `after`). The bound only ends a hung run.
+    deadline = time.monotonic() + WAIT_BOUND_S
+    while len(lines(out)) < after and process.poll() is None:
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no {after} lines on disk within {WAIT_BOUND_S} s: the run hangs")
         time.sleep(0.005)
     # The signal must reach a running run: a run that ended first tells nothing about it.
     assert process.poll() is None, f"the run ended before {after} lines were seen on disk"
+    assert len(lines(out)) >= after
     process.send_signal(sig)
-    stdout, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=WAIT_BOUND_S)
     return process.returncode, stdout.decode(), stderr.decode()
 
 

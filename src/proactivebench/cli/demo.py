@@ -78,8 +78,9 @@ def oracle_note(summary: Summary) -> str | None:
     if not at_once:
         return None
     return (
-        f"oracle ps 0.00 on {', '.join(at_once)}: there the first turn already shows enough to "
-        "answer, so the best move asks nothing; a model's ps rate reads between oracle (the "
+        f"oracle ps 0.00 on {', '.join(at_once)}: the oracle knows the answer, and there the "
+        "protocol counts the correct category as right from the first turn, so its best move "
+        "asks nothing; a model's ps rate reads between oracle (the "
         "fewest suggestions of a perfect model) and proactive (the most)."
     )
 

@@ -117,14 +117,11 @@ def test_report_in_chromium(report: Path) -> None:
 SIX = ("oracle", "random", "proactive", "reactive", "abstain", "oracle")
 
 
-@pytest.fixture(scope="module")
-def six_runs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from proactivebench.report import write_report
-
-    root = tmp_path_factory.mktemp("six")
-    generate(root / "data", per_scenario=3, seed=0)
+def baseline_runs(root: Path, baselines: tuple[str, ...], per_scenario: int) -> list[Path]:
+    """One run directory under `root` per baseline, on synthetic data generated there."""
+    generate(root / "data", per_scenario=per_scenario, seed=0)
     runs = []
-    for number, baseline in enumerate(SIX):
+    for number, baseline in enumerate(baselines):
         run = root / f"{baseline}-{number}"
         args = ["eval", "--data", str(root / "data"), "--model", f"baseline:{baseline}"]
         try:
@@ -132,6 +129,15 @@ def six_runs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         except SystemExit as done:
             assert done.code in (0, None)
         runs.append(run)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def six_runs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from proactivebench.report import write_report
+
+    root = tmp_path_factory.mktemp("six")
+    runs = baseline_runs(root, SIX, per_scenario=3)
     sizes = {run.name: size for run, size in zip(runs, (7, 13, 70, 2, 0.5, 7), strict=True)}
     outcome = write_report(runs, root / "report", params=sizes)
     return outcome.html
@@ -174,16 +180,7 @@ def wide_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from proactivebench.report import write_report
 
     root = tmp_path_factory.mktemp("wide")
-    generate(root / "data", per_scenario=2, seed=0)
-    runs = []
-    for number, baseline in enumerate((*SIX, "random")):
-        run = root / f"{baseline}-{number}"
-        args = ["eval", "--data", str(root / "data"), "--model", f"baseline:{baseline}"]
-        try:
-            main([*args, "--out", str(run), "--no-cache", "--no-report"])
-        except SystemExit as done:
-            assert done.code in (0, None)
-        runs.append(run)
+    runs = baseline_runs(root, (*SIX, "random"), per_scenario=2)
     shapes = {"one": (runs[:1], None), "two": (runs[:2], None), "six": (runs[:6], None)}
     shapes["vs"] = (runs[:6], runs[6])
     return {

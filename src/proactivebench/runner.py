@@ -165,14 +165,17 @@ def _prepare(
     known = _held_by(root, chosen.dataset)
     if previous is None:
         _refuse_orphan_lines(out)
+        lines: list[dict[str, Any]] = []
     else:
+        found = run_lines(out, identity, known)
         refuse_rejected(
-            run_lines(out, identity, known).rejected,
+            found.rejected,
             f"cannot resume {out}: its results hold lines that are not this run's. Move them "
             f"out of {out / RESULTS} (or use another --out)",
         )
+        lines = found.lines
     # Episodes that ended in an error are played again: their failure was the backend's.
-    done = {result_key(r) for r in read_results(out / RESULTS) if not r.get("error")}
+    done = {result_key(r) for r in lines if not r.get("error")}
     todo = [e for e in chosen.episodes if (e.scenario, e.record.id) not in done]
     if cache is not None and model.cacheable:
         model = CachedModel(model, cache)
@@ -182,18 +185,8 @@ def _prepare(
             judge = judge.with_model(CachedModel(judge.model, cache))
         judge.model.bind_images(chosen.images)
     history = provenance_of(previous) if previous is not None else []
-    return _Run(
-        chosen.episodes,
-        todo,
-        model,
-        out,
-        chosen.dataset.records,
-        judge,
-        identity,
-        history,
-        stamp,
-        known,
-    )
+    records = chosen.dataset.records
+    return _Run(chosen.episodes, todo, model, out, records, judge, identity, history, stamp, known)
 
 
 def _refuse_orphan_lines(out: Path) -> None:
@@ -274,12 +267,19 @@ def _finish(run: _Run) -> RunOutcome:
     resumed = len(run.episodes) - len(run.todo)
     answers, cached = cached_answers(whole)
     if not errors and len(lines) == len(wanted):  # complete: a rerun has nothing to play
-        note = {"episodes": len(lines), "answers": answers, "cached": cached}
-        note["beyond"] = len(whole) - len(lines)
+        beyond = len(whole) - len(lines)
+        note = {"episodes": len(lines), "answers": answers, "cached": cached, "beyond": beyond}
         FinishedRun(run.stamp, {**note, "scenarios": summary.as_dict()["scenarios"]}).write(run.out)
-    outcome = RunOutcome(summary, run.out, resumed, errors, answers, cached, played=len(run.todo))
-    outcome.beyond = len(whole) - len(lines)
-    return outcome
+    return RunOutcome(
+        summary,
+        run.out,
+        resumed,
+        errors,
+        answers,
+        cached,
+        played=len(run.todo),
+        beyond=len(whole) - len(lines),
+    )
 
 
 def _finished(

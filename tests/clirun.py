@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -53,3 +54,26 @@ def held_by_another_process(run_dir: Path) -> Iterator[int]:
         yield holder.pid
     finally:
         holder.communicate(timeout=60)
+
+
+# A test suite started in the background by a script (`pytest &` or `bash -c '...' &` in a
+# non-interactive shell) inherits SIGINT *ignored*; Python then leaves Ctrl-C ignored in its
+# own process and in every child, as the shell asked. A test of what Ctrl-C does gives the
+# CLI Ctrl-C as a terminal gives it, whatever the suite itself was started with.
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """A `preexec_fn`: in the child, before exec, SIGINT at its default (Python then raises
+    KeyboardInterrupt on it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def ctrl_c_here() -> Iterator[None]:
+    """In this process: Ctrl-C raises KeyboardInterrupt (and asyncio takes it over while a loop
+    runs), as in a terminal; the disposition the suite had comes back afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from clirun import ctrl_c_as_in_a_terminal
 from openai_server import ServerProcess
 from proactivebench.data.synth import generate
 from resultlines import comparable
@@ -66,13 +67,6 @@ def keyed(out: Path) -> dict[tuple[str, int], dict]:
         assert key not in result, f"episode {key} written twice"
         result[key] = comparable(record)
     return result
-
-
-def ctrl_c_as_in_a_terminal() -> None:
-    """Run in the child before exec. A test suite started in the background by a script
-    (`pytest &` in a non-interactive shell) inherits SIGINT *ignored*, and Python then leaves
-    Ctrl-C ignored in every child, as the shell asked; the CLI must start as from a terminal."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def ctrl_c_as_in_a_background_job() -> None:

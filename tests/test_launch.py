@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from clirun import eval_args, run_cli
+from clirun import ctrl_c_as_in_a_terminal, eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.launch import (
@@ -341,6 +341,7 @@ def test_a_rank_waiting_for_peers_that_never_come_stops_on_a_signal(
             stderr=subprocess.STDOUT,
             text=True,
             env=env,
+            preexec_fn=ctrl_c_as_in_a_terminal,
         )
         try:
             connection, _ = server.accept()  # the rank is waiting for rank 0's store

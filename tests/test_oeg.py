@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clirun import run_cli
+from clirun import ctrl_c_here, run_cli
 from handmade import full_dataset
 from openai_server import FakeOpenAI, Raw, last_user_text
 from proactivebench.judge import Judge, judge_messages, parse_verdict
@@ -513,7 +513,8 @@ def test_an_interrupted_judge_goes_on_from_the_lines_it_judged(
     mark.touch()
     args = ["judge", str(run), "--judge", f"python:{tmp_path / 'judging.py'}:judge"]
     args += ["--no-cache", "--no-report", "--concurrency", "2"]
-    code, text = run_cli(args, capsys)
+    with ctrl_c_here():
+        code, text = run_cli(args, capsys)
     assert code == 130 and "interrupted; rerun the same command" in text, text
     assert "Traceback" not in text
     # The results file is untouched; the lines judged so far are kept beside it.

@@ -88,6 +88,27 @@ def _fail(exc: ProactiveBenchError | NotJSONError) -> NoReturn:
     sys.exit(EXIT_ERROR)
 
 
+def _raise_interrupt() -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def _interrupt() -> None:
+    """Stop as Ctrl-C stops a command where asyncio has no Ctrl-C handler of its own (it takes
+    Ctrl-C over only when Python's is in place, not when the shell had it ignored). Raised in
+    the middle of a task's step, KeyboardInterrupt would end that task with it (asyncio then
+    prints "Task exception was never retrieved" and its traceback); raised from a callback of
+    the running loop, it leaves the loop between steps, and `asyncio.run` cancels the tasks,
+    whose cleanup (results written, the run directory released) runs as on Ctrl-C."""
+    asyncio = sys.modules.get("asyncio")  # not imported: no loop can be running
+    try:
+        loop = asyncio.get_running_loop() if asyncio is not None else None
+    except RuntimeError:  # no loop runs in this thread
+        loop = None
+    if loop is None:
+        raise KeyboardInterrupt
+    loop.call_soon_threadsafe(_raise_interrupt)
+
+
 @contextlib.contextmanager
 def _sigterm_as_ctrl_c(terminated: list[int]) -> Iterator[None]:
     """SIGTERM (`kill`, a job scheduler's end of time) stops a command as Ctrl-C does: what
@@ -100,7 +121,7 @@ def _sigterm_as_ctrl_c(terminated: list[int]) -> Iterator[None]:
         if callable(ctrl_c):  # Python's, or asyncio's while a run's event loop runs
             ctrl_c(signal.SIGINT, frame)
         else:  # Ctrl-C ignored (a background job): stop all the same
-            raise KeyboardInterrupt
+            _interrupt()
 
     try:
         previous = signal.signal(signal.SIGTERM, on_sigterm)

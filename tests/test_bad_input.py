@@ -12,6 +12,7 @@ import pytest
 
 from clirun import eval_args, held_by_another_process, run_cli
 from handmade import full_dataset, rod, write_dataset
+from proactivebench.models import resilient
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +135,11 @@ def test_nothing_to_play_is_an_error(tmp_path: Path, capsys) -> None:
 
 
 def test_episodes_that_ended_in_errors_give_their_own_exit_code(
-    data: Path, tmp_path: Path, capsys
+    data: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A connection error is retried before it is the episode's: retried fast here.
+    fast = resilient.RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.02)
+    monkeypatch.setattr(resilient, "DEFAULT_RETRY", fast)
     body = (
         "    if observation.scenario == 'ROD':\n"
         "        raise ConnectionError('server went away')\n"

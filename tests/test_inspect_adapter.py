@@ -155,6 +155,7 @@ def test_inspect_task_scores_equal_a_replayed_eval(
     run = tmp_path / "imported"
     code, text = run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)
     assert code == 0, text
+    assert "±" in text  # the table eval prints: estimates with their half-widths
     imported = json.loads((run / "summary.json").read_text())
     assert imported["scenarios"] == direct["scenarios"]
     assert imported["average"] == direct["average"]

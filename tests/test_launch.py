@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -104,18 +105,29 @@ def our_traceback(output: str) -> bool:
     return re.search(r'File "[^"]*proactivebench[/\\]', output) is not None
 
 
-def test_torchrun_plays_shards_and_merges_what_one_process_plays(
-    data: Path, tmp_path: Path, capsys
-) -> None:
-    run = tmp_path / "run"
+def random_seed_4(data: Path, run: Path) -> list[str]:
+    """`eval` of `baseline:random`, seed 4, into `run`."""
     args = eval_args(data, run, "--seed", "4", "--no-report")
     args[args.index("baseline:oracle")] = "baseline:random"
-    code, output = launch(torchrun(), args)
+    return args
+
+
+@pytest.fixture(scope="module")
+def launched(data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A run that torchrun played as 2 shards and merged, and what the launch printed."""
+    run = tmp_path_factory.mktemp("launched") / "run"
+    code, output = launch(torchrun(), random_seed_4(data, run))
     assert code == 0, output
+    return run, output
+
+
+def test_torchrun_plays_shards_and_merges_what_one_process_plays(
+    data: Path, launched: tuple[Path, str], tmp_path: Path, capsys
+) -> None:
+    run, output = launched
+    args = random_seed_4(data, run)
     whole = tmp_path / "whole"
-    plain = eval_args(data, whole, "--seed", "4", "--no-report")
-    plain[plain.index("baseline:oracle")] = "baseline:random"
-    assert run_cli(plain, capsys)[0] == 0
+    assert run_cli(random_seed_4(data, whole), capsys)[0] == 0
     assert lines_by_key(run) == lines_by_key(whole)
     assert len(lines_by_key(run)) == 15
     # Each rank wrote a whole run directory of its shard; RUN is the run without a shard.
@@ -357,13 +369,12 @@ def test_a_rank_waiting_for_peers_that_never_come_stops_on_a_signal(
 
 
 def test_another_model_into_a_launched_run_is_refused_before_any_shard_plays(
-    data: Path, tmp_path: Path
+    data: Path, launched: tuple[Path, str], tmp_path: Path
 ) -> None:
     """With another process count the shards are new directories, which hold no run yet:
     RUN's identity is what tells the model differs, and it is read before playing."""
     run = tmp_path / "run"
-    code, output = launch(torchrun(), eval_args(data, run, "--no-report"))
-    assert code == 0, output
+    shutil.copytree(launched[0], run)
     args = eval_args(data, run, "--no-report")
     args[args.index("baseline:oracle")] = "baseline:abstain"
     three = [arg if arg != "2" else "3" for arg in torchrun()]  # --nproc-per-node 3

@@ -154,6 +154,7 @@ def test_torchrun_plays_shards_and_merges_what_one_process_plays(
     assert len(json.loads((run / "run.json").read_text())["provenance"]) == 2
 
 
+@pytest.mark.slow  # a second whole launch beside the merge test's (the slow set)
 def test_accelerate_launch_plays_the_same_run(data: Path, tmp_path: Path, capsys) -> None:
     pytest.importorskip("accelerate")
     run, whole = tmp_path / "run", tmp_path / "whole"
@@ -168,6 +169,7 @@ def test_accelerate_launch_plays_the_same_run(data: Path, tmp_path: Path, capsys
     assert (run / "ranks" / "rank-1-of-2" / "results.jsonl").exists()
 
 
+@pytest.mark.slow  # a second whole launch beside the merge test's (the slow set)
 def test_torchrun_with_a_tiny_vlm_equals_one_process(
     tiny_vlm_dir: Path, data: Path, tmp_path: Path, capsys
 ) -> None:
@@ -218,6 +220,7 @@ def _agent_args(data: Path, run: Path, agent: str) -> list[str]:
     return args
 
 
+@pytest.mark.slow  # a second whole launch beside the merge test's (the slow set)
 def test_a_killed_rank_is_told_and_a_rerun_plays_only_what_is_missing(
     data: Path, tmp_path: Path, agent: str, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:

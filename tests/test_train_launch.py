@@ -62,6 +62,7 @@ def launched(
     return out, done.stdout + done.stderr
 
 
+@pytest.mark.slow  # two processes train: a multi-process launch (the slow set)
 def test_two_processes_train_two_steps_together(launched: tuple[Path, str]) -> None:
     out, output = launched
     run = json.loads((out / "train_run.json").read_text("utf-8"))
@@ -75,6 +76,7 @@ def test_two_processes_train_two_steps_together(launched: tuple[Path, str]) -> N
     assert output.count("trained 2 steps") == 1 and output.count("training examples:") == 1
 
 
+@pytest.mark.slow  # two processes train: a multi-process launch (the slow set)
 def test_the_main_process_saves_whole_files_once(launched: tuple[Path, str]) -> None:
     out, _ = launched
     names = {p.name for p in out.iterdir()}

@@ -10,7 +10,9 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from platformdirs import user_cache_dir
 
@@ -99,19 +101,35 @@ def write_whole(path: str | os.PathLike[str], content: str | bytes) -> None:
         raise WriteError(path, exc) from None
 
 
-def read_file(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a run's or report's own file (`results.jsonl`, `run.json`, a note): opened
-    without blocking and checked on the open descriptor, so a FIFO or device in its place is
-    an `OSError` ("not a regular file") at once instead of a read that never ends."""
+def _regular_file(path: str | os.PathLike[str]) -> Callable[[os.stat_result], None]:
+    def check(found: os.stat_result) -> None:
+        if not stat.S_ISREG(found.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or folder)", path)
+
+    return check
+
+
+def open_to_read(
+    path: str | os.PathLike[str], check: Callable[[os.stat_result], None] | None = None
+) -> BinaryIO:
+    """`path` open for reading, opened without blocking and checked on the open descriptor
+    (`check` of its `fstat`; by default: a regular file, else `OSError`), so that a FIFO or
+    device in a file's place, even one swapped in after an earlier look, fails at once instead
+    of a read that never ends."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or folder)", path)
+        (check or _regular_file(path))(os.fstat(fd))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
-    with open(fd, "rb") as f:
+    return open(fd, "rb")
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a run's or report's own file (`results.jsonl`, `run.json`, a note), read
+    through `open_to_read`: a FIFO or device in its place is an `OSError` at once."""
+    with open_to_read(path) as f:
         return f.read()
 
 

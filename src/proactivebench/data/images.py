@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from proactivebench.data.layout import PathGuard
 from proactivebench.errors import DataError, ImageError
+from proactivebench.paths import open_to_read
 from proactivebench.scenarios import View
 
 if TYPE_CHECKING:  # Pillow is imported when a view is first decoded: most turns send bytes
@@ -110,18 +111,11 @@ def open_image_file(path: str | os.PathLike[str], name: str, max_bytes: int | No
     is an `ImageError` at once instead of a read that hangs; so is a file above `max_bytes`.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return open_to_read(path, lambda found: _check_kind_and_size(found, name, max_bytes))
     except FileNotFoundError:
         raise ImageError(f"image not found: {name}") from None
     except OSError as exc:
         raise ImageError(f"cannot read image {name}: {exc.strerror}") from None
-    try:
-        _check_kind_and_size(os.fstat(fd), name, max_bytes)
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return open(fd, "rb")
 
 
 #: Image files whose header passed `check_header`, by version of the file: (path, size,

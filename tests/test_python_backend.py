@@ -56,13 +56,20 @@ def best(observation):
 
 
 @pytest.fixture(autouse=True)
-def _restore_import_state(monkeypatch: pytest.MonkeyPatch):
-    """User modules imported by a test, and sys.path entries it adds, do not outlive it."""
+def _restore_import_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory):
+    """User modules imported by a test (files under the tests' temporary folders), and
+    sys.path entries it adds, do not outlive it. Only those: a library module that a test
+    happened to import first (`concurrent.futures.process`, by a report's thumbnail pool)
+    stays, since objects of it live on elsewhere (a later pool could no longer pickle its
+    worker function: "not the same object as concurrent.futures.process._process_worker")."""
     monkeypatch.setattr(sys, "path", list(sys.path))
     before = set(sys.modules)
     yield
+    temporary = tmp_path_factory.getbasetemp().resolve()
     for name in set(sys.modules) - before:
-        del sys.modules[name]
+        where = getattr(sys.modules[name], "__file__", None)
+        if where and temporary in Path(where).resolve().parents:
+            del sys.modules[name]
 
 
 def write_module(directory: Path, body: str, name: str | None = None) -> Path:

@@ -66,27 +66,36 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return page
 
 
-@contextlib.contextmanager
-def opened(report: Path, width: int, errors: list[str]) -> Iterator[Any]:
-    """`report` loaded in headless Chromium at `width` px; console errors, page errors
-    (uncaught exceptions) and dialogs (an alert a payload would open) go to `errors`."""
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the module's tests (each opens its own page)."""
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": width, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-            page.goto(report.as_uri())
-            page.wait_for_load_state("load")
-            yield page
+            yield chromium
         finally:
-            browser.close()
+            chromium.close()
 
 
-def test_report_in_chromium(report: Path) -> None:
+@contextlib.contextmanager
+def opened(browser: Any, report: Path, width: int, errors: list[str]) -> Iterator[Any]:
+    """`report` loaded in a new page of `browser` at `width` px; console errors, page errors
+    (uncaught exceptions) and dialogs (an alert a payload would open) go to `errors`."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+        page.goto(report.as_uri())
+        page.wait_for_load_state("load")
+        yield page
+    finally:
+        page.close()
+
+
+def test_report_in_chromium(browser: Any, report: Path) -> None:
     errors: list[str] = []
-    with opened(report, 1400, errors) as page:
+    with opened(browser, report, 1400, errors) as page:
         tables = page.locator("figure.table table")
         assert tables.count() >= 2  # the run's table and the usage table
         assert "accuracy %" in page.locator("figure.table").first.inner_text()
@@ -133,21 +142,27 @@ def baseline_runs(root: Path, baselines: tuple[str, ...], per_scenario: int) -> 
 
 
 @pytest.fixture(scope="module")
-def six_runs_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def seven_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The runs of `SIX`, then one of the random baseline (a `--vs` reference)."""
+    return baseline_runs(tmp_path_factory.mktemp("seven"), (*SIX, "random"), per_scenario=3)
+
+
+@pytest.fixture(scope="module")
+def six_runs_report(seven_runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     from proactivebench.report import write_report
 
     root = tmp_path_factory.mktemp("six")
-    runs = baseline_runs(root, SIX, per_scenario=3)
+    runs = seven_runs[:6]
     sizes = {run.name: size for run, size in zip(runs, (7, 13, 70, 2, 0.5, 7), strict=True)}
     outcome = write_report(runs, root / "report", params=sizes)
     return outcome.html
 
 
-def test_six_runs_at_1280_px(six_runs_report: Path) -> None:
+def test_six_runs_at_1280_px(browser: Any, six_runs_report: Path) -> None:
     """The average column of the cross-run tables is in view without scrolling, although the
     tables are wider than the window; the scatter names every scenario; no error."""
     errors: list[str] = []
-    with opened(six_runs_report, 1280, errors) as page:
+    with opened(browser, six_runs_report, 1280, errors) as page:
         for key in ("cross-accuracy", "cross-ps_rate"):
             figure = page.locator(f'figure.table[data-table="{key}"]')
             scroller = figure.locator(".scroller").evaluate("f => [f.scrollWidth, f.clientWidth]")
@@ -174,13 +189,15 @@ def test_six_runs_at_1280_px(six_runs_report: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def wide_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def wide_reports(
+    seven_runs: list[Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
     """Reports of 1, 2 and 6 baseline runs, and of 6 runs `--vs` another: their tables'
     pinned average column, at 1280 px."""
     from proactivebench.report import write_report
 
     root = tmp_path_factory.mktemp("wide")
-    runs = baseline_runs(root, (*SIX, "random"), per_scenario=2)
+    runs = seven_runs
     shapes = {"one": (runs[:1], None), "two": (runs[:2], None), "six": (runs[:6], None)}
     shapes["vs"] = (runs[:6], runs[6])
     return {
@@ -189,56 +206,64 @@ def wide_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+#: What the column test reads of one `figure.table`, in one round trip to the page: the
+#: scroll box, and the boxes of its headings and of its pinned average column (none: far off
+#: to the left), before and after scrolling to the end.
+MEASURE_TABLE = """figure => {
+    const scroller = figure.querySelector(".scroller");
+    const box = element => {
+        const r = element.getBoundingClientRect();
+        return {x: r.x, width: r.width};
+    };
+    const read = () => {
+        const pin = figure.querySelector("th.average-col");
+        const heads = [...figure.querySelectorAll("th")]
+            .filter(head => !head.classList.contains("average-col"))
+            .map(head => ({text: head.innerText, ...box(head)}));
+        return {heads, pinned: pin ? box(pin) : {x: -1e9, width: 0}};
+    };
+    const before = read();
+    const seen = {view: box(scroller), wide: scroller.scrollWidth, box_width: scroller.clientWidth};
+    scroller.scrollLeft = scroller.scrollWidth;
+    return {...seen, before, after: read()};
+}"""
+
+
 def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
     return a["x"] < b["x"] + b["width"] - 0.5 and b["x"] < a["x"] + a["width"] - 0.5
 
 
 @pytest.mark.parametrize("shape", ["one", "two", "six", "vs"])
 def test_every_column_visible_or_visibly_scrollable(
-    wide_reports: dict[str, Path], shape: str
+    browser: Any, wide_reports: dict[str, Path], shape: str
 ) -> None:
     """At 1280 px, a column heading the pinned average column covers (or one past the table's
     box) lies in a box that scrolls and says so (its cue is shown); scrolled to the end, no
     heading is covered. A table that fits shows no cue."""
     errors: list[str] = []
-    with opened(wide_reports[shape], 1280, errors) as page:
+    with opened(browser, wide_reports[shape], 1280, errors) as page:
         figures = page.locator("figure.table")
         assert figures.count() >= 2
         for number in range(figures.count()):
             figure = figures.nth(number)
-            scroller = figure.locator(".scroller")
-            wide, box_width = scroller.evaluate("s => [s.scrollWidth, s.clientWidth]")
-            view = scroller.bounding_box()
-            assert view is not None and view["x"] + view["width"] <= 1280
+            seen = figure.evaluate(MEASURE_TABLE)
+            view = seen["view"]
+            assert view["x"] + view["width"] <= 1280
+            heads = seen["before"]["heads"]
+            assert all(head["width"] > 0 for head in heads), heads  # every heading is laid out
+            pinned = seen["before"]["pinned"]
+            hidden = [
+                head["text"]
+                for head in heads
+                if _overlaps(head, pinned) or head["x"] + head["width"] > view["x"] + view["width"]
+            ]
             cue = figure.locator(".scroll-cue")
-            heads = figure.locator("th")
-            pin = figure.locator("th.average-col")
-            none = {"x": -1e9, "width": 0.0}  # a table without a pinned column
-            pinned = pin.bounding_box() if pin.count() else none
-            assert pinned is not None
-            hidden = []
-            for index in range(heads.count()):
-                head = heads.nth(index)
-                if "average-col" in (head.get_attribute("class") or ""):
-                    continue
-                box = head.bounding_box()
-                assert box is not None
-                if _overlaps(box, pinned) or box["x"] + box["width"] > view["x"] + view["width"]:
-                    hidden.append(head.inner_text())
             if hidden:
-                assert wide > box_width, (shape, hidden)
+                assert seen["wide"] > seen["box_width"], (shape, hidden)
                 assert cue.is_visible(), (shape, hidden)
             else:
                 assert not cue.is_visible()
-            scroller.evaluate("s => { s.scrollLeft = s.scrollWidth; }")
-            pinned = pin.bounding_box() if pin.count() else none
-            assert pinned is not None
-            for index in range(heads.count()):
-                head = heads.nth(index)
-                if "average-col" not in (head.get_attribute("class") or ""):
-                    box = head.bounding_box()
-                    assert box is not None
-                    assert not _overlaps(box, pinned) or box["x"] < view["x"], head.inner_text()
-            if shape in ("six", "vs"):
-                page.screenshot(path=str(wide_reports[shape].parent / "at-1280.png"))
+            pinned = seen["after"]["pinned"]
+            for head in seen["after"]["heads"]:
+                assert not _overlaps(head, pinned) or head["x"] < view["x"], head["text"]
     assert errors == []

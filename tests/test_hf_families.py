@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,9 +97,13 @@ def assert_images_reach_the_model(encoded: list[Encoded], image_token_id: int) -
         assert images_in_pixels(inputs) == sum(parts)
 
 
+#: A played run's result lines, the batches its model encoded, and the model.
+Played = tuple[list[dict], list[Encoded], HFModel]
+
+
 def play_with_history_and_icl(
     directory: Path, data: Path, run: Path, monkeypatch: pytest.MonkeyPatch, max_batch: int
-) -> tuple[list[dict], list[Encoded], HFModel]:
+) -> Played:
     loaded, model = load(directory, max_batch=max_batch)
     encoded = record_encodes(model, monkeypatch)
     settings = EvalSettings(history=True, icl=1, decoding=answering_b(model))
@@ -106,13 +111,29 @@ def play_with_history_and_icl(
     return read_results(run / "results.jsonl"), encoded, model
 
 
+@pytest.fixture(scope="module")
+def played_batched(
+    data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, Path], Played]:
+    """A family's history + ICL run in batches of up to 8, played once for the two tests that
+    read it (what it encoded was recorded while it played)."""
+    plays: dict[str, Played] = {}
+
+    def play(name: str, directory: Path) -> Played:
+        if name not in plays:
+            run = tmp_path_factory.mktemp(f"{name}-batched")
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                plays[name] = play_with_history_and_icl(directory, data, run, monkeypatch, 8)
+        return plays[name]
+
+    return play
+
+
 def test_every_scenario_plays_with_history_and_icl_and_every_image_reaches_the_model(
-    family: tuple[str, Path], data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    family: tuple[str, Path], played_batched: Callable[[str, Path], Played]
 ) -> None:
     name, directory = family
-    results, encoded, model = play_with_history_and_icl(
-        directory, data, tmp_path, monkeypatch, max_batch=8
-    )
+    results, encoded, model = played_batched(name, directory)
     assert {r["scenario"] for r in results} == set(SCENARIOS) and len(results) == 15
     for r in results:
         assert "error" not in r, r
@@ -134,16 +155,18 @@ def by_episode(results: list[dict]) -> dict[tuple[str, str], dict]:
 
 
 def test_batched_generation_equals_one_at_a_time(
-    family: tuple[str, Path], data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    family: tuple[str, Path],
+    played_batched: Callable[[str, Path], Played],
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """First turns (one image each) and the requests of a history + ICL run (many images)."""
-    _, directory = family
+    name, directory = family
     one_at_a_time, _, _ = play_with_history_and_icl(
         directory, data, tmp_path / "alone", monkeypatch, max_batch=1
     )
-    batched, encoded, model = play_with_history_and_icl(
-        directory, data, tmp_path / "batched", monkeypatch, max_batch=8
-    )
+    batched, encoded, model = played_batched(name, directory)
     assert by_episode(batched) == by_episode(one_at_a_time)
     assert_batched_equals_alone(model, first_turn_requests(data, SHORT))
     assert_batched_equals_alone(model, [r for batch, _ in encoded for r in batch][:16])
@@ -176,31 +199,39 @@ WITHOUT_PACKAGE = (
 )
 
 
-@pytest.mark.parametrize(
-    ("name", "package", "needed_by"),
-    [("qwen2.5-vl", "torchvision", "Qwen2VLVideoProcessor"), ("smolvlm", "num2words", None)],
-)
+#: (family, the package made missing, the class that says it needs it: None, the checkpoint)
+MISSING = [("qwen2.5-vl", "torchvision", "Qwen2VLVideoProcessor"), ("smolvlm", "num2words", None)]
+
+
 def test_a_missing_package_is_one_line_that_says_what_to_install(
-    name: str,
-    package: str,
-    needed_by: str | None,
     checkpoints: dict[str, Path],
     tmp_path_factory: pytest.TempPathFactory,
     data: Path,
     tmp_path: Path,
 ) -> None:
-    directory = built(name, checkpoints, tmp_path_factory)
-    args = ["eval", "--data", str(data), "--model", f"hf:{directory}", "--out", str(tmp_path)]
-    done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_PACKAGE, package, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    who = needed_by or "this checkpoint"
-    assert done.returncode == 1, done.stderr
-    assert done.stdout + done.stderr == (
-        f"error: cannot load hf model '{directory}': {who} needs {package}, which is not "
-        f"installed; install {package}: pip install {package}\n"
-    )
-    assert not (tmp_path / "results.jsonl").exists()
+    """Each case in a Python of its own (transformers reads what is installed once), the two
+    side by side."""
+    started = []
+    for name, package, needed_by in MISSING:
+        directory = built(name, checkpoints, tmp_path_factory)
+        out = tmp_path / name
+        args = ["eval", "--data", str(data), "--model", f"hf:{directory}", "--out", str(out)]
+        command = [sys.executable, "-c", WITHOUT_PACKAGE, package, *args]
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        started.append((process, directory, out, package, needed_by or "this checkpoint"))
+    try:
+        for process, directory, out, package, who in started:
+            output, _ = process.communicate(timeout=300)
+            assert process.returncode == 1, output
+            assert output == (
+                f"error: cannot load hf model '{directory}': {who} needs {package}, which is "
+                f"not installed; install {package}: pip install {package}\n"
+            )
+            assert not (out / "results.jsonl").exists()
+    finally:
+        for process, *_ in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()

@@ -60,6 +60,12 @@ def wait_for_screen(page: Any, old_turn: str | None) -> str:
     return str(page.evaluate("document.body.dataset.screen"))
 
 
+#: The options on the page as (letter, text) pairs, read in one round trip.
+OPTIONS_SHOWN = (
+    "options => options.map(o => [o.dataset.letter, o.querySelector('.text').textContent])"
+)
+
+
 def test_a_person_plays_seven_scenarios_in_chromium(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -104,13 +110,7 @@ def test_a_person_plays_seven_scenarios_in_chromium(
                     assert where is not None
                     scenario, sample, turn = where[1], int(where[2]), int(where[3])
                     text = answers[scenario, sample][turn - 1]
-                    options = page.locator(".option")
-                    shown = {
-                        options.nth(k).get_attribute("data-letter"): options.nth(k)
-                        .locator(".text")
-                        .text_content()
-                        for k in range(options.count())
-                    }
+                    shown = dict(page.locator(".option").evaluate_all(OPTIONS_SHOWN))
                     if scenario == "ROD":  # the payloads are shown as the text they are
                         assert PAYLOAD + " category" in shown.values()
                         assert PAYLOAD + " option" in shown.values()

@@ -17,9 +17,8 @@ from proactivebench.data.download import RemoteFile, _State
 from proactivebench.data.synth import MANIFEST_NAME, generate
 from proactivebench.errors import LinkRefusedError
 from proactivebench.models.cache import ResponseCache
-from proactivebench.paths import open_to_write
+from proactivebench.paths import open_to_write, staged_folder, write_whole
 from proactivebench.report import write_report
-from proactivebench.rundir import atomic_write, staged_folder
 
 PRECIOUS = b"a file outside the run, without a final newline"
 
@@ -72,7 +71,7 @@ def test_files_written_whole_replace_a_link_and_never_follow_it(
 ) -> None:
     path = tmp_path / "summary.json"
     path.symlink_to(outside)
-    atomic_write(path, "{}\n")
+    write_whole(path, "{}\n")
     assert not path.is_symlink() and path.read_text() == "{}\n"
     assert outside.read_bytes() == PRECIOUS
     assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "summary.json"]

@@ -68,3 +68,36 @@ def test_a_fifo_in_place_of_a_run_file_is_named_not_waited_on(
     said = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in said, said
     assert str(run / name) in said and "not a regular file" in said, said
+
+
+@pytest.mark.parametrize("command", ["validate", "eval"])
+def test_a_fifo_in_place_of_a_scenario_file_is_named_not_waited_on(
+    tmp_path: Path, command: str
+) -> None:
+    """A FIFO as a data set's `*_preprocessed.jsonl` is a data problem named with its path: not
+    a scenario left out unsaid, nor a read that waits for a writer (the records are read
+    through `paths.open_to_read`, in case one is swapped in after that look)."""
+    data = tmp_path / "data"
+    generate(data, per_scenario=1, seed=3)
+    records = data / "QuickDraw_preprocessed.jsonl"
+    records.unlink()
+    os.mkfifo(records)
+    args = {
+        "validate": ["data", "validate", str(data)],
+        "eval": [
+            "eval",
+            "--data",
+            str(data),
+            "--model",
+            "baseline:oracle",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    }[command]
+    # The timeout only turns the hang this guards against into a failure; nothing is timed.
+    done = subprocess.run(
+        [sys.executable, "-m", "proactivebench", *args], capture_output=True, text=True, timeout=300
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in said, said
+    assert f"{records}: not a regular file (a FIFO, device or folder)" in said, said

@@ -157,7 +157,7 @@ DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 class WriteError(ProactiveBenchError):
     """A file that cannot be written, named; on a full disk the message says what to do.
 
-    The writers leave nothing half-written (`rundir.atomic_write`, `rundir.ResultsFile`), so
+    The writers leave nothing half-written (`paths.write_whole`, `rundir.ResultsFile`), so
     the same command, run again once there is room, goes on where it stopped."""
 
     def __init__(self, path: str | os.PathLike[str] | None, exc: OSError) -> None:

@@ -21,7 +21,7 @@ from proactivebench.errors import ProactiveBenchError, RunAbort, episode_error
 from proactivebench.judge import Judge, answer_entries
 from proactivebench.metrics import Summary, is_unjudged, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
-from proactivebench.paths import read_file
+from proactivebench.paths import read_file, write_whole
 from proactivebench.prompting import Message
 from proactivebench.provenance import now, software
 from proactivebench.results import OEGResult, is_oeg_line, result_key, result_order
@@ -29,7 +29,6 @@ from proactivebench.rundir import (
     RESULTS,
     ResultsFile,
     RunLock,
-    atomic_write,
     latest_results,
     provenance_of,
     read_results,
@@ -329,5 +328,5 @@ def _keep(path: Path, kept: Path) -> Path | None:
     """Copy `path` to `kept` whole (a crash leaves the old copy or the new one)."""
     if not path.exists():
         return None
-    atomic_write(kept, read_file(path))
+    write_whole(kept, read_file(path))
     return kept

@@ -1,7 +1,7 @@
 """Where the tool keeps what it makes for the user (generated data, demo runs, response and
 thumbnail caches), and how every file of a run, report, cache or data directory is opened to
 be written: never through a link that leads outside it (`open_to_write`, `write_whole`,
-`refuse_link`)."""
+`staged_folder`, `refuse_link`), and a file or folder written whole is never seen half-written."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import contextlib
 import errno
 import os
 import secrets
+import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -138,3 +139,46 @@ def refuse_linked_database(path: str | os.PathLike[str]) -> None:
     SQLite follows them, so writes would land outside the cache directory."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         refuse_link(f"{os.fspath(path)}{suffix}")
+
+
+@contextlib.contextmanager
+def staged_folder(folder: Path) -> Iterator[Path]:
+    """A folder to build `folder`'s new contents in (beside it, on the same disk): when the
+    block ends without an error they are moved into `folder` (renames, which take no space;
+    files of `folder` not rebuilt are left), otherwise the stage is removed and `folder` is as
+    it was. What fails to be written raises `WriteError` naming the file.
+    """
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        stage = folder.with_name(f".{folder.name}.partial-{os.getpid()}-{secrets.token_hex(4)}")
+        stage.mkdir()
+    except OSError as exc:
+        raise WriteError(folder, exc) from None
+    try:
+        try:
+            yield stage
+        except OSError as exc:
+            raise WriteError(exc.filename, exc) from None
+        try:
+            refuse_link(folder)
+            if not folder.exists():
+                os.rename(stage, folder)
+                return
+            for source in sorted(p for p in stage.rglob("*") if p.is_file()):
+                target = folder / source.relative_to(stage)
+                _refuse_linked_folders(folder, target.parent)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(source, target)
+        except OSError as exc:
+            raise WriteError(folder, exc) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _refuse_linked_folders(folder: Path, inner: Path) -> None:
+    """A folder between `folder` and `inner` (`report/tables`) that is a link would move the
+    new files outside `folder`: refused by name."""
+    for part in [inner, *inner.parents]:
+        if part == folder or folder not in part.parents:
+            break
+        refuse_link(part)

@@ -6,7 +6,7 @@ and writing, reading, resuming, locking and merging them.
 the data, the model and every setting that changes play, so that a rerun resumes only the
 same run (written with the first result, so a failed start pins nothing), plus its
 `provenance` (never compared); `summary.json` the per-scenario table. Every writer holds
-`RunLock`, and every file written whole goes through `atomic_write` (or `staged_folder`).
+`RunLock`, and every file written whole goes through `paths.write_whole` (or `paths.staged_folder`).
 `.finished.json` says that the run was complete, and from what (`FinishedRun`): a rerun that
 finds it still true answers at once, without loading the data or reading the results again.
 """
@@ -17,9 +17,7 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,61 +56,6 @@ RUN_CONFIG = "run.json"
 PROVENANCE = "provenance"
 #: The note of a complete run (`FinishedRun`): hidden, as the lock is; not part of any contract.
 FINISHED = ".finished.json"
-
-
-# ----- writing files whole ----------------------------------------------------------------------
-
-
-def atomic_write(path: Path, content: str | bytes) -> None:
-    """Write `path` all at once: written to a new temporary file beside it, then renamed over
-    it, so a crash or a full disk leaves the old file or the new one, never half of one, and a
-    link at `path` is replaced, never written through (`paths.write_whole`).
-
-    A failure raises `WriteError` naming `path`, with the temporary file removed."""
-    write_whole(path, content)
-
-
-@contextlib.contextmanager
-def staged_folder(folder: Path) -> Iterator[Path]:
-    """A folder to build `folder`'s new contents in (beside it, on the same disk): when the
-    block ends without an error they are moved into `folder` (renames, which take no space;
-    files of `folder` not rebuilt are left), otherwise the stage is removed and `folder` is as
-    it was. What fails to be written raises `WriteError` naming the file.
-    """
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        stage = folder.with_name(f".{folder.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        stage.mkdir()
-    except OSError as exc:
-        raise WriteError(folder, exc) from None
-    try:
-        try:
-            yield stage
-        except OSError as exc:
-            raise WriteError(exc.filename, exc) from None
-        try:
-            refuse_link(folder)
-            if not folder.exists():
-                os.rename(stage, folder)
-                return
-            for source in sorted(p for p in stage.rglob("*") if p.is_file()):
-                target = folder / source.relative_to(stage)
-                _refuse_linked_folders(folder, target.parent)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(source, target)
-        except OSError as exc:
-            raise WriteError(folder, exc) from None
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
-def _refuse_linked_folders(folder: Path, inner: Path) -> None:
-    """A folder between `folder` and `inner` (`report/tables`) that is a link would move the
-    new files outside `folder`: refused by name."""
-    for part in [inner, *inner.parents]:
-        if part == folder or folder not in part.parents:
-            break
-        refuse_link(part)
 
 
 # ----- results.jsonl --------------------------------------------------------------------------
@@ -494,7 +437,7 @@ def write_run_config(
 ) -> None:
     """Write `run.json`: the identity, then what is recorded about each invocation."""
     config = {**identity, PROVENANCE: provenance} if provenance else identity
-    atomic_write(out_dir / RUN_CONFIG, dumps(config, indent=2) + "\n")
+    write_whole(out_dir / RUN_CONFIG, dumps(config, indent=2) + "\n")
 
 
 def without_provenance(config: dict[str, Any]) -> dict[str, Any]:
@@ -630,8 +573,8 @@ def merge_runs(
 
 
 def write_results(path: Path, lines: Iterable[dict[str, Any]]) -> None:
-    """A whole results file at once (`merge`, `import-inspect`), as `atomic_write` writes."""
-    atomic_write(path, jsonl(lines))
+    """A whole results file at once (`merge`, `import-inspect`), as `write_whole` writes."""
+    write_whole(path, jsonl(lines))
 
 
 def jsonl(lines: Iterable[dict[str, Any]]) -> str:
@@ -640,7 +583,7 @@ def jsonl(lines: Iterable[dict[str, Any]]) -> str:
 
 
 def write_summary(out_dir: Path, summary: Summary) -> None:
-    atomic_write(out_dir / SUMMARY, dumps(summary.as_dict(), indent=2) + "\n")
+    write_whole(out_dir / SUMMARY, dumps(summary.as_dict(), indent=2) + "\n")
 
 
 # ----- a complete run, known without reading it ------------------------------------------------
@@ -711,4 +654,4 @@ class FinishedRun:
     def write(self, run_dir: Path) -> None:
         """Record the run as complete, as its files are now (after summary.json is written)."""
         note = {"stamp": self.stamp, "files": _run_files(run_dir), "outcome": self.outcome}
-        atomic_write(run_dir / FINISHED, dumps(note, ensure_ascii=False) + "\n")
+        write_whole(run_dir / FINISHED, dumps(note, ensure_ascii=False) + "\n")

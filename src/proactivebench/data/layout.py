@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from proactivebench.errors import DataError, DataErrors
+from proactivebench.paths import open_to_read
 from proactivebench.protocol import SCENARIOS, official_filter_ids, scenario_strings, stem_to_short
 from proactivebench.records import Record, Source, VSODRecord, parse_record, record_warnings
 from proactivebench.texts import loads
@@ -37,7 +38,9 @@ def scenarios_present(data_dir: Path) -> list[str]:
     """Short names of the scenarios whose file exists, in the paper's order.
 
     A `*_preprocessed.jsonl` file whose stem names no scenario is an error, not something to
-    skip silently: it is usually a typo or a file from another benchmark version.
+    skip silently: it is usually a typo or a file from another benchmark version. So is one
+    that is not a file (a FIFO, device or folder): skipping it would drop its scenario from
+    the run unsaid, and reading it could wait forever.
     """
     if not data_dir.is_dir():
         raise DataError("data directory not found", path=str(data_dir))
@@ -49,6 +52,8 @@ def scenarios_present(data_dir: Path) -> list[str]:
                 f"unknown scenario file stem {stem!r}; known: {', '.join(sorted(known))}",
                 path=str(path),
             )
+        if not path.is_file():
+            raise DataError("not a regular file (a FIFO, device or folder)", path=str(path))
     return [s for s in SCENARIOS if scenario_file(data_dir, s).is_file()]
 
 
@@ -84,7 +89,7 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
     problems: list[DataError] = []
     seen: dict[int, int] = {}
     try:
-        handle = path.open("rb")
+        handle = open_to_read(path)
     except OSError as exc:
         return [], [DataError(f"cannot read: {exc.strerror}", path=str(path))]
     with handle:

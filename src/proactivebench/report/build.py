@@ -23,7 +23,13 @@ from typing import Any, Literal
 
 from proactivebench.errors import ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
-from proactivebench.paths import open_to_write, read_file, thumbnail_cache_path
+from proactivebench.paths import (
+    open_to_write,
+    read_file,
+    staged_folder,
+    thumbnail_cache_path,
+    write_whole,
+)
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
@@ -61,9 +67,7 @@ from proactivebench.rundir import (
     RUN_CONFIG,
     FinishedRun,
     RunLock,
-    atomic_write,
     file_stamp,
-    staged_folder,
 )
 from proactivebench.texts import dumps, loads
 
@@ -272,7 +276,7 @@ class _BuiltFrom:
         self.files = {str(path.relative_to(out)): file_stamp(path) for path in files}
         note = {"inputs": self.inputs, "files": self.files}
         note.update(notes=self.notes, warnings=self.warnings, intervals=self.intervals)
-        atomic_write(out / BUILT_FROM, dumps(note, ensure_ascii=False) + "\n")
+        write_whole(out / BUILT_FROM, dumps(note, ensure_ascii=False) + "\n")
 
     def outcome(self, out: Path) -> ReportOutcome:
         files = [out / name for name in self.files]

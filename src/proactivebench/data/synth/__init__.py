@@ -89,12 +89,6 @@ def save_png(image: Image.Image, path: Path) -> None:
     write_whole(path, buffer.getvalue())
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write through a temporary file, so a reader never sees half a file (and a link at
-    `path` is replaced, not written through)."""
-    write_whole(path, text)
-
-
 def generate(
     out_dir: Path,
     per_scenario: int = 20,
@@ -126,7 +120,7 @@ def generate(
             lines.append(dumps(sample.record, ensure_ascii=False) + "\n")
             if progress is not None:
                 progress(1)
-        _write_text(out / scenario_strings(short).dataset_file, "".join(lines))
+        write_whole(out / scenario_strings(short).dataset_file, "".join(lines))
         counts[short] = per_scenario
     manifest: dict[str, Any] = {
         "generator": GENERATOR,
@@ -135,7 +129,7 @@ def generate(
         "split": split,
         "counts": counts,
     }
-    _write_text(out / MANIFEST_NAME, dumps(manifest, indent=2) + "\n")
+    write_whole(out / MANIFEST_NAME, dumps(manifest, indent=2) + "\n")
     return manifest
 
 

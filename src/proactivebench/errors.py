@@ -1,24 +1,37 @@
 """Every error a user may catch, in one place; the CLI prints each as one message and exits
 non-zero (docs: README, "When things go wrong").
 
-    ProactiveBenchError          anything meant for the user rather than for a traceback
-    ├── DataError                a data file's problem, located: file, line, field
-    ├── DataErrors               several data problems found in one pass, reported together
-    ├── ImageError               an image that cannot be read or decoded
-    ├── DownloadError            fetching or unpacking the official data failed
-    ├── ModelSpecError           a model spec (or backend option) that names nothing usable
-    ├── HFBackendError           the `hf` backend cannot start (extra, path, option)
-    ├── ModelError               a model call that failed (one attempt, or for good)
-    │   └── UserCodeError        a user's `python:` model function raised
-    ├── RunAbort                 the whole run stops (server unreachable, breaker); a rerun resumes
-    ├── RunMismatchError         the run directory holds a run of other data, model or settings
-    ├── WriteError               a file cannot be written (full disk, quota, size limit, read-only)
-    │   └── LinkRefusedError     a link (or FIFO, device) where the project writes a file of its own
-    └── TrainError               a training run cannot start (extra, config file, setting)
+    ProactiveBenchError               anything meant for the user rather than for a traceback
+    ├── DataError                     a data file's problem, located: file, line, field
+    ├── DataErrors                    several data problems found in one pass, reported together
+    ├── ImageError                    an image that cannot be read or decoded
+    ├── DownloadError                 fetching or unpacking the official data failed
+    ├── ModelSpecError                a model spec (or backend option) that names nothing usable
+    ├── HFBackendError                the `hf` backend cannot start (extra, path, option)
+    ├── ModelError                    a model call that failed (one attempt, or for good)
+    │   └── UserCodeError             a user's `python:` model function raised
+    ├── RunAbort                      the whole run stops; a rerun of the same command resumes
+    │   ├── ServerUnreachableError    the server did not answer the check before the run
+    │   ├── CredentialsMissingError   the hosted API's key is not set
+    │   └── TooManyFailuresError      the circuit breaker: too many requests in a row failed
+    ├── SettingsError                 a run setting's value, or a combination of them, refused
+    ├── NothingToDoError              nothing selected to play, judge, report or compare
+    ├── RunDirError                   a run directory that cannot be used as asked
+    │   ├── NotARunDirError           no run.json there (or a file in the folder's place)
+    │   ├── DamagedRunError           run.json or a results line that cannot be read as one
+    │   ├── RunDirInUseError          another process holds the directory's lock
+    │   └── RunMismatchError          it holds a run of other data, model or settings
+    │       └── ForeignLinesError     results.jsonl holds lines that are not this run's
+    ├── LaunchError                   a launched (torchrun, accelerate) eval cannot go on
+    ├── WriteError                    a file cannot be written (full disk, quota, read-only)
+    │   └── LinkRefusedError          a link, FIFO or device where we write a file
+    └── TrainError                    a training run cannot start (extra, config file, setting)
 
 A failed model call (`ModelError`, `UserCodeError`) is recorded on its episode, never scored
 as a wrong answer, and retried by a rerun; `RunAbort` ends the run and keeps what finished.
-Messages say what and where, and never carry a credential.
+Messages say what and where, and never carry a credential. The leaf classes are there so that
+a caller (a script running many evals, the CLI's exit codes) tells causes apart by type, never
+by a message's words.
 """
 
 from __future__ import annotations
@@ -75,7 +88,34 @@ class ModelSpecError(ProactiveBenchError):
     """A model spec on the command line that names no known backend or is malformed."""
 
 
-class RunMismatchError(ProactiveBenchError):
+class SettingsError(ProactiveBenchError):
+    """A run setting's value, or a combination of settings, that cannot be played (`--icl`
+    with open-ended generation, more demonstrations than the data offers, a bad shard)."""
+
+
+class NothingToDoError(ProactiveBenchError):
+    """The job has nothing to work on: no sample selected, no open-ended line to judge, no
+    result to report or compare. Not a failure of the data or the model."""
+
+
+class RunDirError(ProactiveBenchError):
+    """A run directory that cannot be used as asked."""
+
+
+class NotARunDirError(RunDirError):
+    """No `run.json` where a run was expected, or a file in the run directory's place."""
+
+
+class DamagedRunError(RunDirError):
+    """A run's `run.json`, or a line of its results, that cannot be read as what it must be;
+    the message says which file (and line) and what to do."""
+
+
+class RunDirInUseError(RunDirError):
+    """Another process holds the run directory's lock (its PID is in the message)."""
+
+
+class RunMismatchError(RunDirError):
     """The run directory holds a run of another model, data set or settings."""
 
 
@@ -134,6 +174,24 @@ class RunAbort(ProactiveBenchError):
     """A failure that ends the whole run rather than one episode: the server cannot be reached
     before the run, or too many requests in a row failed during it. Finished episodes are
     kept; a rerun of the same command resumes."""
+
+
+class ServerUnreachableError(RunAbort):
+    """The model's (or judge's) server did not answer the check made before the run."""
+
+
+class CredentialsMissingError(RunAbort):
+    """The hosted API is asked, and the environment variable of its key is not set."""
+
+
+class TooManyFailuresError(RunAbort):
+    """The circuit breaker: so many requests in a row failed that the run stops."""
+
+
+class LaunchError(ProactiveBenchError):
+    """A launched eval (torchrun, accelerate launch) cannot go on: an unusable launcher
+    environment, torch missing, a rank that lost its peers, a directory that is not a
+    launched run's."""
 
 
 class UserCodeError(ModelError):

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import ProactiveBenchError, SettingsError
 from proactivebench.models.base import ChatRequest, Decoding, Model
 from proactivebench.protocol import oeg_strings, scenario_strings
 from proactivebench.scenarios.answers import strip_reasoning
@@ -105,7 +105,7 @@ class Judgement:
 def check_votes(votes: Any) -> int:
     """The number of judge votes, or one error naming it (it may come from a text parameter)."""
     if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1:
-        raise ProactiveBenchError(f"judge_votes must be an integer >= 1, got {votes!r}")
+        raise SettingsError(f"judge_votes must be an integer >= 1, got {votes!r}")
     return votes
 
 

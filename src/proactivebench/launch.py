@@ -46,7 +46,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import LaunchError, ProactiveBenchError
 from proactivebench.metrics import Summary
 from proactivebench.results import cached_answers
 from proactivebench.rundir import (
@@ -108,14 +108,14 @@ def detect_launch(environ: Mapping[str, str] | None = None) -> Launch | None:
         local_rank = int(env.get("LOCAL_RANK", rank))
     except (KeyError, ValueError):
         names = ", ".join(f"{k}={env.get(k)!r}" for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
-        raise ProactiveBenchError(
+        raise LaunchError(
             f"started by a launcher, but its environment is not usable ({names}): RANK and "
             "WORLD_SIZE must both be integers"
         ) from None
     if world_size <= 1:
         return None
     if not 0 <= rank < world_size:
-        raise ProactiveBenchError(f"RANK={rank} is outside WORLD_SIZE={world_size}")
+        raise LaunchError(f"RANK={rank} is outside WORLD_SIZE={world_size}")
     return Launch(rank, world_size, local_rank)
 
 
@@ -131,7 +131,7 @@ def refuse_one_cpu_process(env: Mapping[str, str]) -> None:
     cpu = env.get("ACCELERATE_USE_CPU", "").strip().lower() in ("1", "true", "yes")
     if not cpu or "MASTER_ADDR" not in env or any(name in env for name in MPI_VARIABLES):
         return
-    raise ProactiveBenchError(
+    raise LaunchError(
         "started by 'accelerate launch --cpu' with several processes, but accelerate started "
         "only this one (its --cpu launches several only through MPI): the run would play "
         "unsharded. On CPU use 'torchrun --nproc-per-node N -m proactivebench ...' or "
@@ -196,7 +196,7 @@ class LaunchedRun:
         try:
             import torch.distributed as dist
         except ImportError:
-            raise ProactiveBenchError(
+            raise LaunchError(
                 "a launched (data-parallel) eval needs torch: pip install -e '.[hf]'"
             ) from None
         self._collective(
@@ -225,7 +225,7 @@ class LaunchedRun:
             return self._interruptible(what, call)
         except (RuntimeError, ValueError, TimeoutError) as exc:
             reason = _first_sentence(str(exc)) or type(exc).__name__
-            raise ProactiveBenchError(
+            raise LaunchError(
                 f"rank {self.launch.rank} of {self.launch.world_size} lost contact with the other "
                 f"ranks while {what} ({reason}): a rank ended early (the launcher's report names "
                 "it); rerun the same command to resume, finished episodes are kept"
@@ -331,7 +331,7 @@ def refuse_plain_run(run_dir: Path) -> None:
         return
     shard = read_run_config(run_dir).get(SHARD)
     what = "a shard of a run (--shard)" if shard else "a run played without a launcher"
-    raise ProactiveBenchError(
+    raise LaunchError(
         f"{run_dir} holds {what}; a launched eval writes its shards under {run_dir / RANKS} and "
         "merges them into it: use another --out"
     )

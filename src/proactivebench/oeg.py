@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.errors import ProactiveBenchError, RunAbort, episode_error
+from proactivebench.errors import NothingToDoError, RunAbort, episode_error
 from proactivebench.judge import Judge, answer_entries
 from proactivebench.metrics import Summary, is_unjudged, summarize
 from proactivebench.models.base import ChatRequest, Completion, Decoding
@@ -218,7 +218,7 @@ def rejudge(
         identity = read_run_config(run)
         lines = latest_results(read_results(run / RESULTS))
         if not lines or not all(is_oeg_line(line) for line in lines):
-            raise ProactiveBenchError(f"{run} holds no open-ended (--mode oeg) results to judge")
+            raise NothingToDoError(f"{run} holds no open-ended (--mode oeg) results to judge")
         settings = {**identity.get("settings", {}), "judge": judge.identity()}
         identity = {**identity, "settings": settings}
         lines, before = _judged_before(lines, read_results(out / JUDGED_SO_FAR), settings)

@@ -24,9 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import (
+    DamagedRunError,
     ForeignLinesError,
     LinkRefusedError,
+    NotARunDirError,
+    NothingToDoError,
     ProactiveBenchError,
+    RunDirInUseError,
     RunMismatchError,
     WriteError,
 )
@@ -151,7 +155,7 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     lines = []
     for number, line, problem in numbered_lines(path):
         if problem is not None:
-            raise ProactiveBenchError(f"{path}:{number}: not a result line ({problem})")
+            raise DamagedRunError(f"{path}:{number}: not a result line ({problem})")
         lines.append(line)
     return lines
 
@@ -334,7 +338,7 @@ class RunLock:
             lock.acquire()
         except Timeout:
             holder = pid_file.read_text().strip() if pid_file.exists() else "unknown"
-            raise ProactiveBenchError(
+            raise RunDirInUseError(
                 f"{self.run_dir} is in use by another run (PID {holder}); wait for it to end, "
                 "or use another --out"
             ) from None
@@ -392,9 +396,7 @@ def make_run_dir(run_dir: Path) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise ProactiveBenchError(
-            f"cannot use {run_dir} as a run directory: it is a file"
-        ) from None
+        raise NotARunDirError(f"cannot use {run_dir} as a run directory: it is a file") from None
     except OSError as exc:
         raise ProactiveBenchError(
             f"cannot write the run directory {run_dir}: {exc.strerror}"
@@ -457,13 +459,13 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     try:
         config = loads(read_file(path).decode("utf-8"))
     except FileNotFoundError:
-        raise ProactiveBenchError(f"{run_dir} is not a run directory (no {RUN_CONFIG})") from None
+        raise NotARunDirError(f"{run_dir} is not a run directory (no {RUN_CONFIG})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProactiveBenchError(
+        raise DamagedRunError(
             f"{path} is damaged ({exc}); move it away to start the run afresh"
         ) from None
     if not isinstance(config, dict):
-        raise ProactiveBenchError(f"{path} is damaged (not a JSON object)")
+        raise DamagedRunError(f"{path} is damaged (not a JSON object)")
     return config
 
 
@@ -524,7 +526,7 @@ def merge_runs(
     directory with results is refused.
     """
     if not run_dirs:
-        raise ProactiveBenchError("merge needs at least one run directory")
+        raise NothingToDoError("merge needs at least one run directory")
     identity: dict[str, Any] | None = None
     shards: list[tuple[Path, dict[str, Any] | None]] = []
     merged: dict[tuple[str, int], dict[str, Any]] = {}

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.data.layout import Dataset, read_records, scenario_file
-from proactivebench.errors import ForeignLinesError, ProactiveBenchError
+from proactivebench.errors import ForeignLinesError, ProactiveBenchError, SettingsError
 from proactivebench.judge import Judge
 from proactivebench.metrics import ScenarioScore, Summary, summarize
 from proactivebench.models.base import Model
@@ -343,7 +343,7 @@ async def aevaluate(
     settings = settings or EvalSettings()
     RunOptions(concurrency=concurrency)  # checks it as the command line would
     if (settings.mode == "oeg") != (judge is not None):
-        raise ProactiveBenchError(
+        raise SettingsError(
             "open-ended generation needs a judge (--judge SPEC); multiple choice takes none"
         )
     with RunLock(Path(out_dir)):

@@ -17,7 +17,7 @@ from typing import Any
 from proactivebench.data.images import ImageStore
 from proactivebench.data.layout import MANIFEST, SUFFIX, Dataset, load_dataset, scenario_file
 from proactivebench.data.validate import check_image_contents, walk_images
-from proactivebench.errors import DataErrors, ProactiveBenchError
+from proactivebench.errors import DataErrors, NothingToDoError, SettingsError
 from proactivebench.records import Record
 from proactivebench.rundir import file_stamp
 from proactivebench.scenarios import Episode, make_episode
@@ -37,7 +37,7 @@ def select_records(
     if shard is not None:
         index, count = shard
         if not 0 <= index < count:
-            raise ProactiveBenchError(f"shard {index}/{count}: need 0 <= I < N")
+            raise SettingsError(f"shard {index}/{count}: need 0 <= I < N")
         chosen = chosen[index::count]
     return chosen
 
@@ -65,7 +65,7 @@ def choose_episodes(
     records = select_records(dataset, settings.limit, shard)
     if not records:
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
-        raise ProactiveBenchError(f"nothing to play: no sample selected from {where}")
+        raise NothingToDoError(f"nothing to play: no sample selected from {where}")
     _warn_unplayable(dataset, records)
     _check_demonstrations(dataset, records, settings.icl)
     episodes = [make_episode(r, **options) for r in records]
@@ -117,7 +117,7 @@ def _check_demonstrations(dataset: Dataset, records: list[Record], icl: int) -> 
     counts = ", ".join(f"{s}: {n}" for s, n in available.items())
     most = min(available.values())
     fix = f"pass --icl {most} or fewer" if most > 0 else "leave out --icl"
-    raise ProactiveBenchError(
+    raise SettingsError(
         f"--icl {icl} asks for {icl} demonstrations per episode, but the data offers fewer "
         f"(other samples of the same scenario; {counts}): {fix}, or choose scenarios with "
         "--scenarios"

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB
 from proactivebench.demonstrations import DemoSettings
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import SettingsError
 from proactivebench.judge import oeg_decoding
 from proactivebench.models.base import Decoding
 from proactivebench.protocol import SCENARIOS
@@ -160,22 +160,22 @@ def check_setting(spec: SettingField, value: Any) -> Any:
     kind = spec.base_type
     if kind is bool:
         if not isinstance(value, bool):
-            raise ProactiveBenchError(f"{name} must be true or false, got {value!r}")
+            raise SettingsError(f"{name} must be true or false, got {value!r}")
     elif kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ProactiveBenchError(f"{name} must be an integer, got {value!r}")
+            raise SettingsError(f"{name} must be an integer, got {value!r}")
         lowest = spec.info.lowest
         if lowest is not None and value < lowest:
-            raise ProactiveBenchError(f"{name} must be >= {lowest}, got {value}")
+            raise SettingsError(f"{name} must be >= {lowest}, got {value}")
     elif kind is str:
         choices = spec.info.choices
         if not isinstance(value, str) or (choices and value not in choices):
             allowed = f"; choose from {', '.join(choices)}" if choices else ""
-            raise ProactiveBenchError(f"unknown {name} {value!r}{allowed}")
+            raise SettingsError(f"unknown {name} {value!r}{allowed}")
     elif typing.get_origin(kind) is tuple:
         return _name_list(name, value)
     elif isinstance(kind, type) and not isinstance(value, kind):
-        raise ProactiveBenchError(f"{name} must be a {kind.__name__}, got {value!r}")
+        raise SettingsError(f"{name} must be a {kind.__name__}, got {value!r}")
     return value
 
 
@@ -188,7 +188,7 @@ def _name_list(name: str, value: Any) -> tuple[str, ...] | None:
         return tuple(s.strip() for s in value.split(","))
     if isinstance(value, Sequence) and all(isinstance(s, str) for s in value):
         return tuple(s.strip() for s in value)
-    raise ProactiveBenchError(f"{name} must be a comma-separated list, got {value!r}")
+    raise SettingsError(f"{name} must be a comma-separated list, got {value!r}")
 
 
 class CheckedSettings:
@@ -356,13 +356,13 @@ class EvalSettings(CheckedSettings):
         super().__post_init__()
         if self.mode == "oeg":
             if self.icl or self.reference:
-                raise ProactiveBenchError("open-ended generation has no --icl or --reference")
+                raise SettingsError("open-ended generation has no --icl or --reference")
             if self.decoding == Decoding():
                 object.__setattr__(self, "decoding", oeg_decoding())
         if (self.cot or self.icl_reduced) and not self.icl:
-            raise ProactiveBenchError("--cot and --icl-reduced shape demonstrations: add --icl K")
+            raise SettingsError("--cot and --icl-reduced shape demonstrations: add --icl K")
         if self.icl and self.reference:
-            raise ProactiveBenchError(
+            raise SettingsError(
                 "--icl shows multi-turn demonstrations; reference mode is one clear turn"
             )
 

@@ -36,7 +36,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.errors import ModelError, ModelSpecError, RunAbort
+from proactivebench.errors import (
+    CredentialsMissingError,
+    ModelError,
+    ModelSpecError,
+    ServerUnreachableError,
+)
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.options import Annotated, Range
 from proactivebench.prompting import image_views, map_image_parts
@@ -505,7 +510,7 @@ class OpenAICompatible(Model):
         down = [(r, why) for r, why in zip(replicas, failures, strict=True) if why is not None]
         if len(down) == len(replicas):
             where = "; ".join(f"{r.url}: {why}" for r, why in down)
-            raise RunAbort(self._scrub(f"server unreachable: {where}"))
+            raise ServerUnreachableError(self._scrub(f"server unreachable: {where}"))
         for replica, why in down:
             replica.failed()
             log.warning("%s", self._scrub(f"replica {replica.url} is unreachable ({why})"))
@@ -516,7 +521,7 @@ class OpenAICompatible(Model):
         hosted = [u for u in self.urls if urllib.parse.urlsplit(u).hostname == host]
         keyed = self._api_key or any(k.lower() == "authorization" for k in self._headers)
         if hosted and not keyed:
-            raise RunAbort(
+            raise CredentialsMissingError(
                 f"{self.name} goes to the hosted API at {hosted[0]} (no server URL given) and "
                 f"${self.api_key_env} is not set: set it, or name your server, e.g. "
                 f"openai:{self.model}@http://127.0.0.1:8000/v1"

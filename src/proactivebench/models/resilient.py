@@ -30,7 +30,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from proactivebench.errors import ModelError, ModelSpecError, RunAbort, episode_error
+from proactivebench.errors import (
+    ModelError,
+    ModelSpecError,
+    RunAbort,
+    TooManyFailuresError,
+    episode_error,
+)
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.options import Annotated, Range
 
@@ -200,7 +206,7 @@ class Resilient(ModelWrapper):
         """End the run when so many attempts in a row failed that the backend is down."""
         limit = self.max_consecutive_failures
         if limit and self._failing >= limit:
-            raise RunAbort(
+            raise TooManyFailuresError(
                 f"{self.name}: {self._failing} requests in a row failed (the last: "
                 f"{self._last_failure}); the run stops here, its finished episodes are kept, and "
                 "rerunning the same command resumes it"

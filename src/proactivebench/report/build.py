@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from proactivebench.errors import ProactiveBenchError, WriteError
+from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
 from proactivebench.metrics import average_label
 from proactivebench.paths import (
     open_to_write,
@@ -313,9 +313,7 @@ def _write_report(
     empty = [r for r in runs if not r.lines]
     if empty and len(empty) == len(runs) and not allow_empty:
         names = ", ".join(str(r.run_dir) for r in empty)
-        raise ProactiveBenchError(
-            f"nothing to report: no episode in {names} (results.jsonl is empty)"
-        )
+        raise NothingToDoError(f"nothing to report: no episode in {names} (results.jsonl is empty)")
     outcome = ReportOutcome(out_dir=out)
     outcome.warnings += [
         f"{r.run_dir} holds no episodes (results.jsonl is empty): its row is all —" for r in empty

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import (
+    DamagedRunError,
+    NotARunDirError,
+    NothingToDoError,
+    ProactiveBenchError,
+)
 from proactivebench.protocol import SCENARIOS
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
@@ -64,11 +69,11 @@ def load_run(run_dir: str | Path) -> Run:
     """Read a run directory (run.json and results.jsonl), or say clearly why it is not one."""
     path = Path(run_dir)
     if path.exists() and not path.is_dir():
-        raise ProactiveBenchError(f"{path} is not a run directory (a file, not a folder)")
+        raise NotARunDirError(f"{path} is not a run directory (a file, not a folder)")
     config = read_run_config(path)
     _check_config(path, config)
     if not (path / RESULTS).is_file():
-        raise ProactiveBenchError(f"{path} has no {RESULTS} yet: nothing to report")
+        raise NothingToDoError(f"{path} has no {RESULTS} yet: nothing to report")
     found = run_lines(path, config)
     lines = sorted(found.lines, key=result_order)
     run = Run(run_dir=path, config=config, lines=lines, rejected=found.rejected)
@@ -95,7 +100,7 @@ def _check_config(path: Path, config: Mapping[str, Any]) -> None:
             kind = "an object" if types == (dict,) else "a string"
             shown = visible(shown_json(value))
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            raise ProactiveBenchError(
+            raise DamagedRunError(
                 f"{path / 'run.json'} is damaged: {key!r} must be {kind}, not {shown}"
             )
 

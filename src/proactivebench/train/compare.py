@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.errors import (
+    DamagedRunError,
+    NotARunDirError,
+    NothingToDoError,
+    ProactiveBenchError,
+)
 from proactivebench.metrics import ScenarioScore, summarize
 from proactivebench.rundir import RUN_CONFIG, latest_results, read_results
 from proactivebench.texts import loads
@@ -103,16 +108,14 @@ def _read_run(run_dir: Path) -> EvalRun:
     try:
         config = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ProactiveBenchError(
-            f"{run_dir} is not an eval run directory (no {RUN_CONFIG})"
-        ) from None
+        raise NotARunDirError(f"{run_dir} is not an eval run directory (no {RUN_CONFIG})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProactiveBenchError(f"{path} is damaged ({exc}); cannot compare this run") from None
+        raise DamagedRunError(f"{path} is damaged ({exc}); cannot compare this run") from None
     if not isinstance(config, dict):
-        raise ProactiveBenchError(f"{path} is damaged (not a JSON object); cannot compare this run")
+        raise DamagedRunError(f"{path} is damaged (not a JSON object); cannot compare this run")
     lines = latest_results(read_results(run_dir / "results.jsonl"))
     if not lines:
-        raise ProactiveBenchError(f"{run_dir}: no results to compare")
+        raise NothingToDoError(f"{run_dir}: no results to compare")
     if any("aggregate" in line for line in lines):
         raise ProactiveBenchError(f"{run_dir}: an open-ended run; compare needs MCQA runs")
     return EvalRun(Path(run_dir), config, [dict(line) for line in lines])
@@ -194,7 +197,7 @@ def compare_runs(base_dir: Path, tuned_dir: Path, holdout: str | None = None) ->
     base_run, tuned_run = _read_run(Path(base_dir)), _read_run(Path(tuned_dir))
     base_lines, tuned_lines, notes = shared_lines(base_run, tuned_run)
     if not base_lines:
-        raise ProactiveBenchError("the two runs share no episode (scenario and sample id)")
+        raise NothingToDoError("the two runs share no episode (scenario and sample id)")
     base = summarize(base_lines, model=base_run.model).scenarios
     tuned = summarize(tuned_lines, model=tuned_run.model).scenarios
     if holdout is not None:

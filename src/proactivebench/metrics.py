@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from proactivebench.protocol import SCENARIOS
+from proactivebench.protocol import SCENARIOS, scenario_order
 from proactivebench.results import is_oeg_line
 
 
@@ -208,11 +208,11 @@ def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
     for r in results:
         groups.setdefault(r["scenario"], []).append(r)
     summary = Summary(model=model)
-    for short in sorted(groups, key=lambda s: SCENARIOS.index(s) if s in SCENARIOS else 99):
+    for short in scenario_order(groups):
         lines = groups[short]
         ok = [r for r in lines if not r.get("error")]
         # Open-ended generation, judged: an OEG line says so even when it holds only an error.
-        oeg = any(is_oeg_line(r) or "aggregate" in r for r in lines)
+        oeg = any(map(is_oeg_line, lines))
         rates = {
             key: rate(score, ok) for key, score in (OEG_SCORES if oeg else MCQA_SCORES).items()
         }

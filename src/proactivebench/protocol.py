@@ -8,6 +8,7 @@ retypes a hint, a keyword or a filter id.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -15,6 +16,17 @@ from typing import Any
 
 #: Scenario short names, in the paper's order.
 SCENARIOS: tuple[str, ...] = ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO")
+
+
+def scenario_rank(short: str) -> int:
+    """Where a scenario comes in the paper's order; one that is not the paper's comes after
+    all seven (tables, summaries and result files sort by this one rule)."""
+    return SCENARIOS.index(short) if short in SCENARIOS else len(SCENARIOS)
+
+
+def scenario_order(names: Iterable[str]) -> list[str]:
+    """Scenario names, each once, in the paper's order; unknown ones last, by name."""
+    return sorted(set(names), key=lambda s: (scenario_rank(s), s))
 
 
 @cache

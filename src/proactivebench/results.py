@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.protocol import SCENARIOS
+from proactivebench.protocol import scenario_rank
 from proactivebench.texts import capped
 
 # ----- records --------------------------------------------------------------------------------
@@ -212,8 +212,9 @@ def cached_answers(lines: Iterable[dict[str, Any]]) -> tuple[int, int]:
 
 
 def is_oeg_line(line: dict[str, Any]) -> bool:
-    """Whether a line is an open-ended episode's (MCQA lines have a trace instead)."""
-    return "trace" not in line and "prompt" in line
+    """Whether a line is an open-ended episode's: it holds the prompt (or the judge's
+    aggregate) where an MCQA line holds its trace. The one rule every reader uses."""
+    return "trace" not in line and ("prompt" in line or "aggregate" in line)
 
 
 # ----- the shape of a line ---------------------------------------------------------------------
@@ -316,8 +317,4 @@ def result_key(result: dict[str, Any]) -> tuple[str, int]:
 
 def result_order(result: dict[str, Any]) -> tuple[int, int]:
     """The paper's scenario order, then sample id."""
-    scenario = result["scenario"]
-    return (
-        SCENARIOS.index(scenario) if scenario in SCENARIOS else len(SCENARIOS),
-        result["sample_id"],
-    )
+    return scenario_rank(result["scenario"]), result["sample_id"]

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+from proactivebench.protocol import scenario_order
 from proactivebench.report.measures import Metric, RunMeasures, metrics_of
 from proactivebench.report.plots import describe
-from proactivebench.report.runs import Run, scenario_order
+from proactivebench.report.runs import Run
 from proactivebench.report.tables import Table, to_html
 from proactivebench.report.text import visible
 from proactivebench.report.thumbs import Thumbnails, prefetch_all, view_key

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from proactivebench.protocol import SCENARIOS
+from proactivebench.protocol import SCENARIOS, scenario_order
 from proactivebench.report.measures import RunMeasures, sized_models
-from proactivebench.report.runs import scenario_order
 from proactivebench.report.text import visible
 from proactivebench.stats import Interval, spearman_rho
 

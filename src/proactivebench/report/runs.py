@@ -20,7 +20,6 @@ from proactivebench.errors import (
     NothingToDoError,
     ProactiveBenchError,
 )
-from proactivebench.protocol import SCENARIOS
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
 from proactivebench.rundir import RESULTS, read_run_config, run_lines
@@ -224,10 +223,3 @@ def params_from_config(config: Mapping[str, Any]) -> float | None:
     number, unit = matches[-1]
     value = float(number) * _SCALE[unit.lower()]
     return value if math.isfinite(value) and value > 0 else None
-
-
-def scenario_order(names: Sequence[str]) -> list[str]:
-    """Scenario names in the paper's order, unknown ones last."""
-    return sorted(
-        set(names), key=lambda s: (SCENARIOS.index(s) if s in SCENARIOS else len(SCENARIOS), s)
-    )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from proactivebench.metrics import average_label
-from proactivebench.protocol import SCENARIOS
+from proactivebench.protocol import SCENARIOS, scenario_order
 from proactivebench.report import text as text_formats
 from proactivebench.report.measures import (
     Comparison,
@@ -24,7 +24,6 @@ from proactivebench.report.measures import (
     RunMeasures,
     metrics_of,
 )
-from proactivebench.report.runs import scenario_order
 from proactivebench.stats import Interval
 
 MISSING = "—"

@@ -22,6 +22,7 @@ from proactivebench.errors import (
     ProactiveBenchError,
 )
 from proactivebench.metrics import ScenarioScore, summarize
+from proactivebench.results import is_oeg_line
 from proactivebench.rundir import RUN_CONFIG, latest_results, read_results
 from proactivebench.texts import loads
 from proactivebench.train.examples import parse_holdout
@@ -116,7 +117,7 @@ def _read_run(run_dir: Path) -> EvalRun:
     lines = latest_results(read_results(run_dir / "results.jsonl"))
     if not lines:
         raise NothingToDoError(f"{run_dir}: no results to compare")
-    if any("aggregate" in line for line in lines):
+    if any(map(is_oeg_line, lines)):
         raise ProactiveBenchError(f"{run_dir}: an open-ended run; compare needs MCQA runs")
     return EvalRun(Path(run_dir), config, [dict(line) for line in lines])
 

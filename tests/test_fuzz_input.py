@@ -73,7 +73,7 @@ def mutated_records(draw: st.DrawFn) -> tuple[str, list[dict]]:
 
 
 fuzz = settings(
-    max_examples=25,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

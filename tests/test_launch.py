@@ -249,6 +249,7 @@ def test_a_killed_rank_is_told_and_a_rerun_plays_only_what_is_missing(
     assert lines_by_key(run) == lines_by_key(whole)
 
 
+@pytest.mark.slow  # a second whole launch beside the merge test's (the slow set)
 def test_a_rank_that_cannot_play_is_named_and_nothing_is_merged(
     data: Path, tmp_path: Path, agent: str
 ) -> None:
@@ -371,6 +372,7 @@ def test_a_rank_waiting_for_peers_that_never_come_stops_on_a_signal(
     assert "rerun the same command to resume" in output and "Traceback" not in output
 
 
+@pytest.mark.slow  # three processes launched beside the merge test's (the slow set)
 def test_another_model_into_a_launched_run_is_refused_before_any_shard_plays(
     data: Path, launched: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -70,9 +70,11 @@ def test_a_fifo_in_place_of_a_run_file_is_named_not_waited_on(
     assert str(run / name) in said and "not a regular file" in said, said
 
 
-@pytest.mark.parametrize("command", ["validate", "eval"])
+@pytest.mark.parametrize(
+    ("command", "kind"), [("validate", "fifo"), ("eval", "fifo"), ("eval", "broken link")]
+)
 def test_a_fifo_in_place_of_a_scenario_file_is_named_not_waited_on(
-    tmp_path: Path, command: str
+    tmp_path: Path, command: str, kind: str
 ) -> None:
     """A FIFO as a data set's `*_preprocessed.jsonl` is a data problem named with its path: not
     a scenario left out unsaid, nor a read that waits for a writer (the records are read
@@ -81,7 +83,10 @@ def test_a_fifo_in_place_of_a_scenario_file_is_named_not_waited_on(
     generate(data, per_scenario=1, seed=3)
     records = data / "QuickDraw_preprocessed.jsonl"
     records.unlink()
-    os.mkfifo(records)
+    if kind == "fifo":
+        os.mkfifo(records)
+    else:
+        records.symlink_to(tmp_path / "nowhere")
     args = {
         "validate": ["data", "validate", str(data)],
         "eval": [
@@ -100,4 +105,4 @@ def test_a_fifo_in_place_of_a_scenario_file_is_named_not_waited_on(
     )
     said = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in said, said
-    assert f"{records}: not a regular file (a FIFO, device or folder)" in said, said
+    assert f"{records}: not a regular file (a FIFO, device, folder or broken link)" in said, said

@@ -39,8 +39,8 @@ def scenarios_present(data_dir: Path) -> list[str]:
 
     A `*_preprocessed.jsonl` file whose stem names no scenario is an error, not something to
     skip silently: it is usually a typo or a file from another benchmark version. So is one
-    that is not a file (a FIFO, device or folder): skipping it would drop its scenario from
-    the run unsaid, and reading it could wait forever.
+    that is not a file (a FIFO, device, folder, broken link): skipping it would drop its
+    scenario from the run unsaid, and reading it could wait forever.
     """
     if not data_dir.is_dir():
         raise DataError("data directory not found", path=str(data_dir))
@@ -53,7 +53,8 @@ def scenarios_present(data_dir: Path) -> list[str]:
                 path=str(path),
             )
         if not path.is_file():
-            raise DataError("not a regular file (a FIFO, device or folder)", path=str(path))
+            not_a_file = "not a regular file (a FIFO, device, folder or broken link)"
+            raise DataError(not_a_file, path=str(path))
     return [s for s in SCENARIOS if scenario_file(data_dir, s).is_file()]
 
 

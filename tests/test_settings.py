@@ -84,6 +84,19 @@ def test_eval_offers_every_setting_it_can_take_with_its_help() -> None:
         assert spec.info.help, f"{spec.name} has no help"
 
 
+def test_judge_offers_the_execution_options_from_the_declaration() -> None:
+    """`judge` runs as `eval` does: its `--concurrency` is RunOptions' own, with its default,
+    range and the help written for judging."""
+    judge_options = {o.name: o for o in cli.commands["judge"].params}
+    offered_here = offered(RunOptions, "judge")
+    assert [spec.name for spec in offered_here] == ["concurrency"]
+    for spec in offered_here:
+        option = judge_options[spec.name]
+        assert option.help == spec.info.help_on("judge") != spec.info.help
+        assert option.default == spec.default
+        assert isinstance(option.type, click.IntRange) and option.type.min == spec.info.lowest
+
+
 def test_training_offers_only_settings_that_build_episodes() -> None:
     """`train grpo` passes its episode options to make_episode."""
     for spec in offered(EvalSettings, "train"):

@@ -40,7 +40,7 @@ from proactivebench.scenarios.base import OPTION_ORDERS
 Kind = Literal["episode", "selection", "execution"]
 #: The places a setting appears besides the Python API: the command line, the Inspect task,
 #: the verifiers taskset, `train grpo`, `play` (a person in the browser; see `Setting.not_in`).
-Surface = Literal["cli", "inspect", "verifiers", "train", "play"]
+Surface = Literal["cli", "inspect", "verifiers", "train", "play", "judge"]
 MODES = ("mcqa", "oeg")
 
 #: Where a field's metadata keeps its `Setting`.
@@ -405,4 +405,12 @@ class RunOptions(CheckedSettings):
         lowest=1,
         not_in=frozenset({"inspect", "verifiers", "train"}),
         help="Episodes in flight at once.",
+        surface_help=(
+            (
+                "judge",
+                "Lines judged at once, each with its votes together (up to this many times "
+                "--judge-votes requests in flight; several servers: --judge-option "
+                "endpoints=URL,URL).",
+            ),
+        ),
     )

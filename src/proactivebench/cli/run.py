@@ -347,14 +347,7 @@ def print_episode_errors(errors: Counter[str], scored: int) -> bool:
     help="Write the judged run here [default: judge RUN_DIR in place, keeping the results it "
     "replaces as RUN_DIR/results.previous.jsonl].",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=RunOptions.concurrency,
-    show_default=True,
-    help="Lines judged at once, each with its votes together (up to this many times "
-    "--judge-votes requests in flight; several servers: --judge-option endpoints=URL,URL).",
-)
+@setting_options(RunOptions, surface="judge")
 @cache_options
 @click.option(
     "--no-report",

@@ -39,7 +39,8 @@ from proactivebench.scenarios.base import OPTION_ORDERS
 
 Kind = Literal["episode", "selection", "execution"]
 #: The places a setting appears besides the Python API: the command line, the Inspect task,
-#: the verifiers taskset, `train grpo`, `play` (a person in the browser; see `Setting.not_in`).
+#: the verifiers taskset, `train grpo`, `play` (a person in the browser; see `Setting.not_in`)
+#: and `judge` (re-judging a finished run: it takes the execution options only).
 Surface = Literal["cli", "inspect", "verifiers", "train", "play", "judge"]
 MODES = ("mcqa", "oeg")
 

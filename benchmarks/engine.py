@@ -24,8 +24,8 @@ from proactivebench.data.images import apply_view
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.models import load_model
+from proactivebench.registry import make_episode
 from proactivebench.runner import evaluate, select_records
-from proactivebench.scenarios import make_episode
 
 
 def engine_run(data: Path, scratch: Path) -> tuple[float, int]:

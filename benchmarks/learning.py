@@ -250,7 +250,7 @@ def clear_examples(data_dir: Path, scenarios: Sequence[str]) -> list[ClearExampl
     """Every record of `scenarios` in `data_dir`, with its reference image decoded."""
     from proactivebench.data.images import ImageStore
     from proactivebench.data.layout import load_dataset
-    from proactivebench.scenarios import make_episode
+    from proactivebench.registry import make_episode
 
     data = load_dataset(data_dir, scenarios, all_samples=True)
     store = ImageStore(data.root)
@@ -267,7 +267,7 @@ def shuffled_question(example: ClearExample, shuffle: int) -> tuple[str, str]:
     """The first turn's prompt with its options shuffled (permutation `shuffle`), and the
     correct category's letter as shown there."""
     from proactivebench.prompting import mcqa_text
-    from proactivebench.scenarios import make_episode
+    from proactivebench.registry import make_episode
     from proactivebench.scenarios.answers import option_letter
 
     episode = make_episode(example.record, option_order="shuffled", seed=shuffle)
@@ -628,9 +628,9 @@ def run_seed(
     seed: int, out: Path, train: Path, test: Path, sizes: Sizes, control: bool
 ) -> dict[str, Any]:
     """One seed: build, warm up, evaluate; GRPO (and its control), evaluate again."""
-    from proactivebench.protocol import SCENARIOS
+    from proactivebench.registry import paper_scenarios
 
-    seen = [s for s in SCENARIOS if s not in HOLDOUT]
+    seen = [s for s in paper_scenarios() if s not in HOLDOUT]
     here = out / f"seed{seed}"
     clock = time.perf_counter()
     examples = clear_examples(train, seen)
@@ -686,7 +686,7 @@ def table(
     """Per scenario and arm: asked %, ps rate [95 %], accuracy % [95 %] (asked % is a plain
     share, as in the report); seen scenarios first; `random`: the random baseline's run, a
     row of its own (the reference for transfer)."""
-    from proactivebench.protocol import SCENARIOS
+    from proactivebench.registry import paper_scenarios
 
     arms = [a for a in ("warm", "grpo", "control") if a in results[0]["eval"]]
     runs = {arm: [r["eval"][arm] for r in results] for arm in arms}
@@ -696,7 +696,7 @@ def table(
         "| scenario | | arm | asked % | ps rate | accuracy % |",
         "|---|---|---|---|---|---|",
     ]
-    order = [s for s in SCENARIOS if s not in HOLDOUT] + list(HOLDOUT)
+    order = [s for s in paper_scenarios() if s not in HOLDOUT] + list(HOLDOUT)
     for scenario in order:
         kind = "held out" if scenario in HOLDOUT else "seen"
         for arm, found in runs.items():

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from proactivebench.data.synth import generate
-from proactivebench.protocol import SCENARIOS, scenario_strings
+from proactivebench.protocol import scenario_strings
+from proactivebench.registry import paper_scenarios
 
 
 def _files(root: Path) -> tuple[int, int]:
@@ -35,7 +36,7 @@ def main() -> None:
     total_time = 0.0
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        for short in SCENARIOS:
+        for short in paper_scenarios():
             start = time.perf_counter()
             generate(root, per_scenario=n, seed=args.seed, scenarios=[short])
             elapsed = time.perf_counter() - start
@@ -48,7 +49,7 @@ def main() -> None:
             rate = images / elapsed
             print(f"{short:<8} {n:>7} {images:>7} {size / 1e6:>6.1f} {elapsed:>8.2f} {rate:>9.0f}")
     print(
-        f"{'all':<8} {n * len(SCENARIOS):>7} {total_images:>7} {total_bytes / 1e6:>6.1f} "
+        f"{'all':<8} {n * len(paper_scenarios()):>7} {total_images:>7} {total_bytes / 1e6:>6.1f} "
         f"{total_time:>8.2f} {total_images / total_time:>9.0f}"
     )
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from proactivebench import registry
 from proactivebench.data.synth import make_sample
-from proactivebench.protocol import SCENARIOS
 from proactivebench.records import Source, parse_record
-from proactivebench.scenarios import make_episode
+from proactivebench.registry import make_episode, paper_scenarios
 from proactivebench.scenarios.actions import action_of
 
 THUMB_HEIGHT = 150
@@ -43,7 +43,9 @@ def _preferred(short: str, truth: dict[str, object]) -> str | None:
 def episode_frames(short: str, index: int, seed: int) -> tuple[str, list[tuple[Image.Image, str]]]:
     """(prompt, [(image, caption), ...]) of one proactive play-through of a sample."""
     sample = make_sample(short, index, seed=seed)
-    record = parse_record(short, sample.record, Source("<synth>", index + 1))
+    record = parse_record(
+        registry.scenario(short).record_type, sample.record, Source("<synth>", index + 1)
+    )
     episode = make_episode(record)
     obs = episode.reset()
     frames: list[tuple[Image.Image, str]] = []
@@ -106,7 +108,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "scenarios")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for short in SCENARIOS:
+    for short in paper_scenarios():
         path = args.out / f"{short}.png"
         figure(short, args.seed).save(path, format="PNG", optimize=True)
         print(f"{path}  {path.stat().st_size // 1024} KB")

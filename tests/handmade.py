@@ -12,9 +12,10 @@ from typing import Any
 
 from PIL import Image
 
+from proactivebench import registry
 from proactivebench.protocol import scenario_strings
 from proactivebench.records import Source, parse_record
-from proactivebench.scenarios import make_episode
+from proactivebench.registry import make_episode
 
 ABSTAIN = ["I cannot answer.", "I do not know."]
 CATS = ["apple", "banana", "cup", "dog"]
@@ -168,7 +169,9 @@ BUILDERS = {
 
 def record(short: str, **kw: Any):
     """A parsed record of the scenario, for episode tests."""
-    return parse_record(short, BUILDERS[short](**kw), Source("handmade.jsonl", 1))
+    return parse_record(
+        registry.scenario(short).record_type, BUILDERS[short](**kw), Source("handmade.jsonl", 1)
+    )
 
 
 def write_dataset(
@@ -183,7 +186,7 @@ def write_dataset(
         if not images:
             continue
         for n, obj in enumerate(objs, start=1):
-            rec = parse_record(short, obj, Source(str(path), n))
+            rec = parse_record(registry.scenario(short).record_type, obj, Source(str(path), n))
             paths = set(make_episode(rec).reachable_images())
             paths.update(make_episode(rec, reference=True).image_paths())
             for rel in paths:

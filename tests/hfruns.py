@@ -17,7 +17,7 @@ from proactivebench.data.layout import load_dataset
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.hf import HFModel
 from proactivebench.prompting import image_views, user_turn
-from proactivebench.scenarios import make_episode
+from proactivebench.registry import make_episode
 
 
 def first_turn_requests(data: Path, decoding: Decoding) -> list[ChatRequest]:

@@ -15,7 +15,8 @@ import pytest
 
 from clirun import run_cli
 from proactivebench.data.layout import load_dataset
-from proactivebench.scenarios import Observation, make_episode
+from proactivebench.registry import make_episode
+from proactivebench.scenarios import Observation
 from proactivebench.scenarios.base import best_move
 
 #: The policy of the i-th sample of a scenario: a correct intervention while a later turn

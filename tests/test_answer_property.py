@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handmade import BUILDERS, record
-from proactivebench.protocol import SCENARIOS
-from proactivebench.scenarios import VERDICTS, make_episode
+from proactivebench.registry import make_episode, paper_scenarios
+from proactivebench.scenarios import VERDICTS
 
 ANSWERS_PER_SCENARIO = 15_000  # x 7 scenarios > 100,000
 
@@ -50,7 +50,7 @@ def test_one_hundred_thousand_adversarial_answers() -> None:
     rng = random.Random(1234)
     total = 0
     seen = set()
-    for short in SCENARIOS:
+    for short in paper_scenarios():
         episodes = [
             make_episode(r, random_actions=ra, seed=i)
             for i, r in enumerate(_records(short))
@@ -72,7 +72,7 @@ def test_one_hundred_thousand_adversarial_answers() -> None:
 
 
 def test_huge_answers() -> None:
-    for short in SCENARIOS:
+    for short in paper_scenarios():
         ep = make_episode(record(short))
         huge = "A. " + "x" * 1_000_000 + " B." * 1000
         assert ep.step(huge).verdict in VERDICTS

@@ -3,7 +3,7 @@
 import pytest
 
 from handmade import record
-from proactivebench.scenarios import make_episode
+from proactivebench.registry import make_episode
 from proactivebench.scenarios.actions import action_of, is_abstention
 from proactivebench.scenarios.answers import (
     lenient_answer,

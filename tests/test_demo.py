@@ -14,10 +14,9 @@ from proactivebench.data.validate import validate_dataset
 from proactivebench.demo import DEMO_BASELINES
 from proactivebench.models import load_model
 from proactivebench.paths import cache_root
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import make_episode, paper_scenarios
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
-from proactivebench.scenarios import make_episode
 
 PER_SCENARIO = 40
 
@@ -62,7 +61,7 @@ def _act_while_possible(episode) -> list:
 def test_every_scenario_rule_is_reached(data: Path) -> None:
     dataset = load_dataset(data)
     seen: Counter[str] = Counter()
-    for short in SCENARIOS:
+    for short in paper_scenarios():
         for record in dataset.records[short]:
             trace = _act_while_possible(make_episode(record))
             first_obs = trace[0][0]

@@ -13,14 +13,14 @@ from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import paper_scenarios
 from proactivebench.rundir import read_results
 from proactivebench.runner import aevaluate, evaluate
 from proactivebench.scenarios.base import best_move
 from proactivebench.settings import EvalSettings
 
 #: Fewest turns the protocol allows for a correct answer: ROD hides the object on turn 1.
-MIN_TURNS = {s: 2 if s == "ROD" else 1 for s in SCENARIOS}
+MIN_TURNS = {s: 2 if s == "ROD" else 1 for s in paper_scenarios()}
 
 
 @pytest.fixture(scope="module")

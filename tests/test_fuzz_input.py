@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from handmade import BUILDERS, write_dataset
 from proactivebench.cli import main
-from proactivebench.protocol import SCENARIOS, scenario_strings
+from proactivebench.protocol import scenario_strings
+from proactivebench.registry import paper_scenarios
 
 #: Exit codes a run may end with on bad data: fine, bad input, episodes that ended in errors.
 ALLOWED_EXITS = {0, 1, 3}
@@ -61,7 +62,7 @@ def _fresh_dataset(directory: str, scenario: str) -> tuple[Path, Path, list[dict
 
 @st.composite
 def mutated_records(draw: st.DrawFn) -> tuple[str, list[dict]]:
-    scenario = draw(st.sampled_from(SCENARIOS))
+    scenario = draw(st.sampled_from(paper_scenarios()))
     base = BUILDERS[scenario](0)
     record = dict(base)
     for key in draw(st.lists(st.sampled_from(sorted(base)), max_size=4, unique=True)):
@@ -95,7 +96,7 @@ def test_random_field_values_never_raise(case: tuple[str, list[dict]]) -> None:
 
 @fuzz
 @given(
-    scenario=st.sampled_from(SCENARIOS),
+    scenario=st.sampled_from(paper_scenarios()),
     edits=st.lists(
         st.tuples(st.sampled_from(["overwrite", "insert", "cut"]), st.floats(0, 1), st.binary()),
         min_size=1,

@@ -28,7 +28,7 @@ from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Decoding
 from proactivebench.models.hf import HFModel, _describe_load_error, to_hf_conversation
 from proactivebench.models.resilient import Resilient
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import paper_scenarios
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import View
@@ -72,7 +72,7 @@ def test_evaluate_plays_every_scenario_with_raw_answers(
 ) -> None:
     evaluate(data, loaded, tmp_path, EvalSettings(decoding=SHORT))
     results = read_results(tmp_path / "results.jsonl")
-    assert {r["scenario"] for r in results} == set(SCENARIOS) and len(results) == 15
+    assert {r["scenario"] for r in results} == set(paper_scenarios()) and len(results) == 15
     for r in results:
         assert "error" not in r, r
         assert r["trace"] and all(t["verdict"] in VERDICTS for t in r["trace"])

@@ -34,7 +34,7 @@ from proactivebench.models import load_model
 from proactivebench.models.base import Decoding
 from proactivebench.models.hf import HFModel
 from proactivebench.models.resilient import Resilient
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import paper_scenarios
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
@@ -134,7 +134,7 @@ def test_every_scenario_plays_with_history_and_icl_and_every_image_reaches_the_m
 ) -> None:
     name, directory = family
     results, encoded, model = played_batched(name, directory)
-    assert {r["scenario"] for r in results} == set(SCENARIOS) and len(results) == 15
+    assert {r["scenario"] for r in results} == set(paper_scenarios()) and len(results) == 15
     for r in results:
         assert "error" not in r, r
     assert max(r["num_turns"] for r in results) > 1  # the history grows within episodes
@@ -181,7 +181,7 @@ def test_open_ended_generation_with_the_model_as_its_own_judge(
     judge = Judge(loaded, decoding=Decoding(max_tokens=8))
     evaluate(data, loaded, tmp_path, EvalSettings(mode="oeg", decoding=SHORT), judge=judge)
     results = read_results(tmp_path / "results.jsonl")
-    assert {r["scenario"] for r in results} == set(SCENARIOS) and len(results) == 15
+    assert {r["scenario"] for r in results} == set(paper_scenarios()) and len(results) == 15
     for r in results:
         assert "error" not in r, r
     tested = [(reqs, inputs) for reqs, inputs in encoded if all(image_parts(r) for r in reqs)]

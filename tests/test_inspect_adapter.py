@@ -31,7 +31,8 @@ from proactivebench.adapters.inspect_task import proactivebench
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.protocol import scenario_strings
-from proactivebench.scenarios import Episode, make_episode
+from proactivebench.registry import make_episode
+from proactivebench.scenarios import Episode
 from proactivebench.scenarios.answers import Choice
 from scripted import Played, direct_run, lines, scripts
 

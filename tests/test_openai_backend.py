@@ -39,9 +39,10 @@ from proactivebench.models.openai_compat import (
 )
 from proactivebench.models.resilient import Resilient, RetryPolicy
 from proactivebench.prompting import user_turn
+from proactivebench.registry import make_episode
 from proactivebench.rundir import latest_results, read_results
 from proactivebench.runner import evaluate
-from proactivebench.scenarios import View, make_episode
+from proactivebench.scenarios import View
 from proactivebench.settings import EvalSettings
 from resultlines import comparable
 

@@ -1,18 +1,18 @@
-"""The one rule for ordering scenarios (`protocol.scenario_order`, `scenario_rank`) and for
+"""The one rule for ordering scenarios (`registry.scenario_order`, `scenario_rank`) and for
 telling an open-ended line from an MCQA one (`results.is_oeg_line`), which every table,
 summary, result file and reader uses."""
 
 from __future__ import annotations
 
 from proactivebench.metrics import summarize
-from proactivebench.protocol import SCENARIOS, scenario_order, scenario_rank
+from proactivebench.registry import paper_scenarios, scenario_order, scenario_rank
 from proactivebench.results import is_oeg_line, result_order
 
 
 def test_the_papers_order_then_unknown_names_by_name() -> None:
     names = ["TOY", "COCO", "ROD", "AAA", "QD", "ROD", "VSOD"]
     assert scenario_order(names) == ["ROD", "VSOD", "QD", "COCO", "AAA", "TOY"]
-    assert [scenario_rank(s) for s in SCENARIOS] == list(range(7))
+    assert [scenario_rank(s) for s in paper_scenarios()] == list(range(7))
     assert scenario_rank("TOY") == scenario_rank("AAA") == 7
     lines = [{"scenario": "COCO", "sample_id": 1}, {"scenario": "ROD", "sample_id": 9}]
     lines.append({"scenario": "ROD", "sample_id": 2})

@@ -24,10 +24,9 @@ from proactivebench.models.base import ChatRequest
 from proactivebench.models.python_callable import PythonCallable
 from proactivebench.models.resilient import Resilient
 from proactivebench.prompting import user_turn
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import make_episode, paper_scenarios
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
-from proactivebench.scenarios import make_episode
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +92,7 @@ def test_sync_function_from_a_module(data: Path, tmp_path: Path, monkeypatch, OR
     outcome = evaluate(data, model, tmp_path / "run")
     results = outcomes(tmp_path / "run")
     assert len(results) == 15 and all(r["correct"] is True for r in results.values())
-    assert set(outcome.summary.scenarios) == set(SCENARIOS)
+    assert set(outcome.summary.scenarios) == set(paper_scenarios())
 
 
 def test_async_function_from_a_file_sees_messages_and_images(

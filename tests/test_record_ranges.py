@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from clirun import eval_args, run_cli
 from handmade import BUILDERS, mvpn, qd, rod, write_dataset
+from proactivebench import registry
 from proactivebench.errors import DataError
-from proactivebench.protocol import SCENARIOS
 from proactivebench.records import Source, parse_record
+from proactivebench.registry import make_episode, paper_scenarios
 from proactivebench.rundir import read_results
-from proactivebench.scenarios import make_episode
 from proactivebench.scenarios.base import OPTION_ORDERS
 
 OUT_OF_RANGE = [
@@ -42,7 +42,7 @@ def test_an_index_out_of_its_range_is_refused_by_name(
 ) -> None:
     obj = BUILDERS[scenario](**fields)
     with pytest.raises(DataError) as info:
-        parse_record(scenario, obj, Source("x.jsonl", 3))
+        parse_record(registry.scenario(scenario).record_type, obj, Source("x.jsonl", 3))
     field = next(iter(fields))
     assert f"x.jsonl:3: field '{field}'" in str(info.value) and message in str(info.value)
 
@@ -124,7 +124,7 @@ _BANANA = "ROD/natural_bluebl_greenr-banana-s6/{image}.png"
 @st.composite
 def valid_records(draw: st.DrawFn):
     """A record of any scenario with random index fields, kept only when validation accepts it."""
-    scenario = draw(st.sampled_from(SCENARIOS))
+    scenario = draw(st.sampled_from(paper_scenarios()))
     small = st.integers(-2, 12)
     fields = {"first_image": draw(small), "num_images": draw(st.integers(1, 8))}
     if scenario == "MVP-N":
@@ -135,7 +135,11 @@ def valid_records(draw: st.DrawFn):
     if scenario == "ROD" and draw(st.booleans()):
         fields["image_template"] = _BANANA
     try:
-        return parse_record(scenario, BUILDERS[scenario](**fields), Source("p.jsonl", 1))
+        return parse_record(
+            registry.scenario(scenario).record_type,
+            BUILDERS[scenario](**fields),
+            Source("p.jsonl", 1),
+        )
     except DataError:
         assume(False)
 

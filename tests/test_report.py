@@ -567,9 +567,11 @@ def measured(tmp_path: Path, runs: dict[str, list[dict[str, Any]]], **params: fl
 
 def every_scenario(kind: str, correct: int = 1) -> list[dict[str, Any]]:
     """One episode of `kind` per scenario, the first `correct` of them `first` (right)."""
-    from proactivebench.protocol import SCENARIOS
+    from proactivebench.registry import paper_scenarios
 
-    return [episode(s, i, "first" if i < correct else kind) for i, s in enumerate(SCENARIOS)]
+    return [
+        episode(s, i, "first" if i < correct else kind) for i, s in enumerate(paper_scenarios())
+    ]
 
 
 def texts_of(figure: Any) -> str:
@@ -634,7 +636,7 @@ def test_size_plot_titles_name_the_cause_and_the_runs_left_out(tmp_path: Path) -
 def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -> None:
     from matplotlib.collections import PathCollection
 
-    from proactivebench.protocol import SCENARIOS
+    from proactivebench.registry import paper_scenarios
     from proactivebench.report.plots import accuracy_vs_ps_figure, describe
 
     # a and b: identical (ROD and VSOD right at once, the others right after one suggestion);
@@ -647,7 +649,7 @@ def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -
     legend_texts = [
         t.get_text() for legend in (*figure.legends, ax.get_legend()) for t in legend.get_texts()
     ]
-    assert sorted(legend_texts) == sorted([*SCENARIOS, "a", "b", "c"])
+    assert sorted(legend_texts) == sorted([*paper_scenarios(), "a", "b", "c"])
     shown = texts_of(figure)
     assert "Identical results: a = b." in shown and "set side by side" in shown
     # The marks at 100 %: a's and b's at ps rate 0 and 1, each pair set either side of the
@@ -656,7 +658,7 @@ def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -
     at_100 = sorted(float(x) for c in marks for x, y in c.get_offsets() if y == 100.0)
     assert at_100 == pytest.approx([-0.0075] * 2 + [0.0075] * 2 + [0.9925] * 5 + [1.0075] * 5)
     alt = describe("accuracy_vs_ps", all_measures)
-    assert all(scenario in alt for scenario in SCENARIOS)
+    assert all(scenario in alt for scenario in paper_scenarios())
 
 
 def test_bar_plot_legend_stays_inside_the_figure(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from proactivebench.cli import main
 from proactivebench.data.synth import generate
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import paper_scenarios
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
@@ -103,7 +103,7 @@ def test_report_in_chromium(browser: Any, report: Path) -> None:
         # Sections are drawn when they come into view (lazy): scroll to the viewer.
         assert page.locator("article.episode").count() == 0
         select = page.locator("#viewer-scenario")
-        for scenario in SCENARIOS:
+        for scenario in paper_scenarios():
             select.select_option(scenario)
             page.locator(".scenario-section").first.scroll_into_view_if_needed()
             strip = page.locator(f'article.episode[data-scenario="{scenario}"]').first
@@ -181,7 +181,7 @@ def test_six_runs_at_1280_px(browser: Any, six_runs_report: Path) -> None:
         scatter = page.locator('img.plot[data-plot="accuracy_vs_ps"]')
         assert scatter.evaluate("img => img.complete && img.naturalWidth > 0")
         alt = scatter.get_attribute("alt") or ""
-        assert all(scenario in alt for scenario in SCENARIOS), alt
+        assert all(scenario in alt for scenario in paper_scenarios()), alt
         for name in ("scenarios", "size"):
             plot = page.locator(f'img.plot[data-plot="{name}"]')
             assert plot.evaluate("img => img.complete && img.naturalWidth > 0")

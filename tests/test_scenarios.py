@@ -6,7 +6,7 @@ import pytest
 
 from handmade import ABSTAIN, CATS, INC_OPTIONS, record
 from proactivebench.protocol import scenario_strings
-from proactivebench.scenarios import make_episode
+from proactivebench.registry import make_episode
 
 
 def play(episode, answers):

@@ -17,17 +17,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from proactivebench import registry
 from proactivebench.data.synth import MANIFEST_NAME, generate, make_sample, objects
 from proactivebench.data.synth.common import Sample
 from proactivebench.data.synth.corruptions import CORRUPTIONS, corrupt_levels, psnr
-from proactivebench.protocol import (
-    SCENARIOS,
-    action_keywords,
-    fixed_action_space,
-    scenario_strings,
-)
+from proactivebench.protocol import action_keywords, fixed_action_space, scenario_strings
 from proactivebench.records import Record, Source, parse_record
-from proactivebench.scenarios import Episode, make_episode
+from proactivebench.registry import make_episode, paper_scenarios
+from proactivebench.scenarios import Episode
 from proactivebench.scenarios.actions import action_of, is_abstention
 
 PER_SCENARIO = 30
@@ -47,7 +44,8 @@ def load_records(root: Path, short: str) -> list[Record]:
     path = root / scenario_strings(short).dataset_file
     lines = path.read_text(encoding="utf-8").splitlines()
     return [
-        parse_record(short, json.loads(x), Source(str(path), i + 1)) for i, x in enumerate(lines)
+        parse_record(registry.scenario(short).record_type, json.loads(x), Source(str(path), i + 1))
+        for i, x in enumerate(lines)
     ]
 
 
@@ -84,7 +82,7 @@ def test_manifest_and_loader(data: Path) -> None:
         "version": 2,
         "seed": SEED,
         "split": "test",
-        "counts": {s: PER_SCENARIO for s in SCENARIOS},
+        "counts": {s: PER_SCENARIO for s in paper_scenarios()},
     }
     from proactivebench.data.layout import MANIFEST, is_synthetic, load_dataset
 
@@ -111,7 +109,7 @@ def test_bad_arguments_are_refused(tmp_path: Path, kwargs: dict) -> None:
         generate(tmp_path, **kwargs)
 
 
-@pytest.mark.parametrize("short", SCENARIOS)
+@pytest.mark.parametrize("short", paper_scenarios())
 def test_records_parse_and_images_exist(data: Path, short: str) -> None:
     records = load_records(data, short)
     assert [r.id for r in records] == list(range(PER_SCENARIO))
@@ -127,7 +125,7 @@ def test_records_parse_and_images_exist(data: Path, short: str) -> None:
         assert all(r.strong_occlusions for r in records)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("short", SCENARIOS)
+@pytest.mark.parametrize("short", paper_scenarios())
 def test_oracle_succeeds_in_minimal_turns(data: Path, short: str) -> None:
     for r in load_records(data, short):
         episode = make_episode(r)
@@ -140,7 +138,7 @@ def test_oracle_succeeds_in_minimal_turns(data: Path, short: str) -> None:
         assert step.correct and turns == (2 if short == "ROD" else 1), (short, r.id)
 
 
-@pytest.mark.parametrize("short", SCENARIOS)
+@pytest.mark.parametrize("short", paper_scenarios())
 def test_every_proactive_option_names_exactly_one_action(data: Path, short: str) -> None:
     for r in load_records(data, short):
         space = make_episode(r).action_space()
@@ -159,14 +157,14 @@ def test_every_proactive_option_names_exactly_one_action(data: Path, short: str)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-@pytest.mark.parametrize("short", SCENARIOS)
+@pytest.mark.parametrize("short", paper_scenarios())
 def test_every_action_option_holds_exactly_one_keyword(short: str, seed: int) -> None:
     """The reference maps an option to its action by keyword and rejects an option holding two
     (even of one action, as "details" and "drawing"): ours must never write one."""
     keywords = action_keywords()
     for index in range(12):
         raw = make_sample(short, index, seed=seed).record
-        record = parse_record(short, raw, Source("synth", index + 1))
+        record = parse_record(registry.scenario(short).record_type, raw, Source("synth", index + 1))
         space = make_episode(record).action_space()
         for option in record.options:
             if is_abstention(option):
@@ -189,7 +187,7 @@ def test_same_arguments_give_identical_bytes_and_train_differs(tmp_path: Path) -
     a, b, t = tree(first), tree(second), tree(train)
     assert a.keys() == b.keys() and len(a) > 7 * 3
     assert all(a[k] == b[k] for k in a)
-    for short in SCENARIOS:
+    for short in paper_scenarios():
         name = scenario_strings(short).dataset_file
         assert a[name] != t[name], short
         test_records = [json.loads(x) for x in a[name].decode().splitlines()]
@@ -323,7 +321,7 @@ CHECKS = {
 }
 
 
-@pytest.mark.parametrize("short", SCENARIOS)
+@pytest.mark.parametrize("short", paper_scenarios())
 def test_visual_property_on_written_files(data: Path, short: str) -> None:
     for record in load_records(data, short):
         CHECKS[short](record, disk(data), truth(short, record))
@@ -387,7 +385,7 @@ def test_object_library_is_rich_and_drawable() -> None:
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-@pytest.mark.parametrize("short", SCENARIOS)
+@pytest.mark.parametrize("short", paper_scenarios())
 def test_committed_scenario_figures_are_what_make_figures_draws(short: str) -> None:
     # The README shows docs/scenarios/*.png; a generator change must come with new figures.
     spec = importlib.util.spec_from_file_location("make_figures", DOCS / "make_figures.py")

@@ -19,7 +19,7 @@ from PIL import Image
 
 import handmade
 from proactivebench.errors import DataError
-from proactivebench.scenarios import make_episode
+from proactivebench.registry import make_episode
 from proactivebench.train.examples import (
     infer_scenario,
     load_examples,

@@ -43,8 +43,9 @@ from proactivebench.data.synth import generate
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.prompting import mcqa_text, user_turn
+from proactivebench.registry import make_episode
 from proactivebench.runner import evaluate
-from proactivebench.scenarios import Episode, View, make_episode
+from proactivebench.scenarios import Episode, View
 from proactivebench.scenarios.answers import Choice
 from scripted import lines, scripts, write_replay
 

@@ -34,7 +34,10 @@ _EXPORTS = {
     "Judge": "proactivebench.judge",
     # Data and episodes
     "load_dataset": "proactivebench.data.layout",
-    "make_episode": "proactivebench.scenarios",
+    "make_episode": "proactivebench.registry",
+    "register_scenario": "proactivebench.registry",
+    "unregister_scenario": "proactivebench.registry",
+    "ScenarioInfo": "proactivebench.registry",
     "Episode": "proactivebench.scenarios",
     "Observation": "proactivebench.scenarios",
     "View": "proactivebench.scenarios",
@@ -108,6 +111,7 @@ __all__ = [
     "RunMismatchError",
     "RunOptions",
     "RunOutcome",
+    "ScenarioInfo",
     "ServerUnreachableError",
     "SettingsError",
     "Summary",
@@ -125,6 +129,8 @@ __all__ = [
     "merge_runs",
     "read_episodes",
     "read_results",
+    "register_scenario",
+    "unregister_scenario",
     "write_report",
 ]
 
@@ -176,9 +182,15 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from proactivebench.models import load_model
     from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
     from proactivebench.models.cache import ResponseCache
+    from proactivebench.registry import (
+        ScenarioInfo,
+        make_episode,
+        register_scenario,
+        unregister_scenario,
+    )
     from proactivebench.report import write_report
     from proactivebench.results import EpisodeResult, OEGResult, TurnRecord
     from proactivebench.rundir import merge_runs, read_episodes, read_results
     from proactivebench.runner import RunOutcome, aevaluate, evaluate
-    from proactivebench.scenarios import Episode, Observation, View, make_episode
+    from proactivebench.scenarios import Episode, Observation, View
     from proactivebench.settings import EvalSettings, RunOptions

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from proactivebench.prompting import Message, assistant_turn, user_turn
-from proactivebench.protocol import raw_protocol, scenario_strings
+from proactivebench.protocol import raw_protocol
 from proactivebench.records import Record
-from proactivebench.scenarios import Observation, make_episode
+from proactivebench.registry import make_episode
+from proactivebench.scenarios import Observation
 from proactivebench.scenarios.answers import option_letter
 from proactivebench.scenarios.base import best_move
 
@@ -104,7 +105,7 @@ def play(
         episode = make_episode(record, **options, min_steps=2)
         obs = episode.reset()
     rng = random.Random(f"icl-move:{seed}:{record.scenario}:{record.id}")
-    cot = scenario_strings(record.scenario).cot_prompt if settings.cot else None
+    cot = episode.strings().cot_prompt if settings.cot else None
     turns: list[DemoTurn] = []
     while True:
         option = _move(obs, rng, intervened=bool(turns))

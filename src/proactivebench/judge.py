@@ -22,9 +22,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from proactivebench import registry
 from proactivebench.errors import ProactiveBenchError, SettingsError
 from proactivebench.models.base import ChatRequest, Decoding, Model
-from proactivebench.protocol import oeg_strings, scenario_strings
+from proactivebench.protocol import oeg_strings
 from proactivebench.scenarios.answers import strip_reasoning
 
 #: The reference's OEG decoding: sampling with the model's own temperature, and room for long
@@ -81,7 +82,7 @@ def parse_verdict(valid_answers: str, judge_output: str, scenario: str) -> Verdi
     marks = [mark.strip() for mark in runs[-1].split(",") if mark.strip()]
     if len(marks) != expected:
         return Verdict()
-    count = scenario_strings(scenario).oeg_proactive_count
+    count = registry.scenario(scenario).strings.oeg_proactive_count
     return Verdict(
         proactive_suggestion=int("1" in marks[:count]),
         category_prediction=int("1" in marks[count:]),

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from proactivebench.protocol import SCENARIOS, scenario_order
+from proactivebench.registry import paper_scenarios, scenario_order
 from proactivebench.results import is_oeg_line
 
 
@@ -106,7 +106,7 @@ def average_label(covers: Sequence[str], missing: Sequence[str] = ()) -> str:
     """ "average" over all seven scenarios; otherwise which scenarios the average covers
     (and those that had no value), so that averages over different sets are never read as
     alike."""
-    if not missing and sorted(covers) == sorted(SCENARIOS):
+    if not missing and sorted(covers) == sorted(paper_scenarios()):
         return "average"
     shown = f"average of {len(covers)} ({', '.join(covers) or 'none'}"
     return shown + (f"; no {', '.join(missing)})" if missing else ")")

@@ -2,31 +2,17 @@
 
 `spec/protocol.json` and `spec/official_filter_ids.json` are the authors' data (see NOTICE);
 they are loaded here once and exposed as typed, read-only values so that no other module ever
-retypes a hint, a keyword or a filter id.
+retypes a hint, a keyword or a filter id. Which scenarios exist, and their order, is the
+registry's (`proactivebench.registry`), which reads the paper's seven's strings from here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
-
-#: Scenario short names, in the paper's order.
-SCENARIOS: tuple[str, ...] = ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO")
-
-
-def scenario_rank(short: str) -> int:
-    """Where a scenario comes in the paper's order; one that is not the paper's comes after
-    all seven (tables, summaries and result files sort by this one rule)."""
-    return SCENARIOS.index(short) if short in SCENARIOS else len(SCENARIOS)
-
-
-def scenario_order(names: Iterable[str]) -> list[str]:
-    """Scenario names, each once, in the paper's order; unknown ones last, by name."""
-    return sorted(set(names), key=lambda s: (scenario_rank(s), s))
 
 
 @cache
@@ -52,6 +38,9 @@ class ScenarioStrings:
     reference_prompt: str | None
     cot_prompt: str | None
     oeg_proactive_count: int
+    #: The valid answers an open-ended judge looks for (`{categories}` to fill), for the
+    #: scenarios whose list is fixed; the others build theirs (`Episode.oeg_answers`).
+    oeg_answers: str | None = None
 
 
 @cache
@@ -67,13 +56,8 @@ def scenario_strings(short: str) -> ScenarioStrings:
         reference_prompt=entry["reference_prompt"],
         cot_prompt=entry["cot_prompt"],
         oeg_proactive_count=entry["oeg_proactive_count"],
+        oeg_answers=raw_protocol()["oeg_fixed_answers"].get(short),
     )
-
-
-@cache
-def stem_to_short() -> dict[str, str]:
-    """Map data file stems (e.g. ``coco2014``) to short names (``COCO``)."""
-    return {scenario_strings(s).stem: s for s in SCENARIOS}
 
 
 @cache
@@ -111,9 +95,3 @@ def official_filter_ids(stem: str) -> frozenset[int]:
 def oeg_strings() -> dict[str, str]:
     """Open-ended generation: the hint suffix and the judge's system prompt and user template."""
     return {k: v for k, v in raw_protocol()["oeg"].items() if isinstance(v, str)}
-
-
-@cache
-def oeg_fixed_answers() -> dict[str, str]:
-    """The valid-answer templates of the scenarios that have one (`{categories}` to fill)."""
-    return dict(raw_protocol()["oeg_fixed_answers"])

@@ -9,11 +9,17 @@ file, line and field, so that a malformed data set ends in one readable message 
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 from proactivebench.errors import DataError
+
+#: The corruption levels ImageNet-C has: severities 1 to 5 (docs/protocol.md §5, IN-C).
+INC_LEVELS = range(1, 6)
+
+_COCO_DIRECTIONS = frozenset({"up", "down", "left", "right"})
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,50 @@ class Record:
     answer: str
     source: Source = field(compare=False, repr=False)
 
+    # ----- what a scenario's record type may add (parse_record calls these) -----------------
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        """The scenario's own fields of one JSON object, checked (none by default)."""
+        return {}
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        """Refuse a `first_image` outside the range this scenario's rules give it (by
+        default: a file number, so not negative)."""
+        if first < 0:
+            raise fields.error("first_image", f"must be >= 0, got {first}")
+
+    @classmethod
+    def reads_reference(cls) -> bool:
+        """Whether `reference_image` names the reference view (COCO's is its template)."""
+        return True
+
+    def own_warnings(self, warning: Callable[[str, str], DataError]) -> list[DataError]:
+        """What is odd about this scenario's fields in a record that still plays."""
+        return []
+
+    def in_official_test(self) -> bool:
+        """Whether the official test filter keeps this record, its id being kept."""
+        return True
+
+
+def _check_frame(fields: Fields, first: int, num_images: int) -> None:
+    """ROD and VSOD cycle through frames 0..num_images-1 and CIT moves within them, so a first
+    frame outside that range is one the episode could never come back to."""
+    if not 0 <= first < num_images:
+        raise fields.error(
+            "first_image", f"must be a frame 0..num_images-1 (num_images={num_images}), got {first}"
+        )
+
 
 @dataclass(frozen=True)
 class RODRecord(Record):
     scenario: ClassVar[str] = "ROD"
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        _check_frame(fields, first, num_images)
 
 
 @dataclass(frozen=True)
@@ -60,6 +106,21 @@ class VSODRecord(Record):
     #: None when the record lacks the field (such records are kept).
     strong_occlusions: bool | None = None
 
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        if "strong_occlusions" not in fields.obj:
+            return {}
+        return {"strong_occlusions": fields.bool("strong_occlusions")}
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        _check_frame(fields, first, num_images)
+
+    def in_official_test(self) -> bool:
+        """The reference keeps VSOD's strongly occluded samples (those a rewind helps) and a
+        record without the field."""
+        return self.strong_occlusions is not False
+
 
 @dataclass(frozen=True)
 class MVPNRecord(Record):
@@ -67,12 +128,54 @@ class MVPNRecord(Record):
     template_fields: ClassVar[frozenset[str]] = frozenset({"image", "informative"})
     valid_images: tuple[int, ...] = ()
 
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        valid = fields.int_list("valid_images")
+        if any(view < 0 for view in valid):
+            raise fields.error("valid_images", f"image ids must be >= 0, got {min(valid)}")
+        return {"valid_images": valid}
+
+    def own_warnings(self, warning: Callable[[str, str], DataError]) -> list[DataError]:
+        if len(self.valid_images) >= self.num_images:
+            return []
+        return [
+            warning(
+                "valid_images",
+                f"{len(self.valid_images)} entries for num_images={self.num_images}: an "
+                f"episode that rotates to turn {len(self.valid_images) + 1} ends there, failed",
+            )
+        ]
+
 
 @dataclass(frozen=True)
 class INCRecord(Record):
     scenario: ClassVar[str] = "IN-C"
     template_fields: ClassVar[frozenset[str]] = frozenset({"level"})
     quality_answer: str = ""
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        return {"quality_answer": fields.str("quality_answer")}
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        """IN-C starts at a corruption level."""
+        if first not in INC_LEVELS:
+            raise fields.error(
+                "first_image",
+                f"must be a corruption level {INC_LEVELS.start}..{INC_LEVELS[-1]}, got {first}",
+            )
+
+    def own_warnings(self, warning: Callable[[str, str], DataError]) -> list[DataError]:
+        if self.first_image - self.num_images >= 0:
+            return []
+        return [
+            warning(
+                "num_images",
+                f"{self.num_images} turns from level {self.first_image} would go below "
+                f"level {INC_LEVELS.start}: an episode that gets there ends, failed",
+            )
+        ]
 
 
 @dataclass(frozen=True)
@@ -85,6 +188,17 @@ class CITRecord(Record):
     scenario: ClassVar[str] = "CIT"
     step_size: int = 1
     max_steps: int = 1
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        return {
+            "step_size": fields.int("step_size", minimum=1),
+            "max_steps": fields.int("max_steps", minimum=1),
+        }
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        _check_frame(fields, first, num_images)
 
 
 @dataclass(frozen=True)
@@ -112,20 +226,45 @@ class COCORecord(Record):
         """The direction's parts: ``{"zoom"}`` or a subset of up/down/left/right."""
         return frozenset(self.direction.split("_"))
 
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        direction = fields.str("direction")
+        parts = direction.split("_")
+        if direction != "zoom" and (
+            not set(parts) <= _COCO_DIRECTIONS or len(set(parts)) != len(parts)
+        ):
+            raise fields.error(
+                "direction",
+                f"expected 'zoom' or up/down/left/right joined by '_', got {direction!r}",
+            )
+        crop = fields.get("crop")
+        if not isinstance(crop, dict):
+            raise fields.error("crop", "expected an object {top, left, height, width}")
+        for key in ("top", "left", "height", "width"):
+            if key not in crop:
+                raise fields.error(f"crop.{key}", "missing")
+        return dict(
+            direction=direction,
+            granularity=fields.int("granularity", minimum=1),
+            horizontal_step=fields.number("horizontal_step"),
+            vertical_step=fields.number("vertical_step"),
+            crop=Crop(
+                **{k: fields.number(f"crop.{k}", crop) for k in ("top", "left", "height", "width")}
+            ),
+        )
 
-#: The corruption levels ImageNet-C has: severities 1 to 5 (docs/protocol.md §5, IN-C).
-INC_LEVELS = range(1, 6)
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        """COCO does not use it."""
 
-RECORD_TYPES: dict[str, type[Record]] = {
-    cls.scenario: cls
-    for cls in (RODRecord, VSODRecord, MVPNRecord, INCRecord, QDRecord, CITRecord, COCORecord)
-}
-
-_COCO_DIRECTIONS = frozenset({"up", "down", "left", "right"})
+    @classmethod
+    def reads_reference(cls) -> bool:
+        return False
 
 
-class _Fields:
-    """Typed access to one JSON object; every failure is a `DataError` at file:line/field."""
+class Fields:
+    """Typed access to one JSON object; every failure is a `DataError` at file:line/field
+    (what a record type's `read_extra` reads its fields with)."""
 
     def __init__(self, obj: dict[str, Any], source: Source) -> None:
         self.obj = obj
@@ -183,7 +322,7 @@ class _Fields:
         return tuple(value)
 
 
-def _check_template(f: _Fields, template: str, allowed: frozenset[str]) -> None:
+def _check_template(f: Fields, template: str, allowed: frozenset[str]) -> None:
     """Refuse templates that cannot be formatted or that point outside the data dir."""
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
@@ -204,29 +343,6 @@ def _check_template(f: _Fields, template: str, allowed: frozenset[str]) -> None:
         raise f.error("image_template", f"must not leave the data dir ('..'): {template!r}")
 
 
-def _check_first_image(f: _Fields, cls: type[Record], first: int, num_images: int) -> None:
-    """`first_image` within the range its scenario's rules give it (docs/protocol.md §2, §5).
-
-    ROD and VSOD cycle through frames 0..num_images-1 and CIT moves within them, so a first
-    frame outside that range is one the episode could never come back to; IN-C starts at a
-    corruption level; QD and MVP-N ids are zero-padded file numbers. COCO does not use it.
-    """
-    if cls in (RODRecord, VSODRecord, CITRecord):
-        if not 0 <= first < num_images:
-            raise f.error(
-                "first_image",
-                f"must be a frame 0..num_images-1 (num_images={num_images}), got {first}",
-            )
-    elif cls is INCRecord:
-        if first not in INC_LEVELS:
-            raise f.error(
-                "first_image",
-                f"must be a corruption level {INC_LEVELS.start}..{INC_LEVELS[-1]}, got {first}",
-            )
-    elif cls is not COCORecord and first < 0:
-        raise f.error("first_image", f"must be >= 0, got {first}")
-
-
 def record_warnings(record: Record) -> list[DataError]:
     """What is odd about a record that still loads and plays (docs/protocol.md §2).
 
@@ -243,40 +359,24 @@ def record_warnings(record: Record) -> list[DataError]:
         found.append(
             warning("answer", f"{record.answer!r} is not one of the categories: never correct")
         )
-    if isinstance(record, MVPNRecord) and len(record.valid_images) < record.num_images:
-        found.append(
-            warning(
-                "valid_images",
-                f"{len(record.valid_images)} entries for num_images={record.num_images}: an "
-                f"episode that rotates to turn {len(record.valid_images) + 1} ends there, failed",
-            )
-        )
-    if isinstance(record, INCRecord) and record.first_image - record.num_images < 0:
-        found.append(
-            warning(
-                "num_images",
-                f"{record.num_images} turns from level {record.first_image} would go below "
-                f"level {INC_LEVELS.start}: an episode that gets there ends, failed",
-            )
-        )
-    return found
+    return found + record.own_warnings(warning)
 
 
-def parse_record(scenario: str, obj: Any, source: Source) -> Record:
-    """Validate one decoded JSON line of `scenario`'s file and build its typed record."""
+def parse_record(record_type: type[Record], obj: Any, source: Source) -> Record:
+    """Validate one decoded JSON line of a scenario's file and build its typed record
+    (`record_type`: the scenario's, from `registry.scenario(short).record_type`)."""
     if not isinstance(obj, dict):
         raise DataError(
             f"expected a JSON object, got {type(obj).__name__}", path=source.path, line=source.line
         )
-    cls = RECORD_TYPES[scenario]
-    f = _Fields(obj, source)
+    f = Fields(obj, source)
     template = f.str("image_template")
-    _check_template(f, template, cls.template_fields)
+    _check_template(f, template, record_type.template_fields)
     categories = f.str_list("categories")
     answer = f.str("answer")
     reference = f.get("reference_image")
-    if cls is COCORecord:
-        reference = None  # unused: COCO's reference view is its template, uncropped
+    if not record_type.reads_reference():
+        reference = None
     elif isinstance(reference, bool) or not isinstance(reference, int | str):
         raise f.error("reference_image", "expected an integer or a string")
     common: dict[str, Any] = dict(
@@ -291,44 +391,5 @@ def parse_record(scenario: str, obj: Any, source: Source) -> Record:
         answer=answer,
         source=source,
     )
-    _check_first_image(f, cls, common["first_image"], common["num_images"])
-    extra: dict[str, Any] = {}
-    if cls is VSODRecord:
-        if "strong_occlusions" in obj:
-            extra["strong_occlusions"] = f.bool("strong_occlusions")
-    elif cls is MVPNRecord:
-        valid = f.int_list("valid_images")
-        if any(view < 0 for view in valid):
-            raise f.error("valid_images", f"image ids must be >= 0, got {min(valid)}")
-        extra["valid_images"] = valid
-    elif cls is INCRecord:
-        extra["quality_answer"] = f.str("quality_answer")
-    elif cls is CITRecord:
-        extra["step_size"] = f.int("step_size", minimum=1)
-        extra["max_steps"] = f.int("max_steps", minimum=1)
-    elif cls is COCORecord:
-        direction = f.str("direction")
-        parts = direction.split("_")
-        if direction != "zoom" and (
-            not set(parts) <= _COCO_DIRECTIONS or len(set(parts)) != len(parts)
-        ):
-            raise f.error(
-                "direction",
-                f"expected 'zoom' or up/down/left/right joined by '_', got {direction!r}",
-            )
-        crop = f.get("crop")
-        if not isinstance(crop, dict):
-            raise f.error("crop", "expected an object {top, left, height, width}")
-        for key in ("top", "left", "height", "width"):
-            if key not in crop:
-                raise f.error(f"crop.{key}", "missing")
-        extra.update(
-            direction=direction,
-            granularity=f.int("granularity", minimum=1),
-            horizontal_step=f.number("horizontal_step"),
-            vertical_step=f.number("vertical_step"),
-            crop=Crop(
-                **{k: f.number(f"crop.{k}", crop) for k in ("top", "left", "height", "width")}
-            ),
-        )
-    return cls(**common, **extra)
+    record_type.check_first_image(f, common["first_image"], common["num_images"])
+    return record_type(**common, **record_type.read_extra(f))

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.protocol import scenario_rank
+from proactivebench.registry import scenario_rank
 from proactivebench.texts import capped
 
 # ----- records --------------------------------------------------------------------------------

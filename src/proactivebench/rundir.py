@@ -36,7 +36,7 @@ from proactivebench.errors import (
 )
 from proactivebench.metrics import Summary, summarize
 from proactivebench.paths import open_to_write, read_file, refuse_link, write_whole
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import scenario_names
 from proactivebench.results import (
     EpisodeResult,
     OEGResult,
@@ -217,8 +217,8 @@ def run_lines(
             problem = f"not a result line ({problem})"
         else:
             problem = settings_problem(line, settings)
-        if problem is None and line["scenario"] not in SCENARIOS:
-            problem = f"scenario {line['scenario']!r} is not one of {', '.join(SCENARIOS)}"
+        if problem is None and line["scenario"] not in scenario_names():
+            problem = f"scenario {line['scenario']!r} is not one of {', '.join(scenario_names())}"
         if problem is None and not known(line["scenario"], line["sample_id"]):
             problem = f"the data holds no {line['scenario']} sample {line['sample_id']}"
         if problem is not None:

@@ -19,8 +19,9 @@ from proactivebench.data.layout import MANIFEST, SUFFIX, Dataset, load_dataset, 
 from proactivebench.data.validate import check_image_contents, walk_images
 from proactivebench.errors import DataErrors, NothingToDoError, SettingsError
 from proactivebench.records import Record
+from proactivebench.registry import make_episode
 from proactivebench.rundir import file_stamp
-from proactivebench.scenarios import Episode, make_episode
+from proactivebench.scenarios import Episode
 from proactivebench.settings import EvalSettings, declared
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from proactivebench.demonstrations import DemoSettings
 from proactivebench.errors import SettingsError
 from proactivebench.judge import oeg_decoding
 from proactivebench.models.base import Decoding
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import scenario_names
 from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 from proactivebench.scenarios.base import OPTION_ORDERS
 
@@ -213,7 +213,7 @@ class EvalSettings(CheckedSettings):
         None,
         kind="selection",
         not_in=frozenset({"train"}),  # training has --holdout
-        help=f"Comma-separated short names ({','.join(SCENARIOS)}); default: all present.",
+        help=f"Comma-separated short names ({','.join(scenario_names())}); default: all present.",
     )
     hint: bool = setting(
         False,

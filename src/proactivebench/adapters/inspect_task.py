@@ -44,7 +44,7 @@ from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.play import Judging, play
 from proactivebench.prompting import Message, is_image_part
 from proactivebench.records import Record
-from proactivebench.scenarios import make_episode
+from proactivebench.registry import make_episode
 from proactivebench.selection import choose_episodes
 from proactivebench.settings import EvalSettings, offered
 

@@ -40,7 +40,8 @@ from proactivebench.models.base import ChatRequest, Completion
 from proactivebench.play import play
 from proactivebench.prompting import Message, is_image_part
 from proactivebench.records import Record
-from proactivebench.scenarios import Episode, make_episode
+from proactivebench.registry import make_episode
+from proactivebench.scenarios import Episode
 from proactivebench.selection import choose_episodes
 from proactivebench.settings import EvalSettings, Kind, offered
 

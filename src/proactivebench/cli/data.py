@@ -15,7 +15,6 @@ import click
 from rich.markup import escape
 
 from proactivebench.cli.output import EXIT_ERROR, console, count_progress, out
-from proactivebench.protocol import SCENARIOS
 
 if TYPE_CHECKING:
     from proactivebench.data.validate import DatasetCheck
@@ -58,10 +57,10 @@ def data_group() -> None:
 )
 def data_synth(out_dir: Path, per_scenario: int, seed: int, split: str) -> None:
     """Generate a synthetic ProactiveBench of all seven scenarios."""
-    from proactivebench.data.synth import generate
+    from proactivebench.data.synth import generatable, generate
 
     with count_progress() as progress:
-        task = progress.add_task(f"synth {split}", total=per_scenario * len(SCENARIOS))
+        task = progress.add_task(f"synth {split}", total=per_scenario * len(generatable()))
         manifest = generate(
             out_dir,
             per_scenario=per_scenario,

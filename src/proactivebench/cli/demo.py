@@ -14,7 +14,6 @@ import click
 
 from proactivebench.cli.output import comparison_table, count_progress, out, printable
 from proactivebench.metrics import Summary
-from proactivebench.protocol import SCENARIOS
 
 
 @click.command("demo")
@@ -35,15 +34,17 @@ from proactivebench.protocol import SCENARIOS
 )
 def demo_command(per_scenario: int, seed: int) -> None:
     """Offline: generate a synthetic ProactiveBench once and score the built-in baselines."""
+    from proactivebench.data.synth import generatable
     from proactivebench.demo import DEMO_BASELINES, ensure_synthetic, run_demo, write_demo_report
     from proactivebench.paths import cache_root
 
     with count_progress() as progress:
-        task = progress.add_task("synthetic data", total=per_scenario * len(SCENARIOS))
+        total = per_scenario * len(generatable())
+        task = progress.add_task("synthetic data", total=total)
         data_dir = ensure_synthetic(
             per_scenario, seed, progress=lambda n: progress.update(task, advance=n)
         )
-        progress.update(task, completed=per_scenario * len(SCENARIOS))
+        progress.update(task, completed=total)
         tasks = {n: progress.add_task(f"baseline:{n}", total=None) for n in DEMO_BASELINES}
         runs_dir = cache_root() / "runs" / f"demo-seed{seed}-n{per_scenario}"
         outcomes = run_demo(

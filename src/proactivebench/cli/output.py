@@ -35,7 +35,7 @@ from rich.text import Text
 
 from proactivebench.escapes import visible
 from proactivebench.metrics import ScenarioScore, Summary
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import scenario_order
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
@@ -197,10 +197,11 @@ def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     table.add_column("scenario")
     for name in summaries:
         table.add_column(f"{name}\nacc % | ps", justify="right")
-    rows = {s: [] for s in SCENARIOS}
+    shown = scenario_order(s for summary in summaries.values() for s in summary.scenarios)
+    rows: dict[str, list[str]] = {s: [] for s in shown}
     averages = []
     for summary in summaries.values():
-        for short in SCENARIOS:
+        for short in shown:
             score = summary.scenarios.get(short)
             rows[short].append(_acc_ps(score) if score else "-")
         avg = summary.average

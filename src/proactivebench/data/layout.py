@@ -17,8 +17,8 @@ from pathlib import Path
 
 from proactivebench.errors import DataError, DataErrors
 from proactivebench.paths import open_to_read
-from proactivebench.protocol import SCENARIOS, official_filter_ids, scenario_strings, stem_to_short
-from proactivebench.records import Record, Source, VSODRecord, parse_record, record_warnings
+from proactivebench.records import Record, Source, parse_record, record_warnings
+from proactivebench.registry import by_stem, lookup, scenario, scenario_names
 from proactivebench.texts import loads
 
 SUFFIX = "_preprocessed.jsonl"
@@ -27,7 +27,7 @@ MANIFEST = "synth_manifest.json"
 
 
 def scenario_file(data_dir: Path, short: str) -> Path:
-    return data_dir / scenario_strings(short).dataset_file
+    return data_dir / scenario(short).strings.dataset_file
 
 
 def is_synthetic(data_dir: Path) -> bool:
@@ -44,7 +44,7 @@ def scenarios_present(data_dir: Path) -> list[str]:
     """
     if not data_dir.is_dir():
         raise DataError("data directory not found", path=str(data_dir))
-    known = stem_to_short()
+    known = by_stem()
     for path in sorted(data_dir.glob(f"*{SUFFIX}")):
         stem = path.name.removesuffix(SUFFIX)
         if stem not in known:
@@ -55,7 +55,7 @@ def scenarios_present(data_dir: Path) -> list[str]:
         if not path.is_file():
             not_a_file = "not a regular file (a FIFO, device, folder or broken link)"
             raise DataError(not_a_file, path=str(path))
-    return [s for s in SCENARIOS if scenario_file(data_dir, s).is_file()]
+    return [s for s in scenario_names() if scenario_file(data_dir, s).is_file()]
 
 
 def parse_scenario_names(names: str | Iterable[str] | None, data_dir: Path) -> list[str]:
@@ -68,13 +68,14 @@ def parse_scenario_names(names: str | Iterable[str] | None, data_dir: Path) -> l
     wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
     wanted = [n for n in wanted if n]
     if not wanted:
-        raise DataError(f"no scenario named in {names!r}; choose from {', '.join(SCENARIOS)}")
-    by_upper = {s.upper(): s for s in SCENARIOS}
+        known = ", ".join(scenario_names())
+        raise DataError(f"no scenario named in {names!r}; choose from {known}")
     chosen = []
     for name in wanted:
-        short = by_upper.get(name.upper())
+        short = lookup(name)
         if short is None:
-            raise DataError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
+            known = ", ".join(scenario_names())
+            raise DataError(f"unknown scenario {name!r}; choose from {known}")
         if short not in present:
             raise DataError(
                 f"scenario {short} has no data file here", path=str(scenario_file(data_dir, short))
@@ -89,6 +90,7 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
     records: list[Record] = []
     problems: list[DataError] = []
     seen: dict[int, int] = {}
+    record_type = scenario(short).record_type
     try:
         handle = open_to_read(path)
     except OSError as exc:
@@ -108,7 +110,7 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
                 problems.append(DataError(f"invalid JSON: {exc.msg}", path=str(path), line=number))
                 continue
             try:
-                record = parse_record(short, obj, source)
+                record = parse_record(record_type, obj, source)
             except DataError as exc:
                 problems.append(exc)
                 continue
@@ -128,17 +130,12 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
 
 
 def apply_official_filter(records: Sequence[Record], short: str) -> list[Record]:
-    """Keep the official test ids and drop the VSOD samples marked `strong_occlusions: false`.
-
-    As the reference loader does: VSOD keeps its strongly occluded samples, the ones a rewind
-    helps; a record without the field is kept.
-    """
-    keep = official_filter_ids(scenario_strings(short).stem)
-    return [
-        r
-        for r in records
-        if r.id in keep and not (isinstance(r, VSODRecord) and r.strong_occlusions is False)
-    ]
+    """Keep the official test ids (those the scenario's registration gives; all, when it
+    gives none) and the records their type keeps (VSOD drops those marked
+    `strong_occlusions: false`, as the reference loader does)."""
+    info = scenario(short)
+    keep = None if info.filter_ids is None else info.filter_ids(info.strings.stem)
+    return [r for r in records if (keep is None or r.id in keep) and r.in_official_test()]
 
 
 @dataclass

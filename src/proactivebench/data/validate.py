@@ -24,7 +24,8 @@ from proactivebench.data.layout import (
 )
 from proactivebench.errors import DataError, ProactiveBenchError
 from proactivebench.records import Source, record_warnings
-from proactivebench.scenarios import Episode, make_episode
+from proactivebench.registry import make_episode
+from proactivebench.scenarios import Episode
 
 #: What is wrong with an image path, by the kind `PathGuard.kind` finds.
 _KIND_PROBLEMS = {

@@ -14,13 +14,12 @@ from typing import Any
 
 from proactivebench.errors import DataError, DataErrors
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
-from proactivebench.protocol import SCENARIOS
+from proactivebench.registry import lookup, scenario_names
 from proactivebench.texts import loads
 
 
 def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:
     """Parse and validate a replay file; every problem is reported with its line."""
-    by_name = {s.upper(): s for s in SCENARIOS}
     scripts: dict[tuple[str, int], list[str]] = {}
     problems: list[DataError] = []
     try:
@@ -45,15 +44,15 @@ def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:
         scenario = obj.get("scenario")
         sample_id = obj.get("sample_id")
         answers = obj.get("answers")
-        if not isinstance(scenario, str) or scenario.upper() not in by_name:
-            known = ", ".join(SCENARIOS)
+        if not isinstance(scenario, str) or lookup(scenario) is None:
+            known = ", ".join(scenario_names())
             problem(f"unknown scenario {scenario!r}; choose from {known}", "scenario")
         elif isinstance(sample_id, bool) or not isinstance(sample_id, int):
             problem("expected an integer", "sample_id")
         elif not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             problem("expected a list of strings", "answers")
         else:
-            key = (by_name[scenario.upper()], sample_id)
+            key = (lookup(scenario), sample_id)
             if key in scripts:
                 problem(f"a second script for {key[0]} sample {sample_id}")
             scripts[key] = answers

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from proactivebench.protocol import scenario_order
+from proactivebench.registry import scenario_order
 from proactivebench.report.runs import Run
 from proactivebench.report.tables import MISSING, Cell, Table
 from proactivebench.stats import cohen_kappa, fleiss_kappa

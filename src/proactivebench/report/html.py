@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from proactivebench.protocol import scenario_order
+from proactivebench.registry import scenario_order
 from proactivebench.report.measures import Metric, RunMeasures, metrics_of
 from proactivebench.report.plots import describe
 from proactivebench.report.runs import Run

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from proactivebench.protocol import SCENARIOS, scenario_order
+from proactivebench import registry
+from proactivebench.registry import scenario_order
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.text import visible
 from proactivebench.stats import Interval, spearman_rho
@@ -74,10 +75,14 @@ def _rate_axis(ax: Axes, percent: bool) -> None:
 
 
 DPI = 100
-#: Marker of each scenario in the scatter (colour is the run's): seven shapes a reader tells
-#: apart in print and in grey; an unknown scenario gets a hexagon.
-SCENARIO_MARKERS = dict(zip(SCENARIOS, ("o", "s", "^", "D", "v", "P", "X"), strict=True))
+#: The marker of a scenario that is not registered (any more) when its runs are reported.
 OTHER_MARKER = "h"
+
+
+def scenario_marker(short: str) -> str:
+    """A scenario's marker in the scatter (colour is the run's): its registration's."""
+    known = short in registry.scenario_names()
+    return registry.scenario(short).marker if known else OTHER_MARKER
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -363,7 +368,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
         ax.scatter(
             [p.x.estimate + p.shift for p in group],
             [p.y.estimate for p in group],
-            marker=SCENARIO_MARKERS.get(scenario, OTHER_MARKER),
+            marker=scenario_marker(scenario),
             s=30,
             c=[f"C{p.run % 10}" for p in group],
             edgecolors="white",
@@ -404,7 +409,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
         Line2D(
             [],
             [],
-            marker=SCENARIO_MARKERS.get(s, OTHER_MARKER),
+            marker=scenario_marker(s),
             linestyle="",
             color="0.4",
             label=_label(s),

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from proactivebench.metrics import average_label
-from proactivebench.protocol import SCENARIOS, scenario_order
+from proactivebench.registry import paper_scenarios, scenario_order
 from proactivebench.report import text as text_formats
 from proactivebench.report.measures import (
     Comparison,
@@ -80,8 +80,8 @@ def difference_cell(value: Interval | None, percent: bool, p: float | None = Non
 
 
 def _covers_differ(coverages: Sequence[Sequence[str]]) -> bool:
-    """Whether the rows' averages cover different scenarios, or fewer than all seven."""
-    return any(sorted(c) != sorted(SCENARIOS) for c in coverages)
+    """Whether the rows' averages cover different scenarios, or other than the paper's seven."""
+    return any(sorted(c) != sorted(paper_scenarios()) for c in coverages)
 
 
 def run_table(measures: RunMeasures) -> Table:

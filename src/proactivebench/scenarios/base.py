@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NamedTuple
 
-from proactivebench.protocol import oeg_fixed_answers, oeg_strings, scenario_strings
+from proactivebench.protocol import ScenarioStrings, oeg_strings, scenario_strings
 from proactivebench.records import Record
 from proactivebench.scenarios.actions import action_of, is_abstention
 from proactivebench.scenarios.answers import Choice, option_letter, read_choice
@@ -143,7 +143,15 @@ def best_move(obs: Observation) -> str:
 class Episode:
     """One sample played as a multi-turn MCQA episode (or one reference turn)."""
 
+    #: The scenario's short name, and the type of its records (their `scenario` is the same).
     scenario: ClassVar[str] = ""
+    record_type: ClassVar[type[Record]] = Record
+
+    @classmethod
+    def strings(cls) -> ScenarioStrings:
+        """The scenario's protocol strings (pre-prompt, hints, data file): the protocol's for
+        the paper's seven; a scenario registered from outside the package overrides this."""
+        return scenario_strings(cls.scenario)
 
     def __init__(
         self,
@@ -326,7 +334,7 @@ class Episode:
 
     def prompt_text(self) -> str:
         """Pre-prompt + prompt (+ hint), as in docs/protocol.md §3."""
-        strings = scenario_strings(self.scenario)
+        strings = self.strings()
         prompt = self.record.prompt
         if self.reference and strings.reference_prompt is not None:
             prompt = strings.reference_prompt
@@ -339,7 +347,7 @@ class Episode:
     def oeg_prompt(self) -> str:
         """The open-ended question (docs/protocol.md §6): pre-prompt and prompt, and with hints
         the OEG hint suffix instead of the scenario's hint; no options."""
-        strings = scenario_strings(self.scenario)
+        strings = self.strings()
         prompt = self.record.prompt
         if strings.pre_prompt:
             prompt = f"{strings.pre_prompt} {prompt}"
@@ -351,10 +359,13 @@ class Episode:
         """The valid answers the judge looks for, as the comma-separated text of §6: the
         scenario's fixed list with the correct categories, at the first state."""
         categories = ", ".join(c.replace(".", "") for c in self.observation.correct_categories)
-        return oeg_fixed_answers()[self.scenario].format(categories=categories)
+        template = self.strings().oeg_answers
+        if template is None:
+            raise NotImplementedError(f"{self.scenario} has no fixed answers: override oeg_answers")
+        return template.format(categories=categories)
 
     def hint_text(self) -> str:
-        hint = scenario_strings(self.scenario).hint_prompt
+        hint = self.strings().hint_prompt
         assert isinstance(hint, str), "scenarios with several hints override hint_text()"
         return hint
 

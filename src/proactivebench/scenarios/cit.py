@@ -15,6 +15,7 @@ class CITEpisode(Episode):
     """REWIND/FORWARD jump `step_size` frames; options that would leave the video are pruned."""
 
     scenario = "CIT"
+    record_type = CITRecord
     record: CITRecord
 
     def action_space(self) -> tuple[str, ...]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from proactivebench.protocol import scenario_strings
 from proactivebench.records import COCORecord
 from proactivebench.scenarios.base import Episode, Halt, View
 
@@ -15,6 +14,7 @@ class COCOEpisode(Episode):
     """The crop widens by one step per move; float arithmetic kept exactly as the protocol's."""
 
     scenario = "COCO"
+    record_type = COCORecord
     record: COCORecord
 
     def __init__(self, record: COCORecord, **kwargs: object) -> None:
@@ -52,7 +52,7 @@ class COCOEpisode(Episode):
         return tuple(m.upper() for m in ("up", "down", "left", "right") if m in self.record.moves)
 
     def hint_text(self) -> str:
-        hints = scenario_strings("COCO").hint_prompt
+        hints = self.strings().hint_prompt
         assert isinstance(hints, dict)
         return hints["zoom" if self.zoom else "move"]
 

@@ -15,6 +15,7 @@ class INCEpisode(Episode):
     """Each enhancement lowers the severity level by one; only `quality_answer` is correct."""
 
     scenario = "IN-C"
+    record_type = INCRecord
     record: INCRecord
 
     def action_space(self) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ class MVPNEpisode(Episode):
     """ROTATE shows the next valid view; on the last turn only the category is correct."""
 
     scenario = "MVP-N"
+    record_type = MVPNRecord
     record: MVPNRecord
 
     def action_space(self) -> tuple[str, ...]:

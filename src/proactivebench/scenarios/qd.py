@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from proactivebench.protocol import fixed_action_space
+from proactivebench.records import QDRecord
 from proactivebench.scenarios.base import Episode, Halt
 
 
@@ -12,6 +13,7 @@ class QDEpisode(Episode):
     """DETAILS shows the next, more complete drawing; last turn: only the category."""
 
     scenario = "QD"
+    record_type = QDRecord
 
     def action_space(self) -> tuple[str, ...]:
         return fixed_action_space("QD")

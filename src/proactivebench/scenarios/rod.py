@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from proactivebench.protocol import fixed_action_space
+from proactivebench.records import RODRecord
 from proactivebench.scenarios.base import Episode, Halt
 
 #: An image of the official data that is broken; the reference swaps in its neighbours.
@@ -15,6 +16,7 @@ class RODEpisode(Episode):
     """LEFT/RIGHT move through the frames cyclically; nothing is visible on the first turn."""
 
     scenario = "ROD"
+    record_type = RODRecord
 
     def action_space(self) -> tuple[str, ...]:
         return fixed_action_space("ROD")

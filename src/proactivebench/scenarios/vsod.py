@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from proactivebench.protocol import fixed_action_space
+from proactivebench.records import VSODRecord
 from proactivebench.scenarios.base import Episode, Halt
 
 
@@ -12,6 +13,7 @@ class VSODEpisode(Episode):
     """REWIND/FORWARD move one frame, cyclically; actions and category always correct."""
 
     scenario = "VSOD"
+    record_type = VSODRecord
 
     def action_space(self) -> tuple[str, ...]:
         return fixed_action_space("VSOD")

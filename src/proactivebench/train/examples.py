@@ -27,9 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from proactivebench.errors import DataError
 from proactivebench.prompting import mcqa_text
-from proactivebench.protocol import SCENARIOS, action_keywords
 from proactivebench.records import Record
-from proactivebench.scenarios import Episode, Observation, View, make_episode
+from proactivebench.registry import (
+    lookup,
+    make_episode,
+    recognise,
+    scenario_names,
+    scenario_order,
+)
+from proactivebench.scenarios import Episode, Observation, View
 from proactivebench.scenarios.actions import is_abstention
 from proactivebench.scenarios.answers import Choice, normalize_full
 
@@ -192,28 +198,10 @@ def _text_of(prompt: Any) -> str:
 def infer_scenario(options: Sequence[str], prompt_text: str = "") -> str:
     """The scenario whose interventions the options offer, or `UNKNOWN_SCENARIO`.
 
-    The official rows carry no scenario column; their interventions tell it (the protocol's
-    keyword table and the wordings of docs/protocol.md §6): blocks → ROD, camera or "farther"
-    → COCO, a rotation → MVP-N, an enhancement → IN-C, more details → QD, a rewind or a wait →
-    VSOD when the occlusion is named, else CIT.
+    The official rows carry no scenario column; their interventions tell it (each
+    registration says how it recognises its rows: `registry.recognise`).
     """
-    texts = [o.lower() for o in options if not is_abstention(o)]
-    actions = {action for o in texts for keyword, action in action_keywords() if keyword in o}
-    joined = " ".join(texts)
-    if "block" in joined:
-        return "ROD"
-    if "camera" in joined or "ZOOM" in actions:
-        return "COCO"
-    if "ROTATE" in actions:
-        return "MVP-N"
-    enhancements = {"BRIGHTNESS", "CONTRAST", "SATURATE", "BLUR", "NOISE"}
-    if actions & (enhancements | {"JPEG_COMPRESSION", "PIXELATE", "ARTIFACTS"}):
-        return "IN-C"
-    if "DETAILS" in actions:
-        return "QD"
-    if actions & {"REWIND", "FORWARD"}:
-        return "VSOD" if "occlu" in joined or "occlu" in prompt_text.lower() else "CIT"
-    return UNKNOWN_SCENARIO
+    return recognise(options, prompt_text) or UNKNOWN_SCENARIO
 
 
 def split_point(options: Sequence[str], proactive_actions: Sequence[str], ground_truth: str) -> int:
@@ -323,7 +311,7 @@ def official_fields(
         )
     images = _check_images(row.get("images"), placeholders, base, fail)
     scenario = row.get("scenario") or infer_scenario(options, _text_of(row["prompt"]))
-    if scenario not in (*SCENARIOS, UNKNOWN_SCENARIO):
+    if scenario not in (*scenario_names(), UNKNOWN_SCENARIO):
         raise fail("scenario", f"unknown scenario {scenario!r}")
     return {
         **({"images": images} if images is not None else {}),
@@ -394,14 +382,12 @@ def parse_holdout(names: str | Iterable[str] | None) -> list[str]:
     if names is None:
         return []
     wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
-    by_upper = {s.upper(): s for s in SCENARIOS}
     chosen = []
     for name in filter(None, wanted):
-        short = by_upper.get(name.upper())
+        short = lookup(name)
         if short is None:
-            raise DataError(
-                f"unknown scenario {name!r} to hold out; choose from {', '.join(SCENARIOS)}"
-            )
+            known = ", ".join(scenario_names())
+            raise DataError(f"unknown scenario {name!r} to hold out; choose from {known}")
         chosen.append(short)
     return list(dict.fromkeys(chosen))
 
@@ -555,7 +541,4 @@ def scenario_counts(dataset: Dataset) -> dict[str, int]:
     counts: dict[str, int] = {}
     for scenario in dataset["scenario"]:
         counts[scenario] = counts.get(scenario, 0) + 1
-    order = [*SCENARIOS, UNKNOWN_SCENARIO]
-    return {
-        s: counts[s] for s in sorted(counts, key=lambda s: order.index(s) if s in order else 99)
-    }
+    return {s: counts[s] for s in scenario_order(counts)}

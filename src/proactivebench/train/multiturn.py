@@ -22,11 +22,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from proactivebench import registry
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import DataError
 from proactivebench.prompting import mcqa_text
 from proactivebench.records import Record, Source, parse_record
-from proactivebench.scenarios import Episode, make_episode
+from proactivebench.registry import make_episode
+from proactivebench.scenarios import Episode
 from proactivebench.texts import dumps
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.rewards import RewardSettings, completion_text, outcome_reward
@@ -41,7 +43,9 @@ def record_json(record: Record) -> str:
 
 
 def record_of(scenario: str, line: str) -> Record:
-    return parse_record(scenario, json.loads(line), Source("<training row>", 1))
+    return parse_record(
+        registry.scenario(scenario).record_type, json.loads(line), Source("<training row>", 1)
+    )
 
 
 def episode_row(

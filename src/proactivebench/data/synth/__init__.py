@@ -1,5 +1,8 @@
 """A procedural, offline and deterministic ProactiveBench: all seven scenarios, any size.
 
+One module per scenario draws a sample (`rod.make_sample`, ...: each scenario's registration
+in `proactivebench.registry` names its own); this one writes a data directory of them.
+
 `generate` writes a data directory in the official layout (`<stem>_preprocessed.jsonl` plus
 images) and `synth_manifest.json`, whose presence tells the loader that the official id
 filter does not apply. Every sample is drawn from its own RNG stream, derived from
@@ -22,10 +25,9 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from proactivebench.data.synth import cit, coco, inc, mvpn, qd, rod, vsod
 from proactivebench.data.synth.common import Sample
 from proactivebench.paths import write_whole
-from proactivebench.protocol import SCENARIOS, scenario_strings
+from proactivebench.registry import scenario, scenario_names, scenario_rank
 from proactivebench.texts import dumps
 
 GENERATOR = "proactivebench-synth"
@@ -36,17 +38,6 @@ GENERATOR_VERSION = VERSION
 MANIFEST_NAME = "synth_manifest.json"
 SPLITS: tuple[str, ...] = ("test", "train")
 
-Builder = Callable[[np.random.Generator, int, int], Sample]
-BUILDERS: dict[str, Builder] = {
-    "ROD": rod.make_sample,
-    "VSOD": vsod.make_sample,
-    "MVP-N": mvpn.make_sample,
-    "IN-C": inc.make_sample,
-    "QD": qd.make_sample,
-    "CIT": cit.make_sample,
-    "COCO": coco.make_sample,
-}
-
 # Stream purposes, so that a sample's stream never coincides with a data set's stream.
 _SAMPLE, _DATASET = 0, 1
 #: PNG compression: level 1 is several times faster than the default and files stay small.
@@ -54,7 +45,7 @@ PNG_COMPRESS_LEVEL = 1
 
 
 def _stream(seed: int, split: str, short: str, purpose: int, index: int) -> np.random.Generator:
-    words = [VERSION, seed, SPLITS.index(split), SCENARIOS.index(short), purpose, index]
+    words = [VERSION, seed, SPLITS.index(split), scenario_rank(short), purpose, index]
     return np.random.default_rng(np.random.SeedSequence(words))
 
 
@@ -63,9 +54,14 @@ def _check(seed: int, split: str, shorts: Sequence[str]) -> None:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    unknown = [s for s in shorts if s not in BUILDERS]
+    unknown = [s for s in shorts if s not in generatable()]
     if unknown:
-        raise ValueError(f"unknown scenario(s) {unknown}; choose from {', '.join(SCENARIOS)}")
+        raise ValueError(f"unknown scenario(s) {unknown}; choose from {', '.join(generatable())}")
+
+
+def generatable() -> tuple[str, ...]:
+    """The registered scenarios that have a generator, in their order."""
+    return tuple(s for s in scenario_names() if scenario(s).generate is not None)
 
 
 def make_sample(short: str, index: int, *, seed: int = 0, split: str = "test") -> Sample:
@@ -78,7 +74,9 @@ def make_sample(short: str, index: int, *, seed: int = 0, split: str = "test") -
     # corruptions): every kind occurs once every few samples, at seed-dependent positions.
     offset = int(_stream(seed, split, short, _DATASET, 0).integers(1 << 16))
     rng = _stream(seed, split, short, _SAMPLE, index)
-    return BUILDERS[short](rng, index, offset + index)
+    build = scenario(short).generator()
+    assert build is not None  # _check refused the others
+    return build(rng, index, offset + index)
 
 
 def save_png(image: Image.Image, path: Path) -> None:
@@ -99,13 +97,14 @@ def generate(
 ) -> dict[str, Any]:
     """Write `per_scenario` samples of each scenario under `out_dir`; return the manifest.
 
-    `scenarios` are short names (default: all seven, in the paper's order). `progress`, if
+    `scenarios` are short names (default: every registered one with a generator, the
+    paper's seven first). `progress`, if
     given, is called with the number of samples just finished (1 after each sample), e.g.
     `lambda n: bar.update(task, advance=n)`. Files of an earlier run in `out_dir` are
     overwritten; nothing else is deleted.
     """
     out = Path(out_dir)
-    shorts = list(SCENARIOS if scenarios is None else dict.fromkeys(scenarios))
+    shorts = list(generatable() if scenarios is None else dict.fromkeys(scenarios))
     _check(seed, split, shorts)
     if isinstance(per_scenario, bool) or not isinstance(per_scenario, int) or per_scenario < 0:
         raise ValueError(f"per_scenario must be a non-negative integer, got {per_scenario!r}")
@@ -120,7 +119,7 @@ def generate(
             lines.append(dumps(sample.record, ensure_ascii=False) + "\n")
             if progress is not None:
                 progress(1)
-        write_whole(out / scenario_strings(short).dataset_file, "".join(lines))
+        write_whole(out / scenario(short).strings.dataset_file, "".join(lines))
         counts[short] = per_scenario
     manifest: dict[str, Any] = {
         "generator": GENERATOR,
@@ -134,12 +133,12 @@ def generate(
 
 
 __all__ = [
-    "BUILDERS",
     "GENERATOR",
     "MANIFEST_NAME",
     "SPLITS",
     "VERSION",
     "Sample",
+    "generatable",
     "generate",
     "make_sample",
 ]

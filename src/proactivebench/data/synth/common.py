@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from proactivebench.data.synth import objects
-from proactivebench.protocol import scenario_strings
+from proactivebench.registry import scenario
 
 #: Abstaining options: each contains "cannot" or "do not", so the protocol never accepts one.
 ABSTENTIONS: tuple[str, ...] = (
@@ -37,7 +37,7 @@ class Sample:
 
 def sample_dir(short: str, index: int) -> str:
     """The folder of one sample's images, relative to the output dir."""
-    return f"{scenario_strings(short).stem}/{index:06d}"
+    return f"{scenario(short).strings.stem}/{index:06d}"
 
 
 def choose_categories(rng: np.random.Generator) -> tuple[str, list[str]]:

@@ -77,6 +77,9 @@ class ServerConfig:
     #: as sent (status, headers, body bytes), untouched: no JSON, no encoding, no compression
     #: added (wins over the others; faults still come first).
     raw: Callable[[str, dict[str, Any]], Raw] | None = None
+    #: Hold the first chat requests until this many are in flight at once (or `hang` seconds
+    #: pass), then answer every request at once: a peak a test can count on, not a race.
+    gather: int = 0
     #: Keep every request (headers and body) in `FakeOpenAI.requests` for assertions.
     record: bool = True
     model_id: str = "fake-vlm"
@@ -216,6 +219,7 @@ class FakeOpenAI:
         self.in_flight = 0
         #: Most chat requests handled at once: shows the client's concurrency.
         self.peak_in_flight = 0
+        self._gate_deadline: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -298,6 +302,7 @@ class FakeOpenAI:
         if refusal is not None:
             return refusal
         with self.busy():
+            await self._gathered()
             if self.config.latency:
                 await asyncio.sleep(self.config.latency)
             if fault is not None:
@@ -400,6 +405,14 @@ class FakeOpenAI:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    async def _gathered(self) -> None:
+        """Wait until `gather` requests were in flight together once (or `hang` passed since
+        the first request: then the gate stays open, the shortfall shown by the peak)."""
+        if self._gate_deadline is None:
+            self._gate_deadline = time.monotonic() + self.config.hang
+        while self.peak_in_flight < self.config.gather and time.monotonic() < self._gate_deadline:
+            await asyncio.sleep(0.005)
 
     def record(self, request: web.Request, body: Any, fault: str | None) -> None:
         if not self.config.record:

@@ -36,7 +36,7 @@ from proactivebench.launch import detect_launch
 from proactivebench.models import load_model
 from proactivebench.models.openai_compat import OpenAICompatible
 from proactivebench.models.resilient import Resilient, RetryPolicy
-from proactivebench.oeg import rejudge
+from proactivebench.rejudge import rejudge
 from proactivebench.rundir import RunLock, make_run_dir, merge_runs, read_run_config
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings

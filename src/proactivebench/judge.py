@@ -19,6 +19,7 @@ baselines, replay) is refused when the judge is made, before anything is asked.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,12 @@ class Verdict:
     @property
     def aggregate(self) -> int:
         return int(self.proactive_suggestion or self.category_prediction)
+
+
+def judged_settings(settings: Mapping[str, Any], judge: Judge | None) -> dict[str, Any]:
+    """A run's episode settings with the judge that decides its answers, as `run.json` and
+    every open-ended line record them: the one place a judge's identity joins them."""
+    return {**settings, "judge": judge.identity()} if judge is not None else dict(settings)
 
 
 def parse_verdict(valid_answers: str, judge_output: str, scenario: str) -> Verdict:

@@ -1,4 +1,4 @@
-"""Benchmark metrics of docs/protocol.md §4 and §6.
+"""Benchmark metrics of docs/protocol.md §4 and §6, each declared once (`Metric`).
 
 MCQA, per scenario: accuracy = mean(correct) x 100 and ps rate = mean(turns - 1), the mean
 number of proactive suggestions per episode (a count, not a percentage). Each rate is the mean
@@ -10,6 +10,10 @@ of judge votes that held no readable verdict (unparsed) and how many lines the l
 could not judge (unjudged). Episodes that ended in an error are counted apart and never scored
 as wrong; a scenario with none scored has no rates (None). The average row is the unweighted
 mean over the scenarios that have rates, as the paper reports.
+
+Every table reads these declarations and values: `summarize` (summary.json, the terminal
+table), the report (`report.measures` adds intervals and the explanatory metrics, from the
+same `scenario_rate` and `average_rate`), its HTML and plots, and the Inspect adapter.
 """
 
 from __future__ import annotations
@@ -21,103 +25,10 @@ from typing import Any
 from proactivebench.registry import paper_scenarios, scenario_order
 from proactivebench.results import is_oeg_line
 
-
-@dataclass(frozen=True)
-class ScenarioScore:
-    n: int
-    #: MCQA: accuracy (%) and ps rate (suggestions per episode); None for an OEG run.
-    accuracy: float | None = None
-    ps_rate: float | None = None
-    errors: int = 0
-    #: OEG: % of episodes with a proactive suggestion, a correct category, either; the mean
-    #: share of judge votes that agreed with the majority. None for an MCQA run.
-    ps: float | None = None
-    cp: float | None = None
-    aggregate: float | None = None
-    agreement: float | None = None
-    #: OEG: % of judge votes whose output held no readable verdict (scored 0, as the reference
-    #: scores them); lines may predate the record and then do not count.
-    unparsed: float | None = None
-    #: OEG: lines the latest judge could not judge (its call failed): those that kept an
-    #: earlier judge's verdict and those left with no verdict (also in `errors`).
-    unjudged: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-_RATES = ("accuracy", "ps_rate", "ps", "cp", "aggregate", "agreement", "unparsed")
-
-
-@dataclass
-class Summary:
-    model: str
-    scenarios: dict[str, ScenarioScore] = field(default_factory=dict)
-
-    @property
-    def oeg(self) -> bool:
-        """An open-ended run's summary, even when no line of it was scored."""
-        return any(
-            s.aggregate is not None or s.unjudged is not None for s in self.scenarios.values()
-        )
-
-    @property
-    def unjudged(self) -> int:
-        """Lines the latest judge could not judge, over every scenario."""
-        return sum(s.unjudged or 0 for s in self.scenarios.values())
-
-    @property
-    def average(self) -> ScenarioScore | None:
-        scored = [s for s in self.scenarios.values() if s.n]
-        if not scored:
-            return None
-        means: dict[str, float | None] = {}
-        for name in _RATES:
-            values = [getattr(s, name) for s in scored if getattr(s, name) is not None]
-            means[name] = sum(values) / len(values) if values else None
-        return ScenarioScore(
-            n=sum(s.n for s in scored),
-            errors=sum(s.errors for s in self.scenarios.values()),
-            unjudged=self.unjudged if self.oeg else None,
-            **means,  # type: ignore[arg-type]
-        )
-
-    @property
-    def covered(self) -> list[str]:
-        """The scenarios the average covers: those with at least one scored episode."""
-        return [name for name, score in self.scenarios.items() if score.n]
-
-    @property
-    def average_label(self) -> str:
-        """The average row's name: which scenarios it covers, unless all seven."""
-        missing = [name for name, score in self.scenarios.items() if not score.n]
-        return average_label(self.covered, missing)
-
-    def as_dict(self) -> dict[str, Any]:
-        average = self.average
-        return {
-            "model": self.model,
-            "scenarios": {k: v.as_dict() for k, v in self.scenarios.items()},
-            "average": average.as_dict() if average else None,
-        }
-
-
-def average_label(covers: Sequence[str], missing: Sequence[str] = ()) -> str:
-    """ "average" over all seven scenarios; otherwise which scenarios the average covers
-    (and those that had no value), so that averages over different sets are never read as
-    alike."""
-    if not missing and sorted(covers) == sorted(paper_scenarios()):
-        return "average"
-    shown = f"average of {len(covers)} ({', '.join(covers) or 'none'}"
-    return shown + (f"; no {', '.join(missing)})" if missing else ")")
-
-
 # ----- the score of one episode ----------------------------------------------------------------
 #
-# Each rate is the mean of its scored episodes' scores, and these functions are its one
-# definition: `summarize` (summary.json, the terminal), the report (report.measures, with
-# intervals) and the Inspect adapter all average them. A score is on the scale shown: 100 or
-# 0 for a percentage, a count for the ps rate. A line missing a field scores as if it were 0.
+# A score is on the scale shown: 100 or 0 for a percentage, a count for the ps rate. A line
+# missing a field scores as if it were 0.
 
 Line = Mapping[str, Any]
 
@@ -172,34 +83,301 @@ def is_unjudged(line: Line) -> bool:
     return bool(line.get("judge_error")) or (isinstance(error, str) and error.startswith("judge: "))
 
 
-#: The rates of `ScenarioScore` and the episode score each is the mean of.
-MCQA_SCORES: dict[str, Callable[[Line], float | None]] = {
-    "accuracy": accuracy_score,
-    "ps_rate": ps_rate_score,
-}
-OEG_SCORES: dict[str, Callable[[Line], float | None]] = {
-    "ps": ps_score,
-    "cp": cp_score,
-    "aggregate": aggregate_score,
-    "agreement": agreement_score,
-    "unparsed": unparsed_score,
-}
+def _asked(line: Line) -> bool:
+    return any(turn.get("verdict") == "proactive" for turn in line.get("trace", []))
+
+
+def _first_correct(line: Line) -> bool:
+    trace = line.get("trace") or []
+    return bool(trace) and trace[0].get("verdict") == "correct"
+
+
+# ----- the metrics, declared once ---------------------------------------------------------------
+
+
+def _mean(values: Sequence[float]) -> float:
+    """The plain mean (summed in order: the figures of every earlier summary.json)."""
+    return sum(values) / len(values)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One per-episode quantity: its name, heading, the score of one episode, how scores
+    combine, and which way is better."""
+
+    key: str
+    heading: str
+    #: The value of one scored episode on the scale shown (0 or 100 for a percentage), or
+    #: None when the episode does not count (e.g. accuracy after asking counts only episodes
+    #: that asked).
+    value: Callable[[Line], float | None]
+    #: Shown as a percentage (one decimal) or as is (ps rate, suggestions per episode: two).
+    percent: bool = True
+    #: How values combine: a scenario's episodes into its rate, then the scenarios' rates into
+    #: the average (each scenario counts once, whatever its size, as the paper reports).
+    combine: Callable[[Sequence[float]], float] = _mean
+    #: True: more is better; False: less is; None: neither (a behaviour, not a score).
+    higher_is_better: bool | None = True
+    #: One of the benchmark's rates: in summary.json and the terminal table (the others
+    #: explain behaviour, in the report only).
+    headline: bool = False
+    #: Whether the report gives its bootstrap interval.
+    interval: bool = False
+    #: An axis label, where the heading is too terse for a plot.
+    axis_label: str = ""
+    doc: str = ""
+
+    def text(self, value: float) -> str:
+        """A value as every table shows it."""
+        return number_text(value, self.percent)
+
+    @property
+    def label(self) -> str:
+        return self.axis_label or self.heading
+
+    def describe(self) -> dict[str, Any]:
+        """The declaration as report.json gives it, for readers that rank or colour runs."""
+        return {
+            "heading": self.heading,
+            "percent": self.percent,
+            "higher_is_better": self.higher_is_better,
+            "headline": self.headline,
+            "doc": self.doc,
+        }
+
+
+def number_text(value: float, percent: bool) -> str:
+    """A rate as every table shows it: one decimal for a percentage, two for a count."""
+    return f"{value:.1f}" if percent else f"{value:.2f}"
+
+
+MCQA_METRICS = (
+    Metric(
+        "accuracy",
+        "accuracy %",
+        accuracy_score,
+        headline=True,
+        interval=True,
+        doc="episodes that ended on the correct category",
+    ),
+    Metric(
+        "ps_rate",
+        "ps rate",
+        ps_rate_score,
+        percent=False,
+        headline=True,
+        interval=True,
+        axis_label="ps rate (suggestions / episode)",
+        doc="mean number of proactive suggestions (accepted interventions) per episode; "
+        "a count, not a percentage",
+    ),
+    Metric(
+        "first_turn_accuracy",
+        "first-turn acc %",
+        lambda x: 100.0 * _first_correct(x),
+        doc="episodes answered correctly at the first turn, without asking",
+    ),
+    Metric(
+        "accuracy_after_asking",
+        "acc after asking %",
+        lambda x: accuracy_score(x) if _asked(x) else None,
+        doc="accuracy among the episodes with at least one request",
+    ),
+    Metric(
+        "asked",
+        "asked %",
+        lambda x: 100.0 * _asked(x),
+        higher_is_better=None,
+        doc="episodes with at least one proactive request",
+    ),
+    Metric(
+        "abstained",
+        "abstained %",
+        lambda x: 100.0 * (x.get("end_reason") == "abstained"),
+        higher_is_better=None,
+        doc='episodes that ended on an abstaining option ("I cannot tell")',
+    ),
+    Metric(
+        "unreadable",
+        "unreadable %",
+        lambda x: 100.0 * (x.get("end_reason") == "unreadable"),
+        higher_is_better=False,
+        doc="episodes that ended on an answer designating no shown option: a format the "
+        "protocol cannot read",
+    ),
+)
+
+OEG_METRICS = (
+    Metric(
+        "ps",
+        "ps %",
+        ps_score,
+        headline=True,
+        interval=True,
+        doc="answers the judge found to hold a proactive suggestion",
+    ),
+    Metric(
+        "cp",
+        "cp %",
+        cp_score,
+        headline=True,
+        interval=True,
+        doc="answers the judge found to name the correct category",
+    ),
+    Metric(
+        "aggregate",
+        "aggregate %",
+        aggregate_score,
+        headline=True,
+        interval=True,
+        doc="answers with either",
+    ),
+    Metric(
+        "agreement",
+        "judges agree %",
+        agreement_score,
+        headline=True,
+        doc="mean share of judge votes that agreed with the majority verdict (an unparsed vote "
+        "agrees with none; not shown with one vote)",
+    ),
+    Metric(
+        "unparsed",
+        "unparsed %",
+        unparsed_score,
+        higher_is_better=False,
+        headline=True,
+        doc="judge votes whose output held no readable verdict (no 0/1 run of the right "
+        "length after the reasoning): scored 0, as the reference scores them",
+    ),
+)
+
+
+def metrics_for(oeg: bool) -> tuple[Metric, ...]:
+    """Every metric of a run of that mode, headline rates first."""
+    return OEG_METRICS if oeg else MCQA_METRICS
+
+
+def headline_metrics(oeg: bool) -> tuple[Metric, ...]:
+    """The benchmark's rates of a run of that mode: summary.json's and the terminal's."""
+    return tuple(m for m in metrics_for(oeg) if m.headline)
+
+
+def metric(key: str) -> Metric:
+    """The metric named `key`; KeyError for none."""
+    return {m.key: m for m in (*MCQA_METRICS, *OEG_METRICS)}[key]
+
+
+def values_of(metric: Metric, lines: Iterable[Line]) -> list[float]:
+    """`metric`'s value of each of `lines` (scored episodes) that counts."""
+    return [v for v in map(metric.value, lines) if v is not None]
+
+
+def scenario_rate(metric: Metric, lines: Iterable[Line]) -> float | None:
+    """`metric`'s rate over a scenario's scored episodes. None for no values: a scenario
+    whose episodes all ended in errors has no rate (shown as "—"), never 0."""
+    values = values_of(metric, lines)
+    return metric.combine(values) if values else None
+
+
+def average_rate(metric: Metric, rates: Iterable[float | None]) -> float | None:
+    """The average row's value: the scenarios' rates combined, those without one left out."""
+    kept = [r for r in rates if r is not None]
+    return metric.combine(kept) if kept else None
+
+
+@dataclass(frozen=True)
+class ScenarioScore:
+    n: int
+    #: MCQA: accuracy (%) and ps rate (suggestions per episode); None for an OEG run.
+    accuracy: float | None = None
+    ps_rate: float | None = None
+    errors: int = 0
+    #: OEG: % of episodes with a proactive suggestion, a correct category, either; the mean
+    #: share of judge votes that agreed with the majority. None for an MCQA run.
+    ps: float | None = None
+    cp: float | None = None
+    aggregate: float | None = None
+    agreement: float | None = None
+    #: OEG: % of judge votes whose output held no readable verdict (scored 0, as the reference
+    #: scores them); lines may predate the record and then do not count.
+    unparsed: float | None = None
+    #: OEG: lines the latest judge could not judge (its call failed): those that kept an
+    #: earlier judge's verdict and those left with no verdict (also in `errors`).
+    unjudged: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class Summary:
+    model: str
+    scenarios: dict[str, ScenarioScore] = field(default_factory=dict)
+
+    @property
+    def oeg(self) -> bool:
+        """An open-ended run's summary, even when no line of it was scored."""
+        return any(
+            s.aggregate is not None or s.unjudged is not None for s in self.scenarios.values()
+        )
+
+    @property
+    def unjudged(self) -> int:
+        """Lines the latest judge could not judge, over every scenario."""
+        return sum(s.unjudged or 0 for s in self.scenarios.values())
+
+    @property
+    def average(self) -> ScenarioScore | None:
+        scored = [s for s in self.scenarios.values() if s.n]
+        if not scored:
+            return None
+        means = {
+            m.key: average_rate(m, (getattr(s, m.key) for s in scored))
+            for m in headline_metrics(self.oeg)
+        }
+        return ScenarioScore(
+            n=sum(s.n for s in scored),
+            errors=sum(s.errors for s in self.scenarios.values()),
+            unjudged=self.unjudged if self.oeg else None,
+            **means,  # type: ignore[arg-type]
+        )
+
+    @property
+    def covered(self) -> list[str]:
+        """The scenarios the average covers: those with at least one scored episode."""
+        return [name for name, score in self.scenarios.items() if score.n]
+
+    @property
+    def average_label(self) -> str:
+        """The average row's name: which scenarios it covers, unless all seven."""
+        missing = [name for name, score in self.scenarios.items() if not score.n]
+        return average_label(self.covered, missing)
+
+    def as_dict(self) -> dict[str, Any]:
+        average = self.average
+        return {
+            "model": self.model,
+            "scenarios": {k: v.as_dict() for k, v in self.scenarios.items()},
+            "average": average.as_dict() if average else None,
+        }
+
+
+def average_label(covers: Sequence[str], missing: Sequence[str] = ()) -> str:
+    """ "average" over all seven scenarios; otherwise which scenarios the average covers
+    (and those that had no value), so that averages over different sets are never read as
+    alike."""
+    if not missing and sorted(covers) == sorted(paper_scenarios()):
+        return "average"
+    shown = f"average of {len(covers)} ({', '.join(covers) or 'none'}"
+    return shown + (f"; no {', '.join(missing)})" if missing else ")")
 
 
 def episode_scores(line: Line, oeg: bool = False) -> dict[str, float]:
-    """Every score of one scored episode (a line without an error), by rate name: accuracy
-    and ps_rate for MCQA; ps, cp, aggregate and, when recorded, agreement and unparsed for
-    OEG."""
-    scores = {key: score(line) for key, score in (OEG_SCORES if oeg else MCQA_SCORES).items()}
+    """Every headline score of one scored episode (a line without an error), by rate name:
+    accuracy and ps_rate for MCQA; ps, cp, aggregate and, when recorded, agreement and
+    unparsed for OEG."""
+    scores = {m.key: m.value(line) for m in headline_metrics(oeg)}
     return {key: value for key, value in scores.items() if value is not None}
-
-
-def rate(score: Callable[[Line], float | None], lines: Iterable[Line]) -> float | None:
-    """The mean of `score` over `lines` (scored episodes), leaving out those it gives None.
-    None for no values: a scenario whose episodes all ended in errors has no rate (shown as
-    "—"), never 0."""
-    values = [v for v in map(score, lines) if v is not None]
-    return sum(values) / len(values) if values else None
 
 
 def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
@@ -213,9 +391,7 @@ def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
         ok = [r for r in lines if not r.get("error")]
         # Open-ended generation, judged: an OEG line says so even when it holds only an error.
         oeg = any(map(is_oeg_line, lines))
-        rates = {
-            key: rate(score, ok) for key, score in (OEG_SCORES if oeg else MCQA_SCORES).items()
-        }
+        rates = {m.key: scenario_rate(m, ok) for m in headline_metrics(oeg)}
         summary.scenarios[short] = ScenarioScore(
             n=len(ok),
             errors=len(lines) - len(ok),

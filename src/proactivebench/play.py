@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from proactivebench.demonstrations import Demonstration, choose
 from proactivebench.demonstrations import play as play_demonstration
 from proactivebench.errors import RunAbort, episode_error
-from proactivebench.judge import Judge
+from proactivebench.judge import Judge, judged_settings
 from proactivebench.models.base import ChatRequest, Completion, Decoding
 from proactivebench.oeg import Ask, AskMany, play_oeg_episode
 from proactivebench.prompting import Conversation
@@ -56,7 +56,7 @@ async def play(
     if settings.mode == "oeg":
         if judging is None:
             raise ValueError("an open-ended episode needs a judge")
-        identity["judge"] = judging.judge.identity()
+        identity = judged_settings(identity, judging.judge)
         result = await play_oeg_episode(
             episode,
             ask,

@@ -35,10 +35,10 @@ from proactivebench.scenarios.vsod import VSODEpisode
 if TYPE_CHECKING:
     import numpy as np
 
-    from proactivebench.data.synth.common import Sample
-
-#: A synthetic sample builder: (its own random stream, sample index, balanced-cycle slot).
-Builder = Callable[["np.random.Generator", int, int], "Sample"]
+#: A synthetic sample builder: (its own random stream, sample index, balanced-cycle slot) →
+#: a `data.synth.common.Sample` (the record's JSON object and its images; the generator
+#: builds on the registry, not the other way round).
+Builder = Callable[["np.random.Generator", int, int], Any]
 
 
 @dataclass(frozen=True)

@@ -125,8 +125,12 @@ class ResultsFile:
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError as exc:
-            with contextlib.suppress(OSError):  # else the next open drops the torn line
-                os.ftruncate(self._fd, start)
+            # The lines that went out whole stay (a full disk keeps what fitted, however many
+            # lines this write held); the torn one is cut, else the next open would drop it.
+            whole = data.rfind(b"\n", 0, len(data) - len(view)) + 1
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start + whole)
+                self.written += data.count(b"\n", 0, whole)
             raise WriteError(self.path, exc) from None
         self.written += len(results)
 

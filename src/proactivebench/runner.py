@@ -2,10 +2,11 @@
 
 The steps, each in its own module: the episodes are chosen and their images checked
 (`selection`), the run directory is claimed and locked (`rundir`), episodes not done yet are
-played (`play`, one at a time per worker) with many in flight (`scheduler`), and the summary
-of every line is written. A rerun of the same run skips what is already there, so a crash
-loses at most the episodes in flight; a rerun of a complete run that nothing has changed since
-(`rundir.FinishedRun`) answers from a note of its outcome, without loading anything.
+played (`play`, one at a time per worker) with many in flight, by the run engine (`engine`:
+cache, preflight, scheduler, provenance), and the summary of every line is written. A rerun
+of the same run skips what is already there, so a crash loses at most the episodes in
+flight; a rerun of a complete run that nothing has changed since (`rundir.FinishedRun`)
+answers from a note of its outcome, without loading anything.
 """
 
 from __future__ import annotations
@@ -15,20 +16,20 @@ import contextlib
 import os
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactivebench.data.layout import Dataset, read_records, scenario_file
+from proactivebench.engine import Provenance, RunEngine
 from proactivebench.errors import ForeignLinesError, ProactiveBenchError, SettingsError
-from proactivebench.judge import Judge
+from proactivebench.judge import Judge, judged_settings
 from proactivebench.metrics import ScenarioScore, Summary, summarize
 from proactivebench.models.base import Model
-from proactivebench.models.cache import CachedModel, ResponseCache
+from proactivebench.models.cache import ResponseCache
 from proactivebench.oeg import Ask
 from proactivebench.play import Judging, Result, play
-from proactivebench.provenance import now, software
 from proactivebench.records import Record
 from proactivebench.results import cached_answers, result_key
 from proactivebench.rundir import (
@@ -38,7 +39,6 @@ from proactivebench.rundir import (
     SUMMARY,
     FinishedRun,
     ResultsFile,
-    RunLock,
     RunMismatchError,
     check_run_dir,
     latest_results,
@@ -51,9 +51,8 @@ from proactivebench.rundir import (
     write_summary,
 )
 from proactivebench.scenarios import Episode
-from proactivebench.scheduler import Scheduler
 from proactivebench.selection import choose_episodes, select_records, selection_stamp
-from proactivebench.settings import EvalSettings, RunOptions
+from proactivebench.settings import EvalSettings, RunOptions, run_options
 
 # Names this module exported before the run's jobs had modules of their own, kept for
 # scripts that import them from here (`proactivebench` exports them all).
@@ -109,13 +108,11 @@ def run_identity(
     Selection settings (`limit`, `scenarios`, `all_samples`) only choose *which* episodes run,
     so a run may be resumed with a larger selection (e.g. after a `--limit` trial).
     """
-    settings_identity = settings.identity()
-    if settings.mode == "oeg" and judge is not None:
-        settings_identity["judge"] = judge.identity()
+    judged = judge if settings.mode == "oeg" else None
     identity: dict[str, Any] = {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
-        "settings": settings_identity,
+        "settings": judged_settings(settings.identity(), judged),
     }
     if model.request_settings():
         identity["model_settings"] = model.request_settings()
@@ -151,7 +148,7 @@ def _prepare(
     out_dir: str | os.PathLike[str],
     settings: EvalSettings,
     shard: tuple[int, int] | None,
-    cache: ResponseCache | None,
+    engine: RunEngine,
     judge: Judge | None,
 ) -> _Run:
     root = Path(data_dir)
@@ -177,12 +174,10 @@ def _prepare(
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in lines if not r.get("error")}
     todo = [e for e in chosen.episodes if (e.scenario, e.record.id) not in done]
-    if cache is not None and model.cacheable:
-        model = CachedModel(model, cache)
+    model = engine.model(model)
     model.bind_images(chosen.images)
     if judge is not None:
-        if cache is not None and judge.model.cacheable:
-            judge = judge.with_model(CachedModel(judge.model, cache))
+        judge = engine.judge(judge)
         judge.model.bind_images(chosen.images)
     history = provenance_of(previous) if previous is not None else []
     records = chosen.dataset.records
@@ -218,32 +213,25 @@ def _held_by(root: Path, dataset: Dataset) -> Callable[[str, int], bool]:
 
 
 class _Session:
-    """This invocation's entry in run.json's provenance: written (with run.json itself) just
-    before the first result, and again with its end time when the run stops, however it stops.
-    Never part of the identity a resume compares (`rundir.PROVENANCE`)."""
+    """This invocation's provenance entry (`engine.Provenance`), written (with run.json itself)
+    just before the first result, and again with its end time when the run stops, however it
+    stops. Never part of the identity a resume compares (`rundir.PROVENANCE`)."""
 
     def __init__(self, run: _Run, settings: EvalSettings) -> None:
         self.run = run
-        self.entry: dict[str, Any] = {"started": now(), "ended": None}
-        self.entry["endpoints"] = run.model.endpoints
-        self.entry["decoding_sent"] = run.model.sent_decoding(settings.decoding)
-        if run.judge is not None:
-            self.entry["judge_endpoints"] = run.judge.model.endpoints
-            self.entry["judge_decoding_sent"] = run.judge.model.sent_decoding(run.judge.decoding)
+        self.provenance = Provenance(model=run.model, decoding=settings.decoding, judge=run.judge)
         self.results = ResultsFile(run.out / RESULTS, before_first_write=self._write)
 
     def _write(self) -> None:
-        # Asked here, with the first result, not before the first request: it may run git.
-        self.entry.update(software())
-        write_run_config(self.run.out, self.run.identity, [*self.run.history, self.entry])
+        entry = self.provenance.stamped()
+        write_run_config(self.run.out, self.run.identity, [*self.run.history, entry])
 
     def end(self, *, failed: bool) -> None:
         """Close the results and record the end (on a failure, quietly: its error is told)."""
         self.results.close()
         if not self.results.written:
             return
-        self.entry["ended"] = now()
-        self.entry["episodes_written"] = self.results.written
+        self.provenance.end(episodes_written=self.results.written)
         if not failed:
             self._write()
             return
@@ -311,48 +299,36 @@ def _finished(
     return RunOutcome(summary, out, episodes, Counter(), answers, cached, 0, beyond)
 
 
-@contextlib.asynccontextmanager
-async def _connected(model: Model, judge: Judge | None) -> AsyncIterator[None]:
-    """Check that the model (and judge) can be reached before the run; release the
-    connections this run's event loop opened after it (the models stay usable)."""
-    try:
-        await model.preflight()
-        if judge is not None:
-            await judge.model.preflight()
-        yield
-    finally:
-        await model.aclose()
-        if judge is not None:
-            await judge.model.aclose()
-
-
 async def aevaluate(
     data_dir: str | os.PathLike[str],
     model: Model,
     out_dir: str | os.PathLike[str],
     settings: EvalSettings | None = None,
     *,
-    concurrency: int = RunOptions.concurrency,
+    concurrency: int | None = None,
+    options: RunOptions | None = None,
+    engine: RunEngine | None = None,
     shard: tuple[int, int] | None = None,
     cache: ResponseCache | None = None,
     judge: Judge | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
 ) -> RunOutcome:
-    """`evaluate` on the running event loop (`await aevaluate(...)` in a notebook)."""
+    """`evaluate` on the running event loop (`await aevaluate(...)` in a notebook; several
+    at once with one `engine` share its cache and its limit on requests in flight)."""
     settings = settings or EvalSettings()
-    RunOptions(concurrency=concurrency)  # checks it as the command line would
+    engine = _engine_of(engine, options, concurrency, cache)
     if (settings.mode == "oeg") != (judge is not None):
         raise SettingsError(
             "open-ended generation needs a judge (--judge SPEC); multiple choice takes none"
         )
-    with RunLock(Path(out_dir)):
+    with engine.claim(Path(out_dir)):
         finished = _finished(data_dir, model, out_dir, settings, shard, judge)
         if finished is not None:
             if on_start:
                 on_start(finished.resumed, finished.resumed)
             return finished
-        run = _prepare(data_dir, model, out_dir, settings, shard, cache, judge)
+        run = _prepare(data_dir, model, out_dir, settings, shard, engine, judge)
         started = (len(run.episodes), len(run.episodes) - len(run.todo))
         if on_start and not run.todo:
             on_start(*started)
@@ -371,28 +347,38 @@ async def aevaluate(
         if not run.todo:  # every episode done already: nothing to ask, nothing to write
             return _finish(run)
         session = _Session(run, settings)
+        models = [run.model, *([run.judge.model] if run.judge else [])]
         try:
-            async with _connected(run.model, run.judge):
-                # Only now: a run that cannot start (server unreachable, no API key) shows
-                # no progress, as if it had begun, before its error.
-                if on_start:
-                    on_start(*started)
-                scheduler = Scheduler(
-                    run.model,
-                    play_one,
-                    session.results,
-                    concurrency=concurrency,
-                    on_result=on_result or (lambda result: None),
-                )
-                await scheduler.run(run.todo)
+            await engine.play(
+                run.todo,
+                play_one,
+                session.results,
+                models,
+                on_ready=(lambda: on_start(*started)) if on_start else (lambda: None),
+                on_result=on_result or (lambda result: None),
+            )
         except BaseException:
             session.end(failed=True)
             raise
-        finally:
-            if cache is not None:
-                cache.flush()  # the answers of the last moments, kept for a rerun
         session.end(failed=False)
         return _finish(run)
+
+
+def _engine_of(
+    engine: RunEngine | None,
+    options: RunOptions | None,
+    concurrency: int | None,
+    cache: ResponseCache | None,
+) -> RunEngine:
+    """The engine a run is played by: the one given (whose options and cache are the run's),
+    or one made of `options` (or `concurrency`) and `cache`."""
+    if engine is None:
+        return RunEngine(run_options(options, concurrency), cache)
+    if options is not None or concurrency is not None or cache is not None:
+        raise SettingsError(
+            "an engine brings its own options and cache: give engine=, or options=/cache="
+        )
+    return engine
 
 
 def evaluate(
@@ -401,7 +387,9 @@ def evaluate(
     out_dir: str | os.PathLike[str],
     settings: EvalSettings | None = None,
     *,
-    concurrency: int = RunOptions.concurrency,
+    concurrency: int | None = None,
+    options: RunOptions | None = None,
+    engine: RunEngine | None = None,
     shard: tuple[int, int] | None = None,
     cache: ResponseCache | None = None,
     judge: Judge | None = None,
@@ -410,11 +398,13 @@ def evaluate(
 ) -> RunOutcome:
     """Run (or resume) an evaluation and write `results.jsonl` and `summary.json`.
 
-    `shard` = (I, N) plays the I-th of N disjoint slices (join them with `merge_runs`);
-    `cache` answers repeated requests of image-reading backends from a `ResponseCache` (it
-    stays open: what the caller opened, the caller closes). `judge` decides open-ended
-    answers (`settings.mode == "oeg"`). `on_start(total, already_done)`
-    and `on_result(episode_result)` let a caller draw progress. Called where an event loop is
+    `options` (a `RunOptions`; or `concurrency` alone: episodes in flight) say how it is
+    executed, never what it finds. `shard` = (I, N) plays the I-th of N disjoint slices
+    (join them with `merge_runs`); `cache` answers repeated requests of image-reading backends
+    from a `ResponseCache` (it stays open: what the caller opened, the caller closes). An
+    `engine` (`engine.RunEngine`) brings both, for runs that share them. `judge` decides
+    open-ended answers (`settings.mode == "oeg"`). `on_start(total, already_done)` and
+    `on_result(episode_result)` let a caller draw progress. Called where an event loop is
     already running (a notebook), the run gets a loop of its own in a worker thread.
     """
     run = aevaluate(
@@ -423,6 +413,8 @@ def evaluate(
         out_dir,
         settings,
         concurrency=concurrency,
+        options=options,
+        engine=engine,
         shard=shard,
         cache=cache,
         judge=judge,

@@ -1,7 +1,7 @@
 """Scheduling a run: many episodes in flight, batched requests, finished episodes committed.
 
-Episodes are independent and their turns sequential, so up to `concurrency` workers each play
-one episode at a time; a model that accepts batches gets the turns that are ready together
+Episodes are independent and their turns sequential, so up to `episodes_in_flight` workers
+each play one episode at a time; a model that accepts batches gets the turns that are ready together
 (`Batcher`). Finished episodes go to one writer, which appends them to `results.jsonl` and
 fsyncs what finished meanwhile together (group commit), so a crash loses at most the episodes
 in flight and the disk never throttles the others.
@@ -18,7 +18,7 @@ from proactivebench.errors import WriteError
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.rundir import ResultsFile
 
-if TYPE_CHECKING:  # types only: `oeg.rejudge` schedules too, and `play` imports `oeg`
+if TYPE_CHECKING:
     from proactivebench.play import Result
 
 #: What a worker plays: an episode (`eval`), or a result line to judge again (`judge`).
@@ -65,8 +65,8 @@ class Batcher:
 
 
 class Scheduler(Generic[Item]):
-    """Plays episodes (or other items) with `concurrency` workers and commits each result as
-    it ends.
+    """Plays episodes (or other items) with `episodes_in_flight` workers and commits each
+    result as it ends.
 
     A write error or a bug in a worker ends the run at once; on any end (done, error, Ctrl-C)
     every task is stopped and collected, and episodes that finished but were not written yet
@@ -79,13 +79,13 @@ class Scheduler(Generic[Item]):
         play_one: PlayOne[Item],
         results: ResultsFile,
         *,
-        concurrency: int,
+        episodes_in_flight: int,
         on_result: Callable[[Result], None] = lambda result: None,
     ) -> None:
         self.batcher = Batcher(model)
         self.play_one = play_one
         self.results = results
-        self.concurrency = concurrency
+        self.episodes_in_flight = episodes_in_flight
         self.on_result = on_result
         self.finished: asyncio.Queue[Result] = asyncio.Queue()
 
@@ -93,7 +93,9 @@ class Scheduler(Generic[Item]):
         pending = iter(episodes)
         server = asyncio.create_task(self.batcher.serve())
         committer = asyncio.create_task(self._writer())
-        workers = [asyncio.create_task(self._worker(pending)) for _ in range(self.concurrency)]
+        workers = [
+            asyncio.create_task(self._worker(pending)) for _ in range(self.episodes_in_flight)
+        ]
         joiner: asyncio.Future[Any] | None = None
         try:
             await self._until_done(set(workers), committer)

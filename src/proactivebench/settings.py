@@ -415,3 +415,31 @@ class RunOptions(CheckedSettings):
             ),
         ),
     )
+    #: Offered by the Python API only (`RunEngine`): it bounds several runs of one process at
+    #: once, which one command never starts.
+    requests_in_flight: int | None = setting(
+        None,
+        kind="execution",
+        lowest=1,
+        not_in=frozenset({"cli", "inspect", "verifiers", "train", "play", "judge"}),
+        help="Model and judge calls in flight at once, over every run of one engine (default: "
+        "no limit beyond the episodes in flight).",
+    )
+
+    @property
+    def episodes_in_flight(self) -> int:
+        """What `concurrency` bounds: episodes (or lines to judge) played at once."""
+        return self.concurrency
+
+
+def run_options(options: RunOptions | None, concurrency: int | None = None) -> RunOptions:
+    """The options a job runs by: `options`, or `concurrency` alone (the keyword `evaluate`
+    and `rejudge` took before `options`); given both, they must agree."""
+    if options is None:
+        return RunOptions() if concurrency is None else RunOptions(concurrency=concurrency)
+    if concurrency is not None and concurrency != options.concurrency:
+        raise SettingsError(
+            f"concurrency={concurrency} and options.concurrency={options.concurrency} disagree: "
+            "give one"
+        )
+    return options

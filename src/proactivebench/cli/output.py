@@ -34,7 +34,7 @@ from rich.table import Table
 from rich.text import Text
 
 from proactivebench.escapes import visible
-from proactivebench.metrics import ScenarioScore, Summary
+from proactivebench.metrics import ScenarioScore, Summary, headline_metrics
 from proactivebench.registry import scenario_order
 
 if TYPE_CHECKING:
@@ -114,17 +114,6 @@ def fit_to_output(*consoles: Console) -> None:
             c.width = UNBOUNDED_WIDTH
 
 
-#: Table columns: (heading, score field, format); MCQA runs, then judged open-ended runs.
-MCQA_COLUMNS = (("accuracy %", "accuracy", "{:.1f}"), ("ps rate", "ps_rate", "{:.2f}"))
-OEG_COLUMNS = (
-    ("ps %", "ps", "{:.1f}"),
-    ("cp %", "cp", "{:.1f}"),
-    ("aggregate %", "aggregate", "{:.1f}"),
-    ("judges agree %", "agreement", "{:.1f}"),
-    ("unparsed %", "unparsed", "{:.1f}"),
-)
-
-
 #: Under a table whose rates carry ±: what the number after it is.
 INTERVAL_CAPTION = "±: half the width of the 95 % bootstrap interval (the report gives its bounds)"
 
@@ -145,9 +134,9 @@ def summary_table(
     run's `intervals` (the report's), each rate that has a 95 % interval gets its ±."""
     from proactivebench.report.measures import AVERAGE
 
-    columns = OEG_COLUMNS if summary.oeg else MCQA_COLUMNS
+    columns = headline_metrics(summary.oeg)
     intervals = intervals or {}
-    shows_interval = any(name in intervals.get(AVERAGE, {}) for _, name, _ in columns)
+    shows_interval = any(m.key in intervals.get(AVERAGE, {}) for m in columns)
     table = Table(
         title=Text(one_line(title or summary.model)),
         caption=INTERVAL_CAPTION if shows_interval else None,
@@ -155,20 +144,20 @@ def summary_table(
     )
     table.add_column("scenario")
     table.add_column("n", justify="right")
-    for heading, _, _ in columns:
-        table.add_column(heading, justify="right")
+    for metric in columns:
+        table.add_column(metric.heading, justify="right")
     table.add_column("errors", justify="right")
 
     def cells(score: ScenarioScore, bounds: dict[str, list[float]]) -> list[str]:
         rates = []
-        for _, name, fmt in columns:
-            value = getattr(score, name)
+        for metric in columns:
+            value = getattr(score, metric.key)
             if value is None:
                 rates.append("—")
-            elif name in bounds:
-                rates.append(plus_minus(fmt.format(value), *bounds[name]))
+            elif metric.key in bounds:
+                rates.append(plus_minus(metric.text(value), *bounds[metric.key]))
             else:
-                rates.append(fmt.format(value))
+                rates.append(metric.text(value))
         return [str(score.n), *rates, str(score.errors)]
 
     for short, score in summary.scenarios.items():

@@ -169,7 +169,7 @@ def eval_command(
                 model,
                 run_dir,
                 settings,
-                concurrency=concurrency,
+                options=RunOptions(concurrency=concurrency),
                 shard=part,
                 cache=cache,
                 judge=judge,
@@ -372,16 +372,14 @@ def judge_command(
     A line the judge could not judge (its call failed) keeps the verdict it had; rerun the
     same command to retry those lines (exit 3 until none is left). Interrupted (Ctrl-C), the
     same command goes on from the lines judged so far."""
-    from proactivebench.models.cache import CachedModel
-    from proactivebench.oeg import PREVIOUS_RESULTS, rejudge
+    from proactivebench.engine import RunEngine
+    from proactivebench.rejudge import PREVIOUS_RESULTS, rejudge
 
     judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
     if judge is None:
         raise click.UsageError("say which model judges: --judge SPEC")
     cache = open_cache(cache_path, no_cache, wanted=judge.model.cacheable)
     backend = judge.model  # its retries are shown, the cache has none
-    if cache is not None:
-        judge = judge.with_model(CachedModel(judge.model, cache))
     target = out_dir if out_dir is not None else run_dir
 
     def tell_start(to_judge: int, lines: int, judged_before: int) -> None:
@@ -415,7 +413,7 @@ def judge_command(
             run_dir,
             judge,
             out_dir,
-            concurrency=concurrency,
+            engine=RunEngine(RunOptions(concurrency=concurrency), cache),
             on_start=on_start,
             on_result=on_result,
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
-from proactivebench.metrics import average_label
+from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
 from proactivebench.paths import (
     open_to_write,
     read_file,
@@ -35,8 +35,6 @@ from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
-    MCQA_METRICS,
-    OEG_METRICS,
     Comparison,
     Intervals,
     RunMeasures,
@@ -532,9 +530,10 @@ def _json(
     correlations: dict[str, Any] | None,
     outcome: ReportOutcome,
 ) -> dict[str, Any]:
-    metrics = {m.key: m.doc for m in (*MCQA_METRICS, *OEG_METRICS)}
+    declared = (*MCQA_METRICS, *OEG_METRICS)
     return {
-        "metrics": metrics,
+        "metrics": {m.key: m.doc for m in declared},
+        "metric_info": {m.key: m.describe() for m in declared},
         "intervals": "95 % percentile bootstrap (averages: stratified by scenario); "
         "comparisons: paired bootstrap over shared samples and McNemar's test",
         "runs": [

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
+from proactivebench.metrics import Metric
 from proactivebench.registry import scenario_order
-from proactivebench.report.measures import Metric, RunMeasures, metrics_of
+from proactivebench.report.measures import RunMeasures, metrics_of
 from proactivebench.report.plots import describe
 from proactivebench.report.runs import Run
 from proactivebench.report.tables import Table, to_html

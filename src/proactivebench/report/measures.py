@@ -10,18 +10,18 @@ as the paper reports, naming which those are.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from proactivebench.metrics import (
+    Metric,
     accuracy_score,
-    aggregate_score,
-    agreement_score,
-    cp_score,
+    average_rate,
+    metrics_for,
     ps_rate_score,
-    ps_score,
-    unparsed_score,
+    scenario_rate,
+    values_of,
 )
 from proactivebench.report.runs import Run, is_plain
 from proactivebench.stats import (
@@ -37,123 +37,9 @@ from proactivebench.stats import (
 Line = dict[str, Any]
 
 
-def _asked(line: Line) -> bool:
-    return any(turn.get("verdict") == "proactive" for turn in line.get("trace", []))
-
-
-def _first_correct(line: Line) -> bool:
-    trace = line.get("trace") or []
-    return bool(trace) and trace[0].get("verdict") == "correct"
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One per-episode quantity and how a report shows its mean."""
-
-    key: str
-    heading: str
-    #: The value of one scored episode on the scale shown (0 or 100 for a percentage), or
-    #: None when the episode does not count (e.g. accuracy after asking counts only episodes
-    #: that asked). The benchmark's own rates use `metrics`' episode scores.
-    value: Callable[[Line], float | None]
-    #: Shown as a percentage or as is (ps rate: suggestions per episode).
-    percent: bool = True
-    #: Whether tables show its bootstrap interval.
-    interval: bool = False
-    doc: str = ""
-
-
-MCQA_METRICS = (
-    Metric(
-        "accuracy",
-        "accuracy %",
-        accuracy_score,
-        interval=True,
-        doc="episodes that ended on the correct category",
-    ),
-    Metric(
-        "ps_rate",
-        "ps rate",
-        ps_rate_score,
-        percent=False,
-        interval=True,
-        doc="mean number of proactive suggestions (accepted interventions) per episode; "
-        "a count, not a percentage",
-    ),
-    Metric(
-        "first_turn_accuracy",
-        "first-turn acc %",
-        lambda x: 100.0 * _first_correct(x),
-        doc="episodes answered correctly at the first turn, without asking",
-    ),
-    Metric(
-        "accuracy_after_asking",
-        "acc after asking %",
-        lambda x: accuracy_score(x) if _asked(x) else None,
-        doc="accuracy among the episodes with at least one request",
-    ),
-    Metric(
-        "asked",
-        "asked %",
-        lambda x: 100.0 * _asked(x),
-        doc="episodes with at least one proactive request",
-    ),
-    Metric(
-        "abstained",
-        "abstained %",
-        lambda x: 100.0 * (x.get("end_reason") == "abstained"),
-        doc='episodes that ended on an abstaining option ("I cannot tell")',
-    ),
-    Metric(
-        "unreadable",
-        "unreadable %",
-        lambda x: 100.0 * (x.get("end_reason") == "unreadable"),
-        doc="episodes that ended on an answer designating no shown option: a format the "
-        "protocol cannot read",
-    ),
-)
-
-OEG_METRICS = (
-    Metric(
-        "ps",
-        "ps %",
-        ps_score,
-        interval=True,
-        doc="answers the judge found to hold a proactive suggestion",
-    ),
-    Metric(
-        "cp",
-        "cp %",
-        cp_score,
-        interval=True,
-        doc="answers the judge found to name the correct category",
-    ),
-    Metric(
-        "aggregate",
-        "aggregate %",
-        aggregate_score,
-        interval=True,
-        doc="answers with either",
-    ),
-    Metric(
-        "agreement",
-        "judges agree %",
-        agreement_score,
-        doc="mean share of judge votes that agreed with the majority verdict (an unparsed vote "
-        "agrees with none; not shown with one vote)",
-    ),
-    Metric(
-        "unparsed",
-        "unparsed %",
-        unparsed_score,
-        doc="judge votes whose output held no readable verdict (no 0/1 run of the right "
-        "length after the reasoning): scored 0, as the reference scores them",
-    ),
-)
-
-
 def metrics_of(run: Run) -> tuple[Metric, ...]:
-    return OEG_METRICS if run.oeg else MCQA_METRICS
+    """Every metric of `run`'s mode (`metrics.metrics_for`)."""
+    return metrics_for(run.oeg)
 
 
 @dataclass
@@ -239,24 +125,22 @@ def _scored(lines: Sequence[Line]) -> list[Line]:
     return [x for x in lines if not x.get("error")]
 
 
-def _values(metric: Metric, lines: Sequence[Line]) -> list[float]:
-    values = (metric.value(x) for x in lines)
-    return [v for v in values if v is not None]
-
-
 def episode_values(run: Run, keys: Sequence[str]) -> dict[str, dict[str, list[float]]]:
     """Per scenario, each scored episode's value of the metrics named `keys` (those
     `measure_run` averages and bootstraps), for callers that pool several runs themselves,
     e.g. seeds of one experiment."""
     metrics = [m for m in metrics_of(run) if m.key in keys]
     return {
-        name: {m.key: _values(m, _scored(lines)) for m in metrics}
+        name: {m.key: values_of(m, _scored(lines)) for m in metrics}
         for name, lines in run.by_scenario.items()
     }
 
 
 def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasures:
-    """Every metric of every scenario of `run`, and their average over scenarios."""
+    """Every metric of every scenario of `run`, and their average over scenarios.
+
+    The values are the metrics' own (`scenario_rate`, `average_rate`: what summary.json and
+    the terminal show); the bootstrap adds the bounds of those that have an interval."""
     metrics = metrics_of(run)
     scenarios: dict[str, ScenarioMeasures] = {}
     per_metric: dict[str, list[list[float]]] = {m.key: [] for m in metrics}
@@ -264,15 +148,15 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
         scored = _scored(lines)
         measures = ScenarioMeasures(name, n=len(scored), errors=len(lines) - len(scored))
         for metric in metrics:
-            values = _values(metric, scored)
+            values = values_of(metric, scored)
             per_metric[metric.key].append(values)
+            estimate = scenario_rate(metric, scored)
             if metric.interval:
-                measures.values[metric.key] = bootstrap_mean(
-                    values, seed=seed + index, n_resamples=n_resamples
-                )
+                bounds = bootstrap_mean(values, seed=seed + index, n_resamples=n_resamples)
+                measures.values[metric.key] = _with(estimate, bounds)
                 measures.bootstrapped.add(metric.key)
             else:
-                measures.values[metric.key] = _point(values)
+                measures.values[metric.key] = _with(estimate, None)
         scenarios[name] = measures
     covers = [s for s, m in scenarios.items() if m.n]
     average = ScenarioMeasures(
@@ -283,24 +167,30 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
         missing=[s for s in scenarios if s not in covers],
     )
     for metric in metrics:
-        groups = per_metric[metric.key]
+        rates = [_estimate(scenarios[s].values.get(metric.key)) for s in covers]
+        estimate = average_rate(metric, rates)
         if metric.interval:
-            average.values[metric.key] = bootstrap_mean_of_means(
-                groups, seed=seed, n_resamples=n_resamples
+            bounds = bootstrap_mean_of_means(
+                per_metric[metric.key], seed=seed, n_resamples=n_resamples
             )
+            average.values[metric.key] = _with(estimate, bounds)
             average.bootstrapped.add(metric.key)
         else:
-            means = [sum(g) / len(g) for g in groups if g]
-            average.values[metric.key] = _point(means)
+            average.values[metric.key] = _with(estimate, None)
     return RunMeasures(run, scenarios, average, usage_stats(run))
 
 
-def _point(values: Sequence[float]) -> Interval | None:
-    """A mean without an interval (low = high = estimate), None for no values."""
-    if not values:
+def _with(estimate: float | None, bounds: Interval | None) -> Interval | None:
+    """The metric's value with the bootstrap's bounds (none: a plain mean, low = high)."""
+    if estimate is None:
         return None
-    mean = sum(values) / len(values)
-    return Interval(mean, mean, mean)
+    if bounds is None:
+        return Interval(estimate, estimate, estimate)
+    return Interval(estimate, bounds.low, bounds.high)
+
+
+def _estimate(value: Interval | None) -> float | None:
+    return None if value is None else value.estimate
 
 
 # ----- usage and latency ----------------------------------------------------------------------

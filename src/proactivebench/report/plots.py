@@ -17,6 +17,7 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proactivebench import registry
+from proactivebench.metrics import metric
 from proactivebench.registry import scenario_order
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.text import visible
@@ -112,18 +113,13 @@ def _inches(figure: Figure, artist: Any) -> tuple[float, float]:
 def _key(all_measures: Sequence[RunMeasures]) -> tuple[str, str, str]:
     """The main rate of these runs: accuracy (MCQA) or aggregate (OEG), and the second one."""
     if all(m.run.oeg for m in all_measures):
-        return "aggregate", "aggregate %", "ps"
-    return "accuracy", "accuracy %", "ps_rate"
+        return "aggregate", metric("aggregate").heading, "ps"
+    return "accuracy", metric("accuracy").heading, "ps_rate"
 
 
 def _heading(key: str) -> str:
-    return {
-        "ps_rate": "ps rate (suggestions / episode)",
-        "ps": "ps %",
-        "cp": "cp %",
-        "aggregate": "aggregate %",
-        "accuracy": "accuracy %",
-    }[key]
+    """A metric's name on an axis or in a description: its declaration's label."""
+    return metric(key).label
 
 
 # ----- per-scenario bars ------------------------------------------------------------------------
@@ -503,7 +499,7 @@ def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
         )
     labelled = []
     for ax, key in ((axes[0], second), (axes[1], main)):
-        label = "ps rate" if key == "ps_rate" else _heading(key)
+        label = metric(key).heading
         points = [
             (float(m.run.params_b), m.average.values[key].estimate, m.run.label)  # type: ignore[arg-type, union-attr]
             for m in sized

@@ -14,13 +14,12 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from proactivebench.metrics import average_label
+from proactivebench.metrics import Metric, average_label, number_text
 from proactivebench.registry import paper_scenarios, scenario_order
 from proactivebench.report import text as text_formats
 from proactivebench.report.measures import (
     Comparison,
     Difference,
-    Metric,
     RunMeasures,
     metrics_of,
 )
@@ -52,16 +51,12 @@ class Table:
     average_last: bool = True
 
 
-def _number(value: float, percent: bool) -> str:
-    return f"{value:.1f}" if percent else f"{value:.2f}"
-
-
 def interval_cell(value: Interval | None, percent: bool, with_interval: bool) -> Cell:
     if value is None:
         return Cell(MISSING)
-    text = _number(value.estimate, percent)
+    text = number_text(value.estimate, percent)
     if with_interval:
-        text += f" [{_number(value.low, percent)}, {_number(value.high, percent)}]"
+        text += f" [{number_text(value.low, percent)}, {number_text(value.high, percent)}]"
         return Cell(text, value.estimate, value.low, value.high)
     return Cell(text, value.estimate)
 
@@ -71,8 +66,8 @@ def difference_cell(value: Interval | None, percent: bool, p: float | None = Non
         return Cell(MISSING)
     sign = "+" if value.estimate > 0 else ""
     text = (
-        f"{sign}{_number(value.estimate, percent)} "
-        f"[{_number(value.low, percent)}, {_number(value.high, percent)}]"
+        f"{sign}{number_text(value.estimate, percent)} "
+        f"[{number_text(value.low, percent)}, {number_text(value.high, percent)}]"
     )
     if p is not None:
         text += f" p={p:.3g}"
@@ -232,7 +227,7 @@ def to_markdown(table: Table) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _csv_number(part: str, number: float) -> float | str:
+def _csvnumber_text(part: str, number: float) -> float | str:
     """Values and bounds to 6 decimals; p-values to 3 significant digits, so that a tiny
     p-value stays a number (5.66e-15), not 0."""
     return f"{number:.3g}" if part == "p" else round(float(number), 6)
@@ -265,7 +260,7 @@ def to_csv(table: Table) -> str:
                 continue
             for part in parts:
                 number = getattr(cell, part)
-                out.append("" if number is None else _csv_number(part, number))
+                out.append("" if number is None else _csvnumber_text(part, number))
         writer.writerow(out)
     return buffer.getvalue()
 

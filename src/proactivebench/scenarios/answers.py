@@ -11,12 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from proactivebench.scenarios.actions import is_abstention
-
-if TYPE_CHECKING:
-    from proactivebench.scenarios.base import Observation
 
 GroupVerdict = Literal["correct", "wrong", "mismatch"]
 
@@ -153,7 +150,19 @@ class Choice:
         return self.kind == "wrong" and self.option is not None and is_abstention(self.option)
 
 
-def read_choice(obs: Observation, answer: str) -> Choice:
+class Shown(Protocol):
+    """What reading an answer needs of a turn (a `base.Observation` is one): the options of
+    each group, which of them are correct now, and their letters as shown."""
+
+    action_options: tuple[str, ...]
+    correct_actions: tuple[str, ...]
+    categories: tuple[str, ...]
+    correct_categories: tuple[str, ...]
+
+    def letters(self) -> tuple[list[str], list[str]]: ...
+
+
+def read_choice(obs: Shown, answer: str) -> Choice:
     """The MCQA reading of docs/protocol.md §4: the categories first, then the interventions."""
     action_letters, category_letters = obs.letters()
     by_action = read_group(answer, obs.action_options, obs.correct_actions, letters=action_letters)

@@ -1,0 +1,201 @@
+"""`rejudge`: a finished open-ended run judged again, without asking the tested model.
+
+A job beside `runner.evaluate`, run by the same engine (`engine.RunEngine`): its items are the
+run's result lines that need the new judge's verdict, and one is played by `oeg.rejudge_line`
+(a failed judge call never replaces a verdict). Each judged line is journalled as it ends, so
+that an interrupted re-judging goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proactivebench.engine import Provenance, RunEngine
+from proactivebench.errors import NothingToDoError
+from proactivebench.judge import Judge, judged_settings
+from proactivebench.metrics import Summary, is_unjudged, summarize
+from proactivebench.models.base import ChatRequest, Completion
+from proactivebench.oeg import Ask, as_it_is, needs_judging, rejudge_line
+from proactivebench.paths import read_file, write_whole
+from proactivebench.play import Result
+from proactivebench.results import OEGResult, is_oeg_line, result_key, result_order
+from proactivebench.rundir import (
+    RESULTS,
+    ResultsFile,
+    latest_results,
+    provenance_of,
+    read_results,
+    read_run_config,
+    without_provenance,
+    write_results,
+    write_run_config,
+    write_summary,
+)
+from proactivebench.settings import RunOptions, run_options
+
+#: The results file that `rejudge` replaced, kept beside the new one (one generation back).
+PREVIOUS_RESULTS = "results.previous.jsonl"
+#: The lines an unfinished `rejudge` judged so far (appended and fsynced as they are judged):
+#: after Ctrl-C or a crash, the rerun takes them instead of asking the judge again; removed
+#: once the results file holds them. `eval` and `report` never read it.
+JUDGED_SO_FAR = "results.judging.jsonl"
+
+
+@dataclass
+class RejudgeOutcome:
+    """What `rejudge` did: the new summary, where it wrote, and what it could not judge."""
+
+    summary: Summary
+    out_dir: Path
+    #: The results file it replaced, kept as `PREVIOUS_RESULTS` (None when there was none).
+    previous: Path | None = None
+    #: Why lines could not be judged (the judge's errors, by message).
+    failures: Counter[str] = field(default_factory=Counter)
+    #: Of those lines, how many kept an earlier judge's verdict.
+    kept: int = 0
+
+
+def rejudge(
+    run_dir: str | os.PathLike[str],
+    judge: Judge,
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    concurrency: int | None = None,
+    options: RunOptions | None = None,
+    engine: RunEngine | None = None,
+    on_start: Callable[[int, int, int], None] | None = None,
+    on_result: Callable[[OEGResult], None] | None = None,
+) -> RejudgeOutcome:
+    """Judge a finished OEG run again with `judge`, into `out_dir` (default: in place).
+
+    The tested model is not asked again: its generations are read from the results file.
+    `options` (or `concurrency` alone) say how many lines are judged at once, as `eval` plays
+    episodes (the scheduler's workers; a judge that takes batches gets the votes of several
+    lines together), each with its votes asked together; the results do not depend on it.
+    `engine` (a `RunEngine`, e.g. one shared with other runs, and its response cache) runs it;
+    by default one of `options` without a cache. `run.json` and every newly judged line
+    record the new judge. The directory written is held with the run lock from the reading
+    to the writing, as `eval` holds it. Each judged line is appended to `JUDGED_SO_FAR` as it
+    ends, so that a rerun after Ctrl-C or a crash asks only about the others; at the end the
+    results file it replaces is kept as `PREVIOUS_RESULTS` and the new one is written whole
+    (temporary file, then rename). `on_start(to_judge, lines, judged_before)` is called once
+    the judge answered its preflight, before it is asked (`judged_before`: lines an
+    interrupted `rejudge` of the same judge judged), and `on_result(line)` as each line is
+    judged. Lines the judge could not judge are counted (`RejudgeOutcome.failures`); a judge
+    that cannot be reached ends it at once (`RunAbort`), with the results file untouched.
+    """
+    engine = engine or RunEngine(run_options(options, concurrency))
+    run = Path(run_dir)
+    out = Path(out_dir) if out_dir is not None else run
+    with engine.claim(out):
+        identity = read_run_config(run)
+        lines = latest_results(read_results(run / RESULTS))
+        if not lines or not all(is_oeg_line(line) for line in lines):
+            raise NothingToDoError(f"{run} holds no open-ended (--mode oeg) results to judge")
+        settings = judged_settings(identity.get("settings", {}), judge)
+        identity = {**identity, "settings": settings}
+        lines, before = _judged_before(lines, read_results(out / JUDGED_SO_FAR), settings)
+        todo = [line for line in lines if needs_judging(line, settings)]
+
+        def started() -> None:
+            if on_start:
+                on_start(len(todo), len(lines), before)
+
+        if not todo:
+            started()
+        # Re-judging is recorded in run.json's provenance as an invocation of its own.
+        provenance = Provenance(command="judge", judge=judge)
+        judged = _judge_lines(
+            todo, engine, engine.judge(judge), settings, out / JUDGED_SO_FAR, on_result, started
+        )
+        results = [judged.get(result_key(line)) or as_it_is(line, settings) for line in lines]
+        ordered = sorted((r.to_json() for r in results), key=result_order)
+        provenance.end()
+        outcome = RejudgeOutcome(summarize(ordered, model=str(identity.get("model", ""))), out)
+        for line in ordered:
+            if is_unjudged(line):
+                outcome.failures[line.get("judge_error") or line["error"]] += 1
+                outcome.kept += bool(line.get("judge_error"))
+        outcome.previous = _keep(out / RESULTS, out / PREVIOUS_RESULTS)
+        write_results(out / RESULTS, ordered)
+        history = [*provenance_of(identity), provenance.stamped()]
+        write_run_config(out, without_provenance(identity), history)
+        write_summary(out, outcome.summary)
+        (out / JUDGED_SO_FAR).unlink(missing_ok=True)
+    return outcome
+
+
+def _judged_before(
+    lines: list[dict[str, Any]], so_far: list[dict[str, Any]], settings: dict[str, Any]
+) -> tuple[list[dict[str, Any]], int]:
+    """`lines` with those an interrupted `rejudge` judged (`JUDGED_SO_FAR`) in their place,
+    and how many: only verdicts of this judge (`settings`), on the same generation of the
+    same prompt, count; anything else there (a failed call, another judge's or another
+    run's line) is asked again."""
+    by_key = {result_key(line): index for index, line in enumerate(lines)}
+    merged, taken = list(lines), set()
+    for line in so_far:
+        index = by_key.get(result_key(line))
+        if index is None or needs_judging(line, settings) or line.get("settings") != settings:
+            continue
+        if any(line.get(k) != lines[index].get(k) for k in _JUDGED_TEXT):
+            continue
+        merged[index] = line
+        taken.add(index)
+    return merged, len(taken)
+
+
+#: What a verdict is about: a line judged before counts only if these are unchanged.
+_JUDGED_TEXT = ("prompt", "generation", "valid_answers_text")
+
+
+def _judge_lines(
+    todo: list[dict[str, Any]],
+    engine: RunEngine,
+    judge: Judge,
+    settings: dict[str, Any],
+    so_far: Path,
+    on_result: Callable[[OEGResult], None] | None,
+    started: Callable[[], None] = lambda: None,
+) -> dict[tuple[str, int], OEGResult]:
+    """Judge `todo` as the engine plays items, each line appended to `so_far` as it ends
+    (the scheduler's group commit); the results by line. `started` is called once the judge
+    answered its preflight (a judge that cannot be reached shows no progress first)."""
+    judged: dict[tuple[str, int], OEGResult] = {}
+    if not todo:
+        return judged
+
+    def keep(result: Result) -> None:
+        assert isinstance(result, OEGResult)
+        judged[(result.scenario, result.sample_id)] = result
+        if on_result:
+            on_result(result)
+
+    async def judge_one(line: dict[str, Any], submit: Ask) -> OEGResult:
+        async def ask_votes(requests: Sequence[ChatRequest]) -> list[Completion]:
+            return list(await asyncio.gather(*(submit(r) for r in requests)))
+
+        return await rejudge_line(line, judge, ask_votes, settings)
+
+    journal = ResultsFile(so_far)
+    try:
+        asyncio.run(
+            engine.play(todo, judge_one, journal, [judge.model], on_ready=started, on_result=keep)
+        )
+    finally:
+        journal.close()
+    return judged
+
+
+def _keep(path: Path, kept: Path) -> Path | None:
+    """Copy `path` to `kept` whole (a crash leaves the old copy or the new one)."""
+    if not path.exists():
+        return None
+    write_whole(kept, read_file(path))
+    return kept

@@ -4,8 +4,9 @@ For a change meant to keep behaviour (a refactoring), three questions, asked of 
 in turn on this machine:
 
 1. **Same results**: `proactivebench eval` of several baselines and settings on one synthetic
-   data set; every `results.jsonl` line must be equal (latency left out), and so must
-   `summary.json`.
+   data set, and two open-ended runs whose model and judge are `python:` functions (one of
+   them judged again by `judge RUN` with another); every `results.jsonl` line must be equal
+   (latency left out), and so must `summary.json`.
 2. **Start-up**: each version's own `benchmarks/startup.py` (spawn to first request).
 3. **Throughput**: each version's own `benchmarks/throughput.py` against the 50 ms fake server
    on 640×480 JPEGs (wall time at concurrency 64, speed-up, efficiency, client CPU per turn).
@@ -45,6 +46,43 @@ RUNS = [
     ("oracle, reference", ["--model", "baseline:oracle", "--reference"]),
     ("proactive, ICL 2 with CoT", ["--model", "baseline:proactive", "--icl", "2", "--cot"]),
 ]
+#: Open-ended runs, judged by a `python:` function (AGENTS below) and judged again by another
+#: (`judge RUN`): (label, eval arguments, the second judge's function or None).
+OEG_RUNS = [
+    ("open-ended, 2 votes", ["--mode", "oeg", "--judge-votes", "2"], "second_judge"),
+    ("open-ended, hint", ["--mode", "oeg", "--hint"], None),
+]
+#: The model and judges of the open-ended runs: answers that depend only on what they are
+#: shown, so that both versions are asked the same and must record the same.
+AGENTS = """
+import hashlib
+
+
+def _bit(text, salt):
+    return hashlib.sha256((salt + text).encode()).digest()[0] % 2
+
+
+def answer(messages, observation):
+    text = messages[-1]["content"][-1]["text"]
+    if _bit(text + str(observation.sample_id), "model"):
+        return "I cannot tell: please move the blocks, rotate it or zoom out."
+    return f"It is a {observation.categories[observation.sample_id % len(observation.categories)]}."
+
+
+def _verdict(messages, salt):
+    text = messages[-1]["content"]
+    entries = text.count(",") + 1
+    bits = ", ".join(str(_bit(text + str(i), salt)) for i in range(min(entries, 4)))
+    return f"<think>{salt}</think> {bits}"
+
+
+def judge(messages, observation):
+    return _verdict(messages, "first")
+
+
+def second_judge(messages, observation):
+    return _verdict(messages, "second")
+"""
 #: Per-turn and per-line fields that measure time, not behaviour.
 TIMING = ("latency_s",)
 
@@ -136,6 +174,46 @@ def same_results(trees: dict[str, Path], scratch: Path, per_scenario: int) -> bo
         identical &= equal
         count = len(outputs["new"][0])
         print(f"  {label:36s} {count:5d} episodes: {'identical' if equal else 'DIFFERENT'}")
+    agents = scratch / "agents.py"
+    agents.write_text(AGENTS)
+    for label, arguments, rejudge in OEG_RUNS:
+        outputs = {}
+        for name, tree in trees.items():
+            out = scratch / name / label.replace(" ", "_").replace(",", "")
+            steps = [
+                [
+                    "eval",
+                    "--data",
+                    str(data),
+                    "--out",
+                    str(out),
+                    "--no-report",
+                    "--no-cache",
+                    "--model",
+                    f"python:{agents}:answer",
+                    "--judge",
+                    f"python:{agents}:judge",
+                    *arguments,
+                ]
+            ]
+            if rejudge:
+                steps.append(
+                    ["judge", str(out), "--judge", f"python:{agents}:{rejudge}", "--no-cache"]
+                )
+            for step in steps:
+                subprocess.run(
+                    [console_script(), *step],
+                    check=True,
+                    capture_output=True,
+                    env=environment(tree / "src"),
+                )
+            summary = json.loads((out / "summary.json").read_text())
+            outputs[name] = (lines_of(out), summary)
+        equal = outputs["old"] == outputs["new"]
+        identical &= equal
+        count = len(outputs["new"][0])
+        done = label + (", judged again" if rejudge else "")
+        print(f"  {done:36s} {count:5d} episodes: {'identical' if equal else 'DIFFERENT'}")
     return identical
 
 

@@ -28,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -131,8 +131,31 @@ def lines_of(run: Path) -> list[dict]:
     return sorted(lines, key=lambda x: (x["scenario"], x["sample_id"]))
 
 
+def compare(
+    trees: dict[str, Path], scratch: Path, label: str, steps: Callable[[Path], list[list[str]]]
+) -> bool:
+    """Run the commands `steps(out)` with each version into its own `out`; say whether the
+    lines and summaries are equal."""
+    outputs = {}
+    for name, tree in trees.items():
+        out = scratch / name / label.replace(" ", "_").replace(",", "")
+        for step in steps(out):
+            subprocess.run(
+                [console_script(), *step],
+                check=True,
+                capture_output=True,
+                env=environment(tree / "src"),
+            )
+        summary = json.loads((out / "summary.json").read_text())
+        outputs[name] = (lines_of(out), summary)
+    equal = outputs["old"] == outputs["new"]
+    count = len(outputs["new"][0])
+    print(f"  {label:36s} {count:5d} episodes: {'identical' if equal else 'DIFFERENT'}")
+    return equal
+
+
 def same_results(trees: dict[str, Path], scratch: Path, per_scenario: int) -> bool:
-    """Play every run of RUNS with both versions; say where lines differ."""
+    """Play every run of RUNS and OEG_RUNS with both versions; say where lines differ."""
     data = scratch / "data"
     subprocess.run(
         [
@@ -148,72 +171,25 @@ def same_results(trees: dict[str, Path], scratch: Path, per_scenario: int) -> bo
         capture_output=True,
         env=environment(trees["new"] / "src"),
     )
-    identical = True
-    for label, arguments in RUNS:
-        outputs = {}
-        for name, tree in trees.items():
-            out = scratch / name / label.replace(" ", "_").replace(",", "")
-            subprocess.run(
-                [
-                    console_script(),
-                    "eval",
-                    "--data",
-                    str(data),
-                    "--out",
-                    str(out),
-                    "--no-report",
-                    *arguments,
-                ],
-                check=True,
-                capture_output=True,
-                env=environment(tree / "src"),
-            )
-            summary = json.loads((out / "summary.json").read_text())
-            outputs[name] = (lines_of(out), summary)
-        equal = outputs["old"] == outputs["new"]
-        identical &= equal
-        count = len(outputs["new"][0])
-        print(f"  {label:36s} {count:5d} episodes: {'identical' if equal else 'DIFFERENT'}")
+
+    def eval_(out: Path) -> list[str]:
+        return ["eval", "--data", str(data), "--out", str(out), "--no-report"]
+
     agents = scratch / "agents.py"
     agents.write_text(AGENTS)
+    identical = True
+    for label, arguments in RUNS:
+        identical &= compare(trees, scratch, label, lambda out, a=arguments: [[*eval_(out), *a]])
     for label, arguments, rejudge in OEG_RUNS:
-        outputs = {}
-        for name, tree in trees.items():
-            out = scratch / name / label.replace(" ", "_").replace(",", "")
-            steps = [
-                [
-                    "eval",
-                    "--data",
-                    str(data),
-                    "--out",
-                    str(out),
-                    "--no-report",
-                    "--no-cache",
-                    "--model",
-                    f"python:{agents}:answer",
-                    "--judge",
-                    f"python:{agents}:judge",
-                    *arguments,
-                ]
-            ]
-            if rejudge:
-                steps.append(
-                    ["judge", str(out), "--judge", f"python:{agents}:{rejudge}", "--no-cache"]
-                )
-            for step in steps:
-                subprocess.run(
-                    [console_script(), *step],
-                    check=True,
-                    capture_output=True,
-                    env=environment(tree / "src"),
-                )
-            summary = json.loads((out / "summary.json").read_text())
-            outputs[name] = (lines_of(out), summary)
-        equal = outputs["old"] == outputs["new"]
-        identical &= equal
-        count = len(outputs["new"][0])
-        done = label + (", judged again" if rejudge else "")
-        print(f"  {done:36s} {count:5d} episodes: {'identical' if equal else 'DIFFERENT'}")
+        judged = ["--judge", f"python:{agents}:judge", "--no-cache", *arguments]
+
+        def steps(out: Path, judged=judged, rejudge=rejudge) -> list[list[str]]:
+            model = ["--model", f"python:{agents}:answer"]
+            again = ["judge", str(out), "--judge", f"python:{agents}:{rejudge}", "--no-cache"]
+            return [[*eval_(out), *model, *judged], *([again] if rejudge else [])]
+
+        shown = label + (", judged again" if rejudge else "")
+        identical &= compare(trees, scratch, shown, steps)
     return identical
 
 

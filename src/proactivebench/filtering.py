@@ -105,8 +105,8 @@ class ComputedFilter:
 
 def models_needed(at_least: float, runs: int) -> int:
     """How many of `runs` must answer a sample right to remove it: ceil(at_least × runs),
-    computed on the fraction as written (0.25 × 22 = 5.5 → 6, the paper's 6 of 22; 0.3 × 10
-    is 3, not the 4 that float arithmetic would give)."""
+    computed on the fraction as written (0.25 × 22 = 5.5 → 6, the paper's 6 of 22; 0.28 × 25
+    is 7, not the 8 that float arithmetic would give)."""
     if isinstance(at_least, bool) or not isinstance(at_least, int | float):
         raise SettingsError(f"--at-least must be a fraction in (0, 1], got {at_least!r}")
     if not (math.isfinite(at_least) and 0 < at_least <= 1):

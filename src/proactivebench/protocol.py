@@ -108,7 +108,9 @@ def filter_ids(document: Any) -> dict[str, frozenset[int]]:
         if not isinstance(listed, list) or not all(
             isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in listed
         ):
-            raise ValueError(f'"{FILTER_IDS}"."{stem}" must be a list of sample ids (integers >= 0)')
+            raise ValueError(
+                f'"{FILTER_IDS}"."{stem}" must be a list of sample ids (integers >= 0)'
+            )
         kept[stem] = frozenset(listed)
     return kept
 

@@ -158,8 +158,7 @@ def data_filter(run_dirs: tuple[Path, ...], out_file: Path, at_least: float) -> 
     rule = f"right at the first turn in at least {computed.needed} of {len(computed.runs)} runs"
     for name, count in computed.counts.items():
         out.print(
-            f"{name}: {count.before} samples, {count.removed} removed ({rule}), "
-            f"{count.kept} kept",
+            f"{name}: {count.before} samples, {count.removed} removed ({rule}), {count.kept} kept",
             highlight=False,
         )
     where = escape(str(out_file))

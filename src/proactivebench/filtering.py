@@ -82,8 +82,8 @@ class ComputedFilter:
         reader never reads). Nothing in it depends on when it was written: the same runs give
         the same bytes."""
         rule = (
-            f"at least {self.needed} of the {len(self.runs)} runs (at least {self.at_least:g} of "
-            "them) answered it right at the first MCQA turn"
+            f"at least {self.needed} of the {len(self.runs)} runs (the fraction "
+            f"{self.at_least:g}, rounded up) answered it right at the first MCQA turn"
         )
         return {
             "_source": "Sample ids kept by a test filter computed by `proactivebench data "

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scenarios", "data", "registry"),
     ("prompting", "models", "judge", "demonstrations", "metrics", "stats", "results"),
     ("settings", "oeg", "play", "selection", "rundir", "scheduler", "engine"),
-    ("runner", "rejudge", "report", "train", "demo", "launch", "humanplay"),
+    ("runner", "rejudge", "report", "train", "demo", "launch", "humanplay", "filtering"),
     ("adapters",),
     ("cli", "__main__"),
 ]

@@ -88,7 +88,31 @@ def mcqa_strings() -> dict[str, Any]:
 @cache
 def official_filter_ids(stem: str) -> frozenset[int]:
     """Sample ids of the official test filter for one data file stem."""
-    return frozenset(_load("official_filter_ids.json")["ids"].get(stem, ()))
+    return filter_ids(_load("official_filter_ids.json")).get(stem, frozenset())
+
+
+#: The key of a test filter document that holds the kept ids, by data file stem.
+FILTER_IDS = "ids"
+
+
+def filter_ids(document: Any) -> dict[str, frozenset[int]]:
+    """The sample ids a test filter keeps, by data file stem, from a document of the official
+    list's shape (`{"ids": {stem: [id, ...]}}`; any other key is a note, never read). The one
+    reader of both the official list and the files `data filter` writes, so that both mean
+    the same; `ValueError` says what is wrong with a document of another shape."""
+    ids = document.get(FILTER_IDS) if isinstance(document, dict) else None
+    if not isinstance(ids, dict):
+        raise ValueError(f'expected a JSON object with "{FILTER_IDS}": {{file stem: [id, ...]}}')
+    kept: dict[str, frozenset[int]] = {}
+    for stem, listed in ids.items():
+        if not isinstance(listed, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in listed
+        ):
+            raise ValueError(
+                f'"{FILTER_IDS}"."{stem}" must be a list of sample ids (integers >= 0)'
+            )
+        kept[stem] = frozenset(listed)
+    return kept
 
 
 @cache

@@ -61,7 +61,12 @@ def choose_episodes(
     """Load the data, choose the episodes `settings` select and check every image they (and
     their demonstrations) may show."""
     root = Path(data_dir)
-    dataset = load_dataset(root, settings.scenarios, all_samples=settings.all_samples)
+    dataset = load_dataset(
+        root,
+        settings.scenarios,
+        all_samples=settings.all_samples,
+        sample_filter=settings.sample_filter,
+    )
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard)
     if not records:

@@ -15,7 +15,8 @@ one field here plus its use where episodes are made or played:
 The kinds say what a setting does to a run. An *episode* setting changes what a model is shown
 or how its answers are read: it is part of the run's identity, and a run directory resumes only
 with the same. A *selection* setting chooses which episodes are played (a run may grow by a
-larger `--limit`). An *execution* setting changes how the run is carried out, never its results.
+larger `--limit`), unless it says which samples make the test set (`in_identity`: `--filter`).
+An *execution* setting changes how the run is carried out, never its results.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB
+from proactivebench.data.sample_filter import SampleFilter, read_sample_filter
 from proactivebench.demonstrations import DemoSettings
 from proactivebench.errors import SettingsError
 from proactivebench.judge import oeg_decoding
@@ -58,6 +60,12 @@ class Setting:
     #: later ones appear only when they differ from the default, so that a run directory made
     #: by an earlier version still resumes.
     always_recorded: bool = False
+    #: A selection setting that is part of the run identity all the same (when set): it says
+    #: which samples make the test set, so that two runs of one identity score the same set.
+    in_identity: bool = False
+    #: The attribute of the settings that the identity records in place of the value (a
+    #: file's path says less than what the file holds).
+    recorded_as: str | None = None
     #: Passed to `make_episode` (the episode state machine takes it).
     builds_episode: bool = False
     #: The smallest value an integer may take.
@@ -325,6 +333,18 @@ class EvalSettings(CheckedSettings):
         not_in=frozenset({"train"}),
         help="Do not apply the official test filter.",
     )
+    # Part of the run identity (the hash of the ids it keeps): a run resumes only with the same
+    # test set. Not in training: its examples are every sample of the training data.
+    filter: str | None = setting(
+        None,
+        kind="selection",
+        in_identity=True,
+        recorded_as="filter_digest",
+        metavar="FILE",
+        not_in=frozenset({"train"}),
+        help="Play the sample ids FILE keeps (written by `proactivebench data filter`) instead "
+        "of the official test filter; it applies to synthetic data too.",
+    )
     # Not in training: its examples read images with the default cap.
     max_image_mb: int = setting(
         DEFAULT_MAX_IMAGE_MB,
@@ -355,6 +375,14 @@ class EvalSettings(CheckedSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.filter is not None:
+            if self.all_samples:
+                raise SettingsError(
+                    "--filter FILE plays the samples FILE keeps, --all-samples every sample: "
+                    "give one"
+                )
+            # Read once, here: the run's selection and its identity see the same ids.
+            object.__setattr__(self, "_sample_filter", read_sample_filter(self.filter))
         if self.mode == "oeg":
             if self.icl or self.reference:
                 raise SettingsError("open-ended generation has no --icl or --reference")
@@ -377,12 +405,25 @@ class EvalSettings(CheckedSettings):
         """The episode settings, as `run.json` and every result line record them."""
         identity: dict[str, Any] = {}
         for spec in declared(type(self)):
-            if spec.info.kind != "episode":
+            if spec.info.kind != "episode" and not spec.info.in_identity:
                 continue
             value = getattr(self, spec.name)
             if spec.info.always_recorded or value != spec.default:
+                if spec.info.recorded_as is not None:
+                    value = getattr(self, spec.info.recorded_as)
                 identity[spec.name] = value.as_dict() if isinstance(value, Decoding) else value
         return identity
+
+    @property
+    def sample_filter(self) -> SampleFilter | None:
+        """The user's test filter (`filter`), read when the settings were made; None: the
+        official list (or every sample, `all_samples`)."""
+        return getattr(self, "_sample_filter", None)
+
+    @property
+    def filter_digest(self) -> str | None:
+        """What the run identity records of `filter`: the hash of the ids it keeps."""
+        return None if self.sample_filter is None else self.sample_filter.digest
 
     def read_as(self, answer: str) -> str:
         """What the reader is given of a model's answer: the answer itself, or with lenient

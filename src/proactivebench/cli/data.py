@@ -1,4 +1,5 @@
-"""`proactivebench data synth|validate|download`: make, check and get benchmark data.
+"""`proactivebench data synth|validate|download|filter`: make, check, get and filter benchmark
+data.
 
 Each calls `proactivebench.data` and prints what it found: the counts written, a data set's
 problems and warnings (`report_check`, shared by `validate` and `download`; `EXIT_ERROR` on a
@@ -128,3 +129,37 @@ def data_download(data_dir: Path | None, repo_id: str, revision: str | None) -> 
     summary = f"{repo_id}@{report.commit[:12]}: {report.summary()}"
     out.print(f"data in {where} ({summary})", highlight=False)
     report_check(report.check, report.data_dir)
+
+
+@data_group.command("filter")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_file",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Filter file to write (the official list's shape); play it with eval --filter FILE.",
+)
+@click.option(
+    "--at-least",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=0.25,
+    show_default=True,
+    help="Remove a sample when at least this fraction of the runs (rounded up to whole runs) "
+    "answered it right at the first turn; the paper's 0.25 is 6 of 22 models.",
+)
+def data_filter(run_dirs: tuple[Path, ...], out_file: Path, at_least: float) -> None:
+    """Compute the test filter of the paper (§3.3) from plain MCQA runs of one data set, one
+    per model: the samples that fewer than --at-least of them answered right at the first turn
+    are kept."""
+    from proactivebench.filtering import write_filter
+
+    computed = write_filter(run_dirs, out_file, at_least)
+    rule = f"right at the first turn in at least {computed.needed} of {len(computed.runs)} runs"
+    for name, count in computed.counts.items():
+        out.print(
+            f"{name}: {count.before} samples, {count.removed} removed ({rule}), {count.kept} kept",
+            highlight=False,
+        )
+    where = escape(str(out_file))
+    out.print(f"wrote {where}; play it with eval --filter {where}", highlight=False)

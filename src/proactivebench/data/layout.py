@@ -2,7 +2,8 @@
 
 The official test set keeps only the ids of `official_filter_ids.json` and drops records whose
 `strong_occlusions` is false (VSOD keeps the samples that need a rewind); a directory made by
-our generator carries `synth_manifest.json`, which turns the id filter off. Records are
+our generator carries `synth_manifest.json`, which turns the id filter off. A user's filter
+(`eval --filter FILE`, `data.sample_filter`) replaces the official list, on any data. Records are
 validated on load (every problem located at file:line/field); images are never opened here,
 only their paths checked.
 """
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proactivebench.data.sample_filter import SampleFilter
 from proactivebench.errors import DataError, DataErrors
 from proactivebench.paths import open_to_read
 from proactivebench.records import Record, Source, parse_record, record_warnings
@@ -157,8 +159,13 @@ def load_dataset(
     scenarios: str | Iterable[str] | None = None,
     *,
     all_samples: bool = False,
+    sample_filter: SampleFilter | None = None,
 ) -> Dataset:
-    """Load and validate; raise `DataErrors` listing every malformed record."""
+    """Load and validate; raise `DataErrors` listing every malformed record.
+
+    Kept: every record with `all_samples`; the ids of `sample_filter` when given (on any data:
+    only those, by the user's choice); else the official test set, except on our generator's
+    data, which the official list knows nothing of."""
     root = Path(data_dir)
     chosen = parse_scenario_names(scenarios, root)
     synthetic = is_synthetic(root)
@@ -167,7 +174,11 @@ def load_dataset(
     for short in chosen:
         found, bad = read_records(scenario_file(root, short), short)
         problems.extend(bad)
-        if not (all_samples or synthetic):
+        if sample_filter is not None:
+            covered = [n for stem, n in by_stem().items() if stem in sample_filter.ids]
+            keep = sample_filter.kept(scenario(short).strings.stem, short, covered)
+            found = [r for r in found if r.id in keep]
+        elif not (all_samples or synthetic):
             found = apply_official_filter(found, short)
         records[short] = found
     if problems:

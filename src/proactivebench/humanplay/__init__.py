@@ -66,7 +66,12 @@ def outcome_of(result: Result) -> dict[str, Any]:
 def _progress(state: PlayState, data_dir: Path, out_dir: Path, settings: EvalSettings) -> None:
     """Episodes chosen and finished per scenario (the run's selection, read again: cheap next
     to a person's time)."""
-    dataset = load_dataset(data_dir, settings.scenarios, all_samples=settings.all_samples)
+    dataset = load_dataset(
+        data_dir,
+        settings.scenarios,
+        all_samples=settings.all_samples,
+        sample_filter=settings.sample_filter,
+    )
     chosen = {(r.scenario, r.id) for r in select_records(dataset, settings.limit)}
     state.totals = Counter(scenario for scenario, _ in chosen)
     for line in latest_results(read_results(out_dir / RESULTS)):

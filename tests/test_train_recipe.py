@@ -271,3 +271,40 @@ def test_bad_recipe_options_end_in_one_message(
     assert code == 1 and "cannot be split" in text and "Traceback" not in text
     code, text = run_cli([*base, "--recipe", "nope"], capsys)
     assert code == 2 and "nope" in text
+
+
+def test_compare_prints_table3_from_the_file_beside_the_runs(
+    synth_test: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("abstain", "oracle"):
+        args = ["eval", "--data", str(synth_test), "--model", f"baseline:{name}"]
+        code, text = run_cli([*args, "--out", str(tmp_path / name)], capsys)
+        assert code == 0, text
+    args = ["train", "compare", str(tmp_path / "abstain"), str(tmp_path / "oracle")]
+    code, text = run_cli([*args, "--holdout", "ROD,VSOD,MVP-N,IN-C,CIT", "--paper"], capsys)
+    assert code == 0, text
+    table3 = PAPER["tables"]["table3_grpo"]
+    header = next(line for line in text.splitlines() if line.startswith("┃ row"))
+    columns = [c.strip() for c in header.strip("┃").split("┃")][1:]
+    assert columns == table3["printed_column_order"] == ["QD", "COCO", "ROD", "VSOD", "MVP-N",
+                                                          "IN-C", "CIT", "avg"]
+    printed = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if line.startswith("│") and ":" in cells[0] and len(cells) == len(columns) + 1:
+            printed[cells[0]] = dict(zip(columns, cells[1:], strict=True))
+    assert len(printed) == len(table3["rows"]) + 2 == 12
+    for row in table3["rows"]:
+        shown = printed[f"{row['printed_model']}: {row['config']}"]
+        for column, values in row["cells"].items():
+            psr = "-" if values["psr"] is None else f"{values['psr']:.1f}"
+            assert shown[column] == f"{values['acc']:.1f} / {psr}", (row["config"], column)
+    # hand-made: the qwen rp = 1.0 row's QD, as the paper prints it.
+    assert printed["Qwen2.5-VL-3B: rp = 1.0"]["QD"] == "0.0 / 5.0"
+    assert printed["LLaVA-NeXT Mistral-7B: reference"]["avg"] == "75.1 / -"
+    # the runs: the oracle is always right, and asks once on ROD only (its first turn accepts
+    # no category): ps rate 1 there, avg 1/7 = 0.14 over the seven; abstain scores nothing.
+    oracle = printed["tuned: baseline:oracle"]
+    assert oracle.pop("ROD") == "100.0 / 1.00" and oracle.pop("avg") == "100.0 / 0.14"
+    assert set(oracle.values()) == {"100.0 / 0.00"}
+    assert set(printed["base: baseline:abstain"].values()) == {"0.0 / 0.00"}

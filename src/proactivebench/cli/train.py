@@ -195,9 +195,15 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
     default=None,
     help="Held-out scenarios; default: from the tuned model's train_run.json.",
 )
-def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> None:
+@click.option(
+    "--paper",
+    is_flag=True,
+    help="Also print the paper's Table 3 (GRPO: original, rp = 0.5 / 0.75 / 1.0, reference) "
+    "with the two runs in its columns.",
+)
+def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper: bool) -> None:
     """Seen vs held-out scenario gains from two eval runs (base model, tuned model)."""
-    from proactivebench.train.compare import compare_runs
+    from proactivebench.train.compare import beside_paper, compare_runs
 
     comparison = compare_runs(base_run, tuned_run, holdout)
     for note in comparison.notes:
@@ -224,3 +230,27 @@ def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> Non
             )
     out.print(table)
     out.print(f"split from {escape(comparison.split_source)}", highlight=False)
+    if paper:
+        columns, rows = beside_paper(comparison)
+        out.print(paper_table(columns, rows))
+
+
+def paper_table(columns: list[str], rows: list[Any]) -> Table:
+    """Table 3's rows and the runs' (`train.compare.ScoreRow`), each cell `acc % / ps rate`:
+    the paper's as printed (one decimal, '-' where it printed none), the runs' as `eval`
+    prints them."""
+    table = Table(title="the paper's Table 3 (GRPO) and these runs: accuracy % / ps rate")
+    table.add_column("row", justify="left")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for index, row in enumerate(rows):
+        if row.source == "run" and rows[index - 1].source == "paper":
+            table.add_section()
+        rate = "{:.1f}" if row.source == "paper" else "{:.2f}"
+        cells = []
+        for column in columns:
+            acc, psr = row.cells.get(column, (None, None))
+            shown_acc = "-" if acc is None else f"{acc:.1f}"
+            cells.append(f"{shown_acc} / {'-' if psr is None else rate.format(psr)}")
+        table.add_row(escape(row.label), *cells)
+    return table

@@ -267,7 +267,9 @@ def test_bad_recipe_options_end_in_one_message(
     assert code == 1 and "expected a number >= 0" in text
     code, text = run_cli([*base, "--recipe", "paper", "--mode", "multi"], capsys)
     assert code == 1 and "single turns" in text
-    code, text = run_cli([*base, "--recipe", "paper", "--set", "per_device_train_batch_size=3"], capsys)
+    code, text = run_cli(
+        [*base, "--recipe", "paper", "--set", "per_device_train_batch_size=3"], capsys
+    )
     assert code == 1 and "cannot be split" in text and "Traceback" not in text
     code, text = run_cli([*base, "--recipe", "nope"], capsys)
     assert code == 2 and "nope" in text
@@ -286,8 +288,11 @@ def test_compare_prints_table3_from_the_file_beside_the_runs(
     table3 = PAPER["tables"]["table3_grpo"]
     header = next(line for line in text.splitlines() if line.startswith("┃ row"))
     columns = [c.strip() for c in header.strip("┃").split("┃")][1:]
-    assert columns == table3["printed_column_order"] == ["QD", "COCO", "ROD", "VSOD", "MVP-N",
-                                                          "IN-C", "CIT", "avg"]
+    assert (
+        columns
+        == table3["printed_column_order"]
+        == ["QD", "COCO", "ROD", "VSOD", "MVP-N", "IN-C", "CIT", "avg"]
+    )
     printed = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip("│").split("│")]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proactivebench.errors import ProactiveBenchError, TrainError, WriteError
+from proactivebench.paper import PAPER_FILE
 from proactivebench.paths import write_whole
 from proactivebench.protocol import mcqa_strings
 from proactivebench.texts import dumps, loads
@@ -43,7 +44,6 @@ from proactivebench.train.checks import (
     remove_if_empty,
 )
 from proactivebench.train.examples import load_examples, parse_holdout, scenario_counts
-from proactivebench.paper import PAPER_FILE
 from proactivebench.train.processes import check_same_data, process_state
 from proactivebench.train.recipe import Layered, lay_under, load_recipe
 from proactivebench.train.rewards import RewardSettings, reward_functions

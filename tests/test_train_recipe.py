@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from clirun import run_cli
+from clirun import eval_baselines, run_cli
 from proactivebench.cli import main
 from proactivebench.train import grpo as grpo_module
 from proactivebench.train.grpo import TrainSettings, training_data
@@ -278,10 +278,7 @@ def test_bad_recipe_options_end_in_one_message(
 def test_compare_prints_table3_from_the_file_beside_the_runs(
     synth_test: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in ("abstain", "oracle"):
-        args = ["eval", "--data", str(synth_test), "--model", f"baseline:{name}"]
-        code, text = run_cli([*args, "--out", str(tmp_path / name)], capsys)
-        assert code == 0, text
+    eval_baselines(synth_test, tmp_path, capsys, "abstain", "oracle")
     args = ["train", "compare", str(tmp_path / "abstain"), str(tmp_path / "oracle")]
     code, text = run_cli([*args, "--holdout", "ROD,VSOD,MVP-N,IN-C,CIT", "--paper"], capsys)
     assert code == 0, text

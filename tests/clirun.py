@@ -23,6 +23,14 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return int(exit_info.value.code or 0), captured.out + captured.err
 
 
+def eval_baselines(data: Path, root: Path, capsys: pytest.CaptureFixture[str], *names: str) -> None:
+    """`eval` of each `baseline:NAME` on `data` into `root/NAME`, each succeeding."""
+    for name in names:
+        args = ["eval", "--data", str(data), "--model", f"baseline:{name}"]
+        code, text = run_cli([*args, "--out", str(root / name)], capsys)
+        assert code == 0, text
+
+
 def eval_args(data: Path, out: Path, *extra: str) -> list[str]:
     """`eval` of the oracle on `data` into `out`, plus extra flags."""
     return ["eval", "--data", str(data), "--model", "baseline:oracle", "--out", str(out), *extra]

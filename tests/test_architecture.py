@@ -16,7 +16,7 @@ PACKAGE = "proactivebench"
 
 #: The layers, lowest first; a module may import from its own layer and those below.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "escapes", "paths", "protocol", "provenance", "records", "texts"),
+    ("errors", "escapes", "paper", "paths", "protocol", "provenance", "records", "texts"),
     ("scenarios", "data", "registry"),
     ("prompting", "models", "judge", "demonstrations", "metrics", "stats", "results"),
     ("settings", "oeg", "play", "selection", "rundir", "scheduler", "engine"),

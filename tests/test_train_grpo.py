@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-from clirun import run_cli
+from clirun import eval_baselines, run_cli
 from proactivebench.cli import main
 from proactivebench.rundir import latest_results, read_results
 from proactivebench.train.examples import scenario_counts
@@ -158,10 +158,7 @@ def test_compare_gains_of_known_runs(
     synth_test: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # abstain scores 0 % everywhere, the oracle 100 %: every gain is +100.
-    for name in ("abstain", "oracle"):
-        args = ["eval", "--data", str(synth_test), "--model", f"baseline:{name}"]
-        code, text = run_cli([*args, "--out", str(tmp_path / name)], capsys)
-        assert code == 0, text
+    eval_baselines(synth_test, tmp_path, capsys, "abstain", "oracle")
     from proactivebench.train.compare import compare_runs
 
     comparison = compare_runs(tmp_path / "abstain", tmp_path / "oracle", holdout="ROD,QD")

@@ -21,6 +21,11 @@ def _load(name: str) -> dict[str, Any]:
         return json.load(f)
 
 
+def spec_json(name: str) -> dict[str, Any]:
+    """A parsed JSON file of the package's `spec/` folder, read once (do not mutate)."""
+    return _load(name)
+
+
 def raw_protocol() -> dict[str, Any]:
     """The parsed `protocol.json` (do not mutate)."""
     return _load("protocol.json")

@@ -15,6 +15,7 @@ from rich.table import Table
 from proactivebench.cli.options import parse_model_options, setting_options
 from proactivebench.cli.output import EXIT_INTERRUPTED, console, out
 from proactivebench.settings import EvalSettings
+from proactivebench.train.recipe import RECIPES, proactive_rewards
 
 
 @click.group("train")
@@ -62,6 +63,23 @@ def train_group() -> None:
     default=None,
     help="single: one turn per example (default); multi: experimental multi-turn episodes.",
 )
+@click.option(
+    "--recipe",
+    type=click.Choice(RECIPES),
+    default=None,
+    help="paper: the paper's GRPO recipe (Table 5's hyperparameters, LoRA, its rewards, "
+    "trained on QD and COCO); the config file, --set and --holdout win over it.",
+)
+@click.option(
+    "--proactive-reward",
+    "proactive_reward",
+    type=float,
+    default=None,
+    metavar="RP",
+    help="With --recipe paper: the reward rp of a valid proactive suggestion (the paper ran "
+    f"{', '.join(f'{v:g}' for v in proactive_rewards())}; default "
+    f"{proactive_rewards()[0]:g}).",
+)
 @setting_options(EvalSettings, "train")
 def grpo_command(
     model: str,
@@ -74,6 +92,8 @@ def grpo_command(
     overrides: tuple[str, ...],
     overwrite: bool,
     mode: str | None,
+    recipe: str | None,
+    proactive_reward: float | None,
     **episode: Any,
 ) -> None:
     """Post-train a model with GRPO on ProactiveBench episodes (single-turn states by default)."""
@@ -103,6 +123,8 @@ def grpo_command(
         config_name=str(config_file) if config_file is not None else "config",
         overwrite=overwrite,
         episode={name: value for name, value in episode.items() if value is not None},
+        recipe=recipe,
+        proactive_reward=proactive_reward,
     )
 
     def on_data(counts: dict[str, int]) -> None:
@@ -110,6 +132,8 @@ def grpo_command(
         console.print(f"training examples: {shown}", highlight=False)
         if settings.holdout:
             console.print(f"held out: {', '.join(settings.holdout)}", highlight=False)
+        if settings.recipe is not None:
+            recipe_note(settings.recipe)
 
     try:
         outcome = train_grpo(settings, on_data=on_data)
@@ -133,6 +157,26 @@ def grpo_command(
     out.print(f"model: {where} (evaluate it with --model hf:{where})", highlight=False)
 
 
+def recipe_note(record: dict[str, Any]) -> None:
+    """Tell what the recipe set, and how to launch it as the paper did when this run is not
+    under DeepSpeed."""
+    overridden = ", ".join(record["overridden"]) or "nothing"
+    console.print(
+        f"recipe {record['name']}: rp {record['proactive_reward']:g}, batch "
+        f"{record['batch']['this_run']} (the paper's {record['batch']['paper']}); "
+        f"overridden: {escape(overridden)}",
+        highlight=False,
+    )
+    deepspeed = record["deepspeed"]
+    if not deepspeed["in_effect"]:
+        console.print(
+            f"the paper trained under DeepSpeed ZeRO-{deepspeed['paper_zero_stage']}; this run "
+            "does not. To launch as it did: accelerate launch --config_file "
+            f"{escape(deepspeed['accelerate_config'])} -m proactivebench train grpo ...",
+            highlight=False,
+        )
+
+
 def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
     """`--set KEY=VALUE` pairs, JSON-typed as `--model-option`'s; the types are checked
     against GRPOConfig's fields later, naming `--set` and the field."""
@@ -151,9 +195,15 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
     default=None,
     help="Held-out scenarios; default: from the tuned model's train_run.json.",
 )
-def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> None:
+@click.option(
+    "--paper",
+    is_flag=True,
+    help="Also print the paper's Table 3 (GRPO: original, rp = 0.5 / 0.75 / 1.0, reference) "
+    "with the two runs in its columns.",
+)
+def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper: bool) -> None:
     """Seen vs held-out scenario gains from two eval runs (base model, tuned model)."""
-    from proactivebench.train.compare import compare_runs
+    from proactivebench.train.compare import beside_paper, compare_runs
 
     comparison = compare_runs(base_run, tuned_run, holdout)
     for note in comparison.notes:
@@ -180,3 +230,27 @@ def compare_command(base_run: Path, tuned_run: Path, holdout: str | None) -> Non
             )
     out.print(table)
     out.print(f"split from {escape(comparison.split_source)}", highlight=False)
+    if paper:
+        columns, rows = beside_paper(comparison)
+        out.print(paper_table(columns, rows))
+
+
+def paper_table(columns: list[str], rows: list[Any]) -> Table:
+    """Table 3's rows and the runs' (`train.compare.ScoreRow`), each cell `acc % / ps rate`:
+    the paper's as printed (one decimal, '-' where it printed none), the runs' as `eval`
+    prints them."""
+    table = Table(title="the paper's Table 3 (GRPO) and these runs: accuracy % / ps rate")
+    table.add_column("row", justify="left")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for index, row in enumerate(rows):
+        if row.source == "run" and rows[index - 1].source == "paper":
+            table.add_section()
+        rate = "{:.1f}" if row.source == "paper" else "{:.2f}"
+        cells = []
+        for column in columns:
+            acc, psr = row.cells.get(column, (None, None))
+            shown_acc = "-" if acc is None else f"{acc:.1f}"
+            cells.append(f"{shown_acc} / {'-' if psr is None else rate.format(psr)}")
+        table.add_row(escape(row.label), *cells)
+    return table

@@ -22,6 +22,7 @@ from proactivebench.errors import (
     ProactiveBenchError,
 )
 from proactivebench.metrics import ScenarioScore, summarize
+from proactivebench.paper import paper_table
 from proactivebench.results import is_oeg_line
 from proactivebench.rundir import RUN_CONFIG, latest_results, read_results
 from proactivebench.texts import loads
@@ -216,3 +217,71 @@ def compare_runs(base_dir: Path, tuned_dir: Path, holdout: str | None = None) ->
         source = str(where / RUN_FILE)
     rows = [ScenarioGain(s, s not in held, base[s], tuned[s]) for s in tuned if s in base]
     return Comparison(base_run.model, tuned_run.model, rows, source, notes)
+
+
+# ----- the paper's Table 3 beside the runs -------------------------------------------------------
+
+PAPER_TABLE = "table3_grpo"
+AVERAGE = "avg"
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One row of Table 3's layout: accuracy (%) and ps rate per column (a scenario or `avg`),
+    None where the paper printed '-' or the run has no such scenario."""
+
+    label: str
+    #: "paper" (a row of the paper's Table 3) or "run" (the user's base or tuned run).
+    source: str
+    cells: dict[str, tuple[float | None, float | None]]
+
+
+def paper_columns() -> list[str]:
+    """Table 3's columns in the order the paper prints them (in-domain first, `avg` last)."""
+    return list(paper_table(PAPER_TABLE)["printed_column_order"])
+
+
+def paper_rows() -> list[ScoreRow]:
+    """Table 3's rows as the paper prints them: per model, the original, rp = 0.5 / 0.75 / 1.0
+    and the reference (read from `paper_results.json`)."""
+    rows = []
+    for row in paper_table(PAPER_TABLE)["rows"]:
+        cells = {
+            column: (values.get("acc"), values.get("psr"))
+            for column, values in row["cells"].items()
+        }
+        label = f"{row.get('printed_model') or row['model']}: {row['config']}"
+        rows.append(ScoreRow(label, "paper", cells))
+    return rows
+
+
+def run_row(label: str, scores: dict[str, ScenarioScore], columns: list[str]) -> ScoreRow:
+    """A run's scores in Table 3's columns; `avg` is the unweighted mean over the scenarios of
+    those columns that the run has (the paper's over all seven), as the paper averages."""
+    cells: dict[str, tuple[float | None, float | None]] = {}
+    for column in columns:
+        score = scores.get(column)
+        if column != AVERAGE and score is not None:
+            cells[column] = (score.accuracy, score.ps_rate)
+    if cells:
+        accuracies = [acc for acc, _ in cells.values() if acc is not None]
+        rates = [psr for _, psr in cells.values() if psr is not None]
+        cells[AVERAGE] = (
+            sum(accuracies) / len(accuracies) if accuracies else None,
+            sum(rates) / len(rates) if rates else None,
+        )
+    return ScoreRow(label, "run", cells)
+
+
+def beside_paper(comparison: Comparison) -> tuple[list[str], list[ScoreRow]]:
+    """Table 3's columns, its rows, then the comparison's base and tuned runs in the same
+    columns (on the episodes both runs played)."""
+    columns = paper_columns()
+    base = {r.scenario: r.base for r in comparison.rows}
+    tuned = {r.scenario: r.tuned for r in comparison.rows}
+    rows = [
+        *paper_rows(),
+        run_row(f"base: {comparison.base_model}", base, columns),
+        run_row(f"tuned: {comparison.tuned_model}", tuned, columns),
+    ]
+    return columns, rows

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proactivebench.errors import ProactiveBenchError, TrainError, WriteError
+from proactivebench.paper import PAPER_FILE
 from proactivebench.paths import write_whole
 from proactivebench.protocol import mcqa_strings
 from proactivebench.texts import dumps, loads
@@ -44,6 +45,7 @@ from proactivebench.train.checks import (
 )
 from proactivebench.train.examples import load_examples, parse_holdout, scenario_counts
 from proactivebench.train.processes import check_same_data, process_state
+from proactivebench.train.recipe import Layered, lay_under, load_recipe
 from proactivebench.train.rewards import RewardSettings, reward_functions
 
 if TYPE_CHECKING:
@@ -136,6 +138,9 @@ class TrainSettings:
     episode: dict[str, Any] = field(default_factory=episode_defaults)
     #: Replace a previous run's outputs in `out_dir` (otherwise a non-empty one is refused).
     overwrite: bool = False
+    #: The recipe the settings were laid over (`train.recipe`), as `train_run.json` records it:
+    #: its name, the values it set, those the user overrode. None without `--recipe`.
+    recipe: dict[str, Any] | None = None
 
     @classmethod
     def build(
@@ -152,10 +157,14 @@ class TrainSettings:
         config_name: str = "config",
         overwrite: bool = False,
         episode: dict[str, Any] | None = None,
+        recipe: str | None = None,
+        proactive_reward: float | None = None,
     ) -> TrainSettings:
         """Settings from a config mapping, then flag overrides (flags win; `episode` holds the
-        episode options given as flags). Every value is checked here, before any data or model
-        is read; errors name the field and where it was set (`config_name`, or `--set`)."""
+        episode options given as flags), both over a `recipe` when one is named (`paper`:
+        `train.recipe`, with `proactive_reward` its rp). Every value is checked here, before
+        any data or model is read; errors name the field and where it was set (`config_name`,
+        or `--set`)."""
         raw = dict(config or {})
         reward_values = raw.pop("rewards", {}) or {}
         lora_values = raw.pop("lora", None)
@@ -175,18 +184,32 @@ class TrainSettings:
         grpo = {**raw, **(overrides or {})}
         if not isinstance(reward_values, dict):
             raise TrainError(f"{config_name}: the 'rewards' section must be a mapping")
-        try:
-            rewards = RewardSettings.from_mapping(reward_values)
-        except ValueError as exc:
-            raise TrainError(f"{config_name}: rewards: {exc}") from None
         if lora_values is not None and not isinstance(lora_values, dict):
             raise TrainError(
                 f"{config_name}: the 'lora' section must be a mapping of LoraConfig fields"
             )
+        record = None
+        if recipe is not None:
+            layered = recipe_settings(
+                recipe, proactive_reward, grpo, reward_values, lora_values, holdout, mode
+            )
+            grpo, reward_values, holdout = layered.grpo, layered.rewards, layered.holdout
+            lora_values, record = layered.lora, layered.record
+        elif proactive_reward is not None:
+            raise TrainError(
+                "--proactive-reward: only with --recipe paper (without it, set the 'rewards' "
+                "section's intervention and intervention_when_answerable)"
+            )
+        try:
+            rewards = RewardSettings.from_mapping(reward_values)
+        except ValueError as exc:
+            raise TrainError(f"{config_name}: rewards: {exc}") from None
         if lora_values is not None:
             check_lora_values(lora_values, config_name)
         lora_options = None
-        if lora:
+        if record is not None:
+            lora_options = dict(lora_values or {})
+        elif lora:
             lora_options = {**DEFAULT_LORA, **(lora_values or {})}
         elif lora_values is not None:
             log.warning(
@@ -208,10 +231,39 @@ class TrainSettings:
             mode=mode,
             episode=episode_options,
             overwrite=overwrite,
+            recipe=record,
         )
         if lora_options is not None:
             lora_config(lora_options)
         return settings
+
+
+def recipe_settings(
+    name: str,
+    proactive_reward: float | None,
+    grpo: dict[str, Any],
+    rewards: dict[str, Any],
+    lora: dict[str, Any] | None,
+    holdout: Any,
+    mode: str | None,
+) -> Layered:
+    """The user's settings laid over recipe `name` (`train.recipe.lay_under`); the recipe's own
+    values are checked as the user's are, naming the paper's file."""
+    chosen = load_recipe(name, proactive_reward)
+    if mode not in (None, "single"):
+        raise TrainError(
+            f"--recipe {name}: the paper trains on single turns (§5); it cannot run --mode {mode}"
+        )
+    check_grpo_values(chosen.grpo, PAPER_FILE)
+    check_lora_values(chosen.lora, PAPER_FILE)
+    return lay_under(
+        chosen,
+        grpo=grpo,
+        rewards=rewards,
+        lora=lora,
+        holdout=holdout,
+        processes=process_state().num_processes,
+    )
 
 
 #: Deprecation notices transformers prints on every run because TRL still uses the old
@@ -443,6 +495,8 @@ def save_outputs(
         "steps": trainer.state.global_step,
         "processes": processes,
     }
+    if settings.recipe is not None:
+        record["recipe"] = settings.recipe
     write_whole(out / RUN_FILE, dumps(record, indent=2) + "\n")
 
 

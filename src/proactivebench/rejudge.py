@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.engine import Provenance, RunEngine
-from proactivebench.errors import NothingToDoError
+from proactivebench.errors import NothingToDoError, SettingsError
 from proactivebench.judge import Judge, judged_settings
 from proactivebench.metrics import Summary, is_unjudged, summarize
 from proactivebench.models.base import ChatRequest, Completion
@@ -95,6 +95,12 @@ def rejudge(
     out = Path(out_dir) if out_dir is not None else run
     with engine.claim(out):
         identity = read_run_config(run)
+        if identity.get("settings", {}).get("mode") == "oeg-multiturn":
+            raise SettingsError(
+                f"{run} is a multi-turn open-ended run (--mode oeg-multiturn): its later turns "
+                "depend on each verdict, so a new judge means playing the episodes again; "
+                "`judge` does not re-judge it: eval with the new --judge into a new directory"
+            )
         lines = latest_results(read_results(run / RESULTS))
         if not lines or not all(is_oeg_line(line) for line in lines):
             raise NothingToDoError(f"{run} holds no open-ended (--mode oeg) results to judge")

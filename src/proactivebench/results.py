@@ -46,6 +46,19 @@ class TurnRecord:
     cached: bool = False
     #: What was read when lenient extraction changed the answer (docs: --answer-extraction).
     read_as: str | None = None
+    #: A judged turn of multi-turn open-ended generation (`--mode oeg-multiturn`, docs/
+    #: protocol.md §6): the valid answers at this state, every judge output (one per vote),
+    #: which of them parsed, the majority's 0/1 verdicts and the votes' agreement; absent on
+    #: multiple-choice turns.
+    valid_answers_text: str | None = None
+    judge_outputs: list[str] | None = None
+    judge_parsed: list[bool] | None = None
+    proactive_suggestion: int | None = None
+    category_prediction: int | None = None
+    judge_agreement: float | None = None
+    #: True when the suggestion named no action the state offers, and `action` was drawn at
+    #: random among the valid ones (by the run's seed, per sample and turn).
+    random_mapping: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The trace entry of `results.jsonl`: fixed fields first, optional ones when set."""
@@ -64,6 +77,10 @@ class TurnRecord:
                 entry[key] = capped(value) if key == "read_as" else value
         if self.cached:
             entry["cached"] = True
+        for key in _JUDGED_TURN_FIELDS:
+            value = getattr(self, key)
+            if value is not None:
+                entry[key] = [capped(o) for o in value] if key == "judge_outputs" else value
         return entry
 
     @classmethod
@@ -73,6 +90,8 @@ class TurnRecord:
 
 
 _TURN_FIELDS = tuple(TurnRecord.__dataclass_fields__)
+#: The judged turn's fields, written after the others (only when set).
+_JUDGED_TURN_FIELDS = _TURN_FIELDS[_TURN_FIELDS.index("valid_answers_text") :]
 
 
 @dataclass

@@ -4,7 +4,7 @@ Table 10): open-ended turns, each judged, played on the MCQA environment.
 The paper gives one sentence (§4.2): "By mapping every inapplicable proactive suggestion to a
 random valid one, we can extend OEG to multiple turns". The rules chosen here, turn by turn:
 the model answers the open-ended question (no options) about the current view; the judge reads
-the answer against the valid answers *at that state* (`Episode.oeg_answers`); then
+the answer against the valid answers *at that state* (`state_answers`); then
 
 - a correct category ends the episode correct (it wins over a suggestion in the same answer);
 - a proactive suggestion moves the environment: the valid action the answer names (the
@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 
 from proactivebench.errors import RunAbort, episode_error
-from proactivebench.judge import Judge, Judgement
+from proactivebench.judge import Judge, Judgement, answer_entries
 from proactivebench.models.base import ChatRequest, Completion, Decoding
 from proactivebench.oeg import Ask, AskMany
 from proactivebench.prompting import Message, assistant_turn, oeg_message
@@ -37,6 +37,23 @@ def mapping_rng(seed: int, scenario: str, sample_id: int, turn: int) -> random.R
     """The generator of one turn's random mapping: the same run seed, sample and turn give
     the same action, whatever order the episodes are played in."""
     return random.Random(f"oeg-multiturn:{seed}:{scenario}:{sample_id}:{turn}")
+
+
+def state_answers(episode: Episode) -> str:
+    """The valid answers the judge looks for at the current state: the scenario's OEG list
+    (`Episode.oeg_answers`), with the state's correct categories added at its end when the
+    list leaves them out (ROD's and MVP-N's fixed lists hold moves only, the category being
+    unseeable in their first view), so that a later turn can name the category."""
+    valid = episode.oeg_answers()
+    entries = answer_entries(valid)
+    missing = [
+        c.replace(".", "")
+        for c in episode.observation.correct_categories
+        if c.replace(".", "") not in entries
+    ]
+    if not missing:
+        return valid
+    return valid.rstrip().rstrip(".") + ", " + ", ".join(missing) + "."
 
 
 def suggested_option(
@@ -112,7 +129,7 @@ async def play_oeg_multiturn_episode(
             result.error = episode_error(exc)
             break
         generation = completion.text if isinstance(completion.text, str) else ""
-        turn = _turn(obs, prompt, generation, completion, episode.oeg_answers())
+        turn = _turn(obs, prompt, generation, completion, state_answers(episode))
         result.trace.append(turn)
         if history:
             past += [asked, assistant_turn(generation)]

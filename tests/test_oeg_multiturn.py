@@ -1,7 +1,8 @@
 """Multi-turn open-ended generation (`--mode oeg-multiturn`, docs/protocol.md §6, paper Table
 10): scripted judge verdicts turn by turn -> turns, accuracy and ps rate computed by hand; the
 random mapping of a suggestion that names no offered action, reproducible by the seed and
-recorded; a named action carried out; the step limit; history sent; `judge` refusing it.
+recorded; a named action carried out; the step limit; history sent; re-judging, which keeps
+the episodes judged as before and leaves the others for `eval` to play again.
 
 The tested model says which sample and turn it is at; the judge (a `python:` function) reads
 that from the generation and answers the verdict the test scripted for it.
@@ -121,7 +122,9 @@ def test_verdict_sequences_give_turns_accuracy_and_ps_rate(data: Path, tmp_path:
     verdicts = [t["verdict"] for t in lines[("QD", 1)]["trace"]]
     assert verdicts == ["proactive", "proactive", "correct"]
     assert lines[("QD", 3)]["trace"][0]["verdict"] == "mismatch"
-    assert lines[("QD", 4)]["trace"][-1]["reason"] == "the state offers no valid action to carry out"
+    assert (
+        lines[("QD", 4)]["trace"][-1]["reason"] == "the state offers no valid action to carry out"
+    )
     # Each turn keeps its judge output and 0/1 verdicts, judged against that state's answers.
     turn = lines[("QD", 1)]["trace"][2]
     assert (turn["proactive_suggestion"], turn["category_prediction"]) == (0, 1)
@@ -173,9 +176,11 @@ def test_a_suggestion_naming_an_offered_action_carries_it_out(data: Path, tmp_pa
     # ROD's first view hides the object: moves only; later states add the category.
     answer = records(data, "ROD")[0].answer
     texts = [t["valid_answers_text"] for t in line["trace"]]
-    assert texts == ["Move the blocks, Move the camera."] + [
-        f"Move the blocks, Move the camera, {answer}."
-    ] * 2
+    assert (
+        texts
+        == ["Move the blocks, Move the camera."]
+        + [f"Move the blocks, Move the camera, {answer}."] * 2
+    )
 
 
 @pytest.mark.parametrize("history", [False, True])
@@ -192,11 +197,59 @@ def test_history_sends_the_earlier_turns(data: Path, tmp_path: Path, history: bo
     assert third["messages"][0][0] is None and "\nA." not in third["messages"][0][1]
 
 
-def test_judge_refuses_a_multiturn_run_by_name(data: Path, tmp_path: Path, capsys) -> None:
-    play(data, tmp_path, {}, scenarios=("QD",), limit=1)
-    judge = f"python:{tmp_path / 'judging.py'}:judge"
-    code, text = run_cli(["judge", str(tmp_path / "run"), "--judge", judge], capsys)
-    assert code != 0 and "oeg-multiturn" in text and "Traceback" not in text
+def test_rejudging_keeps_unchanged_episodes_and_replays_the_others(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A second judge that agrees with the first on every turn but QD:1's second: `judge`
+    keeps the other lines (with the new judge's outputs), leaves QD:1 out, and `eval` with
+    the new judge plays QD:1 again from its first turn, ending where the new verdict leads."""
+    first = {"QD:0": ["cp"], "QD:1": ["ps", "ps", "cp"], "QD:2": ["ps", "none"]}
+    lines = play(data, tmp_path, first, scenarios=("QD",), limit=3)
+    assert lines[("QD", 1)]["num_turns"] == 3
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "judging.py").write_text(JUDGE)
+    second = {**first, "QD:1": ["ps", "cp"]}
+    (other / "script.json").write_text(json.dumps(second))
+    spec = f"python:{other / 'judging.py'}:judge"
+    run = tmp_path / "run"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache"], capsys)
+    assert code == 0, text
+    assert "1 multi-turn episode(s) were judged otherwise" in " ".join(text.split())
+    judged = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
+    assert set(judged) == {("QD", 0), ("QD", 2)}
+    new_judge = json.loads((run / "run.json").read_text())["settings"]["judge"]
+    assert new_judge["judge"] == spec
+    for key, line in judged.items():
+        assert line["settings"]["judge"] == new_judge
+        assert [t["verdict"] for t in line["trace"]] == [t["verdict"] for t in lines[key]["trace"]]
+    # eval with the new judge plays QD:1 again: ps, then cp at the second turn.
+    model = load_model(f"python:{tmp_path / 'agent.py'}:answer")
+    judge = Judge(load_model(spec))
+    settings = EvalSettings(mode="oeg-multiturn", all_samples=True, scenarios=("QD",), limit=3)
+    evaluate(data, model, run, settings, judge=judge)
+    replayed = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
+    assert set(replayed) == {("QD", 0), ("QD", 1), ("QD", 2)}
+    line = replayed[("QD", 1)]
+    assert (line["correct"], line["num_turns"], line["settings"]["judge"]) == (True, 2, new_judge)
+
+
+def test_rejudging_with_the_same_verdicts_keeps_every_episode(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    script = {"QD:0": ["cp"], "QD:1": ["ps", "bad"]}
+    lines = play(data, tmp_path, script, scenarios=("QD",), limit=2)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "judging.py").write_text(JUDGE)
+    (other / "script.json").write_text(json.dumps(script))
+    run = tmp_path / "run"
+    spec = f"python:{other / 'judging.py'}:judge"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache"], capsys)
+    assert code == 0 and "judged otherwise" not in text, text
+    judged = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
+    assert set(judged) == set(lines)
+    assert judged[("QD", 1)]["end_reason"] == "unreadable"
 
 
 def test_the_mode_needs_a_judge_and_no_icl() -> None:

@@ -21,6 +21,7 @@ verdicts for the OEG measures per turn (`metrics.py`).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from proactivebench.errors import RunAbort, episode_error
 from proactivebench.judge import Judge, Judgement, answer_entries
@@ -142,11 +143,7 @@ async def play_oeg_multiturn_episode(
             result.error = f"judge: {episode_error(exc)}"
             break
         judgement = Judge.decide(turn.valid_answers_text or "", outputs, record.scenario)
-        turn.judge_outputs = list(judgement.outputs)
-        turn.judge_parsed = list(judgement.parsed)
-        turn.proactive_suggestion = judgement.verdict.proactive_suggestion
-        turn.category_prediction = judgement.verdict.category_prediction
-        turn.judge_agreement = round(judgement.agreement, 4)
+        _record_judgement(turn, judgement)
         choice, drawn, reason = choice_of(episode, judgement, generation, seed)
         step = episode.apply(choice)
         turn.verdict = step.verdict
@@ -181,3 +178,77 @@ def _turn(
         cached=completion.cached,
         valid_answers_text=valid,
     )
+
+
+# ----- re-judging (`proactivebench judge`) -----------------------------------------------------
+
+
+def needs_rejudging(line: dict[str, Any], settings: dict[str, Any]) -> bool:
+    """Whether `judge` asks about a multi-turn line: it was played to its end (an episode the
+    model or the judge failed is played again by `eval`), and not yet judged by the judge of
+    `settings`, or that judge failed on it."""
+    if line.get("error") or not line.get("trace"):
+        return False
+    return line.get("settings") != settings or bool(line.get("judge_error"))
+
+
+def as_it_is_multiturn(line: dict[str, Any], settings: dict[str, Any]) -> EpisodeResult:
+    """A multi-turn line the judge is not asked about: as it is, but an episode that ended in
+    an error takes the new settings (`eval` plays it again under them)."""
+    result = EpisodeResult.from_json(line)
+    if result.error is not None:
+        result.settings = settings
+    return result
+
+
+def turn_verdict(turn: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """What of a judged turn decides the episode's path: (ps, cp, whether any vote parsed)."""
+    parsed = turn.get("judge_parsed") or []
+    return turn.get("proactive_suggestion"), turn.get("category_prediction"), any(parsed)
+
+
+def verdicts_changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether a re-judged line's turns decide otherwise than the line played: then its later
+    turns would have been other turns, and the episode must be played again."""
+    old = [turn_verdict(t) for t in before.get("trace") or []]
+    new = [turn_verdict(t) for t in after.get("trace") or []]
+    return old != new
+
+
+async def rejudge_multiturn_line(
+    line: dict[str, Any], judge: Judge, ask_judge: AskMany, settings: dict[str, Any]
+) -> EpisodeResult:
+    """Every judged turn of a finished multi-turn line judged again by `judge` (whose run
+    settings are `settings`), the tested model not asked. The line takes the new outputs and
+    verdicts; `verdicts_changed` then says whether it still stands. A failed judge call keeps
+    the line as it was, with `judge_error` saying why (`judge` retries it)."""
+    if not needs_rejudging(line, settings):
+        return as_it_is_multiturn(line, settings)
+    result = EpisodeResult.from_json(line)
+    for turn in result.trace:
+        if turn.valid_answers_text is None:
+            continue
+        requests = judge.requests(turn.prompt, turn.valid_answers_text, turn.answer)
+        try:
+            completions = await ask_judge(requests)
+        except RunAbort:
+            raise
+        except Exception as exc:
+            kept = EpisodeResult.from_json(line)
+            kept.judge_error = f"judge: {episode_error(exc)}"
+            return kept
+        outputs = [c.text if isinstance(c.text, str) else "" for c in completions]
+        judgement = Judge.decide(turn.valid_answers_text, outputs, result.scenario)
+        _record_judgement(turn, judgement)
+    result.settings = settings
+    result.judge_error = None
+    return result
+
+
+def _record_judgement(turn: TurnRecord, judgement: Judgement) -> None:
+    """A judgement's outputs and verdicts on its turn."""
+    turn.judge_outputs = list(judgement.outputs)
+    turn.judge_parsed = list(judgement.parsed)
+    turn.proactive_suggestion = judgement.verdict.proactive_suggestion
+    turn.category_prediction = judgement.verdict.category_prediction
+    turn.judge_agreement = round(judgement.agreement, 4)

@@ -118,6 +118,9 @@ class EpisodeResult:
     #: turns (view, prompt, options, the oracle's answer). With the trace they give back the
     #: exact messages of every request.
     demonstrations: list[dict[str, Any]] | None = None
+    #: Multi-turn open-ended generation: why the latest judge (`proactivebench judge`) could
+    #: not judge this line, which kept its earlier judge's verdicts (`settings` name it).
+    judge_error: str | None = None
 
     @property
     def proactive_suggestions(self) -> int:
@@ -142,6 +145,8 @@ class EpisodeResult:
             line["settings"] = self.settings
         if self.demonstrations:
             line["demonstrations"] = self.demonstrations
+        if self.judge_error is not None:
+            line["judge_error"] = capped(self.judge_error)
         return line
 
     @classmethod
@@ -157,6 +162,7 @@ class EpisodeResult:
             correct_category=line.get("correct_category"),
             settings=line.get("settings"),
             demonstrations=line.get("demonstrations"),
+            judge_error=line.get("judge_error"),
         )
 
 

@@ -252,6 +252,32 @@ def test_rejudging_with_the_same_verdicts_keeps_every_episode(
     assert judged[("QD", 1)]["end_reason"] == "unreadable"
 
 
+def test_a_failed_judge_call_keeps_the_line_for_the_next_judge_command(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    script = {"QD:0": ["cp"], "QD:1": ["ps", "cp"]}
+    lines = play(data, tmp_path, script, scenarios=("QD",), limit=2)
+    other = tmp_path / "other"
+    other.mkdir()
+    failing = JUDGE.replace(
+        '    if verdict == "bad":',
+        '    if place == "QD:1:2":\n        raise RuntimeError("judge down")\n'
+        '    if verdict == "bad":',
+    )
+    (other / "judging.py").write_text(failing)
+    (other / "script.json").write_text(json.dumps(script))
+    run = tmp_path / "run"
+    spec = f"python:{other / 'judging.py'}:judge"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache"], capsys)
+    assert code == 3 and "could not be judged" in text and "Traceback" not in text, text
+    judged = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
+    assert set(judged) == set(lines)  # kept: the verdicts it had still stand
+    kept = judged[("QD", 1)]
+    assert "judge down" in kept["judge_error"]
+    assert kept["settings"] == lines[("QD", 1)]["settings"]  # the earlier judge's
+    assert judged[("QD", 0)]["settings"]["judge"]["judge"] == spec
+
+
 def test_the_mode_needs_a_judge_and_no_icl() -> None:
     from proactivebench.errors import SettingsError
 

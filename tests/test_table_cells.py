@@ -155,6 +155,8 @@ def test_a_multiturn_open_ended_runs_table_is_report_json(
     assert "first_turn_cp" in measured["average"]
     report = (run / "report" / "report.md").read_text()
     assert "approximate comparison" in report and "Table 10" in report
+    # The viewer shows what the judge found at each turn.
+    assert "judge: ps; valid: " in (run / "report" / "report.html").read_text()
 
 
 def test_every_metric_is_declared_with_its_direction(data: Path, tmp_path: Path) -> None:

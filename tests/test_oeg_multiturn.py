@@ -21,6 +21,7 @@ from clirun import run_cli
 from proactivebench import load_dataset, make_episode
 from proactivebench.data.synth import generate
 from proactivebench.judge import Judge
+from proactivebench.metrics import metric
 from proactivebench.models import load_model
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
@@ -134,6 +135,17 @@ def test_verdict_sequences_give_turns_accuracy_and_ps_rate(data: Path, tmp_path:
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())["scenarios"]["QD"]
     assert summary["accuracy"] == pytest.approx(40.0)
     assert summary["ps_rate"] == pytest.approx((0 + 2 + 1 + 0 + last - 1) / 5)
+    # OEG's measures per turn (the report's): by hand, from the scripts above.
+    per_turn = {
+        "first_turn_ps": [0, 100, 100, 0, 100],
+        "first_turn_cp": [100, 0, 0, 0, 0],
+        "turn_ps": [0, 200 / 3, 50, 0, 100],
+        "turn_cp": [100, 100 / 3, 0, 0, 0],
+        "turn_unparsed": [0, 0, 0, 100, 0],
+    }
+    for key, values in per_turn.items():
+        found = [metric(key).value(lines[("QD", i)]) for i in range(5)]
+        assert found == pytest.approx(values), key
     assert json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["mode"] == (
         "oeg-multiturn"
     )

@@ -23,6 +23,7 @@ from proactivebench.data.synth import generate
 from proactivebench.judge import Judge
 from proactivebench.metrics import metric
 from proactivebench.models import load_model
+from proactivebench.prompting import request_messages
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
@@ -197,9 +198,19 @@ def test_a_suggestion_naming_an_offered_action_carries_it_out(data: Path, tmp_pa
 
 @pytest.mark.parametrize("history", [False, True])
 def test_history_sends_the_earlier_turns(data: Path, tmp_path: Path, history: bool) -> None:
-    play(data, tmp_path, {"QD:1": ["ps", "ps", "cp"]}, scenarios=("QD",), limit=2, history=history)
+    script = {"QD:1": ["ps", "ps", "cp"]}
+    lines = play(data, tmp_path, script, scenarios=("QD",), limit=2, history=history)
     seen = [json.loads(x) for x in (tmp_path / "seen.jsonl").read_text().splitlines()]
     third = next(s for s in seen if s["sample"] == 1 and s["turn"] == 3)
+    # The line gives back the exact messages of each request (`show`, the viewer).
+    rebuilt = request_messages(lines[("QD", 1)], 3)
+    assert [m["role"] for m in rebuilt] == third["roles"]
+    assert [
+        [p.get("text") if isinstance(p, dict) else p for p in m["content"]]
+        if isinstance(m["content"], list)
+        else [m["content"]]
+        for m in rebuilt
+    ] == third["messages"]
     if not history:
         assert third["roles"] == ["user"]
         return

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("errors", "escapes", "paper", "paths", "protocol", "provenance", "records", "texts"),
     ("scenarios", "data", "registry"),
     ("prompting", "models", "judge", "demonstrations", "metrics", "stats", "results"),
-    ("settings", "oeg", "play", "selection", "rundir", "scheduler", "engine"),
+    ("settings", "oeg", "oeg_multiturn", "play", "selection", "rundir", "scheduler", "engine"),
     ("runner", "rejudge", "report", "train", "demo", "launch", "humanplay", "filtering"),
     ("adapters",),
     ("cli", "__main__"),

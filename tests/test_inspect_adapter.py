@@ -201,6 +201,8 @@ def test_the_task_refuses_bad_settings_with_one_message(data: Path) -> None:
         proactivebench(data=str(data), option_order="sideways")
     with pytest.raises(ProactiveBenchError, match="--icl"):
         proactivebench(data=str(data), reference=True, icl=2)
+    with pytest.raises(ProactiveBenchError, match="mode=oeg-multiturn is not offered"):
+        proactivebench(data=str(data), mode="oeg-multiturn")
     # Parameters given from Python as strings or out of range (the tryout's cases).
     bad = [
         ({"hint": "false"}, "hint must be true or false, got 'false'"),

@@ -137,6 +137,28 @@ def test_an_open_ended_runs_table_is_report_json(data: Path, tmp_path: Path, cap
     assert 0 < average["agreement"]["value"] < 100 and 0 < average["unparsed"]["value"] < 100
 
 
+def test_a_multiturn_open_ended_runs_table_is_report_json(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """--mode oeg-multiturn: MCQA's headline rates (accuracy, ps rate; paper Table 10) from
+    judged turns, and the report's note that the comparison is approximate."""
+    (tmp_path / "agent.py").write_text(ANSWERS)
+    (tmp_path / "judging.py").write_text(JUDGE)
+    run = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", f"python:{tmp_path / 'agent.py'}:answer"]
+    args += ["--mode", "oeg-multiturn", "--judge", f"python:{tmp_path / 'judging.py'}:judge"]
+    args += ["--judge-votes", "3", "--no-cache", "--out", str(run)]
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    measured = check_run(run, text, {"accuracy %": True, "ps rate": False})
+    assert measured["average"]["ps_rate"]["value"] > 0
+    assert "first_turn_cp" in measured["average"]
+    report = (run / "report" / "report.md").read_text()
+    assert "approximate comparison" in report and "Table 10" in report
+    # The viewer shows what the judge found at each turn.
+    assert "judge: ps; valid: " in (run / "report" / "report.html").read_text()
+
+
 def test_every_metric_is_declared_with_its_direction(data: Path, tmp_path: Path) -> None:
     from proactivebench import EvalSettings, evaluate, load_model, write_report
 

@@ -252,8 +252,91 @@ OEG_METRICS = (
 )
 
 
-def metrics_for(oeg: bool) -> tuple[Metric, ...]:
-    """Every metric of a run of that mode, headline rates first."""
+def _judged_turns(line: Line) -> list[Mapping[str, Any]]:
+    """The turns of a multi-turn open-ended line the judge gave a verdict on."""
+    trace = line.get("trace") or []
+    return [t for t in trace if isinstance(t, Mapping) and "proactive_suggestion" in t]
+
+
+def _turn_share(key: str) -> Callable[[Line], float | None]:
+    """The share (%) of an episode's judged turns whose verdict `key` is 1; None without
+    judged turns."""
+
+    def share(line: Line) -> float | None:
+        turns = _judged_turns(line)
+        if not turns:
+            return None
+        return 100.0 * sum(bool(t.get(key)) for t in turns) / len(turns)
+
+    return share
+
+
+def _first_turn(key: str) -> Callable[[Line], float | None]:
+    """100 when the judge's verdict `key` at the first turn is 1, else 0 (None: no judged
+    first turn)."""
+
+    def first(line: Line) -> float | None:
+        turns = _judged_turns(line)
+        return 100.0 * bool(turns[0].get(key)) if turns else None
+
+    return first
+
+
+def _unparsed_turns(line: Line) -> float | None:
+    """The share (%) of the judge votes over every turn of the line with no readable verdict."""
+    parsed = [p for t in _judged_turns(line) for p in t.get("judge_parsed") or []]
+    return 100.0 * sum(p is not True for p in parsed) / len(parsed) if parsed else None
+
+
+#: Multi-turn open-ended generation (`--mode oeg-multiturn`): MCQA's rates (accuracy, ps rate
+#: = turns - 1; paper Table 10) and, explaining them, the OEG measures per turn.
+OEG_MULTITURN_METRICS = (
+    *MCQA_METRICS,
+    Metric(
+        "first_turn_ps",
+        "first-turn ps %",
+        _first_turn("proactive_suggestion"),
+        higher_is_better=None,
+        doc="first answers the judge found to hold a proactive suggestion (OEG's ps, asked "
+        "at the first turn)",
+    ),
+    Metric(
+        "first_turn_cp",
+        "first-turn cp %",
+        _first_turn("category_prediction"),
+        doc="first answers the judge found to name the correct category (OEG's cp)",
+    ),
+    Metric(
+        "turn_ps",
+        "turns with ps %",
+        _turn_share("proactive_suggestion"),
+        higher_is_better=None,
+        doc="per episode, the share of its judged turns holding a proactive suggestion; "
+        "averaged over episodes",
+    ),
+    Metric(
+        "turn_cp",
+        "turns with cp %",
+        _turn_share("category_prediction"),
+        doc="per episode, the share of its judged turns naming the correct category; averaged "
+        "over episodes",
+    ),
+    Metric(
+        "turn_unparsed",
+        "unparsed %",
+        _unparsed_turns,
+        higher_is_better=False,
+        doc="per episode, the share of judge votes over its turns whose output held no "
+        "readable verdict (the turn then ends the episode as unreadable)",
+    ),
+)
+
+
+def metrics_for(oeg: bool, multiturn: bool = False) -> tuple[Metric, ...]:
+    """Every metric of a run of that mode, headline rates first (a multi-turn open-ended
+    run, `multiturn`, has MCQA's headline rates)."""
+    if multiturn:
+        return OEG_MULTITURN_METRICS
     return OEG_METRICS if oeg else MCQA_METRICS
 
 
@@ -264,7 +347,7 @@ def headline_metrics(oeg: bool) -> tuple[Metric, ...]:
 
 def metric(key: str) -> Metric:
     """The metric named `key`; KeyError for none."""
-    return {m.key: m for m in (*MCQA_METRICS, *OEG_METRICS)}[key]
+    return {m.key: m for m in (*OEG_MULTITURN_METRICS, *OEG_METRICS)}[key]
 
 
 def values_of(metric: Metric, lines: Iterable[Line]) -> list[float]:

@@ -16,7 +16,7 @@ from typing import Any
 from proactivebench.errors import RunAbort, episode_error
 from proactivebench.judge import Judge, answer_entries
 from proactivebench.models.base import ChatRequest, Completion, Decoding
-from proactivebench.prompting import Message
+from proactivebench.prompting import Message, oeg_message
 from proactivebench.results import OEGResult
 from proactivebench.scenarios import Episode
 
@@ -26,15 +26,7 @@ AskMany = Callable[[Sequence[ChatRequest]], Awaitable[list[Completion]]]
 
 def oeg_messages(episode: Episode) -> list[Message]:
     """The model's request: the first image, then the open-ended question."""
-    return [
-        {
-            "role": "user",
-            "content": [
-                {"type": "image", "view": episode.observation.view},
-                {"type": "text", "text": episode.oeg_prompt()},
-            ],
-        }
-    ]
+    return [oeg_message(episode.observation.view, episode.oeg_prompt())]
 
 
 async def play_oeg_episode(

@@ -18,6 +18,7 @@ from proactivebench.errors import RunAbort, episode_error
 from proactivebench.judge import Judge, judged_settings
 from proactivebench.models.base import ChatRequest, Completion, Decoding
 from proactivebench.oeg import Ask, AskMany, play_oeg_episode
+from proactivebench.oeg_multiturn import play_oeg_multiturn_episode
 from proactivebench.prompting import Conversation
 from proactivebench.records import Record
 from proactivebench.results import EpisodeResult, OEGResult, TurnRecord
@@ -53,10 +54,24 @@ async def play(
     """
     result: Result
     identity = settings.identity()
-    if settings.mode == "oeg":
+    if settings.judged:
         if judging is None:
             raise ValueError("an open-ended episode needs a judge")
         identity = judged_settings(identity, judging.judge)
+    if settings.mode == "oeg-multiturn":
+        assert judging is not None
+        result = await play_oeg_multiturn_episode(
+            episode,
+            ask,
+            settings.decoding,
+            judging.judge,
+            judging.ask,
+            seed=settings.seed,
+            history=settings.history,
+            answer_key=answer_key,
+        )
+    elif settings.mode == "oeg":
+        assert judging is not None
         result = await play_oeg_episode(
             episode,
             ask,

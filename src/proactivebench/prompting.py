@@ -46,6 +46,15 @@ def mcqa_message(view: View, prompt: str, options: Sequence[str]) -> Message:
     }
 
 
+def oeg_message(view: View, prompt: str) -> Message:
+    """The user message of an open-ended turn (docs/protocol.md §6): the image, then the
+    question, no options."""
+    return {
+        "role": "user",
+        "content": [{"type": "image", "view": view}, {"type": "text", "text": prompt}],
+    }
+
+
 def assistant_turn(answer: str) -> Message:
     return {"role": "assistant", "content": answer}
 
@@ -99,9 +108,12 @@ def request_messages(line: dict[str, Any], turn: int) -> list[Message]:
 
 
 def _user_message(shown: dict[str, Any]) -> Message:
-    """The user message a trace (or demonstration) turn stands for."""
+    """The user message a trace (or demonstration) turn stands for: a judged turn of a
+    multi-turn open-ended episode (it records its valid answers) asked without options."""
     crop = tuple(shown["crop"]) if shown.get("crop") is not None else None
     view = View(shown["image"], crop, shown.get("resize_short_edge"))
+    if "valid_answers_text" in shown:
+        return oeg_message(view, shown["prompt"])
     return mcqa_message(view, shown["prompt"], shown["options"])
 
 

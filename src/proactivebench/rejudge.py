@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,15 @@ from proactivebench.judge import Judge, judged_settings
 from proactivebench.metrics import Summary, is_unjudged, summarize
 from proactivebench.models.base import ChatRequest, Completion
 from proactivebench.oeg import Ask, as_it_is, needs_judging, rejudge_line
+from proactivebench.oeg_multiturn import (
+    as_it_is_multiturn,
+    needs_rejudging,
+    rejudge_multiturn_line,
+    verdicts_changed,
+)
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
-from proactivebench.results import OEGResult, is_oeg_line, result_key, result_order
+from proactivebench.results import is_oeg_line, result_key, result_order
 from proactivebench.rundir import (
     RESULTS,
     ResultsFile,
@@ -59,6 +65,22 @@ class RejudgeOutcome:
     failures: Counter[str] = field(default_factory=Counter)
     #: Of those lines, how many kept an earlier judge's verdict.
     kept: int = 0
+    #: Multi-turn open-ended lines whose verdicts changed, left out of the results: `eval`
+    #: with the same judge plays those episodes again (docs/protocol.md §6).
+    replay: int = 0
+
+
+@dataclass(frozen=True)
+class _Way:
+    """How lines of one mode are re-judged: which need it, judging one, keeping one as it is."""
+
+    needs: Callable[[dict[str, Any], dict[str, Any]], bool]
+    judge_one: Callable[..., Awaitable[Result]]
+    as_it_is: Callable[[dict[str, Any], dict[str, Any]], Result]
+
+
+ONE_TURN = _Way(needs_judging, rejudge_line, as_it_is)
+MULTITURN = _Way(needs_rejudging, rejudge_multiturn_line, as_it_is_multiturn)
 
 
 def rejudge(
@@ -70,7 +92,7 @@ def rejudge(
     options: RunOptions | None = None,
     engine: RunEngine | None = None,
     on_start: Callable[[int, int, int], None] | None = None,
-    on_result: Callable[[OEGResult], None] | None = None,
+    on_result: Callable[[Result], None] | None = None,
 ) -> RejudgeOutcome:
     """Judge a finished OEG run again with `judge`, into `out_dir` (default: in place).
 
@@ -95,13 +117,19 @@ def rejudge(
     out = Path(out_dir) if out_dir is not None else run
     with engine.claim(out):
         identity = read_run_config(run)
+        multiturn = identity.get("settings", {}).get("mode") == "oeg-multiturn"
+        way = MULTITURN if multiturn else ONE_TURN
         lines = latest_results(read_results(run / RESULTS))
-        if not lines or not all(is_oeg_line(line) for line in lines):
-            raise NothingToDoError(f"{run} holds no open-ended (--mode oeg) results to judge")
+        if not lines or not all(is_oeg_line(line) != multiturn for line in lines):
+            raise NothingToDoError(
+                f"{run} holds no open-ended (--mode oeg or oeg-multiturn) results to judge"
+            )
+        played = {result_key(line): line for line in lines}
         settings = judged_settings(identity.get("settings", {}), judge)
         identity = {**identity, "settings": settings}
-        lines, before = _judged_before(lines, read_results(out / JUDGED_SO_FAR), settings)
-        todo = [line for line in lines if needs_judging(line, settings)]
+        so_far = read_results(out / JUDGED_SO_FAR)
+        lines, before = _judged_before(lines, so_far, settings, way.needs)
+        todo = [line for line in lines if way.needs(line, settings)]
 
         def started() -> None:
             if on_start:
@@ -112,14 +140,30 @@ def rejudge(
         # Re-judging is recorded in run.json's provenance as an invocation of its own.
         provenance = Provenance(command="judge", judge=judge)
         judged = _judge_lines(
-            todo, engine, engine.judge(judge), settings, out / JUDGED_SO_FAR, on_result, started
+            todo,
+            engine,
+            engine.judge(judge),
+            settings,
+            out / JUDGED_SO_FAR,
+            on_result,
+            started,
+            way.judge_one,
         )
-        results = [judged.get(result_key(line)) or as_it_is(line, settings) for line in lines]
+        results = [judged.get(result_key(line)) or way.as_it_is(line, settings) for line in lines]
         ordered = sorted((r.to_json() for r in results), key=result_order)
+        # A multi-turn episode whose verdicts changed would have gone otherwise: its line is
+        # left out, for `eval` with this judge to play again (docs/protocol.md §6).
+        replay = {
+            result_key(line)
+            for line in ordered
+            if multiturn and verdicts_changed(played[result_key(line)], line)
+        }
+        ordered = [line for line in ordered if result_key(line) not in replay]
         provenance.end()
         outcome = RejudgeOutcome(summarize(ordered, model=str(identity.get("model", ""))), out)
+        outcome.replay = len(replay)
         for line in ordered:
-            if is_unjudged(line):
+            if is_unjudged(line) and (not multiturn or line.get("judge_error")):
                 outcome.failures[line.get("judge_error") or line["error"]] += 1
                 outcome.kept += bool(line.get("judge_error"))
         outcome.previous = _keep(out / RESULTS, out / PREVIOUS_RESULTS)
@@ -132,7 +176,10 @@ def rejudge(
 
 
 def _judged_before(
-    lines: list[dict[str, Any]], so_far: list[dict[str, Any]], settings: dict[str, Any]
+    lines: list[dict[str, Any]],
+    so_far: list[dict[str, Any]],
+    settings: dict[str, Any],
+    needs: Callable[[dict[str, Any], dict[str, Any]], bool] = needs_judging,
 ) -> tuple[list[dict[str, Any]], int]:
     """`lines` with those an interrupted `rejudge` judged (`JUDGED_SO_FAR`) in their place,
     and how many: only verdicts of this judge (`settings`), on the same generation of the
@@ -142,17 +189,27 @@ def _judged_before(
     merged, taken = list(lines), set()
     for line in so_far:
         index = by_key.get(result_key(line))
-        if index is None or needs_judging(line, settings) or line.get("settings") != settings:
+        if index is None or needs(line, settings) or line.get("settings") != settings:
             continue
-        if any(line.get(k) != lines[index].get(k) for k in _JUDGED_TEXT):
+        if _judged_text(line) != _judged_text(lines[index]):
             continue
         merged[index] = line
         taken.add(index)
     return merged, len(taken)
 
 
-#: What a verdict is about: a line judged before counts only if these are unchanged.
+#: What a verdict is about: a line judged before counts only if these are unchanged (of the
+#: line, and of each turn of a multi-turn line).
 _JUDGED_TEXT = ("prompt", "generation", "valid_answers_text")
+_JUDGED_TURN_TEXT = ("prompt", "answer", "valid_answers_text")
+
+
+def _judged_text(line: dict[str, Any]) -> list[Any]:
+    turns = [t for t in line.get("trace") or [] if isinstance(t, dict)]
+    return [
+        [line.get(k) for k in _JUDGED_TEXT],
+        [[t.get(k) for k in _JUDGED_TURN_TEXT] for t in turns],
+    ]
 
 
 def _judge_lines(
@@ -161,27 +218,27 @@ def _judge_lines(
     judge: Judge,
     settings: dict[str, Any],
     so_far: Path,
-    on_result: Callable[[OEGResult], None] | None,
+    on_result: Callable[[Result], None] | None,
     started: Callable[[], None] = lambda: None,
-) -> dict[tuple[str, int], OEGResult]:
+    judge_line: Callable[..., Awaitable[Result]] = rejudge_line,
+) -> dict[tuple[str, int], Result]:
     """Judge `todo` as the engine plays items, each line appended to `so_far` as it ends
     (the scheduler's group commit); the results by line. `started` is called once the judge
     answered its preflight (a judge that cannot be reached shows no progress first)."""
-    judged: dict[tuple[str, int], OEGResult] = {}
+    judged: dict[tuple[str, int], Result] = {}
     if not todo:
         return judged
 
     def keep(result: Result) -> None:
-        assert isinstance(result, OEGResult)
         judged[(result.scenario, result.sample_id)] = result
         if on_result:
             on_result(result)
 
-    async def judge_one(line: dict[str, Any], submit: Ask) -> OEGResult:
+    async def judge_one(line: dict[str, Any], submit: Ask) -> Result:
         async def ask_votes(requests: Sequence[ChatRequest]) -> list[Completion]:
             return list(await asyncio.gather(*(submit(r) for r in requests)))
 
-        return await rejudge_line(line, judge, ask_votes, settings)
+        return await judge_line(line, judge, ask_votes, settings)
 
     journal = ResultsFile(so_far)
     try:

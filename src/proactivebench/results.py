@@ -46,6 +46,19 @@ class TurnRecord:
     cached: bool = False
     #: What was read when lenient extraction changed the answer (docs: --answer-extraction).
     read_as: str | None = None
+    #: A judged turn of multi-turn open-ended generation (`--mode oeg-multiturn`, docs/
+    #: protocol.md §6): the valid answers at this state, every judge output (one per vote),
+    #: which of them parsed, the majority's 0/1 verdicts and the votes' agreement; absent on
+    #: multiple-choice turns.
+    valid_answers_text: str | None = None
+    judge_outputs: list[str] | None = None
+    judge_parsed: list[bool] | None = None
+    proactive_suggestion: int | None = None
+    category_prediction: int | None = None
+    judge_agreement: float | None = None
+    #: True when the suggestion named no action the state offers, and `action` was drawn at
+    #: random among the valid ones (by the run's seed, per sample and turn).
+    random_mapping: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The trace entry of `results.jsonl`: fixed fields first, optional ones when set."""
@@ -64,6 +77,10 @@ class TurnRecord:
                 entry[key] = capped(value) if key == "read_as" else value
         if self.cached:
             entry["cached"] = True
+        for key in _JUDGED_TURN_FIELDS:
+            value = getattr(self, key)
+            if value is not None:
+                entry[key] = [capped(o) for o in value] if key == "judge_outputs" else value
         return entry
 
     @classmethod
@@ -73,6 +90,8 @@ class TurnRecord:
 
 
 _TURN_FIELDS = tuple(TurnRecord.__dataclass_fields__)
+#: The judged turn's fields, written after the others (only when set).
+_JUDGED_TURN_FIELDS = _TURN_FIELDS[_TURN_FIELDS.index("valid_answers_text") :]
 
 
 @dataclass
@@ -99,6 +118,9 @@ class EpisodeResult:
     #: turns (view, prompt, options, the oracle's answer). With the trace they give back the
     #: exact messages of every request.
     demonstrations: list[dict[str, Any]] | None = None
+    #: Multi-turn open-ended generation: why the latest judge (`proactivebench judge`) could
+    #: not judge this line, which kept its earlier judge's verdicts (`settings` name it).
+    judge_error: str | None = None
 
     @property
     def proactive_suggestions(self) -> int:
@@ -123,6 +145,8 @@ class EpisodeResult:
             line["settings"] = self.settings
         if self.demonstrations:
             line["demonstrations"] = self.demonstrations
+        if self.judge_error is not None:
+            line["judge_error"] = capped(self.judge_error)
         return line
 
     @classmethod
@@ -138,6 +162,7 @@ class EpisodeResult:
             correct_category=line.get("correct_category"),
             settings=line.get("settings"),
             demonstrations=line.get("demonstrations"),
+            judge_error=line.get("judge_error"),
         )
 
 

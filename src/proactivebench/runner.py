@@ -108,7 +108,7 @@ def run_identity(
     Selection settings (`limit`, `scenarios`, `all_samples`) only choose *which* episodes run,
     so a run may be resumed with a larger selection (e.g. after a `--limit` trial).
     """
-    judged = judge if settings.mode == "oeg" else None
+    judged = judge if settings.judged else None
     identity: dict[str, Any] = {
         "data_dir": str(data_dir.resolve()),
         "model": model.name,
@@ -318,7 +318,7 @@ async def aevaluate(
     at once with one `engine` share its cache and its limit on requests in flight)."""
     settings = settings or EvalSettings()
     engine = _engine_of(engine, options, concurrency, cache)
-    if (settings.mode == "oeg") != (judge is not None):
+    if settings.judged != (judge is not None):
         raise SettingsError(
             "open-ended generation needs a judge (--judge SPEC); multiple choice takes none"
         )
@@ -403,7 +403,7 @@ def evaluate(
     (join them with `merge_runs`); `cache` answers repeated requests of image-reading backends
     from a `ResponseCache` (it stays open: what the caller opened, the caller closes). An
     `engine` (`engine.RunEngine`) brings both, for runs that share them. `judge` decides
-    open-ended answers (`settings.mode == "oeg"`). `on_start(total, already_done)` and
+    open-ended answers (`settings.judged`). `on_start(total, already_done)` and
     `on_result(episode_result)` let a caller draw progress. Called where an event loop is
     already running (a notebook), the run gets a loop of its own in a worker thread.
     """

@@ -44,7 +44,9 @@ Kind = Literal["episode", "selection", "execution"]
 #: the verifiers taskset, `train grpo`, `play` (a person in the browser; see `Setting.not_in`)
 #: and `judge` (re-judging a finished run: it takes the execution options only).
 Surface = Literal["cli", "inspect", "verifiers", "train", "play", "judge"]
-MODES = ("mcqa", "oeg")
+MODES = ("mcqa", "oeg", "oeg-multiturn")
+#: The modes whose answers a judge decides (`--judge`).
+JUDGED_MODES = ("oeg", "oeg-multiturn")
 
 #: Where a field's metadata keeps its `Setting`.
 _INFO_KEY = "proactivebench"
@@ -364,13 +366,16 @@ class EvalSettings(CheckedSettings):
         help="Decoding of the tested model's answers.",
     )
     # An OEG run given the MCQA decoding gets the OEG one (no temperature, 32,768 tokens).
-    # Not in verifiers, training or `play`: they play multiple choice.
+    # Not in verifiers, training or `play`: they play multiple choice. The Inspect task
+    # refuses oeg-multiturn by name (its scorer and judge role serve one-turn OEG).
     mode: str = setting(
         "mcqa",
         kind="episode",
         choices=MODES,
         not_in=frozenset({"verifiers", "train", "play"}),
-        help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge).",
+        help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge); "
+        "oeg-multiturn: open-ended turns, each judged, a suggestion moving the episode "
+        "(paper Table 10; needs --judge).",
     )
 
     def __post_init__(self) -> None:
@@ -383,7 +388,7 @@ class EvalSettings(CheckedSettings):
                 )
             # Read once, here: the run's selection and its identity see the same ids.
             object.__setattr__(self, "_sample_filter", read_sample_filter(self.filter))
-        if self.mode == "oeg":
+        if self.judged:
             if self.icl or self.reference:
                 raise SettingsError("open-ended generation has no --icl or --reference")
             if self.decoding == Decoding():
@@ -394,6 +399,11 @@ class EvalSettings(CheckedSettings):
             raise SettingsError(
                 "--icl shows multi-turn demonstrations; reference mode is one clear turn"
             )
+
+    @property
+    def judged(self) -> bool:
+        """Whether a judge decides the answers (open-ended generation, one turn or several)."""
+        return self.mode in JUDGED_MODES
 
     def episode_options(self) -> dict[str, Any]:
         """The keyword arguments of `make_episode`."""

@@ -38,6 +38,7 @@ from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from proactivebench.data.images import ImageStore
+from proactivebench.errors import SettingsError
 from proactivebench.judge import Judge, check_votes
 from proactivebench.metrics import episode_scores
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
@@ -261,6 +262,11 @@ def proactivebench(data: str, judge_votes: int = 1, **settings: Any) -> Task:
     means. `mode=oeg` asks open-ended and judges with the `judge` model role
     (`--model-role judge=...`, `judge_votes=N`)."""
     checked = EvalSettings(**settings)
+    if checked.mode == "oeg-multiturn":
+        raise SettingsError(
+            "mode=oeg-multiturn is not offered by the Inspect task (its scorer and judge role "
+            "serve one-turn open-ended generation): run it with `proactivebench eval`"
+        )
     check_votes(judge_votes)
     data_dir = Path(data).expanduser().resolve()
     plan = _prepare(data_dir, checked, judge_votes)

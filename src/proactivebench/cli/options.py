@@ -21,7 +21,7 @@ from proactivebench.errors import ModelSpecError
 from proactivebench.models import JUDGE_SPEC_HELP, Decoding, load_model
 from proactivebench.models.base import decoding_field
 from proactivebench.models.options import refusal
-from proactivebench.settings import Kind, SettingField, Surface, offered
+from proactivebench.settings import JUDGED_MODES, Kind, SettingField, Surface, offered
 from proactivebench.texts import loads
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def decoding_of(
     """The decoding `decoding_options` describe, over the defaults of `mode`."""
     from proactivebench.judge import oeg_decoding
 
-    base = oeg_decoding() if mode == "oeg" else Decoding()
+    base = oeg_decoding() if mode in JUDGED_MODES else Decoding()
     return with_overrides(base, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
 
 

@@ -369,6 +369,8 @@ def judge_command(
 ) -> None:
     """Judge a finished open-ended run again, without asking the tested model anything.
 
+    A multi-turn run (--mode oeg-multiturn) keeps the episodes every turn of which the new
+    judge judges as before; the others are left out, for `eval` to play again.
     A line the judge could not judge (its call failed) keeps the verdict it had; rerun the
     same command to retry those lines (exit 3 until none is left). Interrupted (Ctrl-C), the
     same command goes on from the lines judged so far."""
@@ -421,6 +423,13 @@ def judge_command(
     out.print(summary_table(outcome.summary, intervals=intervals))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
     tell_report(warnings, report)
+    if outcome.replay:
+        out.print(
+            f"{outcome.replay} multi-turn episode(s) were judged otherwise at some turn, so they "
+            f"would have gone otherwise: left out of {outcome.out_dir / 'results.jsonl'}; "
+            "`proactivebench eval` with the same model and this --judge into that directory "
+            "plays them again"
+        )
     if outcome.failures:
         total = outcome.failures.total()
         unscored = total - outcome.kept

@@ -323,6 +323,7 @@ def _write_report(
         outcome.warnings += [prefix + w for w in unreadable_warnings(measures)]
     outcome.measures = all_measures
     outcome.intervals = intervals_of(all_measures[0])
+    outcome.notes += [multiturn_note(r, several=len(runs) > 1) for r in runs if r.multiturn]
 
     comparisons: list[Comparison] = []
     if base is not None:
@@ -430,6 +431,17 @@ def _unique_keys(tables: list[Table]) -> list[Table]:
         seen.add(key)
         table.key = key
     return tables
+
+
+def multiturn_note(run: Run, several: bool) -> str:
+    """What a multi-turn open-ended run's numbers are, as the paper says of its Table 10."""
+    prefix = f"{run.label}: " if several else ""
+    return (
+        f"{prefix}multi-turn open-ended generation (--mode oeg-multiturn) is an approximate "
+        "comparison with MCQA, as the paper says of its Table 10 (§4.2): a suggestion that "
+        "names no action the state offers is mapped to a random valid one, and a judge, not "
+        "an option, decides each turn (docs/protocol.md §6)"
+    )
 
 
 def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Comparison]) -> list[Table]:

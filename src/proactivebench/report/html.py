@@ -149,18 +149,36 @@ def _turn(section: _Section, images: _Images, turn: dict[str, Any], number: int)
         str(read_as) if read_as is not None else None,
         str(turn.get("verdict", "demonstration")),
         turn.get("action") and str(turn["action"]),
-        turn.get("reason") and str(turn["reason"]),
+        _reason(turn),
         turn.get("turn", number),
     ]
 
 
-def _oeg_turn(section: _Section, images: _Images, line: dict[str, Any]) -> list[Any]:
-    verdict = "aggregate" if line.get("aggregate") else ("error" if line.get("error") else "none")
+def _judged(record: dict[str, Any]) -> str:
+    """What the judge found in an open-ended answer (a line, or a multi-turn line's turn)."""
     judged = ", ".join(
         name
         for name, key in (("ps", "proactive_suggestion"), ("cp", "category_prediction"))
-        if line.get(key)
+        if record.get(key)
     )
+    return f"judge: {judged or 'neither'}; valid: {record.get('valid_answers_text') or ''}"
+
+
+def _reason(turn: dict[str, Any]) -> str | None:
+    """A turn's note: why it failed in a special way and, for a judged turn (--mode
+    oeg-multiturn), the judge's finding and whether the action was drawn at random."""
+    notes = []
+    if "valid_answers_text" in turn:
+        notes.append(_judged(turn))
+        if turn.get("random_mapping"):
+            notes.append("action drawn at random (the suggestion named no offered action)")
+    if turn.get("reason"):
+        notes.append(str(turn["reason"]))
+    return "; ".join(notes) or None
+
+
+def _oeg_turn(section: _Section, images: _Images, line: dict[str, Any]) -> list[Any]:
+    verdict = "aggregate" if line.get("aggregate") else ("error" if line.get("error") else "none")
     return [
         images.add(line),
         section.text(str(line.get("prompt", ""))),
@@ -170,7 +188,7 @@ def _oeg_turn(section: _Section, images: _Images, line: dict[str, Any]) -> list[
         None,
         verdict,
         None,
-        f"judge: {judged or 'neither'}; valid: {line.get('valid_answers_text') or ''}",
+        _judged(line),
         1,
     ]
 

@@ -39,7 +39,7 @@ Line = dict[str, Any]
 
 def metrics_of(run: Run) -> tuple[Metric, ...]:
     """Every metric of `run`'s mode (`metrics.metrics_for`)."""
-    return metrics_for(run.oeg)
+    return metrics_for(run.oeg, run.multiturn)
 
 
 @dataclass

@@ -55,6 +55,12 @@ class Run:
         return self.settings.get("mode") == "oeg" or any(is_oeg_line(x) for x in self.lines[:1])
 
     @property
+    def multiturn(self) -> bool:
+        """A multi-turn open-ended run (`--mode oeg-multiturn`): MCQA's lines and rates, with
+        judged turns."""
+        return self.settings.get("mode") == "oeg-multiturn"
+
+    @property
     def data_dir(self) -> Path | None:
         data = self.config.get("data_dir")
         return Path(data) if isinstance(data, str) else None

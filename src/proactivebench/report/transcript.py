@@ -111,17 +111,39 @@ def transcript(line: dict[str, Any], clean: Callable[[str], str] = str) -> Rende
         parts.append(answered)
         if read_as is not None:
             parts.append(Text(f"  read as: {clean(str(read_as))}", style="dim"))
+        parts += _judged_turn(turn, clean)
         verdict = str(turn.get("verdict", ""))
         outcome = Text("  verdict: ")
         outcome.append(verdict, style=VERDICT_STYLES.get(verdict, "bold"))
         if turn.get("action"):
             outcome.append(f" · action carried out: {clean(str(turn['action']))}")
+            if turn.get("random_mapping"):
+                outcome.append(" (drawn at random: the suggestion named no offered action)")
         if turn.get("reason"):
             outcome.append(f" · {clean(str(turn['reason']))}")
         parts.append(outcome)
     parts.append(Text(""))
     parts.append(_ending(line, clean))
     return Group(*parts)
+
+
+def _judged_turn(turn: dict[str, Any], clean: Callable[[str], str]) -> list[RenderableType]:
+    """A judged turn's valid answers, verdicts and judge outputs (`--mode oeg-multiturn`)."""
+    if "valid_answers_text" not in turn:
+        return []
+    outputs = turn.get("judge_outputs") or []
+    return [
+        Text("  valid answers: " + clean(str(turn.get("valid_answers_text")))),
+        Text(
+            f"  judge: proactive suggestion {turn.get('proactive_suggestion')}, "
+            f"correct category {turn.get('category_prediction')}",
+            style="bold",
+        ),
+        *(
+            Text(f"  judge output {index}: " + clean(str(output)), style="dim")
+            for index, output in enumerate(outputs if isinstance(outputs, list) else [], 1)
+        ),
+    ]
 
 
 def _ending(line: dict[str, Any], clean: Callable[[str], str]) -> Text:

@@ -46,6 +46,9 @@ class TurnRecord:
     cached: bool = False
     #: What was read when lenient extraction changed the answer (docs: --answer-extraction).
     read_as: str | None = None
+    #: The other scenarios' interventions shown in place of this turn's own, in the order of
+    #: the interventions they replace (--random-suggestions; absent otherwise).
+    random_suggestions: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The trace entry of `results.jsonl`: fixed fields first, optional ones when set."""
@@ -58,7 +61,8 @@ class TurnRecord:
             "answer": capped(self.answer),
             "verdict": self.verdict,
         }
-        for key in ("resize_short_edge", "action", "reason", "usage", "latency_s", "read_as"):
+        optional = ("resize_short_edge", "action", "reason", "usage", "latency_s", "read_as")
+        for key in (*optional, "random_suggestions"):
             value = getattr(self, key)
             if value is not None:
                 entry[key] = capped(value) if key == "read_as" else value

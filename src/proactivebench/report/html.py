@@ -233,7 +233,15 @@ def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> st
                 }
             )
         index["runs"].append(entry)
-    order = ["correct", "wrong", "abstained", "unreadable", "step_limit", "left_video"]
+    order = [
+        "correct",
+        "wrong",
+        "abstained",
+        "unreadable",
+        "step_limit",
+        "left_video",
+        "invalid_suggestion",
+    ]
     index["outcomes"] = sorted(outcomes, key=lambda o: (order.index(o) if o in order else 99, o))
     prefetch_all((pictures.thumbs, pictures.keys()) for pictures in images.values())
     for position, scenario in enumerate(scenarios):

@@ -217,7 +217,9 @@ def test_the_result_line_records_the_suggestions_shown(data: Path, tmp_path: Pat
     script.write_text("".join(json.dumps(r) + "\n" for r in rows))
     settings = EvalSettings(scenarios=("ROD", "VSOD", "QD"), random_suggestions=True, seed=2)
     evaluate(data, load_model(f"replay:{script}"), tmp_path / "run", settings)
-    lines = {(x["scenario"], x["sample_id"]): x for x in read_results(tmp_path / "run" / "results.jsonl")}
+    lines = {
+        (x["scenario"], x["sample_id"]): x for x in read_results(tmp_path / "run" / "results.jsonl")
+    }
     ends = {key: (x["end_reason"], x["correct"]) for key, x in lines.items()}
     assert ends[("ROD", 0)] == ("invalid_suggestion", False)
     assert ends[("VSOD", 6)] == ("correct", True)

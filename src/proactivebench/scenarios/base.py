@@ -333,7 +333,9 @@ class Episode:
         distinct texts of the other scenarios, drawn by seed per sample and turn (so a run
         does not depend on the order of its episodes); abstentions stay where they are."""
         slots = [i for i, option in enumerate(shown) if not is_abstention(option)]
-        rng = random.Random(f"suggest:{self.seed}:{self.scenario}:{self.record.id}:{self.num_turns}")
+        rng = random.Random(
+            f"suggest:{self.seed}:{self.scenario}:{self.record.id}:{self.num_turns}"
+        )
         drawn = rng.sample(self._foreign, len(slots))
         replaced = list(shown)
         for slot, text in zip(slots, drawn, strict=True):

@@ -10,6 +10,7 @@ import json
 import random
 import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,14 @@ from proactivebench.demonstrations import DemoSettings
 from proactivebench.demonstrations import play as play_demonstration
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
-from proactivebench.registry import foreign_interventions, make_episode, scenario
+from proactivebench.registry import (
+    ScenarioInfo,
+    foreign_interventions,
+    make_episode,
+    register_scenario,
+    scenario,
+    unregister_scenario,
+)
 from proactivebench.report.transcript import END_REASONS
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
@@ -271,3 +279,39 @@ def test_the_cli_runs_it(data: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
         ("ROD", False, 1),
         ("QD", True, 1),
     }
+
+
+def test_verifiers_pays_no_intervention_reward_for_a_suggestion(data: Path) -> None:
+    """An invalid suggestion is a proactive choice, but not an intervention carried out: the
+    verifiers reward pays `intervention_reward` only for those (the paper's valid rp)."""
+    pytest.importorskip("verifiers.v1")
+    from proactivebench.adapters.verifiers_env import PlaySettings, ProactiveData, episode_outcome
+
+    def outcome(replies: list[str], **play: Any):
+        task = ProactiveData(
+            data_dir=str(data), scenario="ROD", sample_id=0, play=PlaySettings(**play)
+        )
+        return episode_outcome(task, replies)
+
+    invalid = outcome(["A"], random_suggestions=True)
+    assert (invalid.interventions, invalid.turns, invalid.correct) == (0, 1, False)
+    plain = outcome(["A", "cup"])  # the same letter, the scenario's own move
+    assert (plain.interventions, plain.turns, plain.correct) == (1, 2, True)
+
+
+def test_a_scenario_registered_from_outside_offers_its_own_texts() -> None:
+    """Its `interventions` join the other scenarios' pools, and the keyword rule applies to
+    them too: the toy's lamp "brightness" is IN-C's BRIGHTNESS, so IN-C never shows it."""
+    from test_own_scenario import LAMP, DimEpisode
+
+    class LitEpisode(DimEpisode):
+        interventions = (LAMP,)
+
+    register_scenario(ScenarioInfo(LitEpisode))
+    try:
+        assert foreign_interventions("QD")[-1] == LAMP
+        assert LAMP in suggested("QD")._foreign
+        assert LAMP not in suggested("IN-C")._foreign
+        assert LAMP not in foreign_interventions(LitEpisode.scenario)
+    finally:
+        unregister_scenario(LitEpisode.scenario)

@@ -52,9 +52,9 @@ def test_one_hundred_thousand_adversarial_answers() -> None:
     seen = set()
     for short in paper_scenarios():
         episodes = [
-            make_episode(r, random_actions=ra, seed=i)
+            make_episode(r, **ablation, seed=i)
             for i, r in enumerate(_records(short))
-            for ra in (False, True)
+            for ablation in ({}, {"random_actions": True}, {"random_suggestions": True})
         ]
         for i in range(ANSWERS_PER_SCENARIO):
             ep = episodes[i % len(episodes)]

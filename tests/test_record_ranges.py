@@ -148,18 +148,19 @@ def valid_records(draw: st.DrawFn):
 @given(
     record=valid_records(),
     reference=st.booleans(),
-    random_actions=st.booleans(),
+    ablation=st.sampled_from(["none", "random_actions", "random_suggestions"]),
     hint=st.booleans(),
     option_order=st.sampled_from(OPTION_ORDERS),
     seed=st.integers(0, 3),
     data=st.data(),
 )
 def test_every_image_of_any_trace_is_checked_before_the_run(
-    record, reference, random_actions, hint, option_order, seed, data
+    record, reference, ablation, hint, option_order, seed, data
 ) -> None:
     options = dict(
         reference=reference,
-        random_actions=random_actions,
+        random_actions=ablation == "random_actions",
+        random_suggestions=ablation == "random_suggestions",
         hint=hint,
         option_order=option_order,
         seed=seed,

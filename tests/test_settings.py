@@ -76,6 +76,29 @@ def test_the_identity_of_the_first_release_is_unchanged() -> None:
     assert "limit" not in EvalSettings(limit=3).identity()  # selection: a run may grow
 
 
+def test_random_suggestions_reach_every_surface_but_training() -> None:
+    """The paper's ablation (--random-suggestions) beside the reference code's
+    (--random-actions): an episode setting built into the episode, recorded only when on, and
+    offered wherever multiple-choice episodes are played; training refuses it (its examples
+    show the records' own options), so `train grpo` has no such option."""
+    spec = next(s for s in declared(EvalSettings) if s.name == "random_suggestions")
+    assert spec.info.kind == "episode" and spec.info.builds_episode
+    assert "random_suggestions" not in EvalSettings().identity()
+    on = EvalSettings(random_suggestions=True)
+    assert on.identity()["random_suggestions"] is True
+    assert on.episode_options()["random_suggestions"] is True
+    assert options_of(EvalSettings)["random_suggestions"].opts == ["--random-suggestions"]
+    assert "random_suggestions" in options_of(EvalSettings, "play")
+    assert "random_suggestions" not in options_of(EvalSettings, "train")
+    assert "random_suggestions" not in episode_settings()
+    inspect_task = pytest.importorskip("proactivebench.adapters.inspect_task")
+    assert inspect_task.task_signature().parameters["random_suggestions"].default is False
+    verifiers_env = pytest.importorskip("proactivebench.adapters.verifiers_env")
+    assert "random_suggestions" in verifiers_env.ProactiveTasksetConfig.model_fields
+    with pytest.raises(ProactiveBenchError, match="two different ablations"):
+        EvalSettings(random_suggestions=True, random_actions=True)
+
+
 def test_eval_offers_every_setting_it_can_take_with_its_help() -> None:
     eval_options = {o.name: o for o in cli.commands["eval"].params}
     for spec in offered(EvalSettings, "cli") + offered(RunOptions, "cli"):

@@ -95,9 +95,11 @@ def play(
         "resize_short_edge": demo_image_size(
             record.scenario, episode_options.get("resize_short_edge")
         ),
-        # A demonstration is a correct example: its next frame is the one its answer leads
-        # to, whatever ablation the run's episodes are played with.
+        # A demonstration is a correct example: its options are its record's own and its
+        # next frame is the one its answer leads to, whatever ablation the run's episodes are
+        # played with.
         "random_actions": False,
+        "random_suggestions": False,
     }
     episode = make_episode(record, **options)
     obs = episode.reset()

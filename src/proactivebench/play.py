@@ -139,6 +139,7 @@ async def play_episode(
     )
     while not episode.done:
         obs = episode.observation
+        suggestions = episode.suggestions
         shown = obs if answer_key else obs.without_answer_key()
         request = ChatRequest(conversation.request(obs), shown, decoding)
         try:
@@ -156,6 +157,8 @@ async def play_episode(
         turn = _turn_record(obs, answer, step, completion)
         if read != answer:
             turn.read_as = read
+        if episode.random_suggestions:
+            turn.random_suggestions = list(suggestions)
         result.trace.append(turn)
         result.end_reason = step.end
     result.correct = episode.correct

@@ -9,7 +9,8 @@ loaded, played, generated, reported and trained on like them.
 
 Tables derived from here, and nowhere else: the known names (`scenario_names`), their one
 order (`scenario_rank`, `scenario_order`), the file each is read from (`by_stem`), the
-episode of a record (`make_episode`), and the paper's set an unqualified average covers
+episode of a record (`make_episode`), the texts the random-suggestions ablation draws from
+(`foreign_interventions`), and the paper's set an unqualified average covers
 (`paper_scenarios`).
 """
 
@@ -183,8 +184,20 @@ def scenario_order(names: Iterable[str]) -> list[str]:
 
 
 def make_episode(record: Record, **options: Any) -> Episode:
-    """The episode of `record`'s scenario; options as for `Episode`."""
+    """The episode of `record`'s scenario; options as for `Episode`. With
+    `random_suggestions` the episode is handed the other scenarios' interventions to draw
+    from (`foreign_interventions`), unless the caller gives its own `suggestion_pool`."""
+    if options.get("random_suggestions") and "suggestion_pool" not in options:
+        options["suggestion_pool"] = foreign_interventions(record.scenario)
     return _REGISTRY[record.scenario].episode(record, **options)
+
+
+def foreign_interventions(short: str) -> tuple[str, ...]:
+    """The intervention texts of every registered scenario but `short` (`Episode.interventions`),
+    in registration order, each once: what the random-suggestions ablation shows in `short`'s
+    episodes instead of their own (docs/protocol.md §5). No data file is read."""
+    texts = (t for s, info in _REGISTRY.items() if s != short for t in info.episode.interventions)
+    return tuple(dict.fromkeys(texts))
 
 
 def recognise(options: Iterable[str], prompt: str = "") -> str | None:

@@ -46,6 +46,9 @@ class TurnRecord:
     cached: bool = False
     #: What was read when lenient extraction changed the answer (docs: --answer-extraction).
     read_as: str | None = None
+    #: The other scenarios' interventions shown in place of this turn's own, in the order of
+    #: the interventions they replace (--random-suggestions; absent otherwise).
+    random_suggestions: list[str] | None = None
     #: A judged turn of multi-turn open-ended generation (`--mode oeg-multiturn`, docs/
     #: protocol.md §6): the valid answers at this state, every judge output (one per vote),
     #: which of them parsed, the majority's 0/1 verdicts and the votes' agreement; absent on
@@ -71,7 +74,16 @@ class TurnRecord:
             "answer": capped(self.answer),
             "verdict": self.verdict,
         }
-        for key in ("resize_short_edge", "action", "reason", "usage", "latency_s", "read_as"):
+        optional = (
+            "resize_short_edge",
+            "action",
+            "reason",
+            "usage",
+            "latency_s",
+            "read_as",
+            "random_suggestions",
+        )
+        for key in optional:
             value = getattr(self, key)
             if value is not None:
                 entry[key] = capped(value) if key == "read_as" else value

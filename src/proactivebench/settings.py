@@ -246,6 +246,18 @@ class EvalSettings(CheckedSettings):
         builds_episode=True,
         help="Carry out a random action (ablation).",
     )
+    # The paper's ablation (§4.3, Figs. 5 and 20); --random-actions above is the reference
+    # code's. Not in training: its examples show the records' own options and its rewards pay
+    # for a valid intervention (train/examples.py, train/rewards.py); an ablation of what a
+    # model is shown is measured, not trained on.
+    random_suggestions: bool = setting(
+        False,
+        kind="episode",
+        builds_episode=True,
+        not_in=frozenset({"train"}),
+        help="Show, in place of every intervention, a random one of another scenario, which "
+        "ends the episode when chosen (the paper's ablation).",
+    )
     # Not in verifiers: its conversation always keeps its history. Not in training: examples
     # are single turns.
     history: bool = setting(
@@ -320,12 +332,14 @@ class EvalSettings(CheckedSettings):
         not_in=frozenset({"train"}),
         help="Seed of every random draw of the run: the ICL demonstrations (--icl), the "
         "option shuffle (--option-order shuffled), the random actions (--random-actions), "
-        "the random baselines' answers and a local model's sampling.",
+        "the random suggestions (--random-suggestions), the random baselines' answers and a "
+        "local model's sampling.",
         surface_help=(
             (
                 "play",
                 "Seed of every random draw of the run: the option shuffle (--option-order "
-                "shuffled) and the random actions (--random-actions).",
+                "shuffled), the random actions (--random-actions) and the random suggestions "
+                "(--random-suggestions).",
             ),
         ),
     )
@@ -398,6 +412,26 @@ class EvalSettings(CheckedSettings):
         if self.icl and self.reference:
             raise SettingsError(
                 "--icl shows multi-turn demonstrations; reference mode is one clear turn"
+            )
+        if self.random_suggestions:
+            self._check_random_suggestions()
+
+    def _check_random_suggestions(self) -> None:
+        """Refuse what cannot go with random suggestions: they replace the interventions of
+        multiple-choice turns, of which reference mode and open-ended generation show none,
+        and leave no valid one for --random-actions to move by."""
+        if self.mode != "mcqa":
+            raise SettingsError(
+                f"--random-suggestions replaces shown options: --mode {self.mode} shows none"
+            )
+        if self.reference:
+            raise SettingsError(
+                "--random-suggestions replaces interventions: reference mode shows none"
+            )
+        if self.random_actions:
+            raise SettingsError(
+                "--random-suggestions and --random-actions are two different ablations (the "
+                "paper's and the reference code's): choose one"
             )
 
     @property

@@ -134,7 +134,8 @@ class Outcome:
     """What the replies did to the episode."""
 
     correct: bool
-    #: Accepted interventions (turns whose verdict was "proactive").
+    #: Interventions carried out (turns whose verdict was "proactive", but for a random
+    #: suggestion of another scenario, which ends the episode: it earns nothing).
     interventions: int
     turns: int
     #: The replies ran out before the episode ended (the rollout stopped early).
@@ -150,7 +151,7 @@ def episode_outcome(data: ProactiveData, replies: Sequence[str]) -> Outcome:
         if episode.done:
             break
         step = episode.step(settings.read_as(reply))
-        interventions += step.verdict == "proactive"
+        interventions += step.verdict == "proactive" and step.end != "invalid_suggestion"
     return Outcome(episode.correct, interventions, episode.num_turns, not episode.done)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import typing
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -27,6 +28,7 @@ from proactivebench.report.tables import Table, to_html
 from proactivebench.report.text import visible
 from proactivebench.report.thumbs import Thumbnails, prefetch_all, view_key
 from proactivebench.scenarios.answers import read_group
+from proactivebench.scenarios.base import EndReason
 from proactivebench.texts import dumps
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
@@ -251,7 +253,7 @@ def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> st
                 }
             )
         index["runs"].append(entry)
-    order = ["correct", "wrong", "abstained", "unreadable", "step_limit", "left_video"]
+    order = list(typing.get_args(EndReason))  # the endings first, in their declared order
     index["outcomes"] = sorted(outcomes, key=lambda o: (order.index(o) if o in order else 99, o))
     prefetch_all((pictures.thumbs, pictures.keys()) for pictures in images.values())
     for position, scenario in enumerate(scenarios):

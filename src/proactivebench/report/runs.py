@@ -169,6 +169,7 @@ _LABELLED = (
     ("cot", lambda v: "CoT" if v else None),
     ("icl_reduced", lambda v: "reduced" if v else None),
     ("random_actions", lambda v: "random actions" if v else None),
+    ("random_suggestions", lambda v: "random suggestions" if v else None),
     ("option_order", lambda v: f"{v} options" if v and v != "record" else None),
     ("answer_extraction", lambda v: f"{v} reading" if v and v != "strict" else None),
     ("resize_short_edge", lambda v: f"{v}px" if v else None),

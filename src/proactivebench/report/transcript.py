@@ -37,6 +37,8 @@ END_REASONS = {
     "left_video": "the move would have left the video",
     "no_action": "the accepted option names no single action",
     "no_view": "the record has no view to show (a data problem the loader warned about)",
+    "invalid_suggestion": "the model chose a random suggestion of another scenario, which "
+    "the environment cannot carry out (--random-suggestions)",
 }
 
 
@@ -99,10 +101,13 @@ def transcript(line: dict[str, Any], clean: Callable[[str], str] = str) -> Rende
         read_as = turn.get("read_as")
         answer = str(turn.get("answer", ""))
         chosen = read_group(read_as if isinstance(read_as, str) else answer, options, []).chosen
+        suggested = turn.get("random_suggestions") or []
         for index, option in enumerate(options):
             mark = "▶" if option == chosen else " "
             style = "reverse" if option == chosen else ""
             key = " ✓" if option == line.get("correct_category") else ""
+            if option in suggested:
+                key += " (random suggestion of another scenario)"
             parts.append(
                 Text(f"  {mark} {option_letter(index)}. {clean(option)}{key}", style=style)
             )

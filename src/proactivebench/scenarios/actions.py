@@ -13,6 +13,14 @@ def is_abstention(option: str) -> bool:
     return any(marker in lowered for marker in abstain_markers())
 
 
+def names_action(option: str, action_space: Iterable[str]) -> bool:
+    """Whether the keyword table reads `option` as asking for an action of `action_space`
+    (one keyword of it is enough): such a text is no invalid suggestion there."""
+    space = set(action_space)
+    lowered = option.lower()
+    return any(action in space and keyword in lowered for keyword, action in action_keywords())
+
+
 def action_of(option: str, action_space: Iterable[str]) -> tuple[str | None, str]:
     """The action `option` asks for, restricted to `action_space`, or None and the reason.
 

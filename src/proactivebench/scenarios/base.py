@@ -2,7 +2,8 @@
 
 Not pure: an episode is mutable (`step` advances it, `reset` starts it again). Deterministic:
 the same record, options and answers give the same observations and verdicts (the random
-actions of the ablation come from a generator seeded per sample).
+actions of the ablation come from a generator seeded per sample, the random suggestions from
+one seeded per sample and turn).
 
 Shaped like a Gymnasium environment for text actions: `obs = episode.reset()`, then
 `step = episode.step(answer_text)` until `step.done`. Observations are plain data (prompt,
@@ -16,14 +17,15 @@ data file or an image, or knows about models.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, NamedTuple
 
+from proactivebench.errors import SettingsError
 from proactivebench.protocol import ScenarioStrings, oeg_strings, scenario_strings
 from proactivebench.records import Record
-from proactivebench.scenarios.actions import action_of, is_abstention
-from proactivebench.scenarios.answers import Choice, option_letter, read_choice
+from proactivebench.scenarios.actions import action_of, is_abstention, names_action
+from proactivebench.scenarios.answers import Choice, normalize_full, option_letter, read_choice
 
 Verdict = Literal["correct", "proactive", "wrong", "mismatch"]
 VERDICTS: tuple[Verdict, ...] = ("correct", "proactive", "wrong", "mismatch")
@@ -90,7 +92,9 @@ class Observation:
 #: Why an episode ended: a correct category; a wrong or an abstaining option; an answer that
 #: designates no shown option; the step limit reached after an intervention; a move that would
 #: leave the video (CIT); a move to a view the record does not have (a short MVP-N
-#: `valid_images`, an IN-C level below 1); an accepted option that names no single action.
+#: `valid_images`, an IN-C level below 1); an accepted option that names no single action; a
+#: suggestion of another scenario shown in place of an intervention (`random_suggestions`),
+#: which the environment cannot carry out.
 EndReason = Literal[
     "correct",
     "wrong",
@@ -100,6 +104,7 @@ EndReason = Literal[
     "left_video",
     "no_view",
     "no_action",
+    "invalid_suggestion",
 ]
 
 
@@ -146,6 +151,10 @@ class Episode:
     #: The scenario's short name, and the type of its records (their `scenario` is the same).
     scenario: ClassVar[str] = ""
     record_type: ClassVar[type[Record]] = Record
+    #: The scenario's intervention options as its records word them: what the random-
+    #: suggestions ablation shows in *other* scenarios (`registry.foreign_interventions`). A
+    #: scenario registered from outside names its own, or offers none.
+    interventions: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def strings(cls) -> ScenarioStrings:
@@ -160,6 +169,8 @@ class Episode:
         hint: bool = False,
         reference: bool = False,
         random_actions: bool = False,
+        random_suggestions: bool = False,
+        suggestion_pool: Sequence[str] = (),
         seed: int = 0,
         resize_short_edge: int | None = None,
         option_order: str = "record",
@@ -172,12 +183,22 @@ class Episode:
         self.hint = hint
         self.reference = reference
         self.random_actions = random_actions
+        self.random_suggestions = random_suggestions
         self.resize_short_edge = resize_short_edge
         self.seed = seed
         #: A floor under the record's step limit, for demonstrations only: their one
         #: intervention is always followed by the category (demonstrations.py).
         self.min_steps = min_steps
         self._rng: random.Random | None = None
+        #: The texts random suggestions are drawn from: `suggestion_pool` (the other
+        #: scenarios' interventions, given by `registry.make_episode`) without what could be
+        #: read as this episode's own (docs/protocol.md §5, random-suggestions ablation).
+        self._foreign: tuple[str, ...] = ()
+        if random_suggestions:
+            self._foreign = self._foreign_texts(suggestion_pool)
+        #: The random suggestions the current observation shows, in the order of the
+        #: interventions they replace; () without the ablation.
+        self.suggestions: tuple[str, ...] = ()
         self.reset()
 
     # ----- the public contract -------------------------------------------------------------
@@ -226,6 +247,13 @@ class Episode:
         end: EndReason | None = None
         if choice.kind == "category":
             verdict, self.correct, self.done, end = "correct", True, True, "correct"
+        elif choice.kind == "wrong" and choice.option in self.suggestions:
+            # A suggestion was asked for, but one this environment cannot carry out.
+            verdict, self.done, end = "proactive", True, "invalid_suggestion"
+            info["reason"] = (
+                f"{choice.option!r} is a random suggestion of another scenario "
+                f"(--random-suggestions): {self.scenario} cannot carry it out"
+            )
         elif choice.kind == "action":
             verdict, end = self._act(str(choice.option), info)
         else:
@@ -274,6 +302,46 @@ class Episode:
             self._rng = random.Random(f"{self.seed}:{self.scenario}:{self.record.id}")
         return self._rng
 
+    def _foreign_texts(self, pool: Sequence[str]) -> tuple[str, ...]:
+        """`pool` without duplicates, abstentions, and every text that could be read as this
+        episode's own: one of its scenario's interventions, the record's options or
+        categories (compared as the answer reader compares, §4), or a text the keyword table
+        maps to an action of this episode (a CIT wait is a valid VSOD move). Refused when
+        fewer remain than the record has interventions to replace."""
+        own = {
+            normalize_full(t)
+            for t in (*self.interventions, *self.record.options, *self.record.categories)
+        }
+        space = self.action_space()
+        kept: dict[str, str] = {}
+        for text in pool:
+            key = normalize_full(text)
+            if key in own or key in kept or is_abstention(text) or names_action(text, space):
+                continue
+            kept[key] = text
+        needed = sum(not is_abstention(o) for o in self.record.options)
+        if len(kept) < needed:
+            raise SettingsError(
+                f"--random-suggestions: {self.scenario} sample {self.record.id} shows {needed} "
+                f"interventions, but the other scenarios offer only {len(kept)} texts foreign "
+                "to it"
+            )
+        return tuple(kept.values())
+
+    def _suggest(self, shown: list[str]) -> tuple[list[str], tuple[str, ...]]:
+        """`shown` with each intervention replaced by a random suggestion, and the suggestions:
+        distinct texts of the other scenarios, drawn by seed per sample and turn (so a run
+        does not depend on the order of its episodes); abstentions stay where they are."""
+        slots = [i for i, option in enumerate(shown) if not is_abstention(option)]
+        rng = random.Random(
+            f"suggest:{self.seed}:{self.scenario}:{self.record.id}:{self.num_turns}"
+        )
+        drawn = rng.sample(self._foreign, len(slots))
+        replaced = list(shown)
+        for slot, text in zip(slots, drawn, strict=True):
+            replaced[slot] = text
+        return replaced, tuple(drawn)
+
     def _act(self, option: str, info: dict[str, Any]) -> tuple[Verdict, EndReason | None]:
         """Carry out the action an accepted option names; what ends the episode, if anything."""
         space = self.action_space()
@@ -306,6 +374,10 @@ class Episode:
             actions = self._valid_options()
             correct_actions = self._correct_options(actions)
             view = self._view()
+            if self.random_suggestions:
+                # No intervention is shown, so none is correct: only the category can be.
+                actions, self.suggestions = self._suggest(actions)
+                correct_actions = []
         if self.resize_short_edge:
             view = View(view.image, view.crop, self.resize_short_edge)
         category_ok = self.reference or self._category_allowed()

@@ -16,6 +16,7 @@ class CITEpisode(Episode):
 
     scenario = "CIT"
     record_type = CITRecord
+    interventions = (REWIND_OPTION, "Wait for the object to appear.")
     record: CITRecord
 
     def action_space(self) -> tuple[str, ...]:

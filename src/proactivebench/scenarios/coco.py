@@ -15,6 +15,7 @@ class COCOEpisode(Episode):
 
     scenario = "COCO"
     record_type = COCORecord
+    interventions = (*HORIZONTAL_OPTIONS, *VERTICAL_OPTIONS, ZOOM_OPTION)
     record: COCORecord
 
     def __init__(self, record: COCORecord, **kwargs: object) -> None:

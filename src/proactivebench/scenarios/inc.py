@@ -16,6 +16,16 @@ class INCEpisode(Episode):
 
     scenario = "IN-C"
     record_type = INCRecord
+    interventions = (
+        "Adjust the brightness.",
+        "Increase the contrast.",
+        "Increase the color saturation.",
+        "Deblur the image.",
+        "Denoise the image.",
+        "Reduce the JPEG compression.",
+        "Increase the resolution.",
+        "Remove the artifacts.",
+    )
     record: INCRecord
 
     def action_space(self) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ class MVPNEpisode(Episode):
 
     scenario = "MVP-N"
     record_type = MVPNRecord
+    interventions = ("Rotate the object.", "Look at the object from another angle.")
     record: MVPNRecord
 
     def action_space(self) -> tuple[str, ...]:

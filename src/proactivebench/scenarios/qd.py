@@ -14,6 +14,7 @@ class QDEpisode(Episode):
 
     scenario = "QD"
     record_type = QDRecord
+    interventions = ("Add more details.", "Show more strokes of the sketch.")
 
     def action_space(self) -> tuple[str, ...]:
         return fixed_action_space("QD")

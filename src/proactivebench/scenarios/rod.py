@@ -17,6 +17,7 @@ class RODEpisode(Episode):
 
     scenario = "ROD"
     record_type = RODRecord
+    interventions = ("Move the blocks to the left.", "Move the blocks to the right.")
 
     def action_space(self) -> tuple[str, ...]:
         return fixed_action_space("ROD")

@@ -14,6 +14,7 @@ class VSODEpisode(Episode):
 
     scenario = "VSOD"
     record_type = VSODRecord
+    interventions = ("Wait for the occlusion to disappear.", "Rewind the video.")
 
     def action_space(self) -> tuple[str, ...]:
         return fixed_action_space("VSOD")

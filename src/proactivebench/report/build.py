@@ -4,8 +4,8 @@ The files of a report directory:
 
 - `report.md`, `report.json`, `report.html` (one self-contained page with the episode viewer);
 - `tables/<name>.csv` and `tables/<name>.tex` for each table;
-- `plots/scenarios.png`, `plots/accuracy_vs_ps.png`, `plots/size.png` (with two or more
-  runs of known size);
+- `plots/scenarios.png`, `plots/accuracy_vs_ps.png`, `plots/actions.png` (with an MCQA
+  run: the action distribution), `plots/size.png` (with two or more runs of known size);
 - `.built-from.json`: what the report was built from (`stat` of each run's results.jsonl and
   run.json, the options, the report's format) and `stat` of every file it wrote, so that
   `eval` on a run nothing has changed since leaves the report alone (`write_report(...,
@@ -36,6 +36,7 @@ from proactivebench.report.agreement import agreement_table
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
     Comparison,
+    action_changes,
     Intervals,
     RunMeasures,
     checked_intervals,
@@ -49,6 +50,8 @@ from proactivebench.report.measures import (
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
     Table,
+    actions_change_table,
+    actions_table,
     comparison_table,
     cross_table,
     run_table,
@@ -73,7 +76,7 @@ from proactivebench.texts import dumps, loads
 REPORT_DIR = "report"
 #: The report's format: raise it when the same runs give other report files, so that reports
 #: written before are rewritten by the next `eval` rather than left alone as up to date.
-REPORT_FORMAT = 1
+REPORT_FORMAT = 2
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
 
@@ -333,6 +336,10 @@ def _write_report(
         if len(compared) < len(runs):
             outcome.notes.append(f"--vs {base.run_dir}: not compared with itself")
         comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in compared]
+        base_measures = measure_run(base, seed=seed, n_resamples=n_resamples)
+        by_run = {id(m.run): m for m in all_measures}
+        for comparison in comparisons:
+            comparison.actions = action_changes(by_run[id(comparison.run)], base_measures)
 
     tables = _tables(all_measures, comparisons)
     outcome.headline = _headline(tables, several=len(runs) > 1)
@@ -433,9 +440,13 @@ def _unique_keys(tables: list[Table]) -> list[Table]:
 
 
 def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Comparison]) -> list[Table]:
-    tables = _unique_keys([run_table(m) for m in all_measures])
     mcqa = [m for m in all_measures if not m.run.oeg]
     oeg = [m for m in all_measures if m.run.oeg]
+    # The action distribution (MCQA only) has tables of its own: each run's, after the runs'
+    # tables; side by side and the changes from --vs, after the comparisons.
+    tables = _unique_keys(
+        [*(run_table(m) for m in all_measures), *(run_table(m, "actions") for m in mcqa)]
+    )
     if len(all_measures) > 1:
         for group, keys in ((mcqa, ("accuracy", "ps_rate")), (oeg, ("aggregate", "ps", "cp"))):
             if group:
@@ -446,6 +457,10 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
             comparison_table(comparisons, "accuracy"),
             comparison_table(comparisons, "ps_rate"),
         ]
+    if len(mcqa) > 1:
+        tables.append(actions_table(mcqa))
+    if comparisons:
+        tables.append(actions_change_table(comparisons))
     tables.append(usage_table(all_measures))
     agreement = agreement_table([m.run for m in all_measures])  # several human runs (play)
     return [*tables, agreement] if agreement is not None else tables
@@ -469,6 +484,7 @@ def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[
     drawers = {
         "scenarios": plots.scenario_bars,
         "accuracy_vs_ps": plots.accuracy_vs_ps,
+        "actions": plots.action_bars,
         "size": plots.size_plot,
     }
     for name, draw in drawers.items():
@@ -562,6 +578,7 @@ def _json(
                     "covers": c.covers,
                     "label": average_label(c.covers),
                 },
+                "action_changes": c.actions,
             }
             for c in comparisons
         ],

@@ -26,7 +26,7 @@ from proactivebench.play import _turn_record
 from proactivebench.registry import make_episode
 from proactivebench.report import write_report
 from proactivebench.report.measures import action_changes, measure_run
-from proactivebench.report.runs import load_run
+from proactivebench.report.runs import load_run, load_runs
 
 ROD_OPTIONS = ["Move the blocks to the right.", "I do not know.", "hat", "tree"]
 MVPN_OPTIONS = ["Rotate the object.", "I do not know.", "hat", "tree"]
@@ -275,3 +275,48 @@ def test_report_vs_shows_the_changes_in_every_format(tmp_path: Path) -> None:
     assert "+50.0 %" in markdown and "-100.0 %" in markdown
     assert r"+50.0 \%" in (out.out_dir / "tables" / "actions-vs.tex").read_text()
     assert 'data-table="actions-vs"' in (out.out_dir / "report.html").read_text()
+
+
+# ----- summary.json, report.json, the tables and the plot ---------------------------------------
+
+ACTION_KEYS = [f"{p}{k}" for p in ("choice_", "first_choice_") for k in CHOICE_KINDS]
+
+
+def test_summary_json_and_report_json_hold_the_same_numbers(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "base", base_lines())
+    summary = summarize(base_lines()).as_dict()
+    out = write_report([run], thumb_cache=None)
+    (measured,) = json.loads((out.out_dir / "report.json").read_text())["runs"]
+    assert summary["scenarios"]["ROD"]["choice_proactive"] == pytest.approx(400 / 9)
+    assert summary["average"]["blind_asking"] == pytest.approx(100 / 12)
+    for name in ("ROD", "MVP-N", "average"):
+        mine = summary["average"] if name == "average" else summary["scenarios"][name]
+        theirs = measured["average"] if name == "average" else measured["scenarios"][name]
+        for key in [*ACTION_KEYS, "blind_asking"]:
+            assert mine[key] == theirs[key]["value"], (name, key)
+    # The run's actions table, a row per scenario and the average.
+    rows = (out.out_dir / "tables" / "actions-base.csv").read_text().splitlines()
+    assert rows[0].split(",")[:4] == ["scenario", "n", "errors", "category % (turns)"]
+    assert rows[1].startswith("ROD,6.0,0,33.333333,44.444444,11.111111,11.111111,")
+    # The run's own table keeps its columns: the distribution has its own.
+    assert "category % (turns)" not in (out.out_dir / "tables" / "run-base.csv").read_text()
+    assert (out.out_dir / "plots" / "actions.png").is_file()
+
+
+def test_the_plot_takes_one_two_and_six_runs(tmp_path: Path) -> None:
+    from proactivebench.report.plots import action_bars, action_bars_figure
+
+    lines = [base_lines(), hint_lines(), base_lines()[:3], base_lines()[3:], hint_lines()[:1]]
+    runs = [make_run(tmp_path, f"run {i}", x) for i, x in enumerate([*lines, base_lines()])]
+    measured = [measure_run(r, n_resamples=10) for r in load_runs(runs)]
+    for count in (1, 2, 6):
+        figure = action_bars_figure(measured[:count])
+        assert figure is not None
+        figure.canvas.draw()
+        left, right = figure.axes[:2]
+        assert len(left.patches) == 4 * count and len(right.patches) == 4 * count
+        assert [t.get_text() for t in left.get_yticklabels()] == [f"run {i}" for i in range(count)]
+        assert action_bars(measured[:count])[:4] == b"\x89PNG"
+    # The first run's bar over all turns: its average shares, stacked in the kinds' order.
+    widths = [p.get_width() for p in action_bars_figure(measured[:1]).axes[0].patches]
+    assert widths == pytest.approx([700 / 24, 4300 / 72, 50 / 9, 50 / 9])

@@ -428,6 +428,18 @@ class ScenarioScore:
     #: OEG: lines the latest judge could not judge (its call failed): those that kept an
     #: earlier judge's verdict and those left with no verdict (also in `errors`).
     unjudged: int | None = None
+    #: MCQA's action distribution (docs/protocol.md §9), in %: the turns whose choice was a
+    #: category, a proactive option, an abstention or unreadable; the same at the first turn;
+    #: the episodes that asked until the step limit. None for an OEG run.
+    choice_category: float | None = None
+    choice_proactive: float | None = None
+    choice_abstain: float | None = None
+    choice_unreadable: float | None = None
+    first_choice_category: float | None = None
+    first_choice_proactive: float | None = None
+    first_choice_abstain: float | None = None
+    first_choice_unreadable: float | None = None
+    blind_asking: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -643,20 +643,27 @@ def action_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
         ax.set_title(title, fontsize="small")
         ax.set_xlabel("% of choices")
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(ys, [_label(m.run.label) for m in mcqa])
+        ax.set_axisbelow(True)
+    names = [_label(m.run.label) for m in mcqa]
+    axes[0].set_yticks(ys, names)
     axes[0].invert_yaxis()
     handles, labels = axes[0].get_legend_handles_labels()
     legend = figure.legend(
         handles, labels, loc="upper center", ncols=len(labels), fontsize="small", frameon=False
     )
     legend_height = _inches(figure, legend)[1] + 0.05
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
-    names = max(t.get_window_extent(renderer).width for t in axes[0].get_yticklabels())
-    width_in = max(9.0, names / figure.dpi + 7.0)
+    # The run names are measured (tick labels have no extent before a draw): the figure widens
+    # for long names rather than cutting them off at its left edge.
+    from matplotlib import rcParams
+
+    probe = figure.text(0, 0, "\n".join(names), fontsize=rcParams["ytick.labelsize"])
+    names_in = _inches(figure, probe)[0]
+    probe.remove()
+    width_in = max(9.0, names_in + 7.0)
     height = plot_height + legend_height
     figure.set_size_inches(width_in, height)
     figure.subplots_adjust(
-        left=(names / figure.dpi + 0.25) / width_in,
+        left=(names_in + 0.25) / width_in,
         right=1 - 0.2 / width_in,
         bottom=0.55 / height,
         top=1 - (legend_height + 0.3) / height,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from handmade import BUILDERS, full_dataset, record
+from handmade import BUILDERS, record
 from proactivebench.metrics import (
     CHOICE_KINDS,
     choice_kind,
@@ -35,8 +35,16 @@ ROD_FIRST = "ROD accepts no category on the first turn, even the right one"
 
 
 def turn(options: list[str], answer: str, verdict: str, **extra: Any) -> dict[str, Any]:
-    return {"turn": 1, "image": "x.png", "crop": None, "prompt": "?", "options": options,
-            "answer": answer, "verdict": verdict, **extra}  # fmt: skip
+    return {
+        "turn": 1,
+        "image": "x.png",
+        "crop": None,
+        "prompt": "?",
+        "options": options,
+        "answer": answer,
+        "verdict": verdict,
+        **extra,
+    }
 
 
 def line(scenario: str, sample: int, turns: list[dict[str, Any]], end: str) -> dict[str, Any]:
@@ -73,16 +81,24 @@ def base_lines() -> list[dict[str, Any]]:
         line(
             "MVP-N",
             0,
-            [turn(MVPN_OPTIONS, "A", "proactive", action="ROTATE"),
-             turn(MVPN_OPTIONS, "A", "wrong", reason=LAST_TURN)],  # refused: still proactive
+            [
+                turn(MVPN_OPTIONS, "A", "proactive", action="ROTATE"),
+                turn(MVPN_OPTIONS, "A", "wrong", reason=LAST_TURN),
+            ],  # refused: still proactive
             "wrong",
-        ),  # fmt: skip
+        ),
         line("MVP-N", 1, [turn(MVPN_OPTIONS, "C", "correct")], "correct"),
         # An accepted option naming no action (protocol §8): a proactive choice.
-        line("MVP-N", 2, [turn(MVPN_OPTIONS, "A", "mismatch", reason="names no action")],
-             "no_action"),  # fmt: skip
-        {"scenario": "MVP-N", "sample_id": 3, "error": "TimeoutError", "num_turns": 1,
-         "trace": [turn(MVPN_OPTIONS, "B", "wrong")]},  # fmt: skip
+        line(
+            "MVP-N", 2, [turn(MVPN_OPTIONS, "A", "mismatch", reason="names no action")], "no_action"
+        ),
+        {
+            "scenario": "MVP-N",
+            "sample_id": 3,
+            "error": "TimeoutError",
+            "num_turns": 1,
+            "trace": [turn(MVPN_OPTIONS, "B", "wrong")],
+        },
     ]
 
 
@@ -187,8 +203,13 @@ def test_the_kind_read_back_from_a_line_is_the_kind_chosen_in_play(order: str) -
                 trace.append(_turn_record(obs, answer, step, Completion(answer)).to_json())
                 expected.append(kind)
                 end = step.end
-            played = {"scenario": short, "sample_id": sample, "trace": trace,
-                      "end_reason": end, "correct_category": rec.answer}  # fmt: skip
+            played = {
+                "scenario": short,
+                "sample_id": sample,
+                "trace": trace,
+                "end_reason": end,
+                "correct_category": rec.answer,
+            }
             assert [t["choice"] for t in choices(played)] == expected, (short, trace)
             seen.update(expected)
     assert seen == set(CHOICE_KINDS)

@@ -10,13 +10,15 @@ of judge votes that held no readable verdict (unparsed) and how many lines the l
 could not judge (unjudged). MCQA's action distribution (Figs. 4, 19 of the paper): the share of
 the turns whose choice was a category, a proactive option, an abstention or unreadable
 (`choice_kind`, over all turns and at the first turn), and the share of episodes that asked
-until the step limit ended them (docs/protocol.md §9); open-ended lines have no choices. Episodes that ended in an error are counted apart and never scored
-as wrong; a scenario with none scored has no rates (None). The average row is the unweighted
+until the step limit ended them (docs/protocol.md §9); open-ended lines have no choices.
+Episodes that ended in an error are counted apart and never scored as wrong; a scenario with
+none scored has no rates (None). The average row is the unweighted
 mean over the scenarios that have rates, as the paper reports.
 
-Every table reads these declarations and values: `summarize` (summary.json, the terminal
-table), the report (`report.measures` adds intervals and the explanatory metrics, from the
-same `scenario_rate` and `average_rate`), its HTML and plots, and the Inspect adapter.
+Every table reads these declarations and values: `summarize` (summary.json: the headline
+rates and the action distribution; the terminal table: the headline rates), the report
+(`report.measures` adds intervals and the explanatory metrics, from the same `scenario_rate`
+and `average_rate`), its HTML and plots, and the Inspect adapter.
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ from proactivebench.report.agreement import agreement_table
 from proactivebench.report.html import finite_or_none, legend_html, render_html
 from proactivebench.report.measures import (
     Comparison,
-    action_changes,
     Intervals,
     RunMeasures,
+    action_changes,
     checked_intervals,
     compare_runs,
     intervals_of,

@@ -624,9 +624,7 @@ def action_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
             for measures in mcqa:
                 value = measures.average.values.get(prefix + kind)
                 values.append(value.estimate if value is not None else 0.0)
-            bars = ax.barh(
-                ys, values, 0.7, left=lefts, color=CHOICE_COLOURS[kind], label=kind
-            )
+            bars = ax.barh(ys, values, 0.7, left=lefts, color=CHOICE_COLOURS[kind], label=kind)
             for bar, value in zip(bars, values, strict=True):
                 if value >= 7.0:
                     ax.text(
@@ -646,6 +644,7 @@ def action_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
         ax.set_axisbelow(True)
     names = [_label(m.run.label) for m in mcqa]
     axes[0].set_yticks(ys, names)
+    axes[0].set_ylabel("run")
     axes[0].invert_yaxis()
     handles, labels = axes[0].get_legend_handles_labels()
     legend = figure.legend(
@@ -659,6 +658,7 @@ def action_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
     probe = figure.text(0, 0, "\n".join(names), fontsize=rcParams["ytick.labelsize"])
     names_in = _inches(figure, probe)[0]
     probe.remove()
+    names_in += 0.3  # and the axis label "run" beside them
     width_in = max(9.0, names_in + 7.0)
     height = plot_height + legend_height
     figure.set_size_inches(width_in, height)

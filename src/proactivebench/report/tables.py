@@ -125,8 +125,14 @@ def actions_table(all_measures: Sequence[RunMeasures]) -> Table:
         row = [Cell(measures.run.label)]
         row += [interval_cell(average.values.get(m.key), m.percent, False) for m in metrics]
         rows.append([*row, Cell(average_label(average.covers, average.missing))])
-    return Table("actions", "Action distribution, average over scenarios", columns, rows,
-                 [ACTIONS_NOTE], average_last=False)
+    return Table(
+        "actions",
+        "Action distribution, average over scenarios",
+        columns,
+        rows,
+        [ACTIONS_NOTE],
+        average_last=False,
+    )
 
 
 def change_cell(value: float | None) -> Cell:
@@ -154,8 +160,14 @@ def actions_change_table(comparisons: Sequence[Comparison]) -> Table:
         f"{base} share is 0 or missing.",
     ]
     columns = ["run", "scenario", *(m.heading for m in metrics)]
-    return Table("actions-vs", f"Δ action distribution vs {base} (relative, %)", columns, rows,
-                 notes, average_last=False)
+    return Table(
+        "actions-vs",
+        f"Δ action distribution vs {base} (relative, %)",
+        columns,
+        rows,
+        notes,
+        average_last=False,
+    )
 
 
 def cross_table(all_measures: Sequence[RunMeasures], metric: Metric) -> Table:

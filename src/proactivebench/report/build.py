@@ -444,9 +444,7 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
     oeg = [m for m in all_measures if m.run.oeg]
     # The action distribution (MCQA only) has tables of its own: each run's, after the runs'
     # tables; side by side and the changes from --vs, after the comparisons.
-    tables = _unique_keys(
-        [*(run_table(m) for m in all_measures), *(run_table(m, "actions") for m in mcqa)]
-    )
+    tables = [*(run_table(m) for m in all_measures), *(run_table(m, "actions") for m in mcqa)]
     if len(all_measures) > 1:
         for group, keys in ((mcqa, ("accuracy", "ps_rate")), (oeg, ("aggregate", "ps", "cp"))):
             if group:
@@ -463,7 +461,9 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
         tables.append(actions_change_table(comparisons))
     tables.append(usage_table(all_measures))
     agreement = agreement_table([m.run for m in all_measures])  # several human runs (play)
-    return [*tables, agreement] if agreement is not None else tables
+    # A run labelled "vs" must not overwrite the files of the table of changes: the runs'
+    # tables come first and keep their keys.
+    return _unique_keys([*tables, agreement] if agreement is not None else tables)
 
 
 def _headline(tables: Sequence[Table], several: bool) -> list[Table]:

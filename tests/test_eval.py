@@ -147,7 +147,22 @@ def test_cli_eval_writes_results_summary_and_table(data: Path, tmp_path: Path, c
     assert code == 0
     assert "ROD" in text and "COCO" in text and "average" in text and "100.0" in text
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["scenarios"]["ROD"] == {"n": 1, "accuracy": 100.0, "ps_rate": 1.0, "errors": 0}
+    assert summary["scenarios"]["ROD"] == {
+        "n": 1,
+        "accuracy": 100.0,
+        "ps_rate": 1.0,
+        "errors": 0,
+        # The action distribution (protocol §9): the oracle moves once, then names the category.
+        "choice_category": 50.0,
+        "choice_proactive": 50.0,
+        "choice_abstain": 0.0,
+        "choice_unreadable": 0.0,
+        "first_choice_category": 0.0,
+        "first_choice_proactive": 100.0,
+        "first_choice_abstain": 0.0,
+        "first_choice_unreadable": 0.0,
+        "blind_asking": 0.0,
+    }
     assert summary["scenarios"]["COCO"]["n"] == 1 and "VSOD" not in summary["scenarios"]
 
 

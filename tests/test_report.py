@@ -102,6 +102,17 @@ def test_behaviour_metrics_by_hand(run: Path) -> None:
         "asked": 25.0,
         "abstained": 25.0,
         "unreadable": 25.0,
+        # The action distribution: 5 turns (C; B then hat; A = abstain; unreadable) ...
+        "choice_category": 40.0,
+        "choice_proactive": 20.0,
+        "choice_abstain": 20.0,
+        "choice_unreadable": 20.0,
+        # ... and 4 first turns, one of each kind; no episode reached the step limit.
+        "first_choice_category": 25.0,
+        "first_choice_proactive": 25.0,
+        "first_choice_abstain": 25.0,
+        "first_choice_unreadable": 25.0,
+        "blind_asking": 0.0,
     }
     vsod = measures.scenarios["VSOD"]
     assert vsod.n == 0 and vsod.errors == 2

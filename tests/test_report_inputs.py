@@ -155,9 +155,18 @@ def test_a_new_report_removes_what_the_previous_one_wrote_and_only_that(tmp_path
     (out / "notes.md").write_text("keep")
     write_report(runs[:1], out)
     tables = sorted(p.name for p in (out / "tables").iterdir())
-    assert tables == ["mine.txt", "run-org-a-1b.csv", "run-org-a-1b.tex", "usage.csv", "usage.tex"]
+    assert tables == [
+        "actions-org-a-1b.csv",
+        "actions-org-a-1b.tex",
+        "mine.txt",
+        "run-org-a-1b.csv",
+        "run-org-a-1b.tex",
+        "usage.csv",
+        "usage.tex",
+    ]
     assert sorted(p.name for p in (out / "plots").iterdir()) == [
         "accuracy_vs_ps.png",
+        "actions.png",
         "scenarios.png",
     ]
     assert (out / "notes.md").read_text() == "keep"
@@ -271,10 +280,16 @@ def test_every_plot_axis_is_labelled_and_rates_start_at_zero(
         make_run(tmp_path, "b", seven("wrong"), model="org/B-7B$"),
     ]
     write_report(runs, tmp_path / "out")
-    assert len(figures) == 3
+    assert len(figures) == 4  # per scenario, the scatter, the action distribution, the size
     for figure in figures:
         for ax in figure.axes:
-            assert ax.get_ylabel(), figure
+            # An axis beside one whose y it shares (the action distribution's first-turn bars
+            # beside the all-turn bars, both a bar per run) is labelled there.
+            shared_beside = any(
+                other is not ax and other.get_ylabel() and ax.get_shared_y_axes().joined(ax, other)
+                for other in figure.axes
+            )
+            assert ax.get_ylabel() or shared_beside, figure
             shared_below = (
                 ax.get_subplotspec().rowspan.stop < ax.get_subplotspec().get_gridspec().nrows
             )
@@ -282,7 +297,7 @@ def test_every_plot_axis_is_labelled_and_rates_start_at_zero(
     bars = figures[0].axes
     assert [ax.get_ylim()[0] for ax in bars] == [0.0, 0.0]
     assert bars[1].get_xlabel() == "scenario" and bars[0].get_ylim()[1] == 100.0
-    labels = [t.get_text() for t in figures[2].axes[0].texts]
+    labels = [t.get_text() for t in figures[3].axes[0].texts]
     assert "org/B-7B$" in labels  # the name as written, not TeX
 
 

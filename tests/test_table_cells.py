@@ -98,6 +98,11 @@ def check_run(run: Path, text: str, columns: dict[str, bool]) -> dict[str, Any]:
         for key in keys.values():
             value = found[key]["value"] if found[key] is not None else None
             assert score.get(key) == value, (name, key)
+        # The rates summary.json holds besides the terminal's (the action distribution) are
+        # report.json's too.
+        for key, value in score.items():
+            if key not in ("n", "errors", "unjudged"):
+                assert found[key] is not None and found[key]["value"] == value, (name, key)
     for key in keys.values():
         rates = [s[key]["value"] for s in measured["scenarios"].values() if s[key] is not None]
         assert measured["average"][key]["value"] == pytest.approx(fmean(rates), abs=1e-12)
@@ -115,6 +120,8 @@ def test_an_mcqa_runs_table_is_report_json(data: Path, tmp_path: Path, capsys) -
     code, text = run_cli([*args, "--out", str(run)], capsys)
     assert code == 0, text
     measured = check_run(run, text, {"accuracy %": True, "ps rate": False})
+    summary = json.loads((run / "summary.json").read_text())
+    assert "choice_proactive" in summary["average"]  # the action distribution, not in the table
     # Unequal sizes and unequal rates: an average weighted by size would read otherwise.
     scenarios = measured["scenarios"]
     accuracies = [scenarios[s]["accuracy"]["value"] for s in SIZES]

@@ -7,13 +7,18 @@ generation, per scenario: the rates (mean x 100) of episodes whose judged answer
 proactive suggestion (ps), a correct category (cp), or either (aggregate), the judges'
 agreement (none with a single vote: one vote agrees with itself, which says nothing), the share
 of judge votes that held no readable verdict (unparsed) and how many lines the latest judge
-could not judge (unjudged). Episodes that ended in an error are counted apart and never scored
-as wrong; a scenario with none scored has no rates (None). The average row is the unweighted
+could not judge (unjudged). MCQA's action distribution (Figs. 4, 19 of the paper): the share of
+the turns whose choice was a category, a proactive option, an abstention or unreadable
+(`choice_kind`, over all turns and at the first turn), and the share of episodes that asked
+until the step limit ended them (docs/protocol.md §9); open-ended lines have no choices.
+Episodes that ended in an error are counted apart and never scored as wrong; a scenario with
+none scored has no rates (None). The average row is the unweighted
 mean over the scenarios that have rates, as the paper reports.
 
-Every table reads these declarations and values: `summarize` (summary.json, the terminal
-table), the report (`report.measures` adds intervals and the explanatory metrics, from the
-same `scenario_rate` and `average_rate`), its HTML and plots, and the Inspect adapter.
+Every table reads these declarations and values: `summarize` (summary.json: the headline
+rates and the action distribution; the terminal table: the headline rates), the report
+(`report.measures` adds intervals and the explanatory metrics, from the same `scenario_rate`
+and `average_rate`), its HTML and plots, and the Inspect adapter.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from proactivebench.registry import paper_scenarios, scenario_order
-from proactivebench.results import is_oeg_line
+from proactivebench.results import chosen_option, is_oeg_line
+from proactivebench.scenarios.actions import is_abstention
 
 # ----- the score of one episode ----------------------------------------------------------------
 #
@@ -92,6 +98,72 @@ def _first_correct(line: Line) -> bool:
     return bool(trace) and trace[0].get("verdict") == "correct"
 
 
+# ----- the action distribution: what each turn chose --------------------------------------------
+
+#: The kinds of choice a turn can make (docs/protocol.md §9), in the order tables and plots
+#: show them: the paper's "predict target", "proactive" and "abstain", and what could not be
+#: read as any shown option.
+CHOICE_KINDS = ("category", "proactive", "abstain", "unreadable")
+
+
+def choice_kind(turn: Line, line: Line) -> str:
+    """What kind of option a turn of `line` chose, from what the line records (docs/protocol.md
+    §9): the verdict, the option the answer designates among those shown, the turn's `reason`
+    and the episode's `end_reason` and `correct_category`.
+
+    A wrong choice is an abstention when the option abstains (`is_abstention`); otherwise it
+    is an intervention the state refused (the episode recorded why: the last turn of MVP-N,
+    IN-C and QD, IN-C's other enhancements, CIT's end of video) unless it is the right
+    category (ROD refuses it on its first turn, and says so too); else a wrong category."""
+    verdict = turn.get("verdict")
+    if verdict == "correct":
+        return "category"
+    if verdict == "proactive":
+        return "proactive"
+    if verdict == "mismatch":
+        # An accepted intervention whose text names no action (§8) is a proactive choice.
+        return "proactive" if line.get("end_reason") == "no_action" else "unreadable"
+    chosen = chosen_option(turn) if verdict == "wrong" else None
+    if chosen is None:
+        return "unreadable"
+    if is_abstention(chosen):
+        return "abstain"
+    if turn.get("reason") and chosen != line.get("correct_category"):
+        return "proactive"
+    return "category"
+
+
+def choices(line: Line) -> list[Line]:
+    """One item per turn of an MCQA line: its `choice` (`choice_kind`); none for an
+    open-ended line, which has no turns of choices."""
+    if is_oeg_line(line):
+        return []
+    trace = line.get("trace") or []
+    return [{"choice": choice_kind(turn, line)} for turn in trace if isinstance(turn, Mapping)]
+
+
+def first_choice(line: Line) -> list[Line]:
+    """The first turn's item of `choices`, alone (none for a line without turns)."""
+    return choices(line)[:1]
+
+
+def _episode(line: Line) -> list[Line]:
+    return [line]
+
+
+def _chose(kind: str) -> Callable[[Line], float]:
+    return lambda item: 100.0 * (item["choice"] == kind)
+
+
+def relative_change(base: float | None, value: float | None) -> float | None:
+    """The change from `base` to `value` in percent of `base`, as the paper's Figs. 5, 7, 20
+    and 21 print it (a proactive share of 37 % becoming 41 % is +10.8 %); None when either is
+    missing or `base` is 0 (no share to be a percentage of)."""
+    if base is None or value is None or base == 0:
+        return None
+    return 100.0 * (value - base) / base
+
+
 # ----- the metrics, declared once ---------------------------------------------------------------
 
 
@@ -126,6 +198,15 @@ class Metric:
     #: An axis label, where the heading is too terse for a plot.
     axis_label: str = ""
     doc: str = ""
+    #: What one value is of: the scored episode itself (default), or items drawn from it
+    #: (`choices`: one per turn, so that a rate is the share of the scenario's turns, every
+    #: episode's turns pooled).
+    over: Callable[[Line], Sequence[Line]] = _episode
+    #: In summary.json beside the headline rates, though not in the terminal table.
+    summarized: bool = False
+    #: The report table that shows it: "run" (the run's table) or "actions" (the action
+    #: distribution's own tables).
+    table: str = "run"
 
     def text(self, value: float) -> str:
         """A value as every table shows it."""
@@ -204,6 +285,38 @@ MCQA_METRICS = (
         higher_is_better=False,
         doc="episodes that ended on an answer designating no shown option: a format the "
         "protocol cannot read",
+    ),
+    *(
+        Metric(
+            f"{prefix}{kind}",
+            f"{kind} % ({where})",
+            _chose(kind),
+            higher_is_better=None,
+            over=over,
+            summarized=True,
+            table="actions",
+            doc=f"{what} whose answer chose {meaning} (docs/protocol.md §9)",
+        )
+        for prefix, where, over, what in (
+            ("choice_", "turns", choices, "turns (every episode's turns pooled)"),
+            ("first_choice_", "1st turn", first_choice, "first turns"),
+        )
+        for kind, meaning in (
+            ("category", "a category, right or wrong"),
+            ("proactive", "a proactive option (an intervention), accepted or refused"),
+            ("abstain", 'an abstaining option ("I do not know")'),
+            ("unreadable", "no shown option (an answer the protocol cannot read)"),
+        )
+    ),
+    Metric(
+        "blind_asking",
+        "asked to step limit %",
+        lambda x: 100.0 * (x.get("end_reason") == "step_limit"),
+        higher_is_better=None,
+        summarized=True,
+        table="actions",
+        doc="episodes that kept choosing proactive options until the step limit ended them "
+        "(end_reason step_limit; the paper's blind asking, §4.3)",
     ),
 )
 
@@ -345,14 +458,27 @@ def headline_metrics(oeg: bool) -> tuple[Metric, ...]:
     return tuple(m for m in metrics_for(oeg) if m.headline)
 
 
+def summary_metrics(oeg: bool) -> tuple[Metric, ...]:
+    """The rates summary.json holds: the headline rates and, for MCQA, the action
+    distribution (`Metric.summarized`)."""
+    return tuple(m for m in metrics_for(oeg) if m.headline or m.summarized)
+
+
+def table_metrics(oeg: bool, table: str) -> tuple[Metric, ...]:
+    """The metrics of a run of that mode that the report's `table` ("run", "actions") shows."""
+    return tuple(m for m in metrics_for(oeg) if m.table == table)
+
+
 def metric(key: str) -> Metric:
     """The metric named `key`; KeyError for none."""
     return {m.key: m for m in (*OEG_MULTITURN_METRICS, *OEG_METRICS)}[key]
 
 
 def values_of(metric: Metric, lines: Iterable[Line]) -> list[float]:
-    """`metric`'s value of each of `lines` (scored episodes) that counts."""
-    return [v for v in map(metric.value, lines) if v is not None]
+    """`metric`'s value of each of `lines` (scored episodes), or of each item it counts in
+    them (`Metric.over`: their turns), that counts."""
+    items = (item for line in lines for item in metric.over(line))
+    return [v for v in map(metric.value, items) if v is not None]
 
 
 def scenario_rate(metric: Metric, lines: Iterable[Line]) -> float | None:
@@ -387,6 +513,18 @@ class ScenarioScore:
     #: OEG: lines the latest judge could not judge (its call failed): those that kept an
     #: earlier judge's verdict and those left with no verdict (also in `errors`).
     unjudged: int | None = None
+    #: MCQA's action distribution (docs/protocol.md §9), in %: the turns whose choice was a
+    #: category, a proactive option, an abstention or unreadable; the same at the first turn;
+    #: the episodes that asked until the step limit. None for an OEG run.
+    choice_category: float | None = None
+    choice_proactive: float | None = None
+    choice_abstain: float | None = None
+    choice_unreadable: float | None = None
+    first_choice_category: float | None = None
+    first_choice_proactive: float | None = None
+    first_choice_abstain: float | None = None
+    first_choice_unreadable: float | None = None
+    blind_asking: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -416,7 +554,7 @@ class Summary:
             return None
         means = {
             m.key: average_rate(m, (getattr(s, m.key) for s in scored))
-            for m in headline_metrics(self.oeg)
+            for m in summary_metrics(self.oeg)
         }
         return ScenarioScore(
             n=sum(s.n for s in scored),
@@ -474,7 +612,7 @@ def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
         ok = [r for r in lines if not r.get("error")]
         # Open-ended generation, judged: an OEG line says so even when it holds only an error.
         oeg = any(map(is_oeg_line, lines))
-        rates = {m.key: scenario_rate(m, ok) for m in headline_metrics(oeg)}
+        rates = {m.key: scenario_rate(m, ok) for m in summary_metrics(oeg)}
         summary.scenarios[short] = ScenarioScore(
             n=len(ok),
             errors=len(lines) - len(ok),

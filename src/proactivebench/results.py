@@ -11,11 +11,12 @@ episode was played and scored with the whole text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from proactivebench.registry import scenario_rank
+from proactivebench.scenarios.answers import read_group
 from proactivebench.texts import capped
 
 # ----- records --------------------------------------------------------------------------------
@@ -248,7 +249,20 @@ def cached_answers(lines: Iterable[dict[str, Any]]) -> tuple[int, int]:
     return answers, cached
 
 
-def is_oeg_line(line: dict[str, Any]) -> bool:
+def chosen_option(turn: Mapping[str, Any]) -> str | None:
+    """The shown option a trace entry's answer designates (what lenient extraction read, when
+    it changed the answer), read as docs/protocol.md §4 reads it against the options in the
+    order shown; None when it designates none. Lines do not store it: it is read back."""
+    read_as, answer = turn.get("read_as"), turn.get("answer")
+    text = read_as if isinstance(read_as, str) else answer
+    options = turn.get("options")
+    if not isinstance(text, str) or not isinstance(options, list):
+        return None
+    shown = [str(option) for option in options]
+    return read_group(text, shown, []).chosen
+
+
+def is_oeg_line(line: Mapping[str, Any]) -> bool:
     """Whether a line is an open-ended episode's: it holds the prompt (or the judge's
     aggregate) where an MCQA line holds its trace. The one rule every reader uses."""
     return "trace" not in line and ("prompt" in line or "aggregate" in line)

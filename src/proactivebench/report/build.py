@@ -4,8 +4,8 @@ The files of a report directory:
 
 - `report.md`, `report.json`, `report.html` (one self-contained page with the episode viewer);
 - `tables/<name>.csv` and `tables/<name>.tex` for each table;
-- `plots/scenarios.png`, `plots/accuracy_vs_ps.png`, `plots/size.png` (with two or more
-  runs of known size);
+- `plots/scenarios.png`, `plots/accuracy_vs_ps.png`, `plots/actions.png` (with an MCQA
+  run: the action distribution), `plots/size.png` (with two or more runs of known size);
 - `.built-from.json`: what the report was built from (`stat` of each run's results.jsonl and
   run.json, the options, the report's format) and `stat` of every file it wrote, so that
   `eval` on a run nothing has changed since leaves the report alone (`write_report(...,
@@ -38,6 +38,7 @@ from proactivebench.report.measures import (
     Comparison,
     Intervals,
     RunMeasures,
+    action_changes,
     checked_intervals,
     compare_runs,
     intervals_of,
@@ -49,6 +50,8 @@ from proactivebench.report.measures import (
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
     Table,
+    actions_change_table,
+    actions_table,
     comparison_table,
     cross_table,
     run_table,
@@ -73,7 +76,7 @@ from proactivebench.texts import dumps, loads
 REPORT_DIR = "report"
 #: The report's format: raise it when the same runs give other report files, so that reports
 #: written before are rewritten by the next `eval` rather than left alone as up to date.
-REPORT_FORMAT = 1
+REPORT_FORMAT = 2
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
 
@@ -334,6 +337,10 @@ def _write_report(
         if len(compared) < len(runs):
             outcome.notes.append(f"--vs {base.run_dir}: not compared with itself")
         comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in compared]
+        base_measures = measure_run(base, seed=seed, n_resamples=n_resamples)
+        by_run = {id(m.run): m for m in all_measures}
+        for comparison in comparisons:
+            comparison.actions = action_changes(by_run[id(comparison.run)], base_measures)
 
     tables = _tables(all_measures, comparisons)
     outcome.headline = _headline(tables, several=len(runs) > 1)
@@ -445,9 +452,11 @@ def multiturn_note(run: Run, several: bool) -> str:
 
 
 def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Comparison]) -> list[Table]:
-    tables = _unique_keys([run_table(m) for m in all_measures])
     mcqa = [m for m in all_measures if not m.run.oeg]
     oeg = [m for m in all_measures if m.run.oeg]
+    # The action distribution (MCQA only) has tables of its own: each run's, after the runs'
+    # tables; side by side and the changes from --vs, after the comparisons.
+    tables = [*(run_table(m) for m in all_measures), *(run_table(m, "actions") for m in mcqa)]
     if len(all_measures) > 1:
         for group, keys in ((mcqa, ("accuracy", "ps_rate")), (oeg, ("aggregate", "ps", "cp"))):
             if group:
@@ -458,9 +467,15 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
             comparison_table(comparisons, "accuracy"),
             comparison_table(comparisons, "ps_rate"),
         ]
+    if len(mcqa) > 1:
+        tables.append(actions_table(mcqa))
+    if comparisons:
+        tables.append(actions_change_table(comparisons))
     tables.append(usage_table(all_measures))
     agreement = agreement_table([m.run for m in all_measures])  # several human runs (play)
-    return [*tables, agreement] if agreement is not None else tables
+    # A run labelled "vs" must not overwrite the files of the table of changes: the runs'
+    # tables come first and keep their keys.
+    return _unique_keys([*tables, agreement] if agreement is not None else tables)
 
 
 def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
@@ -481,6 +496,7 @@ def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[
     drawers = {
         "scenarios": plots.scenario_bars,
         "accuracy_vs_ps": plots.accuracy_vs_ps,
+        "actions": plots.action_bars,
         "size": plots.size_plot,
     }
     for name, draw in drawers.items():
@@ -574,6 +590,7 @@ def _json(
                     "covers": c.covers,
                     "label": average_label(c.covers),
                 },
+                "action_changes": c.actions,
             }
             for c in comparisons
         ],

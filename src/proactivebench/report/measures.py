@@ -20,7 +20,9 @@ from proactivebench.metrics import (
     average_rate,
     metrics_for,
     ps_rate_score,
+    relative_change,
     scenario_rate,
+    table_metrics,
     values_of,
 )
 from proactivebench.report.runs import Run, is_plain
@@ -278,6 +280,12 @@ class Difference:
         }
 
 
+#: Per scenario (and `AVERAGE`), each action-distribution metric's change from the `--vs` run
+#: in percent of its value there (`metrics.relative_change`); None where either has no value
+#: or the `--vs` run's is 0.
+ActionChanges = dict[str, dict[str, float | None]]
+
+
 @dataclass
 class Comparison:
     run: Run
@@ -285,6 +293,32 @@ class Comparison:
     scenarios: dict[str, Difference]
     average: Difference
     covers: list[str]
+    #: The action distribution's relative changes (`action_changes`), set by the report,
+    #: which measures both runs.
+    actions: ActionChanges = field(default_factory=dict)
+
+
+def action_changes(measures: RunMeasures, base: RunMeasures) -> ActionChanges:
+    """How `measures`' action distribution (docs/protocol.md §9) changed from `base`'s, per
+    scenario of `measures` and for the averages: each share's relative change, as the
+    paper's Figs. 5, 7, 20 and 21 print it. Each run's own shares are compared (those its
+    table shows), so the change can be recomputed from the two runs' tables."""
+    keys = [m.key for m in table_metrics(False, "actions")]
+
+    def change(found: ScenarioMeasures, was: ScenarioMeasures | None) -> dict[str, float | None]:
+        return {
+            key: relative_change(
+                _estimate(was.values.get(key)) if was else None,
+                _estimate(found.values.get(key)),
+            )
+            for key in keys
+        }
+
+    changes = {
+        name: change(found, base.scenarios.get(name)) for name, found in measures.scenarios.items()
+    }
+    changes[AVERAGE] = change(measures.average, base.average)
+    return changes
 
 
 def _paired(run_lines: Sequence[Line], base_lines: Sequence[Line]) -> list[tuple[Line, Line]]:

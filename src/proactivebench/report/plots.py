@@ -17,7 +17,7 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from proactivebench import registry
-from proactivebench.metrics import metric
+from proactivebench.metrics import CHOICE_KINDS, metric
 from proactivebench.registry import scenario_order
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.text import visible
@@ -585,6 +585,93 @@ def _label_points(figure: Figure, ax: Axes, points: Sequence[tuple[float, float,
         taken.append(text.get_window_extent(renderer))
 
 
+# ----- the action distribution ------------------------------------------------------------------
+
+#: A colour per kind of choice (`metrics.CHOICE_KINDS`), the same in every report.
+CHOICE_COLOURS = {
+    "category": "#4C72B0",
+    "proactive": "#DD8452",
+    "abstain": "#8C8C8C",
+    "unreadable": "#C44E52",
+}
+#: The two bars of each run: every turn's choice, and the first turn's.
+ACTION_PANELS = (("choice_", "all turns"), ("first_choice_", "first turn"))
+
+
+@literal
+def action_bars(all_measures: Sequence[RunMeasures]) -> bytes | None:
+    figure = action_bars_figure(all_measures)
+    return None if figure is None else _png(figure)
+
+
+def action_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
+    """The action distribution (docs/protocol.md §9) of each MCQA run, averaged over its
+    scenarios as the paper's Figs. 4 and 19: one horizontal bar per run, stacked by kind of
+    choice, over all turns (left) and at the first turn (right); shares of 7 % and more are
+    written on their segment. The first run is on top. None without an MCQA run."""
+    mcqa = [m for m in all_measures if not m.run.oeg]
+    if not mcqa:
+        return None
+    row = 0.42
+    plot_height = 0.9 + row * len(mcqa)
+    figure = _figure(9.0, plot_height)
+    axes = figure.subplots(1, 2, sharey=True)
+    ys = list(range(len(mcqa)))
+    for ax, (prefix, title) in zip(axes, ACTION_PANELS, strict=True):
+        lefts = [0.0] * len(mcqa)
+        for kind in CHOICE_KINDS:
+            values = []
+            for measures in mcqa:
+                value = measures.average.values.get(prefix + kind)
+                values.append(value.estimate if value is not None else 0.0)
+            bars = ax.barh(ys, values, 0.7, left=lefts, color=CHOICE_COLOURS[kind], label=kind)
+            for bar, value in zip(bars, values, strict=True):
+                if value >= 7.0:
+                    ax.text(
+                        bar.get_x() + bar.get_width() / 2,
+                        bar.get_y() + bar.get_height() / 2,
+                        f"{value:.0f}",
+                        ha="center",
+                        va="center",
+                        fontsize="x-small",
+                        color="white",
+                    )
+            lefts = [a + b for a, b in zip(lefts, values, strict=True)]
+        ax.set_xlim(0, 100)
+        ax.set_title(title, fontsize="small")
+        ax.set_xlabel("% of choices")
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+    names = [_label(m.run.label) for m in mcqa]
+    axes[0].set_yticks(ys, names)
+    axes[0].set_ylabel("run")
+    axes[0].invert_yaxis()
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend = figure.legend(
+        handles, labels, loc="upper center", ncols=len(labels), fontsize="small", frameon=False
+    )
+    legend_height = _inches(figure, legend)[1] + 0.05
+    # The run names are measured (tick labels have no extent before a draw): the figure widens
+    # for long names rather than cutting them off at its left edge.
+    from matplotlib import rcParams
+
+    probe = figure.text(0, 0, "\n".join(names), fontsize=rcParams["ytick.labelsize"])
+    names_in = _inches(figure, probe)[0]
+    probe.remove()
+    names_in += 0.3  # and the axis label "run" beside them
+    width_in = max(9.0, names_in + 7.0)
+    height = plot_height + legend_height
+    figure.set_size_inches(width_in, height)
+    figure.subplots_adjust(
+        left=(names_in + 0.25) / width_in,
+        right=1 - 0.2 / width_in,
+        bottom=0.55 / height,
+        top=1 - (legend_height + 0.3) / height,
+        wspace=0.08,
+    )
+    return figure
+
+
 def describe(name: str, all_measures: Sequence[RunMeasures]) -> str:
     """A plot's alternative text (the report's `alt`): what it shows, in words, for a screen
     reader, a page whose images did not load, and a test that reads the page."""
@@ -601,4 +688,10 @@ def describe(name: str, all_measures: Sequence[RunMeasures]) -> str:
         )
     if name == "size":
         return f"Average rates against parameter count, with Spearman's rho; runs: {runs}"
+    if name == "actions":
+        return (
+            "Action distribution, averaged over scenarios: one bar per MCQA run stacked by the "
+            f"kind of choice ({', '.join(CHOICE_KINDS)}), over all turns and at the first "
+            f"turn; runs: {runs}"
+        )
     return name

@@ -14,14 +14,14 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from proactivebench.metrics import Metric, average_label, number_text
+from proactivebench.metrics import Metric, average_label, number_text, table_metrics
 from proactivebench.registry import paper_scenarios, scenario_order
 from proactivebench.report import text as text_formats
 from proactivebench.report.measures import (
+    AVERAGE,
     Comparison,
     Difference,
     RunMeasures,
-    metrics_of,
 )
 from proactivebench.stats import Interval
 
@@ -79,9 +79,18 @@ def _covers_differ(coverages: Sequence[Sequence[str]]) -> bool:
     return any(sorted(c) != sorted(paper_scenarios()) for c in coverages)
 
 
-def run_table(measures: RunMeasures) -> Table:
-    """One run: a row per scenario and the average; n, errors and every metric."""
-    metrics = metrics_of(measures.run)
+#: What the action distribution's tables say of themselves.
+ACTIONS_NOTE = (
+    "Action distribution (docs/protocol.md §9): the share of turns (every episode's turns "
+    "pooled, or the first turns) whose answer chose each kind of option; the four kinds sum "
+    "to 100 %. Open-ended runs have no choices and no such table."
+)
+
+
+def run_table(measures: RunMeasures, table: str = "run") -> Table:
+    """One run: a row per scenario and the average; n, errors and every metric that `table`
+    shows ("run": the run's table; "actions": its action distribution, MCQA only)."""
+    metrics = table_metrics(measures.run.oeg, table)
     columns = ["scenario", "n", "errors", *(m.heading for m in metrics)]
     rows = []
     for scenario in [*measures.scenarios.values(), measures.average]:
@@ -93,11 +102,72 @@ def run_table(measures: RunMeasures) -> Table:
         cells = [Cell(name), Cell(str(scenario.n), scenario.n), Cell(str(scenario.errors))]
         cells += [interval_cell(scenario.values.get(m.key), m.percent, m.interval) for m in metrics]
         rows.append(cells)
+    errors = "episodes that ended in an error are left out of every rate."
+    if table == "run":
+        title = measures.run.label
+        notes = [
+            "Intervals: 95 % percentile bootstrap over episodes (the average: stratified by "
+            f"scenario); {errors}"
+        ]
+    else:
+        title, notes = f"{measures.run.label}: actions", [ACTIONS_NOTE, errors.capitalize()]
+    return Table(f"{table}-{slug(measures.run.label)}", title, columns, rows, notes)
+
+
+def actions_table(all_measures: Sequence[RunMeasures]) -> Table:
+    """Several MCQA runs' action distributions side by side: a row per run, its averages
+    over scenarios (the paper's Figs. 4 and 19 average them alike)."""
+    metrics = table_metrics(False, "actions")
+    columns = ["run", *(m.heading for m in metrics), "average of"]
+    rows = []
+    for measures in all_measures:
+        average = measures.average
+        row = [Cell(measures.run.label)]
+        row += [interval_cell(average.values.get(m.key), m.percent, False) for m in metrics]
+        rows.append([*row, Cell(average_label(average.covers, average.missing))])
+    return Table(
+        "actions",
+        "Action distribution, average over scenarios",
+        columns,
+        rows,
+        [ACTIONS_NOTE],
+        average_last=False,
+    )
+
+
+def change_cell(value: float | None) -> Cell:
+    """A relative change in %, signed ("+10.8 %"); "—" where there is none."""
+    if value is None:
+        return Cell(MISSING)
+    return Cell(f"{'+' if value > 0 else ''}{value:.1f} %", value)
+
+
+def actions_change_table(comparisons: Sequence[Comparison]) -> Table:
+    """The action distribution's relative changes from the `--vs` run: a row per run and
+    scenario (and its average), a column per share."""
+    metrics = table_metrics(False, "actions")
+    base = comparisons[0].base.label if comparisons else ""
+    rows = []
+    for comparison in comparisons:
+        for scenario, changes in comparison.actions.items():
+            name = "average" if scenario == AVERAGE else scenario
+            row = [Cell(comparison.run.label), Cell(name)]
+            rows.append(row + [change_cell(changes.get(m.key)) for m in metrics])
     notes = [
-        "Intervals: 95 % percentile bootstrap over episodes (the average: stratified by "
-        "scenario); episodes that ended in an error are left out of every rate."
+        f"Change from {base} in percent of its share, (run − {base}) / {base} × 100, as the "
+        "paper's Figs. 5, 7, 20 and 21 print it (37 % → 41 % is +10.8 %); each run's own "
+        "shares (its actions table), averages over each run's scenarios; — where the "
+        f"{base} share is 0 or missing.",
     ]
-    return Table(f"run-{slug(measures.run.label)}", measures.run.label, columns, rows, notes)
+    columns = ["run", "scenario", *(m.heading for m in metrics)]
+    return Table(
+        "actions-vs",
+        f"Δ action distribution vs {base} (relative, %)",
+        columns,
+        rows,
+        notes,
+        average_last=False,
+    )
 
 
 def cross_table(all_measures: Sequence[RunMeasures], metric: Metric) -> Table:

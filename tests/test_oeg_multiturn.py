@@ -24,6 +24,8 @@ from proactivebench.judge import Judge
 from proactivebench.metrics import metric
 from proactivebench.models import load_model
 from proactivebench.prompting import request_messages
+from proactivebench.report.measures import measure_run, unreadable_warnings
+from proactivebench.report.runs import load_run
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
@@ -150,6 +152,11 @@ def test_verdict_sequences_give_turns_accuracy_and_ps_rate(data: Path, tmp_path:
     assert json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["mode"] == (
         "oeg-multiturn"
     )
+    # One episode in five ended unreadable: the warning blames the judge's format, not the
+    # answer format (free text has no option to designate).
+    (warning,) = unreadable_warnings(measure_run(load_run(tmp_path / "run"), n_resamples=10))
+    assert warning.startswith("episodes ended by a turn whose judge votes held no readable")
+    assert "QD (20.0 %)" in warning and "--answer-extraction" not in warning
 
 
 def test_the_random_mapping_is_drawn_by_the_seed_and_recorded(data: Path, tmp_path: Path) -> None:

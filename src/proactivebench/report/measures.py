@@ -438,12 +438,26 @@ _WARNED = {
 }
 
 
+#: In a multi-turn open-ended run an episode ends unreadable when no judge vote of a turn held
+#: a verdict: the judge's format, not the model's (the answers are free text).
+_WARNED_MULTITURN = {
+    **_WARNED,
+    "unreadable": (
+        "episodes ended by a turn whose judge votes held no readable verdict (protocol §6)",
+        "accuracy reflects",
+        "the judge's format more than the answers; see each turn's judge_outputs with "
+        "`proactivebench show`, or try another judge or a larger --judge-max-tokens",
+    ),
+}
+
+
 def unreadable_warnings(measures: RunMeasures) -> list[str]:
     """A warning naming the scenarios whose unreadable-answer rate passes
     `UNREADABLE_WARNING` %, and one for the judge outputs that held no readable verdict
     (unparsed) past the same share; or none."""
     warnings = []
-    for key, (what, skewed, advice) in _WARNED.items():
+    watched = _WARNED_MULTITURN if measures.run.multiturn else _WARNED
+    for key, (what, skewed, advice) in watched.items():
         high = []
         for name, scenario in measures.scenarios.items():
             value = scenario.values.get(key)

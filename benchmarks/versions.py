@@ -6,7 +6,8 @@ in turn on this machine:
 1. **Same results**: `proactivebench eval` of several baselines and settings on one synthetic
    data set, and two open-ended runs whose model and judge are `python:` functions (one of
    them judged again by `judge RUN` with another); every `results.jsonl` line must be equal
-   (latency left out), and so must `summary.json`.
+   (latency left out), and so must `summary.json` (the newer one may add fields, which are
+   named, but not change or drop one).
 2. **Start-up**: each version's own `benchmarks/startup.py` (spawn to first request).
 3. **Throughput**: each version's own `benchmarks/throughput.py` against the 50 ms fake server
    on 640×480 JPEGs (wall time at concurrency 64, speed-up, efficiency, client CPU per turn).
@@ -148,10 +149,23 @@ def compare(
             )
         summary = json.loads((out / "summary.json").read_text())
         outputs[name] = (lines_of(out), summary)
-    equal = outputs["old"] == outputs["new"]
-    count = len(outputs["new"][0])
-    print(f"  {label:36s} {count:5d} episodes: {'identical' if equal else 'DIFFERENT'}")
+    (old_lines, old_summary), (new_lines, new_summary) = outputs["old"], outputs["new"]
+    added: set[str] = set()
+    equal = old_lines == new_lines and old_summary == kept_as(old_summary, new_summary, added)
+    verdict = "identical" if equal else "DIFFERENT"
+    if equal and added:
+        verdict += f" (summary.json adds {', '.join(sorted(added))})"
+    print(f"  {label:36s} {len(new_lines):5d} episodes: {verdict}")
     return equal
+
+
+def kept_as(old: object, new: object, added: set[str]) -> object:
+    """`new` with only the keys `old` has, at every depth (the keys it adds go to `added`):
+    a later version may add fields to `summary.json`, never change or drop one."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        added.update(k for k in new if k not in old)
+        return {k: kept_as(old[k], new[k], added) if k in old else new[k] for k in new if k in old}
+    return new
 
 
 def same_results(trees: dict[str, Path], scratch: Path, per_scenario: int) -> bool:

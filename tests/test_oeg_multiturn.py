@@ -333,3 +333,50 @@ def test_the_mode_needs_a_judge_and_no_icl() -> None:
     with pytest.raises(SettingsError, match="--icl"):
         EvalSettings(mode="oeg-multiturn", icl=1)
     assert EvalSettings(mode="oeg-multiturn").decoding.max_tokens == 32768
+
+
+def test_a_judge_that_judges_nothing_leaves_the_run_as_it_was(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Every call of the new judge fails: no line holds its verdict, so run.json must not
+    name it (the run would then resume with neither judge); nothing is rewritten."""
+    script = {"QD:0": ["cp"], "QD:1": ["ps", "cp"]}
+    play(data, tmp_path, script, scenarios=("QD",), limit=2)
+    run = tmp_path / "run"
+    before = {name: (run / name).read_bytes() for name in ("run.json", "results.jsonl")}
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "judging.py").write_text(
+        "def judge(messages, observation):\n    raise RuntimeError('judge down')\n"
+    )
+    spec = f"python:{other / 'judging.py'}:judge"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache"], capsys)
+    assert code == 3 and "no line could be judged" in text and "judge down" in text, text
+    assert "Traceback" not in text
+    assert {name: (run / name).read_bytes() for name in before} == before
+    assert not (run / "results.previous.jsonl").exists()
+    # The earlier judge still resumes the run (nothing to play: every episode is there).
+    code, text = run_cli(
+        [
+            "eval",
+            "--data",
+            str(data),
+            "--model",
+            f"python:{tmp_path / 'agent.py'}:answer",
+            "--judge",
+            f"python:{tmp_path / 'judging.py'}:judge",
+            "--mode",
+            "oeg-multiturn",
+            "--all-samples",
+            "--scenarios",
+            "QD",
+            "--limit",
+            "2",
+            "--out",
+            str(run),
+            "--no-cache",
+            "--no-report",
+        ],
+        capsys,
+    )
+    assert code == 0, text

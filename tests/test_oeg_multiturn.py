@@ -380,3 +380,14 @@ def test_a_judge_that_judges_nothing_leaves_the_run_as_it_was(
         capsys,
     )
     assert code == 0, text
+
+
+def test_show_says_what_the_judge_found(data: Path, tmp_path: Path, capsys) -> None:
+    play(data, tmp_path, {"QD:0": ["ps", "none"], "QD:1": ["bad"]}, scenarios=("QD",), limit=2)
+    endings = {
+        "0": "ended after 2 turn(s), not correct: the judge found no valid answer",
+        "1": "ended after 1 turn(s), not correct: no judge vote held a readable verdict",
+    }
+    for sample, ending in endings.items():
+        code, text = run_cli(["show", str(tmp_path / "run"), "QD", sample], capsys)
+        assert code == 0 and ending in text and "option" not in text.split("ended after")[1]

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import proactivebench
 from clirun import ctrl_c_as_in_a_terminal, eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.errors import ProactiveBenchError
@@ -101,8 +102,10 @@ def lines_by_key(run: Path) -> dict[tuple[str, int], dict]:
 
 def our_traceback(output: str) -> bool:
     """Whether a traceback went through the package (the launcher's own report of a failed
-    worker is a traceback of torch's, which is not ours to change)."""
-    return re.search(r'File "[^"]*proactivebench[/\\]', output) is not None
+    worker is a traceback of torch's, which is not ours to change). The package's folder, not
+    its name: a checkout named proactivebench holds the venv whose libraries print theirs."""
+    package = re.escape(os.path.dirname(proactivebench.__file__))
+    return re.search(rf'File "{package}[/\\]', output) is not None
 
 
 def random_seed_4(data: Path, run: Path) -> list[str]:

@@ -247,8 +247,10 @@ class LaunchedRun:
                 done.append((False, exc))
 
         helper = threading.Thread(target=run, name=f"rank-{self.launch.rank}-wait", daemon=True)
-        helper.start()
         try:
+            # Started inside the `try`: `start` waits for the thread, which may already be in
+            # the call (connected, waiting for its peers) when a signal interrupts that wait.
+            helper.start()
             while helper.is_alive():
                 helper.join(WAIT_POLL_S)
         except KeyboardInterrupt:

@@ -39,8 +39,8 @@ import hashlib
 def judge(messages, observation):
     text = messages[-1]["content"]
     entries = text.count(",") + 1
-    bits = [str(hashlib.sha256((text + str(i)).encode()).digest()[0] % 2) for i in range(min(entries, 4))]
-    return ", ".join(bits)
+    digests = [hashlib.sha256((text + str(i)).encode()).digest() for i in range(min(entries, 4))]
+    return ", ".join(str(d[0] % 2) for d in digests)
 """
 
 
@@ -109,10 +109,22 @@ def test_paper_suite_is_the_papers_list() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[[experiment]]\nid = "a"\nhistroy = true\n', "experiment 1 ('a'): unknown setting 'histroy'"),
-        ('[[experiment]]\nid = "a"\nicl = "two"\n', "experiment 1 ('a'): setting 'icl': icl must be an integer"),
-        ('[[experiment]]\nid = "a"\nmode = "chat"\n', "experiment 1 ('a'): setting 'mode': unknown mode 'chat'"),
-        ('[[experiment]]\nid = "a"\nicl = 1\nreference = true\n', "experiment 1 ('a'): --icl shows"),
+        (
+            '[[experiment]]\nid = "a"\nhistroy = true\n',
+            "experiment 1 ('a'): unknown setting 'histroy'",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nicl = "two"\n',
+            "experiment 1 ('a'): setting 'icl': icl must be an integer",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nmode = "chat"\n',
+            "experiment 1 ('a'): setting 'mode': unknown mode 'chat'",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nicl = 1\nreference = true\n',
+            "experiment 1 ('a'): --icl shows",
+        ),
         ('[[experiment]]\npaper = "x"\n', "experiment 1: 'id' must be a name"),
         ('[[experiment]]\nid = "../up"\n', "experiment 1: 'id' must be a name"),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),

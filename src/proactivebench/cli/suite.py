@@ -274,7 +274,9 @@ def experiments_table(entries: list[ExperimentOutcome]) -> Table:
         caption_justify="left",
     )
     for heading in ("experiment", "episodes", "accuracy (avg)", "ps rate (avg)", "status"):
-        table.add_column(heading, justify="left" if heading in ("experiment", "status") else "right")
+        table.add_column(
+            heading, justify="left" if heading in ("experiment", "status") else "right"
+        )
     for entry in entries:
         cells = ["—", "—", "—"]
         if entry.outcome is not None:

@@ -203,6 +203,9 @@ def test_paper_runs_every_experiment_and_a_rerun_asks_nothing(
         shuffled = select_records(load_dataset(data), LIMIT, subset=100)
         assert oeg == {(r.scenario, r.id) for r in shuffled}
         assert (out / "report" / "report.html").is_file()
+        listed = (out / "report" / "report.md").read_text()
+        ends = [line.rsplit("/", 1)[-1] for line in listed.splitlines() if line.startswith("- **")]
+        assert ends[:11] == [e.id for e in paper_suite().experiments]
         asked, saved = saved_line(text)
         assert saved > 0  # unfiltered plays mcqa's episodes (synthetic data has no filter)
         assert asked >= first  # the judge's requests are asked too, not of the server
@@ -332,3 +335,24 @@ def test_suite_file_on_the_command_line_reads_the_users_list(
     # The file's limit (1) stands under a larger --limit: the command caps, never raises.
     played = episodes_once(tmp_path / "o" / "two-rod")
     assert len(played) == 1 and next(iter(played))[0] == "ROD"
+
+
+def test_a_failed_experiment_is_named_and_the_others_finish(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """An experiment the data cannot play (more demonstrations than a scenario offers) fails
+    alone: the others are played to the end, and the command exits 1 naming it."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        '[[experiment]]\nid = "plain"\n'
+        f'[[experiment]]\nid = "too-many"\nicl = {PER_SCENARIO}\n'
+        '[[experiment]]\nid = "hint"\nhint = true\n'
+    )
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(tmp_path / "o"), "--no-report"], capsys)
+    assert code == 1, text
+    assert f"error: too-many failed: --icl {PER_SCENARIO} asks for {PER_SCENARIO}" in text
+    assert "failed: too-many; the others are intact" in text
+    for ident in ("plain", "hint"):
+        assert len(episodes_once(tmp_path / "o" / ident)) == 7 * PER_SCENARIO
+    assert not (tmp_path / "o" / "too-many" / "results.jsonl").exists()

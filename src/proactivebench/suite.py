@@ -263,11 +263,11 @@ def write_suite_report(
     (`report.write_report` of several runs; imported here, when wanted: plots are heavy)."""
     from proactivebench.report import REPORT_DIR, write_report
 
-    runs = [e.out_dir for e in outcome.experiments if e.outcome is not None]
+    played = [e for e in outcome.experiments if e.outcome is not None]
     return write_report(
-        runs,
+        [e.out_dir for e in played],
         Path(out_dir) / REPORT_DIR,
-        title="experiments: " + ", ".join(e.experiment.id for e in outcome.experiments),
+        title="experiments: " + ", ".join(e.experiment.id for e in played),
         if_changed=True,
         thumb_cache="default" if thumb_cache else None,
     )

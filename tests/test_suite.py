@@ -8,6 +8,7 @@ and a rerun asks nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,9 @@ from clirun import ctrl_c_as_in_a_terminal, run_cli
 from openai_server import FakeOpenAI
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
-from proactivebench.errors import SettingsError, SuiteFileError
+from proactivebench.errors import ModelError, SettingsError, SuiteFileError
+from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
 from proactivebench.selection import select_records
 from proactivebench.suite import paper_suite, parse_suite, read_suite
 
@@ -260,9 +264,12 @@ def test_sharing_saves_exactly_the_requests_two_experiments_share(
     assert "requests asked; " in text
 
 
-def test_sigkill_midway_then_rerun_loses_and_doubles_nothing(
-    data: Path, tmp_path: Path, capsys
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
+def test_stopped_midway_then_rerun_loses_and_doubles_nothing(
+    sig: int, data: Path, tmp_path: Path, capsys
 ) -> None:
+    """Killed outright, or Ctrl-C (which exits 130 saying how to resume), the rerun of the
+    same command completes every experiment, no episode lost or written twice."""
     ids = ["mcqa", "hint", "ablation"]
     out = tmp_path / "paper"
     with FakeOpenAI(latency=0.02) as fake:
@@ -273,7 +280,7 @@ def test_sigkill_midway_then_rerun_loses_and_doubles_nothing(
         src = Path(__file__).resolve().parents[1] / "src"
         env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
         process = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             preexec_fn=ctrl_c_as_in_a_terminal,
         )  # fmt: skip
 
@@ -289,8 +296,13 @@ def test_sigkill_midway_then_rerun_loses_and_doubles_nothing(
         while written() < 4 and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
         assert process.poll() is None, "the suite ended before it could be killed"
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=WAIT_BOUND_S)
+        process.send_signal(sig)
+        said, _ = process.communicate(timeout=WAIT_BOUND_S)
+        if sig == signal.SIGINT:
+            assert process.returncode == 130
+            assert "interrupted; rerun the same command to resume" in said.decode()
+        else:
+            assert process.returncode == -signal.SIGKILL
         assert 4 <= written() < 3 * 7 * PER_SCENARIO
         code, text = run_cli(args, capsys)
         assert code == 0, text
@@ -356,3 +368,57 @@ def test_a_failed_experiment_is_named_and_the_others_finish(
     for ident in ("plain", "hint"):
         assert len(episodes_once(tmp_path / "o" / ident)) == 7 * PER_SCENARIO
     assert not (tmp_path / "o" / "too-many" / "results.jsonl").exists()
+
+
+# ----- one request asked once -------------------------------------------------------------------
+
+
+class Slow(Model):
+    """Answers after its gate opens; fails instead when told to."""
+
+    name = "slow"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls = 0
+        self.fail = fail
+        self.gate = asyncio.Event()
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.calls += len(requests)
+        await self.gate.wait()
+        if self.fail:
+            raise ModelError("down")
+        return [Completion(text="A") for _ in requests]
+
+
+def test_a_request_in_flight_is_waited_for_and_a_failed_one_asked_again(tmp_path: Path) -> None:
+    """Two runs ask one request at once: the second waits for the first's answer (one call,
+    counted as shared); when the first's call fails, the second asks it itself."""
+    request = ChatRequest([{"role": "user", "content": "which?"}])
+
+    async def both(first: Slow, second: Slow) -> list:
+        sharing = Sharing()
+        cache = ResponseCache(tmp_path / f"{first.fail}.sqlite")
+        a = CachedModel(first, cache, sharing, "a")
+        b = CachedModel(second, cache, sharing, "b")
+        asked = asyncio.ensure_future(a.generate([request]))
+        await asyncio.sleep(0)  # a's request is in flight
+        waiting = asyncio.ensure_future(b.generate([request]))
+        await asyncio.sleep(0)
+        first.gate.set()
+        second.gate.set()
+        done = await asyncio.gather(asked, waiting, return_exceptions=True)
+        cache.close()
+        return [*done, sharing.of("a"), sharing.of("b")]
+
+    first, second = Slow(), Slow()
+    a, b, counts_a, counts_b = asyncio.run(both(first, second))
+    assert (first.calls, second.calls) == (1, 0)
+    assert a[0].text == b[0].text == "A" and b[0].cached and not a[0].cached
+    assert (counts_a.asked, counts_a.shared, counts_b.asked, counts_b.shared) == (1, 0, 0, 1)
+
+    first, second = Slow(fail=True), Slow()
+    a, b, counts_a, counts_b = asyncio.run(both(first, second))
+    assert isinstance(a, ModelError) and b[0].text == "A" and not b[0].cached
+    assert (first.calls, second.calls) == (1, 1)
+    assert (counts_b.asked, counts_b.shared) == (1, 0)

@@ -26,10 +26,11 @@ from openai_server import FakeOpenAI
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.errors import ModelError, SettingsError, SuiteFileError
-from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models import load_model
+from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
 from proactivebench.selection import select_records
-from proactivebench.suite import paper_suite, parse_suite, read_suite
+from proactivebench.suite import paper_suite, parse_suite, read_suite, run_suite
 
 PER_SCENARIO = 4
 LIMIT = 2
@@ -422,3 +423,52 @@ def test_a_request_in_flight_is_waited_for_and_a_failed_one_asked_again(tmp_path
     assert isinstance(a, ModelError) and b[0].text == "A" and not b[0].cached
     assert (first.calls, second.calls) == (1, 1)
     assert (counts_b.asked, counts_b.shared) == (1, 0)
+
+
+class Counted(ModelWrapper):
+    """A model that counts how often it is closed."""
+
+    closed = 0
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return await self.inner.generate(requests)
+
+    async def aclose(self) -> None:
+        self.closed += 1
+        await self.inner.aclose()
+
+
+def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path) -> None:
+    """A model given as an instance (a local model, loaded once) serves every experiment and
+    is closed once, at the end, not by the first experiment that ends while others still ask
+    it; the results are those of a model per experiment."""
+    suite = parse_suite(
+        '[[experiment]]\nid = "plain"\n[[experiment]]\nid = "hint"\nhint = true\n', "t.toml"
+    )
+    with FakeOpenAI() as fake:
+        model = Counted(load_model(f"openai:m@{fake.url}"))
+        shared = asyncio.run(
+            run_suite(data, suite.experiments, tmp_path / "shared", model=model, limit=LIMIT)
+        )
+        separate = asyncio.run(
+            run_suite(
+                data,
+                suite.experiments,
+                tmp_path / "separate",
+                model=lambda: load_model(f"openai:m@{fake.url}"),
+                limit=LIMIT,
+            )
+        )
+    assert model.closed == 1
+    assert [e.status for e in shared.experiments] == ["done", "done"]
+    assert [e.status for e in separate.experiments] == ["done", "done"]
+    for ident in ("plain", "hint"):
+        ours = {
+            (r["scenario"], r["sample_id"]): r["correct"]
+            for r in results(tmp_path / "shared" / ident)
+        }
+        theirs = {
+            (r["scenario"], r["sample_id"]): r["correct"]
+            for r in results(tmp_path / "separate" / ident)
+        }
+        assert ours == theirs and len(ours) == 7 * LIMIT

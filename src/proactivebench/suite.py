@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from proactivebench.engine import RunEngine
 from proactivebench.errors import ProactiveBenchError, SettingsError, SuiteFileError
 from proactivebench.judge import Judge
-from proactivebench.models.base import Model
+from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.cache import ResponseCache
 from proactivebench.play import Result
 from proactivebench.runner import RunOutcome, aevaluate
@@ -201,42 +201,73 @@ OnStart = Callable[[str, int, int], None]
 OnResult = Callable[[str, Result], None]
 
 
+class _KeptOpen(ModelWrapper):
+    """A model several experiments share: a run closes its models when it ends, which would
+    close the connections the others still use; the suite closes it once, at the end."""
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return await self.inner.generate(requests)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _maker(given: Model | Callable[[], Model], shared: list[Model]) -> Callable[[], Model]:
+    """A new model per experiment from a factory; or the one model given, kept open (and
+    noted in `shared`, for the suite to close at the end)."""
+    if not isinstance(given, Model):
+        return given
+    shared.append(given)
+    return lambda: _KeptOpen(given)
+
+
 async def run_suite(
     data_dir: str | os.PathLike[str],
     experiments: Sequence[Experiment],
     out_dir: str | os.PathLike[str],
     *,
-    model: Callable[[], Model],
-    judge: Callable[[], Judge] | None = None,
+    model: Model | Callable[[], Model],
+    judge: Judge | Callable[[], Judge] | None = None,
     options: RunOptions | None = None,
     cache: ResponseCache | None = None,
     limit: int | None = None,
     on_start: OnStart = lambda ident, total, done: None,
     on_result: OnResult = lambda ident, result: None,
 ) -> SuiteOutcome:
-    """Play `experiments` side by side into `out_dir/<id>`, each a run of a model made by
-    `model()` (one per experiment: a run closes its model's connections when it ends) and,
-    open-ended, judged by `judge()`; without `judge` those are skipped. They share one engine
+    """Play `experiments` side by side into `out_dir/<id>`, each a run of `model` and,
+    open-ended, judged by `judge`; without `judge` those are skipped. A model (or judge) given
+    as a factory makes one per experiment: each answers as it would alone (a seeded sampler's
+    draws are its own), the way for backends cheap to make (`openai:`, `python:`, the
+    baselines); one given as an instance is shared by all (a local `hf:` model, loaded once),
+    closed at the end. They share one engine
     of `options` (`concurrency`: episodes in flight per experiment; `requests_in_flight`:
     requests over them all) and `cache`. An experiment that fails is told in its outcome;
     the others go on. Cancelled (Ctrl-C), every run keeps what it wrote, as `eval` does."""
     engine = RunEngine(options, cache)
     root = Path(out_dir)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
+    shared: list[Model] = []
+    make_model = _maker(model, shared)
+    make_judge: Callable[[], Judge] | None = None
+    if isinstance(judge, Judge):
+        judge_model = _maker(judge.model, shared)
+        make_judge = lambda: judge.with_model(judge_model())  # noqa: E731
+    elif judge is not None:
+        make_judge = judge
 
     async def one(entry: ExperimentOutcome) -> None:
         experiment = entry.experiment
-        if experiment.judged and judge is None:
+        if experiment.judged and make_judge is None:
             entry.status, entry.reason = SKIPPED, "open-ended: needs --judge"
             return
         try:
             outcome = await aevaluate(
                 data_dir,
-                model(),
+                make_model(),
                 entry.out_dir,
                 capped(experiment.settings, limit),
                 engine=engine,
-                judge=judge() if experiment.judged and judge is not None else None,
+                judge=make_judge() if experiment.judged and make_judge is not None else None,
                 on_start=lambda total, done: on_start(experiment.id, total, done),
                 on_result=lambda result: on_result(experiment.id, result),
             )
@@ -249,6 +280,8 @@ async def run_suite(
     try:
         await asyncio.gather(*(one(entry) for entry in outcomes))
     finally:
+        for kept in shared:
+            await kept.aclose()
         for entry in outcomes:
             counts = engine.sharing.runs.get(str(entry.out_dir))
             if counts is not None:

@@ -120,6 +120,11 @@ def suite_command(suite_file: Path, **options: Any) -> None:
     run_command(read_suite(suite_file), **options)
 
 
+def _local(spec: str) -> bool:
+    """Whether a model spec loads weights into this process (costly to make more than once)."""
+    return spec.startswith("hf:")
+
+
 def _ids(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -158,12 +163,15 @@ def run_command(
             judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature
         )
 
-    # Checked before anything runs: a spec that names no backend is one error, not one per
-    # experiment.
+    # Made first: a spec that names no backend is one error before anything runs. A local
+    # model (`hf:`) is loaded once and shared; the others are cheap to make, one per
+    # experiment, each answering as it would alone.
     probe = load_model(model_spec, **backend)
-    if judge_spec is not None:
-        judge()
-    else:
+    model = probe if _local(model_spec) else lambda: load_model(model_spec, **backend)
+    judging = judge() if judge_spec is not None else None
+    if judging is not None and not _local(judge_spec or ""):
+        judging = judge
+    if judge_spec is None:
         skipped = [e.id for e in experiments if e.judged]
         if skipped:
             console.print(
@@ -183,8 +191,8 @@ def run_command(
                 data_dir,
                 experiments,
                 out_dir,
-                model=lambda: load_model(model_spec, **backend),
-                judge=judge if judge_spec is not None else None,
+                model=model,
+                judge=judging,
                 options=options,
                 cache=cache,
                 limit=limit,

@@ -24,7 +24,9 @@ from proactivebench.errors import (
     SettingsError,
 )
 from proactivebench.filtering import compute_filter, models_needed, write_filter
+from proactivebench.models import load_model
 from proactivebench.protocol import filter_ids, official_filter_ids
+from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
 
 PLAIN = EvalSettings().identity()
@@ -336,6 +338,25 @@ def test_a_scenario_the_filter_does_not_cover_is_refused_by_name(
     settings = EvalSettings(filter=str(chosen))
     with pytest.raises(DataError, match=r"f.json: the filter has no ids for ROD; .*--scenarios QD"):
         load_dataset(synth, ["ROD", "QD"], sample_filter=settings.sample_filter)
+
+
+def test_a_filter_of_no_scenario_played_names_its_stems(synth: Path, tmp_path: Path) -> None:
+    chosen = _filter_file(tmp_path / "f.json", {"Bogus": [1]})
+    settings = EvalSettings(filter=str(chosen))
+    with pytest.raises(DataError, match=r"covers none of the scenarios played .*: Bogus; ROD's"):
+        load_dataset(synth, ["ROD", "QD"], sample_filter=settings.sample_filter)
+
+
+def test_a_scenario_the_filter_empties_is_named(synth: Path, tmp_path: Path, caplog) -> None:
+    chosen = _filter_file(tmp_path / "f.json", {"QuickDraw": [0], "ChangeIt": []})
+    outcome = evaluate(
+        synth,
+        load_model("baseline:oracle"),
+        tmp_path / "run",
+        EvalSettings(filter=str(chosen), scenarios=("QD", "CIT")),
+    )
+    assert list(outcome.summary.scenarios) == ["QD"]
+    assert "f.json keeps no sample of CIT: left out of the run" in caplog.text
 
 
 def test_the_adapters_play_the_filter(synth: Path, tmp_path: Path) -> None:

@@ -309,25 +309,17 @@ def test_a_failing_judge_keeps_the_verdicts_it_could_not_replace(
     ):
         oeg_run(data, fake.url, run, scenarios=("ROD", "QD"))
         before = (run / "results.jsonl").read_text()
-        old = {(x["scenario"], x["sample_id"]): x for x in read_results(run / "results.jsonl")}
         failing = judge_args(run, bad.url, "other-judge", "--judge-option", "max_retries=0")
         code, text = run_cli(failing, capsys)
         assert code == 3, text
         assert f"judging 4 of 4 lines of {run} in place" in text
-        assert str(run / "results.previous.jsonl") in text
-        assert "4 line(s) could not be judged (4 kept their previous verdict" in text
-        assert "rerun the same command" in text and "aggregate %" in text
-        assert (run / "results.previous.jsonl").read_text() == before
-        lines = read_results(run / "results.jsonl")
-        assert len(lines) == 4
-        for line in lines:
-            kept = old[(line["scenario"], line["sample_id"])]
-            assert line["judge_error"].startswith("judge: ") and "error" not in line
-            assert {k: v for k, v in line.items() if k != "judge_error"} == kept
-        summary = json.loads((run / "summary.json").read_text())
-        assert summary["average"]["unjudged"] == 4 and summary["scenarios"]["ROD"]["n"] == 2
-        assert summary["scenarios"]["QD"]["aggregate"] == EXPECTED["QD"][2]
-        assert (run / "report" / "report.html").is_file()  # the report is rewritten
+        # Not one verdict of the new judge: the run is left as it was (run.json would
+        # otherwise name a judge that judged nothing, and refuse the earlier one).
+        assert "no line could be judged" in text and "left as it was" in text
+        assert "rerun the same command" in text and "HTTP 500" in text
+        assert (run / "results.jsonl").read_text() == before
+        assert not (run / "results.previous.jsonl").exists()
+        assert "other-judge" not in (run / "run.json").read_text()
         # A rerun with a judge that answers judges the four lines, and only those.
         asked = len(fake.chat_requests)
         code, text = run_cli(judge_args(run, fake.url, "other-judge"), capsys)
@@ -629,3 +621,47 @@ def test_a_python_judge_that_exits_fails_its_lines_not_the_tool(
             assert "SystemExit: the code called sys.exit(0)" in line["judge_error"]
         else:
             assert "judge_error" not in line
+
+
+#: A model that names its sample, and judges: one that marks the first entry, one that fails
+#: on one sample's generation (FAIL: its id).
+NAMED = """
+def answer(messages, observation):
+    return f"sample {observation.sample_id}: please move it"
+
+
+def judge(messages, observation):
+    return "1" + ", 0" * messages[1]["content"].split("(List):")[1].count(",")
+
+
+def flaky(messages, observation):
+    if "sample FAIL:" in messages[1]["content"]:
+        raise RuntimeError("judge down")
+    return judge(messages, observation)
+"""
+
+
+def test_a_judge_failing_on_some_lines_keeps_their_verdicts(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Some lines judged, one failing: the failing line keeps its earlier verdict and says
+    why (`judge_error`), the others take the new judge, and run.json names the new judge
+    (a rerun of the same command retries the failed line)."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    old = {x["sample_id"]: x for x in read_results(run / "results.jsonl")}
+    assert len(old) > 1
+    failing = min(old)
+    (tmp_path / "named.py").write_text(NAMED.replace("FAIL", str(failing)))
+    code, text = run_cli(["judge", str(run), "--judge", f"{named}:flaky", "--no-cache"], capsys)
+    assert code == 3 and "1 line(s) could not be judged (1 kept their previous verdict" in text
+    lines = {x["sample_id"]: x for x in read_results(run / "results.jsonl")}
+    assert "judge down" in lines[failing]["judge_error"]
+    assert {k: v for k, v in lines[failing].items() if k != "judge_error"} == old[failing]
+    others = [line for sample, line in lines.items() if sample != failing]
+    assert {line["settings"]["judge"]["judge"] for line in others} == {f"{named}:flaky"}
+    assert f"{named}:flaky" in (run / "run.json").read_text()

@@ -21,11 +21,12 @@ from clirun import run_cli
 from proactivebench import load_dataset, make_episode
 from proactivebench.data.synth import generate
 from proactivebench.judge import Judge
-from proactivebench.metrics import metric
+from proactivebench.metrics import choices, metric
 from proactivebench.models import load_model
 from proactivebench.prompting import request_messages
 from proactivebench.report.measures import measure_run, unreadable_warnings
 from proactivebench.report.runs import load_run
+from proactivebench.report.tables import run_table
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
@@ -152,11 +153,29 @@ def test_verdict_sequences_give_turns_accuracy_and_ps_rate(data: Path, tmp_path:
     assert json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["mode"] == (
         "oeg-multiturn"
     )
+    # The action shares read each judged turn from its verdict (protocol §9): no turn
+    # abstains, a suggestion is proactive (carried out or, at QD's last turn, not), nothing
+    # accepted is a wrong category, no readable vote is unreadable.
+    kinds = {i: [c["choice"] for c in choices(lines[("QD", i)])] for i in range(5)}
+    assert kinds == {
+        0: ["category"],
+        1: ["proactive", "proactive", "category"],
+        2: ["proactive", "category"],
+        3: ["unreadable"],
+        4: ["proactive"] * last,
+    }
     # One episode in five ended unreadable: the warning blames the judge's format, not the
     # answer format (free text has no option to designate).
-    (warning,) = unreadable_warnings(measure_run(load_run(tmp_path / "run"), n_resamples=10))
+    measures = measure_run(load_run(tmp_path / "run"), n_resamples=10)
+    (warning,) = unreadable_warnings(measures)
     assert warning.startswith("episodes ended by a turn whose judge votes held no readable")
     assert "QD (20.0 %)" in warning and "--answer-extraction" not in warning
+    # The run's table in the report shows the measures per turn, the values above.
+    table = run_table(measures)
+    qd_row = next(row for row in table.rows if row[0].text == "QD")
+    for key, values in per_turn.items():
+        cell = qd_row[table.columns.index(metric(key).heading)]
+        assert cell.value == pytest.approx(sum(values) / 5), key
 
 
 def test_the_random_mapping_is_drawn_by_the_seed_and_recorded(data: Path, tmp_path: Path) -> None:
@@ -314,3 +333,61 @@ def test_the_mode_needs_a_judge_and_no_icl() -> None:
     with pytest.raises(SettingsError, match="--icl"):
         EvalSettings(mode="oeg-multiturn", icl=1)
     assert EvalSettings(mode="oeg-multiturn").decoding.max_tokens == 32768
+
+
+def test_a_judge_that_judges_nothing_leaves_the_run_as_it_was(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Every call of the new judge fails: no line holds its verdict, so run.json must not
+    name it (the run would then resume with neither judge); nothing is rewritten."""
+    script = {"QD:0": ["cp"], "QD:1": ["ps", "cp"]}
+    play(data, tmp_path, script, scenarios=("QD",), limit=2)
+    run = tmp_path / "run"
+    before = {name: (run / name).read_bytes() for name in ("run.json", "results.jsonl")}
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "judging.py").write_text(
+        "def judge(messages, observation):\n    raise RuntimeError('judge down')\n"
+    )
+    spec = f"python:{other / 'judging.py'}:judge"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache"], capsys)
+    assert code == 3 and "no line could be judged" in text and "judge down" in text, text
+    assert "Traceback" not in text
+    assert {name: (run / name).read_bytes() for name in before} == before
+    assert not (run / "results.previous.jsonl").exists()
+    # The earlier judge still resumes the run (nothing to play: every episode is there).
+    code, text = run_cli(
+        [
+            "eval",
+            "--data",
+            str(data),
+            "--model",
+            f"python:{tmp_path / 'agent.py'}:answer",
+            "--judge",
+            f"python:{tmp_path / 'judging.py'}:judge",
+            "--mode",
+            "oeg-multiturn",
+            "--all-samples",
+            "--scenarios",
+            "QD",
+            "--limit",
+            "2",
+            "--out",
+            str(run),
+            "--no-cache",
+            "--no-report",
+        ],
+        capsys,
+    )
+    assert code == 0, text
+
+
+def test_show_says_what_the_judge_found(data: Path, tmp_path: Path, capsys) -> None:
+    play(data, tmp_path, {"QD:0": ["ps", "none"], "QD:1": ["bad"]}, scenarios=("QD",), limit=2)
+    endings = {
+        "0": "ended after 2 turn(s), not correct: the judge found no valid answer",
+        "1": "ended after 1 turn(s), not correct: no judge vote held a readable verdict",
+    }
+    for sample, ending in endings.items():
+        code, text = run_cli(["show", str(tmp_path / "run"), "QD", sample], capsys)
+        assert code == 0 and ending in text and "option" not in text.split("ended after")[1]

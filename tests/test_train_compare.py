@@ -83,6 +83,17 @@ def test_only_shared_episodes_are_compared_and_differences_are_warned(
     assert code == 0 and text.count("warning:") == 3
 
 
+def test_different_settings_are_named(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = eval_run(test_data, tmp_path / "base", "baseline:abstain", capsys, "--scenarios", "QD")
+    tuned = eval_run(
+        test_data, tmp_path / "tuned", "baseline:oracle", capsys, "--scenarios", "QD", "--hint"
+    )
+    (note,) = compare_runs(base, tuned, holdout="QD").notes
+    assert note == "the runs used different eval settings (hint: false → true)"
+
+
 def test_a_damaged_run_is_named_with_compare_wording(
     test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -275,6 +275,16 @@ def test_bad_recipe_options_end_in_one_message(
     assert code == 2 and "nope" in text
 
 
+def test_an_intervention_paid_above_the_category_is_warned(caplog) -> None:
+    from proactivebench.train.recipe import check_proactive_reward
+
+    assert check_proactive_reward(1.0) == 1.0 and not caplog.records
+    assert check_proactive_reward(2) == 2.0
+    (record,) = caplog.records
+    assert "2 pays an intervention more than the correct category" in record.getMessage()
+    assert "the paper ran 0.5, 0.75, 1" in record.getMessage()
+
+
 def test_compare_prints_table3_from_the_file_beside_the_runs(
     synth_test: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -114,7 +114,8 @@ def choice_kind(turn: Line, line: Line) -> str:
     A wrong choice is an abstention when the option abstains (`is_abstention`); otherwise it
     is an intervention the state refused (the episode recorded why: the last turn of MVP-N,
     IN-C and QD, IN-C's other enhancements, CIT's end of video) unless it is the right
-    category (ROD refuses it on its first turn, and says so too); else a wrong category."""
+    category (ROD refuses it on its first turn, and says so too); else a wrong category. A
+    judged turn (multi-turn open-ended generation) is read from its verdict and `reason`."""
     verdict = turn.get("verdict")
     if verdict == "correct":
         return "category"
@@ -123,6 +124,11 @@ def choice_kind(turn: Line, line: Line) -> str:
     if verdict == "mismatch":
         # An accepted intervention whose text names no action (§8) is a proactive choice.
         return "proactive" if line.get("end_reason") == "no_action" else "unreadable"
+    if verdict == "wrong" and "valid_answers_text" in turn:
+        # A judged turn of multi-turn open-ended generation: a free answer designates no
+        # option; the judge found a suggestion the state could not carry out (`reason`) or
+        # nothing it accepts, which is a wrong category (§9).
+        return "proactive" if turn.get("reason") else "category"
     chosen = chosen_option(turn) if verdict == "wrong" else None
     if chosen is None:
         return "unreadable"
@@ -464,9 +470,10 @@ def summary_metrics(oeg: bool) -> tuple[Metric, ...]:
     return tuple(m for m in metrics_for(oeg) if m.headline or m.summarized)
 
 
-def table_metrics(oeg: bool, table: str) -> tuple[Metric, ...]:
-    """The metrics of a run of that mode that the report's `table` ("run", "actions") shows."""
-    return tuple(m for m in metrics_for(oeg) if m.table == table)
+def table_metrics(oeg: bool, table: str, multiturn: bool = False) -> tuple[Metric, ...]:
+    """The metrics of a run of that mode that the report's `table` ("run", "actions") shows
+    (a multi-turn open-ended run's "run" table adds OEG's measures per turn)."""
+    return tuple(m for m in metrics_for(oeg, multiturn) if m.table == table)
 
 
 def metric(key: str) -> Metric:

@@ -68,6 +68,9 @@ class RejudgeOutcome:
     #: Multi-turn open-ended lines whose verdicts changed, left out of the results: `eval`
     #: with the same judge plays those episodes again (docs/protocol.md §6).
     replay: int = 0
+    #: Not one line got a verdict of the new judge (every call failed): nothing was written,
+    #: and the run still says it was judged by its earlier judge, as its lines do.
+    untouched: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,8 @@ def rejudge(
     lines together), each with its votes asked together; the results do not depend on it.
     `engine` (a `RunEngine`, e.g. one shared with other runs, and its response cache) runs it;
     by default one of `options` without a cache. `run.json` and every newly judged line
-    record the new judge. The directory written is held with the run lock from the reading
+    record the new judge; when not one line got its verdict, nothing is written
+    (`RejudgeOutcome.untouched`). The directory written is held with the run lock from the reading
     to the writing, as `eval` holds it. Each judged line is appended to `JUDGED_SO_FAR` as it
     ends, so that a rerun after Ctrl-C or a crash asks only about the others; at the end the
     results file it replaces is kept as `PREVIOUS_RESULTS` and the new one is written whole
@@ -166,6 +170,12 @@ def rejudge(
             if is_unjudged(line) and (not multiturn or line.get("judge_error")):
                 outcome.failures[line.get("judge_error") or line["error"]] += 1
                 outcome.kept += bool(line.get("judge_error"))
+        if todo and not any(_judged_by(line, settings) for line in ordered):
+            # Writing now would name a judge in run.json that gave no verdict: the run could
+            # then resume with neither judge. Leave it as it was; a rerun asks again.
+            outcome.untouched = True
+            (out / JUDGED_SO_FAR).unlink(missing_ok=True)
+            return outcome
         outcome.previous = _keep(out / RESULTS, out / PREVIOUS_RESULTS)
         write_results(out / RESULTS, ordered)
         history = [*provenance_of(identity), provenance.stamped()]
@@ -173,6 +183,13 @@ def rejudge(
         write_summary(out, outcome.summary)
         (out / JUDGED_SO_FAR).unlink(missing_ok=True)
     return outcome
+
+
+def _judged_by(line: dict[str, Any], settings: dict[str, Any]) -> bool:
+    """Whether `line` holds a verdict of the judge whose run settings are `settings`."""
+    return (
+        line.get("settings") == settings and not line.get("judge_error") and not line.get("error")
+    )
 
 
 def _judged_before(

@@ -430,7 +430,7 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
     previous = read_run_config(out_dir)
     recorded = without_provenance(previous)
     if recorded != identity:
-        changes = "; ".join(_differences(recorded, identity))
+        changes = "; ".join(identity_differences(recorded, identity))
         raise RunMismatchError(
             f"{out_dir} holds a run with other settings ({path}: {changes}); use another "
             "--out to start a new run, or the same options to resume"
@@ -473,13 +473,13 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     return config
 
 
-def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+def identity_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     """`key: old → new` for every leaf that differs between two run identities."""
     if isinstance(old, dict) and isinstance(new, dict):
         lines = []
         for key in dict.fromkeys([*old, *new]):
             name = f"{prefix}.{key}" if prefix else str(key)
-            lines += _differences(old.get(key), new.get(key), name)
+            lines += identity_differences(old.get(key), new.get(key), name)
         return lines
     if old == new:
         return []
@@ -543,7 +543,7 @@ def merge_runs(
         if identity is None:
             identity = config
         elif config != identity:
-            changes = "; ".join(_differences(identity, config))
+            changes = "; ".join(identity_differences(identity, config))
             raise RunMismatchError(
                 f"{run} holds a run with other data, model or settings: {changes}"
             )

@@ -89,6 +89,7 @@ def choose_episodes(
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise NothingToDoError(f"nothing to play: no sample selected from {where}")
     _warn_unplayable(dataset, records)
+    _warn_emptied(dataset, settings)
     _check_demonstrations(dataset, records, settings.icl)
     episodes = [make_episode(r, **options) for r in records]
     checked = episodes
@@ -144,6 +145,18 @@ def _check_demonstrations(dataset: Dataset, records: list[Record], icl: int) -> 
         f"(other samples of the same scenario; {counts}): {fix}, or choose scenarios with "
         "--scenarios"
     )
+
+
+def _warn_emptied(dataset: Dataset, settings: EvalSettings) -> None:
+    """Say that the user's filter keeps no sample of some scenarios played: they are left out
+    of the run, which a table of the others alone would not tell."""
+    emptied = [short for short, records in dataset.records.items() if not records]
+    if settings.sample_filter is not None and emptied:
+        log.warning(
+            "%s keeps no sample of %s: left out of the run",
+            settings.sample_filter.path,
+            ", ".join(emptied),
+        )
 
 
 def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:

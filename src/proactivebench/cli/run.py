@@ -419,6 +419,14 @@ def judge_command(
             on_start=on_start,
             on_result=on_result,
         )
+    if outcome.untouched:
+        print_failures(
+            outcome.failures or Counter({"the judge gave no verdict": 1}),
+            "no line could be judged",
+            ": the run is left as it was, judged by its earlier judge; rerun the same "
+            "command to retry",
+        )
+        sys.exit(EXIT_EPISODE_ERRORS)
     intervals, warnings, report = measure_and_report(outcome.out_dir, not no_report, not no_cache)
     out.print(summary_table(outcome.summary, intervals=intervals))
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")

@@ -42,6 +42,13 @@ class SampleFilter:
         """The ids kept of one scenario's file, or one error naming the filter file and the
         scenarios it `covered` (short names): a scenario the filter does not cover would
         otherwise play nothing, unsaid."""
+        if not covered:
+            named = ", ".join(sorted(self.ids)) or "none"
+            raise DataError(
+                f"the filter covers none of the scenarios played (the file stems it names: "
+                f"{named}; {short}'s is {stem})",
+                path=self.path,
+            )
         if stem not in self.ids:
             raise DataError(
                 f"the filter has no ids for {short}; choose the scenarios it covers with "

@@ -83,14 +83,15 @@ def _covers_differ(coverages: Sequence[Sequence[str]]) -> bool:
 ACTIONS_NOTE = (
     "Action distribution (docs/protocol.md §9): the share of turns (every episode's turns "
     "pooled, or the first turns) whose answer chose each kind of option; the four kinds sum "
-    "to 100 %. Open-ended runs have no choices and no such table."
+    "to 100 %. Single-turn open-ended runs have no choices and no such table; a multi-turn one "
+    "counts its judged verdicts (a free answer never abstains)."
 )
 
 
 def run_table(measures: RunMeasures, table: str = "run") -> Table:
     """One run: a row per scenario and the average; n, errors and every metric that `table`
     shows ("run": the run's table; "actions": its action distribution, MCQA only)."""
-    metrics = table_metrics(measures.run.oeg, table)
+    metrics = table_metrics(measures.run.oeg, table, measures.run.multiturn)
     columns = ["scenario", "n", "errors", *(m.heading for m in metrics)]
     rows = []
     for scenario in [*measures.scenarios.values(), measures.average]:

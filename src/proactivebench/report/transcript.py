@@ -151,11 +151,24 @@ def _judged_turn(turn: dict[str, Any], clean: Callable[[str], str]) -> list[Rend
     ]
 
 
+#: The same for a multi-turn open-ended episode, where the judge read free answers: there was
+#: no option to choose.
+JUDGED_END_REASONS = {
+    **END_REASONS,
+    "correct": "the judge found the correct category",
+    "wrong": "the judge found no valid answer (or a suggestion the state could not carry out)",
+    "unreadable": "no judge vote held a readable verdict",
+}
+
+
 def _ending(line: dict[str, Any], clean: Callable[[str], str]) -> Text:
     if line.get("error"):
         return Text(f"ended in an error: {clean(str(line['error']))}", style="bold red")
     reason = line.get("end_reason")
-    why = END_REASONS.get(str(reason), str(reason) if reason else "finished")
+    judged = (line.get("settings") or {}).get("mode") == "oeg-multiturn"
+    why = (JUDGED_END_REASONS if judged else END_REASONS).get(
+        str(reason), str(reason) if reason else "finished"
+    )
     result = "correct" if line.get("correct") else "not correct"
     turns = line.get("num_turns", len(line.get("trace") or []))
     return Text(f"ended after {turns} turn(s), {result}: {why}", style="bold")

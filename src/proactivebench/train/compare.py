@@ -24,7 +24,7 @@ from proactivebench.errors import (
 from proactivebench.metrics import ScenarioScore, summarize
 from proactivebench.paper import paper_table
 from proactivebench.results import is_oeg_line
-from proactivebench.rundir import RUN_CONFIG, latest_results, read_results
+from proactivebench.rundir import RUN_CONFIG, identity_differences, latest_results, read_results
 from proactivebench.texts import loads
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
@@ -137,8 +137,9 @@ def shared_lines(base: EvalRun, tuned: EvalRun) -> tuple[list[Any], list[Any], l
             f"{tuned.config.get('data_dir')}): only samples with the same scenario and id are "
             "compared, and they may not be the same samples"
         )
-    if base.config.get("settings") != tuned.config.get("settings"):
-        notes.append("the runs used different eval settings (see their run.json)")
+    changes = identity_differences(base.config.get("settings"), tuned.config.get("settings"))
+    if changes:
+        notes.append(f"the runs used different eval settings ({'; '.join(changes)})")
     base_keys = {_key(line) for line in base.lines}
     tuned_keys = {_key(line) for line in tuned.lines}
     shared = base_keys & tuned_keys

@@ -25,6 +25,7 @@ What the user sets (the config file, `--set`, `--holdout`, `--max-steps`) wins o
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -35,6 +36,8 @@ from typing import Any
 
 from proactivebench.errors import TrainError
 from proactivebench.paper import PAPER_FILE, grpo_hyperparameters, paper_table
+
+log = logging.getLogger(__name__)
 
 RECIPES = ("paper",)
 #: The accelerate config of the paper's DeepSpeed ZeRO-3, shipped with the package.
@@ -139,6 +142,14 @@ def check_proactive_reward(value: Any, origin: str = "--proactive-reward") -> fl
         raise TrainError(f"{origin}: expected a finite number, not {value!r}")
     if value < 0:
         raise TrainError(f"{origin}: expected a number >= 0, not {value!r}")
+    if value > 1:
+        log.warning(
+            "%s %g pays an intervention more than the correct category (1): a policy that "
+            "always asks then earns more than one that answers (the paper ran %s)",
+            origin,
+            value,
+            ", ".join(f"{v:g}" for v in proactive_rewards()),
+        )
     return float(value)
 
 

@@ -21,9 +21,11 @@ COMMANDS = {
     "import-inspect",
     "judge",
     "merge",
+    "paper",
     "play",
     "report",
     "show",
+    "suite",
     "train",
 }
 

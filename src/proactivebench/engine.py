@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from proactivebench.judge import Judge
 from proactivebench.models.base import Decoding, Model
-from proactivebench.models.cache import CachedModel, ResponseCache
+from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
 from proactivebench.models.limited import LimitedModel, RequestLimit
 from proactivebench.play import Result
 from proactivebench.provenance import now, software
@@ -80,6 +80,9 @@ class RunEngine:
         self.options = options or RunOptions()
         self.cache = cache
         self.requests = RequestLimit(self.options.requests_in_flight)
+        #: The requests of this engine's runs: one asked by two runs at once is asked once,
+        #: and each run's requests sent and answers taken from another run's are counted.
+        self.sharing = Sharing()
 
     @staticmethod
     @contextmanager
@@ -88,19 +91,20 @@ class RunEngine:
         with RunLock(out):
             yield
 
-    def model(self, model: Model) -> Model:
+    def model(self, model: Model, run: str = "") -> Model:
         """`model` as a run asks it: within the limit on requests in flight, and behind the
         response cache when its answers are a function of the request (`Model.cacheable`:
-        not the baselines', replay's or a person's)."""
+        not the baselines', replay's or a person's), its requests counted in `sharing` under
+        `run` (the run directory)."""
         if self.requests.limit is not None:
             model = LimitedModel(model, self.requests)
         if self.cache is not None and model.cacheable:
-            model = CachedModel(model, self.cache)
+            model = CachedModel(model, self.cache, self.sharing, run)
         return model
 
-    def judge(self, judge: Judge) -> Judge:
+    def judge(self, judge: Judge, run: str = "") -> Judge:
         """`judge` with its model as a run asks it (`model`)."""
-        return judge.with_model(self.model(judge.model))
+        return judge.with_model(self.model(judge.model, run))
 
     async def play(
         self,

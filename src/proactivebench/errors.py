@@ -93,6 +93,12 @@ class SettingsError(ProactiveBenchError):
     with open-ended generation, more demonstrations than the data offers, a bad shard)."""
 
 
+class SuiteFileError(SettingsError):
+    """A suite file (`proactivebench suite FILE`) that cannot be run: not TOML, an entry
+    without an id or with an unknown setting or a bad value. The message names the file, the
+    entry and the key."""
+
+
 class NothingToDoError(ProactiveBenchError):
     """The job has nothing to work on: no sample selected, no open-ended line to judge, no
     result to report or compare. Not a failure of the data or the model."""

@@ -174,10 +174,10 @@ def _prepare(
     # Episodes that ended in an error are played again: their failure was the backend's.
     done = {result_key(r) for r in lines if not r.get("error")}
     todo = [e for e in chosen.episodes if (e.scenario, e.record.id) not in done]
-    model = engine.model(model)
+    model = engine.model(model, str(out))
     model.bind_images(chosen.images)
     if judge is not None:
-        judge = engine.judge(judge)
+        judge = engine.judge(judge, str(out))
         judge.model.bind_images(chosen.images)
     history = provenance_of(previous) if previous is not None else []
     records = chosen.dataset.records

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,28 @@ from proactivebench.settings import EvalSettings, declared
 log = logging.getLogger(__name__)
 
 
+#: The seed of `--subset`'s draw: the reference code's `random.seed(0)` (protocol.json's
+#: `oeg.reference_eval_subset`), the same whatever the run's --seed.
+SUBSET_SEED = 0
+
+
 def select_records(
-    dataset: Dataset, limit: int | None, shard: tuple[int, int] | None = None
+    dataset: Dataset,
+    limit: int | None,
+    shard: tuple[int, int] | None = None,
+    *,
+    subset: int | None = None,
 ) -> list[Record]:
-    """The records to play: scenario by scenario in file order, `limit` per scenario, then
-    every N-th one from I when `shard` = (I, N), so that the N shards partition the run."""
+    """The records to play: scenario by scenario in file order (with `subset` = N: the
+    scenario's records shuffled by `random.Random(SUBSET_SEED)`, the first N), `limit` per
+    scenario, then every N-th one from I when `shard` = (I, N), so that the N shards
+    partition the run."""
     chosen: list[Record] = []
     for records in dataset.records.values():
+        if subset is not None:
+            records = list(records)
+            random.Random(SUBSET_SEED).shuffle(records)
+            records = records[:subset]
         chosen.extend(records if limit is None else records[:limit])
     if shard is not None:
         index, count = shard
@@ -68,7 +84,7 @@ def choose_episodes(
         sample_filter=settings.sample_filter,
     )
     options = settings.episode_options()
-    records = select_records(dataset, settings.limit, shard)
+    records = select_records(dataset, settings.limit, shard, subset=settings.subset)
     if not records:
         where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
         raise NothingToDoError(f"nothing to play: no sample selected from {where}")

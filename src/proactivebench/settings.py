@@ -324,6 +324,19 @@ class EvalSettings(CheckedSettings):
         help="At most N per scenario.",
     )
     # Not in `train`: GRPO's own `seed` is a config field of the same name.
+    # The paper's OEG subset (§3.1: "100 examples per scenario"; the reference code: "100
+    # samples per scenario, shuffled with random.seed(0)", protocol.json). Not in training:
+    # its examples are every sample of the training data.
+    subset: int | None = setting(
+        None,
+        kind="selection",
+        lowest=1,
+        metavar="N",
+        not_in=frozenset({"train"}),
+        help="Play N samples per scenario chosen at random: the scenario's samples (after the "
+        "test filter) shuffled by Python's random.Random(0), the first N (the paper's OEG "
+        "subset: 100); --limit then caps the first of them.",
+    )
     seed: int = setting(
         0,
         kind="episode",

@@ -20,7 +20,7 @@ from typing import NoReturn
 
 import click
 
-from proactivebench.cli import data, demo, inspect_log, play, report, run, train
+from proactivebench.cli import data, demo, inspect_log, play, report, run, suite, train
 from proactivebench.cli.output import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -45,6 +45,8 @@ def cli() -> None:
 cli.add_command(run.eval_command)
 cli.add_command(run.judge_command)
 cli.add_command(run.merge_command)
+cli.add_command(suite.paper_command)
+cli.add_command(suite.suite_command)
 cli.add_command(play.play_command)
 cli.add_command(demo.demo_command)
 cli.add_command(data.data_group)

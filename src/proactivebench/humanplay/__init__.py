@@ -72,7 +72,8 @@ def _progress(state: PlayState, data_dir: Path, out_dir: Path, settings: EvalSet
         all_samples=settings.all_samples,
         sample_filter=settings.sample_filter,
     )
-    chosen = {(r.scenario, r.id) for r in select_records(dataset, settings.limit)}
+    picked = select_records(dataset, settings.limit, subset=settings.subset)
+    chosen = {(r.scenario, r.id) for r in picked}
     state.totals = Counter(scenario for scenario, _ in chosen)
     for line in latest_results(read_results(out_dir / RESULTS)):
         if not line.get("error") and result_key(line) in chosen:

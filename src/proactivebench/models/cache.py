@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -23,6 +24,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -289,18 +291,100 @@ class ResponseCache:
                 self._db = None
 
 
+@dataclass
+class RunAsks:
+    """What one run of a `Sharing` asked: requests sent to the model, and answers it took from
+    a request another run of the same process asked (from the cache or while in flight)."""
+
+    asked: int = 0
+    shared: int = 0
+
+
+class Sharing:
+    """The requests of several runs of one process (one `engine.RunEngine`) that share a cache.
+
+    An identical request asked by two runs at the same moment (the first turn of the same
+    episode in two experiments of the paper) would miss the cache twice: the second waits for
+    the first one's answer instead (`CachedModel`), so that it is asked once. And it counts,
+    per run, the requests sent and the answers taken from another run's request, the requests
+    the sharing saved (`proactivebench paper` says how many). The keys it remembers are this
+    process's: a rerun starts afresh, its answers from earlier invocations are plain hits.
+    """
+
+    def __init__(self) -> None:
+        #: Who first asked each request in this process.
+        self._asked_by: dict[str, str] = {}
+        #: Requests in flight: the answer the others wait for.
+        self._asking: dict[str, asyncio.Future[Completion]] = {}
+        self.runs: dict[str, RunAsks] = {}
+
+    def of(self, run: str) -> RunAsks:
+        return self.runs.setdefault(run, RunAsks())
+
+    def asking(self, key: str) -> asyncio.Future[Completion] | None:
+        """The answer to `key` being asked on this event loop, if it is."""
+        future = self._asking.get(key)
+        if future is None or future.get_loop() is not asyncio.get_running_loop():
+            return None
+        return future
+
+    def start(self, key: str, run: str) -> asyncio.Future[Completion] | None:
+        """Say that `run` asks `key` now (None: another of its requests in this batch does)."""
+        self.of(run).asked += 1
+        self._asked_by.setdefault(key, run)
+        if self.asking(key) is not None:
+            return None
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        self._asking[key] = future
+        return future
+
+    def end(self, key: str, future: asyncio.Future[Completion], answer: Completion | None) -> None:
+        """The answer to `key` (None: the request failed, and whoever waits asks it itself)."""
+        if self._asking.get(key) is future:
+            del self._asking[key]
+        if future.done():
+            return
+        if answer is None:
+            future.cancel()
+        else:
+            future.set_result(answer)
+
+    def took(self, key: str, run: str) -> None:
+        """`run` was answered from the cache: counted as shared if another run asked it here."""
+        if self._asked_by.get(key, run) != run:
+            self.of(run).shared += 1
+
+    @property
+    def asked(self) -> int:
+        return sum(r.asked for r in self.runs.values())
+
+    @property
+    def shared(self) -> int:
+        return sum(r.shared for r in self.runs.values())
+
+
 class CachedModel(ModelWrapper):
     """Wraps a backend: cached requests are answered from the cache, the rest go through.
     Closing it closes the backend's connections, not the cache: that belongs to whoever opened
     it. Only a `cacheable` backend may be wrapped: a cached answer must be the one the
-    backend would have given."""
+    backend would have given. With a `sharing` (several runs of one engine), a request
+    another run is asking right now is waited for, not asked again; `run` names this run in it.
+    """
 
-    def __init__(self, inner: Model, cache: ResponseCache) -> None:
+    def __init__(
+        self,
+        inner: Model,
+        cache: ResponseCache,
+        sharing: Sharing | None = None,
+        run: str = "",
+    ) -> None:
         if not inner.cacheable:
             raise ProactiveBenchError(f"{inner.name} is not cacheable: its answers are not kept")
         super().__init__(inner)
         self.cache = cache
         self.hits = 0
+        self.sharing = sharing
+        self.run = run
 
     @property
     def stats(self) -> dict[str, int]:
@@ -323,9 +407,57 @@ class CachedModel(ModelWrapper):
         answers: list[Completion | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, a in enumerate(answers) if a is None]
         self.hits += len(requests) - len(missing)
-        if missing:
+        if self.sharing is not None:
+            for key, answer in zip(keys, answers, strict=True):
+                if answer is not None:
+                    self.sharing.took(key, self.run)
+            await self._share(requests, keys, answers, missing, self.sharing)
+        elif missing:
             fresh = await self.inner.generate([requests[i] for i in missing])
             for i, completion in zip(missing, fresh, strict=True):
                 self.cache.put(keys[i], completion)
                 answers[i] = completion
         return [a for a in answers if a is not None]
+
+    async def _share(
+        self,
+        requests: Sequence[ChatRequest],
+        keys: list[str],
+        answers: list[Completion | None],
+        missing: list[int],
+        sharing: Sharing,
+    ) -> None:
+        """Fill `answers[missing]`: those another run is asking are waited for, the rest
+        asked (and told to `sharing`, for the others to wait on)."""
+        waits = {i: sharing.asking(keys[i]) for i in missing}
+        ask = [i for i in missing if waits[i] is None]
+        mine = {i: sharing.start(keys[i], self.run) for i in ask}
+        try:
+            fresh = await self.inner.generate([requests[i] for i in ask]) if ask else []
+        except BaseException:
+            for i, future in mine.items():
+                if future is not None:
+                    sharing.end(keys[i], future, None)
+            raise
+        for i, completion in zip(ask, fresh, strict=True):
+            self.cache.put(keys[i], completion)
+            answers[i] = completion
+            future = mine[i]
+            if future is not None:
+                sharing.end(keys[i], future, completion)
+        for i, waited in waits.items():
+            if waited is None:
+                continue
+            try:
+                answer = await asyncio.shield(waited)
+            except asyncio.CancelledError:
+                if not waited.cancelled():
+                    raise  # this run is cancelled, not the one it waited for
+                answer = (await self.inner.generate([requests[i]]))[0]  # that one failed
+                self.cache.put(keys[i], answer)
+                sharing.of(self.run).asked += 1
+                answers[i] = answer
+                continue
+            self.hits += 1
+            sharing.took(keys[i], self.run)
+            answers[i] = dataclasses.replace(answer, cached=True, latency_s=0.0)

@@ -1,0 +1,306 @@
+"""A suite: several experiments with one model, played side by side in one process.
+
+A suite file (TOML) lists experiments, each an id, where the paper shows it and `eval`'s run
+settings by their declared names (`settings.EvalSettings`); `suites/paper.toml`, shipped in
+the package, is the paper's list (`proactivebench paper`). `run_suite` plays every experiment
+into its own ordinary run directory `OUT/<id>` (so `report`, `show`, `judge` and `merge` work
+on each) with one `engine.RunEngine`: one response cache and one limit on requests in flight
+for them all. A request two experiments ask alike (the same episode's turns in `mcqa` and
+`unfiltered`) is asked once, even at the same moment (`models.cache.Sharing`), and the
+outcome says how many requests that saved. Each experiment resumes as `eval` does; one that
+fails (its server unreachable, a bad setting for the data) is told apart and the others go
+on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import re
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from proactivebench.engine import RunEngine
+from proactivebench.errors import ProactiveBenchError, SettingsError, SuiteFileError
+from proactivebench.judge import Judge
+from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
+from proactivebench.models.cache import ResponseCache
+from proactivebench.play import Result
+from proactivebench.runner import RunOutcome, aevaluate
+from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
+
+if TYPE_CHECKING:
+    from proactivebench.report import ReportOutcome
+
+#: The keys of an entry besides the settings.
+ID, PAPER = "id", "paper"
+#: An experiment's id names its run directory: a plain name.
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One entry of a suite: a run of the suite's model with these settings, into OUT/<id>."""
+
+    id: str
+    #: Where the paper shows it (a table or figure, and what it measures); "" when not said.
+    paper: str
+    settings: EvalSettings
+
+    @property
+    def judged(self) -> bool:
+        return self.settings.judged
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The experiments of a suite file, in its order."""
+
+    path: str
+    experiments: tuple[Experiment, ...]
+
+    def chosen(self, only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Experiment]:
+        """The experiments `only` names (all when empty) without those `skip` names; an id
+        the suite does not hold is refused, naming the ids it does."""
+        ids = [e.id for e in self.experiments]
+        unknown = [i for i in [*only, *skip] if i not in ids]
+        if unknown:
+            raise SettingsError(
+                f"{self.path} has no experiment {', '.join(map(repr, unknown))}; its "
+                f"experiments: {', '.join(ids)}"
+            )
+        return [e for e in self.experiments if (not only or e.id in only) and e.id not in skip]
+
+
+def paper_suite() -> Suite:
+    """The paper's experiments (`suites/paper.toml`)."""
+    text = resources.files("proactivebench").joinpath("suites/paper.toml").read_text("utf-8")
+    return parse_suite(text, "paper.toml (shipped)")
+
+
+def read_suite(path: str | os.PathLike[str]) -> Suite:
+    """The suite in the TOML file `path`, every entry checked against the declared settings."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteFileError(f"cannot read the suite file {path}: {exc}") from None
+    return parse_suite(text, str(path))
+
+
+def parse_suite(text: str, where: str) -> Suite:
+    """The suite a file's text describes: `[[experiment]]` tables, each with an `id`, an
+    optional `paper` and settings by name; anything else is one error naming the file, the
+    entry and the key."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteFileError(f"{where} is not TOML: {exc}") from None
+    extra = sorted(set(document) - {"experiment"})
+    if extra:
+        raise SuiteFileError(
+            f"{where}: unknown key {extra[0]!r}; a suite file holds [[experiment]] tables"
+        )
+    entries = document.get("experiment")
+    if not isinstance(entries, list) or not entries:
+        raise SuiteFileError(f"{where}: no [[experiment]] table")
+    experiments: list[Experiment] = []
+    for number, entry in enumerate(entries, 1):
+        experiment = _experiment(entry, f"{where}: experiment {number}")
+        if any(e.id == experiment.id for e in experiments):
+            raise SuiteFileError(f"{where}: two experiments have the id {experiment.id!r}")
+        experiments.append(experiment)
+    return Suite(where, tuple(experiments))
+
+
+def _experiment(entry: dict[str, Any], where: str) -> Experiment:
+    ident = entry.get(ID)
+    if not isinstance(ident, str) or not _ID.fullmatch(ident):
+        raise SuiteFileError(
+            f"{where}: 'id' must be a name of letters, digits, '-', '_' or '.' (it names the "
+            f"run directory), got {ident!r}"
+        )
+    where = f"{where} ({ident!r})"
+    paper = entry.get(PAPER, "")
+    if not isinstance(paper, str):
+        raise SuiteFileError(f"{where}: 'paper' must be a text, got {paper!r}")
+    declared = {s.name: s for s in offered(EvalSettings, "cli")}
+    values: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key in (ID, PAPER):
+            continue
+        spec = declared.get(key)
+        if spec is None:
+            raise SuiteFileError(
+                f"{where}: unknown setting {key!r}; the settings: {', '.join(declared)}"
+            )
+        try:
+            values[key] = check_setting(spec, value)
+        except SettingsError as exc:
+            raise SuiteFileError(f"{where}: setting {key!r}: {exc}") from None
+    try:
+        settings = EvalSettings(**values)
+    except SettingsError as exc:  # a combination of settings (e.g. --icl with --reference)
+        raise SuiteFileError(f"{where}: {exc}") from None
+    return Experiment(ident, paper, settings)
+
+
+def capped(settings: EvalSettings, limit: int | None) -> EvalSettings:
+    """`settings` with at most `limit` episodes per scenario (the command's --limit caps the
+    file's own)."""
+    if limit is None or (settings.limit is not None and settings.limit <= limit):
+        return settings
+    return dataclasses.replace(settings, limit=limit)
+
+
+# ----- running ----------------------------------------------------------------------------------
+
+#: An experiment's status at the end: played to the end; not run (no judge for an open-ended
+#: one); failed (its error told); some episodes ended in an error (a rerun retries them).
+DONE, SKIPPED, FAILED, EPISODE_ERRORS = "done", "skipped", "failed", "episode errors"
+
+
+@dataclass
+class ExperimentOutcome:
+    experiment: Experiment
+    out_dir: Path
+    status: str
+    outcome: RunOutcome | None = None
+    #: Why it failed or was skipped.
+    reason: str | None = None
+    #: Requests it sent, and answers it took from a request another experiment asked.
+    asked: int = 0
+    shared: int = 0
+
+
+@dataclass
+class SuiteOutcome:
+    experiments: list[ExperimentOutcome] = field(default_factory=list)
+
+    @property
+    def asked(self) -> int:
+        """Requests sent to the model and the judge by this invocation."""
+        return sum(e.asked for e in self.experiments)
+
+    @property
+    def saved(self) -> int:
+        """Requests not sent because another experiment asked the same in this invocation."""
+        return sum(e.shared for e in self.experiments)
+
+    @property
+    def failed(self) -> list[ExperimentOutcome]:
+        return [e for e in self.experiments if e.status == FAILED]
+
+
+#: `on_start(experiment id, episodes, already done)`, `on_result(experiment id, result)`.
+OnStart = Callable[[str, int, int], None]
+OnResult = Callable[[str, Result], None]
+
+
+class _KeptOpen(ModelWrapper):
+    """A model several experiments share: a run closes its models when it ends, which would
+    close the connections the others still use; the suite closes it once, at the end."""
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return await self.inner.generate(requests)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _maker(given: Model | Callable[[], Model], shared: list[Model]) -> Callable[[], Model]:
+    """A new model per experiment from a factory; or the one model given, kept open (and
+    noted in `shared`, for the suite to close at the end)."""
+    if not isinstance(given, Model):
+        return given
+    shared.append(given)
+    return lambda: _KeptOpen(given)
+
+
+async def run_suite(
+    data_dir: str | os.PathLike[str],
+    experiments: Sequence[Experiment],
+    out_dir: str | os.PathLike[str],
+    *,
+    model: Model | Callable[[], Model],
+    judge: Judge | Callable[[], Judge] | None = None,
+    options: RunOptions | None = None,
+    cache: ResponseCache | None = None,
+    limit: int | None = None,
+    on_start: OnStart = lambda ident, total, done: None,
+    on_result: OnResult = lambda ident, result: None,
+) -> SuiteOutcome:
+    """Play `experiments` side by side into `out_dir/<id>`, each a run of `model` and,
+    open-ended, judged by `judge`; without `judge` those are skipped. A model (or judge) given
+    as a factory makes one per experiment: each answers as it would alone (a seeded sampler's
+    draws are its own), the way for backends cheap to make (`openai:`, `python:`, the
+    baselines); one given as an instance is shared by all (a local `hf:` model, loaded once),
+    closed at the end. They share one engine
+    of `options` (`concurrency`: episodes in flight per experiment; `requests_in_flight`:
+    requests over them all) and `cache`. An experiment that fails is told in its outcome;
+    the others go on. Cancelled (Ctrl-C), every run keeps what it wrote, as `eval` does."""
+    engine = RunEngine(options, cache)
+    root = Path(out_dir)
+    outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
+    shared: list[Model] = []
+    make_model = _maker(model, shared)
+    make_judge: Callable[[], Judge] | None = None
+    if isinstance(judge, Judge):
+        judge_model = _maker(judge.model, shared)
+        make_judge = lambda: judge.with_model(judge_model())  # noqa: E731
+    elif judge is not None:
+        make_judge = judge
+
+    async def one(entry: ExperimentOutcome) -> None:
+        experiment = entry.experiment
+        if experiment.judged and make_judge is None:
+            entry.status, entry.reason = SKIPPED, "open-ended: needs --judge"
+            return
+        try:
+            outcome = await aevaluate(
+                data_dir,
+                make_model(),
+                entry.out_dir,
+                capped(experiment.settings, limit),
+                engine=engine,
+                judge=make_judge() if experiment.judged and make_judge is not None else None,
+                on_start=lambda total, done: on_start(experiment.id, total, done),
+                on_result=lambda result: on_result(experiment.id, result),
+            )
+        except ProactiveBenchError as exc:
+            entry.status, entry.reason = FAILED, str(exc)
+            return
+        entry.outcome = outcome
+        entry.status = EPISODE_ERRORS if outcome.errors else DONE
+
+    try:
+        await asyncio.gather(*(one(entry) for entry in outcomes))
+    finally:
+        for kept in shared:
+            await kept.aclose()
+        for entry in outcomes:
+            counts = engine.sharing.runs.get(str(entry.out_dir))
+            if counts is not None:
+                entry.asked, entry.shared = counts.asked, counts.shared
+    return SuiteOutcome(outcomes)
+
+
+def write_suite_report(
+    outcome: SuiteOutcome, out_dir: str | os.PathLike[str], *, thumb_cache: bool = True
+) -> ReportOutcome:
+    """The report of every experiment that wrote a run, side by side, in `out_dir/report`
+    (`report.write_report` of several runs; imported here, when wanted: plots are heavy)."""
+    from proactivebench.report import REPORT_DIR, write_report
+
+    played = [e for e in outcome.experiments if e.outcome is not None]
+    return write_report(
+        [e.out_dir for e in played],
+        Path(out_dir) / REPORT_DIR,
+        title="experiments: " + ", ".join(e.experiment.id for e in played),
+        if_changed=True,
+        thumb_cache="default" if thumb_cache else None,
+    )

@@ -1,0 +1,474 @@
+"""`proactivebench paper` and `suite FILE`: experiments side by side in one process.
+
+Against the fake OpenAI server (answers a function of the request) on generated data, with a
+`python:` judge for the open-ended experiments. The requests the server receives are counted:
+what the suite asks together against what each experiment asks alone is the sharing's saving,
+and a rerun asks nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from clirun import ctrl_c_as_in_a_terminal, run_cli
+from openai_server import FakeOpenAI
+from proactivebench.data.layout import load_dataset
+from proactivebench.data.synth import generate
+from proactivebench.errors import ModelError, SettingsError, SuiteFileError
+from proactivebench.models import load_model
+from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
+from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
+from proactivebench.selection import select_records
+from proactivebench.suite import paper_suite, parse_suite, read_suite, run_suite
+
+PER_SCENARIO = 4
+LIMIT = 2
+#: How long a wait on a condition may last before the run counts as hung (generous: load).
+WAIT_BOUND_S = 600
+
+#: A judge for the `python:` backend: a verdict that depends only on what it is shown.
+JUDGE = """
+import hashlib
+
+def judge(messages, observation):
+    text = messages[-1]["content"]
+    entries = text.count(",") + 1
+    digests = [hashlib.sha256((text + str(i)).encode()).digest() for i in range(min(entries, 4))]
+    return ", ".join(str(d[0] % 2) for d in digests)
+"""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synth")
+    generate(root, per_scenario=PER_SCENARIO, seed=5)
+    return root
+
+
+@pytest.fixture
+def judge_spec(tmp_path: Path) -> str:
+    path = tmp_path / "judging.py"
+    path.write_text(JUDGE)
+    return f"python:{path}:judge"
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+
+def results(run_dir: Path) -> list[dict]:
+    path = run_dir / "results.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def episodes_once(run_dir: Path) -> set[tuple[str, int]]:
+    """The episodes of a run directory's results, each asserted to be there once."""
+    keys = [(r["scenario"], r["sample_id"]) for r in results(run_dir)]
+    assert len(keys) == len(set(keys)), f"an episode written twice in {run_dir}"
+    return set(keys)
+
+
+def suite_args(kind: list[str], data: Path, url: str, out: Path, *extra: str) -> list[str]:
+    model = ["--model", f"openai:m@{url}", "--model-option", "max_retries=0"]
+    return [*kind, "--data", str(data), *model, "--out", str(out), *extra]
+
+
+def saved_line(text: str) -> tuple[int, int]:
+    """(asked, saved) from the command's line about the sharing."""
+    line = next(t for t in text.splitlines() if "requests asked" in t)
+    words = line.split()
+    return int(words[0]), int(words[3])
+
+
+# ----- the suite file ---------------------------------------------------------------------------
+
+
+def test_paper_suite_is_the_papers_list() -> None:
+    suite = paper_suite()
+    ids = [e.id for e in suite.experiments]
+    assert ids == [
+        "mcqa", "reference", "hint", "unfiltered", "history", "icl1", "icl3", "ablation",
+        "oeg", "oeg-hint", "oeg-multiturn",
+    ]  # fmt: skip
+    by_id = {e.id: e.settings for e in suite.experiments}
+    assert by_id["history"].history and by_id["history"].resize_short_edge == 224
+    assert by_id["icl3"].icl == 3 and by_id["icl3"].scenarios == ("ROD", "MVP-N")
+    assert by_id["ablation"].random_suggestions and by_id["unfiltered"].all_samples
+    assert by_id["oeg-hint"].hint and by_id["oeg-hint"].mode == "oeg"
+    assert [by_id[i].subset for i in ("oeg", "oeg-hint", "oeg-multiturn")] == [100] * 3
+    assert by_id["mcqa"].identity() == by_id["mcqa"].__class__().identity()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[[experiment]]\nid = "a"\nhistroy = true\n',
+            "experiment 1 ('a'): unknown setting 'histroy'",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nicl = "two"\n',
+            "experiment 1 ('a'): setting 'icl': icl must be an integer",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nmode = "chat"\n',
+            "experiment 1 ('a'): setting 'mode': unknown mode 'chat'",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nicl = 1\nreference = true\n',
+            "experiment 1 ('a'): --icl shows",
+        ),
+        ('[[experiment]]\npaper = "x"\n', "experiment 1: 'id' must be a name"),
+        ('[[experiment]]\nid = "../up"\n', "experiment 1: 'id' must be a name"),
+        ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
+        ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
+        ("id = ", "is not TOML"),
+        ("", "no [[experiment]] table"),
+    ],
+)
+def test_a_bad_suite_file_is_one_error_naming_the_entry_and_key(text: str, message: str) -> None:
+    with pytest.raises(SuiteFileError) as caught:
+        parse_suite(text, "mine.toml")
+    assert str(caught.value).startswith("mine.toml")
+    assert message in str(caught.value)
+
+
+def test_a_bad_suite_file_on_the_command_line(tmp_path: Path, data: Path, capsys) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[experiment]]\nid = "x"\nhint = 1\n')
+    args = ["suite", str(bad), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(tmp_path / "o")], capsys)
+    assert code == 1
+    assert text.strip().splitlines() == [
+        f"error: {bad}: experiment 1 ('x'): setting 'hint': hint must be true or false, got 1"
+    ]
+    assert not (tmp_path / "o").exists()
+    bad.write_text('[[experiment]]\nid = "x"\nhint = true\n')
+    code, text = run_cli([*args, "--out", str(tmp_path / "o"), "--only", "y"], capsys)
+    assert code == 1 and "has no experiment 'y'; its experiments: x" in text
+
+
+def test_only_and_skip_choose() -> None:
+    suite = paper_suite()
+    assert [e.id for e in suite.chosen(["hint", "mcqa"])] == ["mcqa", "hint"]
+    assert len(suite.chosen(skip=["oeg", "oeg-hint"])) == 9
+    with pytest.raises(SettingsError, match="no experiment 'nope'"):
+        suite.chosen(["nope"])
+
+
+def test_subset_is_n_per_scenario_shuffled_by_seed_0(data: Path) -> None:
+    dataset = load_dataset(data, ("ROD", "QD"))
+    chosen = select_records(dataset, None, subset=3)
+    for scenario in ("ROD", "QD"):
+        ids = [r.id for r in dataset.records[scenario]]
+        random.Random(0).shuffle(ids)  # the reference code's random.seed(0); shuffle
+        assert [r.id for r in chosen if r.scenario == scenario] == ids[:3]
+    capped = select_records(dataset, 2, subset=3)
+    assert [r.id for r in capped] == [
+        r.id for s in ("ROD", "QD") for r in [r for r in chosen if r.scenario == s][:2]
+    ]
+
+
+# ----- running ----------------------------------------------------------------------------------
+
+
+def test_paper_runs_every_experiment_and_a_rerun_asks_nothing(
+    data: Path, tmp_path: Path, judge_spec: str, capsys
+) -> None:
+    out = tmp_path / "paper"
+    with FakeOpenAI() as fake:
+        args = suite_args(["paper"], data, fake.url, out, "--limit", str(LIMIT))
+        args += ["--judge", judge_spec, "--cache", str(tmp_path / "cache.sqlite")]
+        code, text = run_cli(args, capsys)
+        assert code == 0, text
+        first = len(fake.chat_requests)
+        for experiment in paper_suite().experiments:
+            run = out / experiment.id
+            scenarios = experiment.settings.scenarios or tuple(
+                s for s in ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO")
+            )
+            assert (run / "run.json").is_file() and (run / "summary.json").is_file()
+            played = episodes_once(run)
+            assert {s for s, _ in played} == set(scenarios), experiment.id
+            assert len(played) == LIMIT * len(scenarios), experiment.id
+            assert not any(r.get("error") for r in results(run)), experiment.id
+        oeg = {(r["scenario"], r["sample_id"]) for r in results(out / "oeg")}
+        shuffled = select_records(load_dataset(data), LIMIT, subset=100)
+        assert oeg == {(r.scenario, r.id) for r in shuffled}
+        assert (out / "report" / "report.html").is_file()
+        listed = (out / "report" / "report.md").read_text()
+        ends = [line.rsplit("/", 1)[-1] for line in listed.splitlines() if line.startswith("- **")]
+        assert ends[:11] == [e.id for e in paper_suite().experiments]
+        asked, saved = saved_line(text)
+        assert saved > 0  # unfiltered plays mcqa's episodes (synthetic data has no filter)
+        assert asked >= first  # the judge's requests are asked too, not of the server
+        # A rerun asks nothing and says every experiment is done.
+        code, again = run_cli(args, capsys)
+        assert code == 0, again
+        assert len(fake.chat_requests) == first
+        assert saved_line(again) == (0, 0)
+        assert all(f"│ {e.id}" in again for e in paper_suite().experiments)
+
+
+def _asked_alone(suite_file: Path, ids: list[str], data: Path, tmp: Path, capsys) -> int:
+    """Requests the server receives for each experiment run alone (a fresh cache each)."""
+    total = 0
+    for ident in ids:
+        with FakeOpenAI() as fake:
+            args = suite_args(["suite", str(suite_file)], data, fake.url, tmp / f"alone-{ident}")
+            args += ["--only", ident, "--limit", str(LIMIT), "--no-report"]
+            code, text = run_cli([*args, "--cache", str(tmp / f"cache-{ident}.sqlite")], capsys)
+            assert code == 0, text
+            total += len(fake.chat_requests)
+    return total
+
+
+def test_sharing_saves_exactly_the_requests_two_experiments_share(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """mcqa and unfiltered play the same episodes (generated data has no test filter): every
+    request of one is the other's; history without resizing shares each episode's first turn
+    with mcqa, and nothing after; the hint shares nothing. Started together, the shared
+    requests are asked at the same moment: each must still be asked once."""
+    suite_file = tmp_path / "mine.toml"
+    suite_file.write_text(
+        '[[experiment]]\nid = "mcqa"\n'
+        '[[experiment]]\nid = "unfiltered"\nall_samples = true\n'
+        '[[experiment]]\nid = "history"\nhistory = true\n'
+        '[[experiment]]\nid = "hint"\nhint = true\n'
+    )
+    ids = ["mcqa", "unfiltered", "history", "hint"]
+    mcqa = _asked_alone(suite_file, ["mcqa"], data, tmp_path, capsys)
+    alone = mcqa + _asked_alone(suite_file, ids[1:], data, tmp_path, capsys)
+    episodes = 7 * LIMIT
+    with FakeOpenAI() as fake:
+        args = suite_args(["suite", str(suite_file)], data, fake.url, tmp_path / "all")
+        args += ["--limit", str(LIMIT), "--no-report", "--cache", str(tmp_path / "c.sqlite")]
+        code, text = run_cli(args, capsys)
+        assert code == 0, text
+        together = len(fake.chat_requests)
+    asked, saved = saved_line(text)
+    assert saved == mcqa + episodes  # unfiltered's every request, history's first turns
+    assert together == asked == alone - saved
+    assert "requests asked; " in text
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
+def test_stopped_midway_then_rerun_loses_and_doubles_nothing(
+    sig: int, data: Path, tmp_path: Path, capsys
+) -> None:
+    """Killed outright, or Ctrl-C (which exits 130 saying how to resume), the rerun of the
+    same command completes every experiment, no episode lost or written twice."""
+    ids = ["mcqa", "hint", "ablation"]
+    out = tmp_path / "paper"
+    with FakeOpenAI(latency=0.02) as fake:
+        args = suite_args(["paper"], data, fake.url, out, "--only", ",".join(ids))
+        args += ["--concurrency", "1", "--cache", str(tmp_path / "c.sqlite"), "--no-report"]
+        cmd = [sys.executable, "-m", "proactivebench", *args]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        src = Path(__file__).resolve().parents[1] / "src"
+        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
+        process = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            preexec_fn=ctrl_c_as_in_a_terminal,
+        )  # fmt: skip
+
+        def written() -> int:
+            return sum(
+                len((out / i / "results.jsonl").read_text().splitlines())
+                for i in ids
+                if (out / i / "results.jsonl").is_file()
+            )
+
+        # Wait on the lines themselves, never on a clock (the bound only ends a hung run).
+        deadline = time.monotonic() + WAIT_BOUND_S
+        while written() < 4 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert process.poll() is None, "the suite ended before it could be killed"
+        process.send_signal(sig)
+        said, _ = process.communicate(timeout=WAIT_BOUND_S)
+        if sig == signal.SIGINT:
+            assert process.returncode == 130
+            assert "interrupted; rerun the same command to resume" in said.decode()
+        else:
+            assert process.returncode == -signal.SIGKILL
+        assert 4 <= written() < 3 * 7 * PER_SCENARIO
+        code, text = run_cli(args, capsys)
+        assert code == 0, text
+    for ident in ids:
+        assert len(episodes_once(out / ident)) == 7 * PER_SCENARIO, ident
+
+
+def test_a_dead_server_fails_the_experiments_it_serves_and_keeps_the_others(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "paper"
+    fake = FakeOpenAI().start()
+    try:
+        args = suite_args(["paper"], data, fake.url, out, "--limit", str(LIMIT), "--no-report")
+        args += ["--cache", str(tmp_path / "c.sqlite")]
+        code, text = run_cli([*args, "--only", "mcqa"], capsys)
+        assert code == 0, text
+        kept = (out / "mcqa" / "results.jsonl").read_bytes()
+    finally:
+        fake.stop()
+    code, text = run_cli([*args, "--only", "mcqa,hint,oeg"], capsys)
+    assert code == 1, text
+    assert "skipped without --judge (open-ended, judged): oeg" in text
+    assert text.count("skipped without --judge") == 1
+    assert "error: hint failed: " in text
+    assert "failed: hint; the others are intact" in text
+    assert "mcqa" not in text.split("failed:")[-1]
+    assert (out / "mcqa" / "results.jsonl").read_bytes() == kept
+    assert not (out / "oeg").exists()
+
+
+def test_suite_file_on_the_command_line_reads_the_users_list(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[experiment]]\nid = "two-rod"\nscenarios = ["ROD"]\nlimit = 1\n')
+    suite = read_suite(mine)
+    assert suite.experiments[0].settings.limit == 1
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(tmp_path / "o"), "--limit", "3"], capsys)
+    assert code == 0, text
+    # The file's limit (1) stands under a larger --limit: the command caps, never raises.
+    played = episodes_once(tmp_path / "o" / "two-rod")
+    assert len(played) == 1 and next(iter(played))[0] == "ROD"
+
+
+def test_a_failed_experiment_is_named_and_the_others_finish(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """An experiment the data cannot play (more demonstrations than a scenario offers) fails
+    alone: the others are played to the end, and the command exits 1 naming it."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        '[[experiment]]\nid = "plain"\n'
+        f'[[experiment]]\nid = "too-many"\nicl = {PER_SCENARIO}\n'
+        '[[experiment]]\nid = "hint"\nhint = true\n'
+    )
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(tmp_path / "o"), "--no-report"], capsys)
+    assert code == 1, text
+    assert f"error: too-many failed: --icl {PER_SCENARIO} asks for {PER_SCENARIO}" in text
+    assert "failed: too-many; the others are intact" in text
+    for ident in ("plain", "hint"):
+        assert len(episodes_once(tmp_path / "o" / ident)) == 7 * PER_SCENARIO
+    assert not (tmp_path / "o" / "too-many" / "results.jsonl").exists()
+
+
+# ----- one request asked once -------------------------------------------------------------------
+
+
+class Slow(Model):
+    """Answers after its gate opens; fails instead when told to."""
+
+    name = "slow"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls = 0
+        self.fail = fail
+        self.gate = asyncio.Event()
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.calls += len(requests)
+        await self.gate.wait()
+        if self.fail:
+            raise ModelError("down")
+        return [Completion(text="A") for _ in requests]
+
+
+def test_a_request_in_flight_is_waited_for_and_a_failed_one_asked_again(tmp_path: Path) -> None:
+    """Two runs ask one request at once: the second waits for the first's answer (one call,
+    counted as shared); when the first's call fails, the second asks it itself."""
+    request = ChatRequest([{"role": "user", "content": "which?"}])
+
+    async def both(first: Slow, second: Slow) -> list:
+        sharing = Sharing()
+        cache = ResponseCache(tmp_path / f"{first.fail}.sqlite")
+        a = CachedModel(first, cache, sharing, "a")
+        b = CachedModel(second, cache, sharing, "b")
+        asked = asyncio.ensure_future(a.generate([request]))
+        await asyncio.sleep(0)  # a's request is in flight
+        waiting = asyncio.ensure_future(b.generate([request]))
+        await asyncio.sleep(0)
+        first.gate.set()
+        second.gate.set()
+        done = await asyncio.gather(asked, waiting, return_exceptions=True)
+        cache.close()
+        return [*done, sharing.of("a"), sharing.of("b")]
+
+    first, second = Slow(), Slow()
+    a, b, counts_a, counts_b = asyncio.run(both(first, second))
+    assert (first.calls, second.calls) == (1, 0)
+    assert a[0].text == b[0].text == "A" and b[0].cached and not a[0].cached
+    assert (counts_a.asked, counts_a.shared, counts_b.asked, counts_b.shared) == (1, 0, 0, 1)
+
+    first, second = Slow(fail=True), Slow()
+    a, b, counts_a, counts_b = asyncio.run(both(first, second))
+    assert isinstance(a, ModelError) and b[0].text == "A" and not b[0].cached
+    assert (first.calls, second.calls) == (1, 1)
+    assert (counts_b.asked, counts_b.shared) == (1, 0)
+
+
+class Counted(ModelWrapper):
+    """A model that counts how often it is closed."""
+
+    closed = 0
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        return await self.inner.generate(requests)
+
+    async def aclose(self) -> None:
+        self.closed += 1
+        await self.inner.aclose()
+
+
+def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path) -> None:
+    """A model given as an instance (a local model, loaded once) serves every experiment and
+    is closed once, at the end, not by the first experiment that ends while others still ask
+    it; the results are those of a model per experiment."""
+    suite = parse_suite(
+        '[[experiment]]\nid = "plain"\n[[experiment]]\nid = "hint"\nhint = true\n', "t.toml"
+    )
+    with FakeOpenAI() as fake:
+        model = Counted(load_model(f"openai:m@{fake.url}"))
+        shared = asyncio.run(
+            run_suite(data, suite.experiments, tmp_path / "shared", model=model, limit=LIMIT)
+        )
+        separate = asyncio.run(
+            run_suite(
+                data,
+                suite.experiments,
+                tmp_path / "separate",
+                model=lambda: load_model(f"openai:m@{fake.url}"),
+                limit=LIMIT,
+            )
+        )
+    assert model.closed == 1
+    assert [e.status for e in shared.experiments] == ["done", "done"]
+    assert [e.status for e in separate.experiments] == ["done", "done"]
+    for ident in ("plain", "hint"):
+        ours = {
+            (r["scenario"], r["sample_id"]): r["correct"]
+            for r in results(tmp_path / "shared" / ident)
+        }
+        theirs = {
+            (r["scenario"], r["sample_id"]): r["correct"]
+            for r in results(tmp_path / "separate" / ident)
+        }
+        assert ours == theirs and len(ours) == 7 * LIMIT

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
 from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
+from proactivebench.paper import paper_model_named
 from proactivebench.paths import (
     open_to_write,
     read_file,
@@ -47,6 +48,7 @@ from proactivebench.report.measures import (
     size_correlations,
     unreadable_warnings,
 )
+from proactivebench.report.published import PaperComparison, compare_with_paper, paper_tables
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
     Table,
@@ -167,6 +169,8 @@ def write_report(
     allow_empty: bool = True,
     if_changed: bool = False,
     thumb_cache: str | Path | Literal["default"] | None = "default",
+    paper: bool = False,
+    paper_model: str | None = None,
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
     one run's `report/` folder).
@@ -178,7 +182,10 @@ def write_report(
     `allow_empty` (the `report` command), there is nothing to report and that is an error.
     `eval` allows it: its run's report is written whatever the run holds. With `if_changed`
     (`eval`), a report built from the same runs and options, whose files are as it wrote them,
-    is left alone (`ReportOutcome.unchanged`); any change rewrites it."""
+    is left alone (`ReportOutcome.unchanged`); any change rewrites it.
+
+    `paper` places the runs among the paper's published rows (`report.published`);
+    `paper_model` (which implies it) names the paper's model the runs evaluated."""
     if not run_dirs:
         raise ProactiveBenchError("report needs at least one run directory")
     if out_dir is None:
@@ -193,6 +200,11 @@ def write_report(
     options.update(
         title=title, vs=str(vs) if vs is not None else None, runs=list(map(str, run_dirs))
     )
+    paper = paper or paper_model is not None
+    published = PaperOptions(paper_model) if paper else None
+    if published is not None:  # only then: a report without --paper keeps its stamp
+        published.check()
+        options.update(paper=True, paper_model=paper_model)
     inputs = _BuiltFrom.inputs([*run_dirs, *([vs] if vs is not None else [])], options)
     with RunLock(holder) if holder is not None else contextlib.nullcontext():
         built = _BuiltFrom.read(out, inputs) if if_changed else None
@@ -200,7 +212,7 @@ def write_report(
             return built.outcome(out)
         with _opened(thumb_cache) as cache:
             outcome = _write_report(
-                run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache
+                run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache, published
             )
         built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
         built.write(out, outcome.files)
@@ -296,6 +308,32 @@ def _opened(path: str | Path | None) -> Iterator[ThumbCache | None]:
         yield cache
 
 
+@dataclass(frozen=True)
+class PaperOptions:
+    """`report --paper [--paper-model NAME]`: the paper's rows beside the runs."""
+
+    paper_model: str | None = None
+
+    def check(self) -> None:
+        """An unknown `--paper-model` is an error before anything is read."""
+        if self.paper_model is not None:
+            paper_model_named(self.paper_model)
+
+    def compare(
+        self, all_measures: Sequence[RunMeasures], outcome: ReportOutcome
+    ) -> list[PaperComparison]:
+        """The runs placed in the paper's tables; a note for the runs with no counterpart."""
+        found = compare_with_paper(all_measures, self.paper_model)
+        placed = {id(p.run) for c in found for p in c.placed}
+        for measures in all_measures:
+            if id(measures.run) not in placed:
+                outcome.notes.append(
+                    f"--paper: {measures.run.label} has no table in the paper (its settings "
+                    "match none of Tables 1, 2, 4, 6, 7, 9, 10)"
+                )
+        return found
+
+
 def _write_report(
     run_dirs: Sequence[str | Path],
     out: Path,
@@ -306,6 +344,7 @@ def _write_report(
     title: str | None,
     allow_empty: bool,
     cache: ThumbCache | None,
+    published: PaperOptions | None = None,
 ) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
     base = load_runs([vs])[0] if vs is not None else None
@@ -342,7 +381,8 @@ def _write_report(
         for comparison in comparisons:
             comparison.actions = action_changes(by_run[id(comparison.run)], base_measures)
 
-    tables = _tables(all_measures, comparisons)
+    papers = published.compare(all_measures, outcome) if published is not None else []
+    tables = _tables(all_measures, comparisons, paper_tables(papers))
     outcome.headline = _headline(tables, several=len(runs) > 1)
     with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
         images = _plots(all_measures, outcome)
@@ -355,7 +395,7 @@ def _write_report(
                 files.write(f"tables/{table.key}.tex", to_latex(table))
             for name, png in images.items():
                 files.write(f"plots/{name}.png", png)
-            _pages(files, runs, all_measures, comparisons, tables, images, title, thumbs)
+            _pages(files, runs, all_measures, comparisons, tables, images, title, thumbs, papers)
     _remove_stale(out, outcome.files)
     return outcome
 
@@ -384,6 +424,7 @@ def _pages(
     images: Mapping[str, bytes],
     title: str | None,
     thumbs: dict[str, Thumbnails | None],
+    papers: Sequence[PaperComparison] = (),
 ) -> None:
     """report.html, report.md and report.json."""
     outcome = files.outcome
@@ -406,7 +447,10 @@ def _pages(
     if missing:
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
     files.write("report.md", _markdown(heading, runs, tables, images, outcome))
-    document = finite_or_none(_json(runs, all_measures, comparisons, correlations, outcome))
+    document = _json(runs, all_measures, comparisons, correlations, outcome)
+    if papers:  # only with --paper: a report without it is as it was
+        document["paper"] = {c.key: c.as_dict() for c in papers}
+    document = finite_or_none(document)
     files.write("report.json", dumps(document, indent=2) + "\n")
 
 
@@ -451,7 +495,11 @@ def multiturn_note(run: Run, several: bool) -> str:
     )
 
 
-def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Comparison]) -> list[Table]:
+def _tables(
+    all_measures: Sequence[RunMeasures],
+    comparisons: Sequence[Comparison],
+    published: Sequence[Table] = (),
+) -> list[Table]:
     mcqa = [m for m in all_measures if not m.run.oeg]
     oeg = [m for m in all_measures if m.run.oeg]
     # The action distribution (MCQA only) has tables of its own: each run's, after the runs'
@@ -462,6 +510,7 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
             if group:
                 wanted = {m.key: m for m in (*MCQA_METRICS, *OEG_METRICS)}
                 tables += [cross_table(group, wanted[k]) for k in keys]
+    tables += published
     if comparisons:
         tables += [
             comparison_table(comparisons, "accuracy"),
@@ -484,7 +533,8 @@ def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
     cross = [t for t in tables if t.key.startswith("cross-")]
     runs = [t for t in tables if t.key.startswith("run-")]
     compared = [t for t in tables if t.key.startswith("vs-") or t.key == "agreement"]
-    return [*(cross if several and cross else runs), *compared]
+    papers = [t for t in tables if t.key.startswith("paper-")]
+    return [*(cross if several and cross else runs), *papers, *compared]
 
 
 def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[str, bytes]:

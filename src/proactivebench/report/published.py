@@ -1,0 +1,297 @@
+"""The paper's published rows beside a report's runs (`report --paper`).
+
+Each run whose settings have a counterpart in the paper (plain MCQA: Table 1; `--hint`:
+Table 7; `--reference`: Table 6; `--all-samples`: Table 4; OEG: Table 2, with `--hint`
+Table 9; multi-turn OEG: Table 10) is placed among the paper's rows of that table, one table
+per metric: every row sorted by its average (best first, by the metric's
+`higher_is_better`), the run's rank per column among the published rows, and, when the run's
+model is one of the paper's (`paper.recognise_model`, or `--paper-model`), whether the
+paper's value lies inside the run's 95 % interval.
+
+The published numbers come from `paper.paper_table` as transcribed; nothing is retyped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from proactivebench.metrics import Metric, metric, number_text
+from proactivebench.paper import (
+    PAPER_SOURCE,
+    PaperModel,
+    paper_model_named,
+    paper_table,
+    recognise_model,
+)
+from proactivebench.report.measures import RunMeasures
+from proactivebench.report.runs import Run, labelled_settings
+from proactivebench.report.tables import MISSING, Cell, Table
+from proactivebench.stats import Interval
+
+#: Our metric key -> the paper's column metric (Table 1 "acc", Table 2 "cc"...).
+PAPER_METRICS = {"accuracy": "acc", "ps_rate": "psr", "aggregate": "agg", "cp": "cc", "ps": "ps"}
+#: The paper's average column.
+PAPER_AVERAGE = "avg"
+#: Half the paper's last printed digit: a published value within this of our interval counts
+#: as inside it (the paper rounds to one decimal).
+ROUNDING = 0.05
+#: The paper's tables by the kind of run (`counterpart`): (mode, the setting that sets the run
+#: apart, or None for none) -> the key in paper_results.json.
+COUNTERPARTS: dict[tuple[str, str | None], str] = {
+    ("mcqa", None): "table1_mcqa",
+    ("mcqa", "hint"): "table7_hint",
+    ("mcqa", "reference"): "table6_oracle",
+    ("mcqa", "all_samples"): "table4_unfiltered",
+    ("oeg", None): "table2_oeg",
+    ("oeg", "hint"): "table9_oeg_hint",
+    ("oeg-multiturn", None): "table10_multiturn_oeg",
+}
+
+
+def counterpart(run: Run) -> str | None:
+    """The paper's table of runs like `run` (`COUNTERPARTS`); None for settings the paper
+    tabulates nowhere (history, ICL, CoT, a filter of one's own, two settings at once)."""
+    settings = run.settings
+    mode = "oeg" if run.oeg else str(settings.get("mode") or "mcqa")
+    marks = [k for k in labelled_settings(run) if k != "mode"]
+    if settings.get("all_samples"):
+        marks.append("all_samples")
+    if settings.get("filter") or run.config.get("filter_digest"):
+        return None
+    if len(marks) > 1:
+        return None
+    return COUNTERPARTS.get((mode, marks[0] if marks else None))
+
+
+def table_number(key: str) -> str:
+    """`table1_mcqa` -> "Table 1" (what a caption names)."""
+    return "Table " + key.split("_", 1)[0].removeprefix("table")
+
+
+@dataclass
+class Placed:
+    """One run's row among the paper's, for one metric."""
+
+    run: Run
+    paper_model: PaperModel | None
+    #: Per paper column: our value (with interval), our rank among the published rows and
+    #: how many were ranked, the paper's value for the run's model and whether it lies inside
+    #: our interval.
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class PaperComparison:
+    """One paper table and metric with the runs placed in it."""
+
+    key: str
+    paper_key: str
+    metric: Metric
+    paper_metric: str
+    columns: list[str]
+    caption: str
+    #: The paper's rows as transcribed: (model, {column: value}).
+    published: list[tuple[str, dict[str, float | None]]]
+    placed: list[Placed]
+
+    @property
+    def source(self) -> str:
+        return f"published: {PAPER_SOURCE}, {table_number(self.paper_key)}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """report.json's entry: the published rows exactly as transcribed and each run's."""
+        return {
+            "paper_table": self.paper_key,
+            "metric": self.metric.key,
+            "paper_metric": self.paper_metric,
+            "source": self.source,
+            "caption": self.caption,
+            "columns": self.columns,
+            "published": [{"model": m, "cells": cells} for m, cells in self.published],
+            "runs": [
+                {
+                    "label": p.run.label,
+                    "model": p.run.model,
+                    "paper_model": p.paper_model.name if p.paper_model else None,
+                    "cells": p.cells,
+                }
+                for p in self.placed
+            ],
+        }
+
+
+def _better(metric: Metric, a: float, b: float) -> bool:
+    """Whether `a` ranks above `b` (a metric with no direction ranks by higher values)."""
+    return a < b if metric.higher_is_better is False else a > b
+
+
+def rank(metric: Metric, value: float, published: Sequence[float]) -> int:
+    """1 + the published values strictly better than `value` (ties share the better rank)."""
+    return 1 + sum(1 for p in published if _better(metric, p, value))
+
+
+def inside(paper: float, interval: Interval) -> bool:
+    """Whether the paper's printed value lies in our interval, allowing its rounding."""
+    return interval.low - ROUNDING <= paper <= interval.high + ROUNDING
+
+
+def _value(measures: RunMeasures, column: str, key: str) -> Interval | None:
+    found = measures.average if column == PAPER_AVERAGE else measures.scenarios.get(column)
+    return found.values.get(key) if found is not None else None
+
+
+def _model_of(run: Run, named: PaperModel | None) -> PaperModel | None:
+    return named if named is not None else recognise_model(run.model)
+
+
+def compare_with_paper(
+    all_measures: Sequence[RunMeasures], paper_model: str | None = None
+) -> list[PaperComparison]:
+    """Every paper table (and metric) that has a counterpart among the runs, in the paper's
+    order, with those runs placed; `paper_model` (`--paper-model`) names the runs' model for
+    every run (an unknown name is an error listing the paper's)."""
+    named = paper_model_named(paper_model) if paper_model is not None else None
+    by_table: dict[str, list[RunMeasures]] = {}
+    for measures in all_measures:
+        key = counterpart(measures.run)
+        if key is not None:
+            by_table.setdefault(key, []).append(measures)
+    found = []
+    for paper_key in sorted(by_table, key=lambda k: int(table_number(k).split()[-1])):
+        table = paper_table(paper_key)
+        ours_of = {theirs: ours for ours, theirs in PAPER_METRICS.items()}
+        for theirs in table["metrics"]:
+            if theirs in ours_of:
+                found.append(
+                    _compare(paper_key, table, metric(ours_of[theirs]), theirs, by_table, named)
+                )
+    return found
+
+
+def _compare(
+    paper_key: str,
+    table: dict[str, Any],
+    ours: Metric,
+    theirs: str,
+    by_table: dict[str, list[RunMeasures]],
+    named: PaperModel | None,
+) -> PaperComparison:
+    columns = list(table["columns"])
+    published = [
+        (row["model"], {c: row["cells"].get(c, {}).get(theirs) for c in columns})
+        for row in table["rows"]
+    ]
+    placed = []
+    for measures in by_table[paper_key]:
+        model = _model_of(measures.run, named)
+        own = dict(published).get(model.name) if model is not None else None
+        row = Placed(measures.run, model if own is not None else None)
+        for column in columns:
+            value = _value(measures, column, ours.key)
+            cell: dict[str, Any] = {"value": None}
+            if value is not None:
+                scored = [v[column] for _, v in published if v[column] is not None]
+                cell = {"value": value.estimate, "low": value.low, "high": value.high}
+                cell.update(rank=rank(ours, value.estimate, scored), of=len(scored) + 1)
+                if own is not None and own[column] is not None:
+                    cell.update(paper=own[column], inside=inside(own[column], value))
+            row.cells[column] = cell
+        placed.append(row)
+    return PaperComparison(
+        f"paper-{paper_key.split('_', 1)[0]}-{theirs}",
+        paper_key,
+        ours,
+        theirs,
+        columns,
+        table["caption"],
+        published,
+        placed,
+    )
+
+
+# ----- the table ------------------------------------------------------------------------------
+
+#: Row kinds (`Table.row_kinds`): the HTML's classes, set apart by report.css.
+PUBLISHED, YOURS, RANK, CHECK = "published", "yours", "rank", "check"
+
+
+def _sort_value(metric: Metric, average: float | None) -> float:
+    if average is None:
+        return float("inf")
+    return average if metric.higher_is_better is False else -average
+
+
+def paper_rows_table(comparison: PaperComparison) -> Table:
+    """The paper's rows and the runs', sorted by average (best first); under each run its rank
+    per column and, for a model of the paper, the check of the paper's value against ours."""
+    metric = comparison.metric
+    columns = ["model", "source", *comparison.columns[:-1], "average"]
+    entries: list[tuple[float, int, list[list[Cell]], list[str]]] = []
+    for index, (model, values) in enumerate(comparison.published):
+        cells = [Cell(model), Cell(comparison.source)]
+        cells += [_paper_cell(values[c]) for c in comparison.columns]
+        average = values[PAPER_AVERAGE]
+        entries.append((_sort_value(metric, average), index, [cells], [PUBLISHED]))
+    for index, placed in enumerate(comparison.placed):
+        rows, kinds = _run_rows(placed, comparison)
+        average = placed.cells[PAPER_AVERAGE].get("value")
+        entries.append((_sort_value(metric, average), -1 - index, rows, kinds))
+    # Runs before published rows of the same average: the reader's row is not buried.
+    entries.sort(key=lambda e: (e[0], e[1] >= 0, e[1] if e[1] >= 0 else -e[1]))
+    rows = [row for entry in entries for row in entry[2]]
+    kinds = [kind for entry in entries for kind in entry[3]]
+    direction = "lower is better" if metric.higher_is_better is False else "higher is better"
+    notes = [
+        f"{comparison.source}: {comparison.caption}",
+        f"Rows sorted by average ({direction}); rows marked 'yours' are this report's runs, "
+        f"with their 95 % bootstrap interval; 'rank' is each run's place per column among "
+        f"the published rows (1 = best, ties share the better place); 'vs published' gives "
+        f"the paper's value for the run's model and whether it lies inside the interval "
+        f"(allowing the paper's rounding of ±{ROUNDING}).",
+        "The paper's average is the unweighted mean of its seven scenarios; the runs' "
+        "average likewise, over the scenarios they scored.",
+    ]
+    title = f"{metric.heading} among the paper's models ({comparison.source})"
+    return Table(comparison.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
+
+
+def _paper_cell(value: float | None) -> Cell:
+    return Cell(MISSING) if value is None else Cell(f"{value:.1f}", value)
+
+
+def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Cell]], list[str]]:
+    metric, columns = comparison.metric, comparison.columns
+    label = placed.run.label
+    mine = [Cell(label), Cell("yours")]
+    ranks = [Cell(f"{label}: rank"), Cell("yours: rank")]
+    checks = [Cell(f"{label} vs {placed.paper_model.name if placed.paper_model else ''}")]
+    checks.append(Cell(f"yours vs {comparison.source}"))
+    for column in columns:
+        cell = placed.cells[column]
+        if cell.get("value") is None:
+            mine.append(Cell(MISSING))
+            ranks.append(Cell(MISSING))
+            checks.append(Cell(MISSING))
+            continue
+        value, low, high = cell["value"], cell["low"], cell["high"]
+        text = number_text(value, metric.percent)
+        if low != high:
+            text += f" [{number_text(low, metric.percent)}, {number_text(high, metric.percent)}]"
+        mine.append(Cell(text, value, low, high))
+        ranks.append(Cell(f"{cell['rank']}/{cell['of']}", cell["rank"]))
+        if "paper" in cell:
+            mark = "inside" if cell["inside"] else "outside"
+            checks.append(Cell(f"{cell['paper']:.1f} {mark}", cell["paper"]))
+        else:
+            checks.append(Cell(MISSING))
+    rows, kinds = [mine, ranks], [YOURS, RANK]
+    if placed.paper_model is not None:
+        rows.append(checks)
+        kinds.append(CHECK)
+    return rows, kinds
+
+
+def paper_tables(comparisons: Sequence[PaperComparison]) -> list[Table]:
+    return [paper_rows_table(c) for c in comparisons]

@@ -333,3 +333,30 @@ def test_a_published_row_rebuilt_from_counts_prints_the_paper_s_average(
         # What the report prints: the CSV's average of the run's row, at the paper's precision.
         [mine] = [r for r in _csv(tmp_path, key) if r["source"] == "yours"]
         assert abs(round(float(mine["average"]), 1) - published["cells"]["avg"][theirs]) <= 0.1
+
+
+# ----- item 4: the published models in the size plot and Spearman's rho --------------------
+
+
+def test_size_correlation_and_plot_take_the_published_models(tmp_path: Path) -> None:
+    from proactivebench.stats import spearman_rho
+
+    run = _made_up(tmp_path)  # no size in its name: give one in run.json
+    config = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**config, "params": "7B"}))
+    report = _report(tmp_path, run, paper=True)
+    published = report["size_correlation"]["with_published"]
+    # 22 models less the three API models, whose size is not published.
+    assert published["accuracy"]["published_points"] == 19
+    rows = paper_table("table1_mcqa")["rows"]
+    sizes = {m.name: m.params_b for m in paper_models()}
+    points = [(7.0, 25.0)] + [
+        (sizes[r["model"]], r["cells"]["avg"]["acc"]) for r in rows if sizes[r["model"]]
+    ]
+    expected = spearman_rho([p[0] for p in points], [p[1] for p in points])
+    assert published["accuracy"]["rho"] == pytest.approx(expected)
+    assert "accuracy" not in report["size_correlation"]  # one run alone has no rho
+    assert (tmp_path / "rep" / "plots" / "size.png").is_file()
+    without = tmp_path / "without"
+    write_report([run], without, n_resamples=200, thumb_cache=None)
+    assert not (without / "plots" / "size.png").exists()  # one run: no size plot without it

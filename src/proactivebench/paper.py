@@ -204,3 +204,29 @@ def paper_average(cells: dict[str, Any], metric: str, columns: list[str]) -> flo
     printed avg is this mean of the printed cells, to within 0.1)."""
     values = [cells[c][metric] for c in columns if c in cells and cells[c].get(metric) is not None]
     return sum(values) / len(values) if values else None
+
+
+#: The paper's table of each metric's published averages against size (Table 1 for MCQA's
+#: accuracy and ps rate, Table 2 for OEG's cc and ps): our metric key -> (table, its metric).
+SIZE_TABLES: dict[str, tuple[str, str]] = {
+    "accuracy": ("table1_mcqa", "acc"),
+    "ps_rate": ("table1_mcqa", "psr"),
+    "cp": ("table2_oeg", "cc"),
+    "ps": ("table2_oeg", "ps"),
+}
+
+
+def published_sizes(key: str) -> list[tuple[float, float, str]]:
+    """(params_b, printed average, model) of every paper model of published size for our
+    metric `key` (`SIZE_TABLES`); the API models, of no published size, are left out; none
+    for a metric the paper plots no size of."""
+    if key not in SIZE_TABLES:
+        return []
+    table, theirs = SIZE_TABLES[key]
+    sizes = {m.name: m.params_b for m in paper_models()}
+    points = []
+    for row in paper_table(table)["rows"]:
+        size, value = sizes.get(row["model"]), row["cells"]["avg"].get(theirs)
+        if size is not None and value is not None:
+            points.append((float(size), float(value), str(row["model"])))
+    return points

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -385,7 +386,7 @@ def _write_report(
     tables = _tables(all_measures, comparisons, paper_tables(papers))
     outcome.headline = _headline(tables, several=len(runs) > 1)
     with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
-        images = _plots(all_measures, outcome)
+        images = _plots(all_measures, outcome, with_paper=bool(papers))
         # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves
         # the previous report as it was, never half of a new one.
         with staged_folder(out) as stage:
@@ -428,7 +429,7 @@ def _pages(
 ) -> None:
     """report.html, report.md and report.json."""
     outcome = files.outcome
-    correlations = size_correlations(all_measures)
+    correlations = size_correlations(all_measures, with_paper=bool(papers))
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
     unavailable = sorted(
         {
@@ -537,7 +538,9 @@ def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
     return [*(cross if several and cross else runs), *papers, *compared]
 
 
-def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[str, bytes]:
+def _plots(
+    all_measures: Sequence[RunMeasures], outcome: ReportOutcome, with_paper: bool = False
+) -> dict[str, bytes]:
     reason = plots.missing_reason()
     if reason:
         outcome.notes.append(reason)
@@ -547,7 +550,7 @@ def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[
         "scenarios": plots.scenario_bars,
         "accuracy_vs_ps": plots.accuracy_vs_ps,
         "actions": plots.action_bars,
-        "size": plots.size_plot,
+        "size": partial(plots.size_plot, with_paper=with_paper),
     }
     for name, draw in drawers.items():
         try:

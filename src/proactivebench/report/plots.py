@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from proactivebench import registry
 from proactivebench.metrics import CHOICE_KINDS, metric
+from proactivebench.paper import PAPER_SOURCE, published_sizes
 from proactivebench.registry import scenario_order
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.text import visible
@@ -472,21 +473,25 @@ def rho_text(sizes: Sequence[float], values: Sequence[float], rate: str) -> str:
 
 
 @literal
-def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
-    figure = size_figure(all_measures)
+def size_plot(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> bytes | None:
+    figure = size_figure(all_measures, with_paper)
     return None if figure is None else _png(figure)
 
 
-def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
+def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> Figure | None:
     """Proactiveness (average ps rate, or OEG ps %) and the main rate against parameter count,
     with Spearman's rho of each or the reason it has none; None when fewer than two runs have
     a parameter count. One point per model (`measures.sized_models`: its plain-setting run).
     Runs left out (another run of the same model, no parameter count, or no value of a rate)
-    are named under the plots. Runs of one size and rate share one label."""
+    are named under the plots. Runs of one size and rate share one label.
+
+    With `with_paper` (`report --paper`) the paper's models of published size are drawn too
+    (grey crosses, unlabelled, `paper.published_sizes`) and rho covers them: one run is then
+    enough."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator
 
     sized, same_model = sized_models(all_measures)
-    if len(sized) < 2:
+    if len(sized) < (1 if with_paper else 2):
         return None
     main, _, second = _key(sized)
     figure = _figure(11.0, 4.6)
@@ -510,8 +515,19 @@ def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
             left_out.append(f"no {label}: " + ", ".join(missing))
         ax.scatter([p[0] for p in points], [p[1] for p in points], color="C0", zorder=3)
         labelled.append((ax, points))
+        paper = published_sizes(key) if with_paper else []
+        if paper:
+            ax.scatter(
+                [p[0] for p in paper],
+                [p[1] for p in paper],
+                color="0.55",
+                marker="x",
+                zorder=2,
+                label=f"published ({PAPER_SOURCE}, {len(paper)} models)",
+            )
+            ax.legend(loc="best", fontsize="small")
         ax.set_xscale("log")
-        sizes = sorted({p[0] for p in points})
+        sizes = sorted({p[0] for p in [*points, *paper]})
         if 0 < len(sizes) <= 8:  # the runs' own sizes, where they are few enough to read
             ax.xaxis.set_major_locator(FixedLocator(sizes))
         else:
@@ -521,7 +537,10 @@ def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
         ax.margins(x=0.2, y=0.15)
         ax.set_xlabel("parameters (billions, log scale)")
         ax.set_ylabel(label)
-        shown = rho_text([p[0] for p in points], [p[1] for p in points], label)
+        every = [*points, *paper]
+        shown = rho_text([p[0] for p in every], [p[1] for p in every], label)
+        if paper:
+            shown += " (with the published models)"
         ax.set_title(f"{label} vs size\n{shown}", fontsize="medium")
         ax.grid(alpha=0.3)
     unsized = [m.run.label for m in all_measures if m.run.params_b is None]

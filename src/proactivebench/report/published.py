@@ -100,6 +100,12 @@ class PaperComparison:
     def source(self) -> str:
         return f"published: {PAPER_SOURCE}, {table_number(self.paper_key)}"
 
+    @property
+    def short_source(self) -> str:
+        """The source column's text (the title and the notes name the authors): narrow, so
+        that a 1280 px window shows the scenarios beside it."""
+        return f"published, {table_number(self.paper_key)}"
+
     def as_dict(self) -> dict[str, Any]:
         """report.json's entry: the published rows exactly as transcribed and each run's."""
         return {
@@ -230,7 +236,7 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
     columns = ["model", "source", *comparison.columns[:-1], "average"]
     entries: list[tuple[float, int, list[list[Cell]], list[str]]] = []
     for index, (model, values) in enumerate(comparison.published):
-        cells = [Cell(model), Cell(comparison.source)]
+        cells = [Cell(model), Cell(comparison.short_source)]
         cells += [_paper_cell(values[c]) for c in comparison.columns]
         average = values[PAPER_AVERAGE]
         entries.append((_sort_value(metric, average), index, [cells], [PUBLISHED]))
@@ -267,7 +273,7 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
     mine = [Cell(label), Cell("yours")]
     ranks = [Cell(f"{label}: rank"), Cell("yours: rank")]
     checks = [Cell(f"{label} vs {placed.paper_model.name if placed.paper_model else ''}")]
-    checks.append(Cell(f"yours vs {comparison.source}"))
+    checks.append(Cell(f"yours vs {comparison.short_source}"))
     for column in columns:
         cell = placed.cells[column]
         if cell.get("value") is None:

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.paper import paper_results, paper_table
+from proactivebench.protocol import official_filter_ids
+from proactivebench.registry import by_stem
 
 SCENARIOS = ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO")
 #: OEG and multi-turn OEG: 100 samples per scenario, capped at the filtered set (paper §3.1).
@@ -55,6 +57,19 @@ def oeg_line(scenario: str, sample: int, cc: bool, ps: bool, agg: bool) -> dict[
     }
 
 
+def sample_ids(scenario: str, n: int, filtered: bool = True) -> list[int]:
+    """`n` sample ids the official test filter keeps (as a filtered run plays them), or, not
+    `filtered`, every filtered id then ids it drops (an `--all-samples` run)."""
+    stem = {short: stem for stem, short in by_stem().items()}[scenario]
+    kept = sorted(official_filter_ids(stem))
+    if filtered:
+        assert len(kept) >= n, (scenario, len(kept), n)
+        return kept[:n]
+    known = set(kept)
+    dropped = (i for i in range(10**7) if i not in known)
+    return [*kept, *(next(dropped) for _ in range(n - len(kept)))][:n]
+
+
 def _count(percent: float, n: int) -> int:
     return round(percent / 100 * n)
 
@@ -65,18 +80,19 @@ def lines_for_row(table: str, model: str) -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = []
     for scenario, n in episodes_per_scenario(table).items():
         cells = row["cells"][scenario]
+        ids = sample_ids(scenario, n, filtered=table != "table4_unfiltered")
         if "cc" in cells:  # open-ended: category / suggestion / either per answer
             cc, ps = _count(cells["cc"], n), _count(cells["ps"], n)
             agg = _count(cells["agg"], n) if "agg" in cells else max(cc, ps)
             both = cc + ps - agg
             flags = [(i < cc, i < both or cc <= i < cc + ps - both) for i in range(n)]
-            lines += [oeg_line(scenario, i, c, p, c or p) for i, (c, p) in enumerate(flags)]
+            lines += [oeg_line(scenario, ids[i], c, p, c or p) for i, (c, p) in enumerate(flags)]
             continue
         right = _count(cells["acc"], n)
         total = round(cells.get("psr", 0.0) * n)
         for i in range(n):
             suggestions = total // n + (1 if i < total % n else 0)
-            lines.append(mcqa_line(scenario, i, i < right, suggestions))
+            lines.append(mcqa_line(scenario, ids[i], i < right, suggestions))
     return lines
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from paperruns import episodes_per_scenario, lines_for_row, mcqa_line, write_run
+from paperruns import episodes_per_scenario, lines_for_row, mcqa_line, sample_ids, write_run
 from proactivebench.metrics import metric
 from proactivebench.paper import (
     FIGURE_SUBSETS,
@@ -176,8 +176,9 @@ def test_the_paper_value_inside_or_outside_our_interval() -> None:
 
 def _made_up(root: Path) -> Path:
     """ROD: 1 of 2 right (50 %), VSOD: 0 of 1 (0 %): average 25 %; no suggestion."""
-    lines = [mcqa_line("ROD", 0, True, 0), mcqa_line("ROD", 1, False, 0)]
-    lines.append(mcqa_line("VSOD", 0, False, 0))
+    rod, vsod = sample_ids("ROD", 2), sample_ids("VSOD", 1)
+    lines = [mcqa_line("ROD", rod[0], True, 0), mcqa_line("ROD", rod[1], False, 0)]
+    lines.append(mcqa_line("VSOD", vsod[0], False, 0))
     return write_run(root, "mine", lines, "openai:my-own-model@http://h:1/v1")
 
 
@@ -249,7 +250,7 @@ def test_html_sets_the_user_rows_apart(tmp_path: Path) -> None:
 
 def test_the_interval_check_in_the_report(tmp_path: Path) -> None:
     """LLaVA-1.5 7B's ROD: 12.5 % (11 of 88) printed. Our 44 of 88 = 50 % puts it outside."""
-    lines = [mcqa_line("ROD", i, i < 44, 0) for i in range(88)]
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
     run = write_run(tmp_path, "llava", lines, "hf:llava-hf/llava-1.5-7b-hf")
     report = _report(tmp_path, run, paper=True)
     [placed] = report["paper"]["paper-table1-acc"]["runs"]
@@ -295,7 +296,8 @@ def test_a_run_with_no_counterpart_is_said(tmp_path: Path) -> None:
 #: One published row per table, and the settings of the run that reproduces it.
 ROWS = [
     ("table1_mcqa", {}, "paper-table1"),
-    ("table4_unfiltered", {"all_samples": True}, "paper-table4"),
+    # run.json does not record --all-samples: the samples the filter drops say it.
+    ("table4_unfiltered", {}, "paper-table4"),
     ("table6_oracle", {"reference": True}, "paper-table6"),
     ("table7_hint", {"hint": True}, "paper-table7"),
     ("table2_oeg", {"mode": "oeg"}, "paper-table2"),
@@ -360,3 +362,38 @@ def test_size_correlation_and_plot_take_the_published_models(tmp_path: Path) -> 
     without = tmp_path / "without"
     write_report([run], without, n_resamples=200, thumb_cache=None)
     assert not (without / "plots" / "size.png").exists()  # one run: no size plot without it
+
+
+def test_an_average_of_fewer_scenarios_is_said(tmp_path: Path) -> None:
+    _report(tmp_path, _made_up(tmp_path), paper=True)
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "its average covers ROD, VSOD, the paper's all seven scenarios" in text
+
+
+def test_report_paper_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs `eval` wrote (the oracle, plain and with --hint): Table 1 and Table 7."""
+    from clirun import eval_args
+    from handmade import full_dataset
+
+    data = full_dataset(tmp_path / "data")
+    for name, extra in (("plain", []), ("hint", ["--hint"])):
+        code, text = run_cli([*eval_args(data, tmp_path / name, *extra), "--no-report"], capsys)
+        assert code == 0, text
+    out = tmp_path / "rep"
+    args = ["report", str(tmp_path / "plain"), str(tmp_path / "hint"), "--out", str(out)]
+    code, text = run_cli([*args, "--paper"], capsys)
+    assert code == 0, text
+    assert "among the paper's models" in text
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["paper"]) == [
+        "paper-table1-acc",
+        "paper-table1-psr",
+        "paper-table7-acc",
+        "paper-table7-psr",
+    ]
+    # The oracle is right every time: first of 23 in every column of Table 1.
+    [oracle] = report["paper"]["paper-table1-acc"]["runs"]
+    assert {c["rank"] for c in oracle["cells"].values()} == {1}
+    assert (out / "tables" / "paper-table7-acc.tex").is_file()

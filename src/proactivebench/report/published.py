@@ -25,6 +25,8 @@ from proactivebench.paper import (
     paper_table,
     recognise_model,
 )
+from proactivebench.protocol import official_filter_ids
+from proactivebench.registry import by_stem
 from proactivebench.report.measures import RunMeasures
 from proactivebench.report.runs import Run, labelled_settings
 from proactivebench.report.tables import MISSING, Cell, Table
@@ -55,14 +57,29 @@ def counterpart(run: Run) -> str | None:
     tabulates nowhere (history, ICL, CoT, a filter of one's own, two settings at once)."""
     settings = run.settings
     mode = "oeg" if run.oeg else str(settings.get("mode") or "mcqa")
+    if settings.get("filter") or settings.get("filter_digest"):
+        return None  # a test set of one's own: no table of the paper
     marks = [k for k in labelled_settings(run) if k != "mode"]
-    if settings.get("all_samples"):
+    if unfiltered(run):
         marks.append("all_samples")
-    if settings.get("filter") or run.config.get("filter_digest"):
-        return None
     if len(marks) > 1:
         return None
     return COUNTERPARTS.get((mode, marks[0] if marks else None))
+
+
+def unfiltered(run: Run) -> bool:
+    """Whether `run` played samples the official test filter drops: an `--all-samples` run
+    (run.json does not record it: which samples are played is a selection, not the run's
+    identity, so it is read from the sample ids). A run of filtered samples only (a small
+    `--limit` of an unfiltered run among them) counts as filtered."""
+    if run.settings.get("all_samples"):
+        return True
+    stems = {short: stem for stem, short in by_stem().items()}
+    for scenario, lines in run.by_scenario.items():
+        kept = official_filter_ids(stems[scenario]) if scenario in stems else frozenset()
+        if kept and any(line.get("sample_id") not in kept for line in lines):
+            return True
+    return False
 
 
 def table_number(key: str) -> str:
@@ -80,6 +97,8 @@ class Placed:
     #: how many were ranked, the paper's value for the run's model and whether it lies inside
     #: our interval.
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The scenarios the run's average covers (the paper's: all seven).
+    covers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -121,6 +140,7 @@ class PaperComparison:
                     "label": p.run.label,
                     "model": p.run.model,
                     "paper_model": p.paper_model.name if p.paper_model else None,
+                    "average_covers": p.covers,
                     "cells": p.cells,
                 }
                 for p in self.placed
@@ -194,6 +214,7 @@ def _compare(
         model = _model_of(measures.run, named)
         own = dict(published).get(model.name) if model is not None else None
         row = Placed(measures.run, model if own is not None else None)
+        row.covers = list(measures.average.covers)
         for column in columns:
             value = _value(measures, column, ours.key)
             cell: dict[str, Any] = {"value": None}
@@ -259,6 +280,13 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         "The paper's average is the unweighted mean of its seven scenarios; the runs' "
         "average likewise, over the scenarios they scored.",
     ]
+    scenarios = comparison.columns[:-1]
+    for placed in comparison.placed:
+        if sorted(placed.covers) != sorted(scenarios):
+            notes.append(
+                f"{placed.run.label}: its average covers {', '.join(placed.covers) or 'nothing'}, "
+                "the paper's all seven scenarios: the average column compares unlike averages"
+            )
     title = f"{metric.heading} among the paper's models ({comparison.source})"
     return Table(comparison.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
 

@@ -397,3 +397,35 @@ def test_report_paper_from_the_command_line(
     [oracle] = report["paper"]["paper-table1-acc"]["runs"]
     assert {c["rank"] for c in oracle["cells"].values()} == {1}
     assert (out / "tables" / "paper-table7-acc.tex").is_file()
+
+
+def test_accuracy_vs_ps_plot_draws_the_published_averages(tmp_path: Path) -> None:
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.plots import accuracy_vs_ps_figure
+    from proactivebench.report.runs import load_run
+
+    measures = [measure_run(load_run(_made_up(tmp_path)), n_resamples=50)]
+
+    def legend_texts(figure) -> list[str]:
+        return [t.get_text() for legend in figure.legends for t in legend.get_texts()]
+
+    def points(figure) -> int:
+        return sum(len(c.get_offsets()) for c in figure.axes[0].collections)
+
+    plain, paper = accuracy_vs_ps_figure(measures), accuracy_vs_ps_figure(measures, True)
+    assert not any("published" in t for t in legend_texts(plain))
+    assert "published, Table 1 (De Min et al. 2026): 22 models' averages" in legend_texts(paper)
+    assert points(paper) - points(plain) == 22
+
+
+def test_a_paper_model_takes_the_paper_s_size(tmp_path: Path) -> None:
+    """A spec whose name the size reader cannot read (the URL's last part is "v1") is still
+    7B with --paper: the paper's size of the model it names."""
+    run = _made_up(tmp_path)
+    config = json.loads((run / "run.json").read_text())
+    spec = "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1"
+    (run / "run.json").write_text(json.dumps({**config, "model": spec}))
+    report = _report(tmp_path, run, paper=True)
+    assert report["runs"][0]["params_b"] == 7.0
+    assert report["size_correlation"]["with_published"]["accuracy"]["published_points"] == 19
+    assert _report(tmp_path / "plain", run)["runs"][0]["params_b"] is None

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
 from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
-from proactivebench.paper import paper_model_named
+from proactivebench.paper import paper_model_named, recognise_model
 from proactivebench.paths import (
     open_to_write,
     read_file,
@@ -320,6 +320,15 @@ class PaperOptions:
         if self.paper_model is not None:
             paper_model_named(self.paper_model)
 
+    def give_sizes(self, runs: Sequence[Run]) -> None:
+        """A run of no known size whose model is one of the paper's takes the paper's size
+        (`PaperModel.params_b`), for the size plot and its rho."""
+        named = paper_model_named(self.paper_model) if self.paper_model is not None else None
+        for run in runs:
+            model = named or recognise_model(run.model)
+            if run.params_b is None and model is not None and model.params_b is not None:
+                run.params_b = float(model.params_b)
+
     def compare(
         self, all_measures: Sequence[RunMeasures], outcome: ReportOutcome
     ) -> list[PaperComparison]:
@@ -348,6 +357,8 @@ def _write_report(
     published: PaperOptions | None = None,
 ) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
+    if published is not None:
+        published.give_sizes(runs)
     base = load_runs([vs])[0] if vs is not None else None
     if base is not None:
         base.label += " (--vs)"
@@ -548,7 +559,7 @@ def _plots(
     images: dict[str, bytes] = {}
     drawers = {
         "scenarios": plots.scenario_bars,
-        "accuracy_vs_ps": plots.accuracy_vs_ps,
+        "accuracy_vs_ps": partial(plots.accuracy_vs_ps, with_paper=with_paper),
         "actions": plots.action_bars,
         "size": partial(plots.size_plot, with_paper=with_paper),
     }

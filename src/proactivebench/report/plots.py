@@ -21,6 +21,7 @@ from proactivebench.metrics import CHOICE_KINDS, metric
 from proactivebench.paper import PAPER_SOURCE, published_sizes
 from proactivebench.registry import scenario_order
 from proactivebench.report.measures import RunMeasures, sized_models
+from proactivebench.report.published import published_averages
 from proactivebench.report.text import visible
 from proactivebench.stats import Interval, spearman_rho
 
@@ -325,16 +326,22 @@ def scatter_scenarios(all_measures: Sequence[RunMeasures]) -> list[str]:
 
 
 @literal
-def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
-    return _png(accuracy_vs_ps_figure(all_measures))
+def accuracy_vs_ps(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> bytes:
+    return _png(accuracy_vs_ps_figure(all_measures, with_paper))
 
 
-def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
+#: The marks of the paper's published averages (`report --paper`), one per table shown: hollow
+#: grey shapes no scenario uses (`registry`'s markers: o s ^ D v P X, h for one's own).
+_PUBLISHED_MARKS = ("*", "p", "8")
+
+
+def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> Figure:
     """Each run's scenarios as small marks (colour: the run, shape: the scenario) and its
     average as a large circle with its 95 % intervals both ways (axes: `scatter_axes`).
     Points of equal value are set side by side, and runs with identical results are named
     under the plot, so that no run hides behind another. Two legends at the right: the runs,
-    and the scenarios' shapes."""
+    and the scenarios' shapes. With `with_paper` (`report --paper`), each published model's
+    average in the runs' counterpart tables, as grey crosses (`published.published_averages`)."""
     from matplotlib.lines import Line2D
 
     x_key, y_key = scatter_axes(all_measures)
@@ -370,6 +377,17 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
             c=[f"C{p.run % 10}" for p in group],
             edgecolors="white",
             linewidths=0.5,
+        )
+    published = published_averages(all_measures, x_key, y_key) if with_paper else []
+    for index, (_, group) in enumerate(published):
+        ax.scatter(
+            [x for x, _ in group],
+            [y for _, y in group],
+            marker=_PUBLISHED_MARKS[index % len(_PUBLISHED_MARKS)],
+            s=42,
+            facecolors="none",
+            edgecolors="0.5",
+            zorder=1,
         )
     ax.set_xlabel(_heading(x_key))
     ax.set_ylabel(_heading(y_key))
@@ -427,7 +445,14 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     )
     width = 0.9 + plot_width + 0.3 + _inches(figure, scenarios_legend)[0] + 0.2
     figure.set_size_inches(width, plot_height)
-    runs_legend = _fitted_legend(figure, run_handles, [_label(m.run.label) for m in all_measures])
+    run_labels = [_label(m.run.label) for m in all_measures]
+    for index, (name, group) in enumerate(published):
+        mark = _PUBLISHED_MARKS[index % len(_PUBLISHED_MARKS)]
+        run_handles.append(
+            Line2D([], [], marker=mark, linestyle="", markerfacecolor="none", color="0.5")
+        )
+        run_labels.append(f"{name} ({PAPER_SOURCE}): {len(group)} models' averages")
+    runs_legend = _fitted_legend(figure, run_handles, run_labels)
     width = figure.get_size_inches()[0]
     legend_height = _inches(figure, runs_legend)[1] if runs_legend is not None else 0.0
     notes = []

@@ -238,6 +238,28 @@ def _compare(
     )
 
 
+def published_averages(
+    all_measures: Sequence[RunMeasures], x_key: str, y_key: str
+) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Per paper table that is a counterpart of a run (in the runs' order) and prints both
+    metrics: its name and every published model's (x, y) averages, for a scatter of ours."""
+    keys: list[str] = []
+    for measures in all_measures:
+        key = counterpart(measures.run)
+        if key is not None and key not in keys:
+            keys.append(key)
+    found = []
+    x, y = PAPER_METRICS.get(x_key), PAPER_METRICS.get(y_key)
+    for key in keys:
+        table = paper_table(key)
+        if x not in table["metrics"] or y not in table["metrics"]:
+            continue
+        averages = [row["cells"][PAPER_AVERAGE] for row in table["rows"]]
+        points = [(a[x], a[y]) for a in averages if a.get(x) is not None and a.get(y) is not None]
+        found.append((f"published, {table_number(key)}", points))
+    return found
+
+
 # ----- the table ------------------------------------------------------------------------------
 
 #: Row kinds (`Table.row_kinds`): the HTML's classes, set apart by report.css.

@@ -429,3 +429,23 @@ def test_a_paper_model_takes_the_paper_s_size(tmp_path: Path) -> None:
     assert report["runs"][0]["params_b"] == 7.0
     assert report["size_correlation"]["with_published"]["accuracy"]["published_points"] == 19
     assert _report(tmp_path / "plain", run)["runs"][0]["params_b"] is None
+
+
+def test_every_figure_average_the_report_shows_is_checked_above() -> None:
+    from proactivebench.paper import FIGURE_AVERAGES
+
+    checked = {(table, key): figure for figure, _, table, key in FIGURE_SOURCES}
+    assert {k: checked.get(k) for k in FIGURE_AVERAGES} == FIGURE_AVERAGES
+
+
+def test_the_figure_mean_row_is_what_fig3_prints(tmp_path: Path) -> None:
+    report = _report(tmp_path, _made_up(tmp_path), paper=True)
+    mean = report["paper"]["paper-table1-acc"]["figure_mean"]
+    assert mean["figure"] == "fig3_reference_vs_benchmark"
+    assert len(mean["models"]) == 21 and "GPT-5.2" not in mean["models"]
+    printed = _printed("fig3_reference_vs_benchmark", "ProactiveBench", "acc")
+    [row] = [r for r in _csv(tmp_path, "paper-table1-acc") if r["source"].startswith("mean of")]
+    assert row["model"] == "mean of 21 models" and row["source"] == "mean of published, Fig. 3"
+    for column, value in printed.items():
+        assert abs(float(row[column]) - value) <= 0.1, column
+    assert report["paper"]["paper-table1-psr"]["figure_mean"] is None  # no figure prints it

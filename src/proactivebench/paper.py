@@ -172,6 +172,17 @@ FIGURE_SUBSETS: dict[str, tuple[str, ...] | None] = {
     ),
 }
 FIGURE_SUBSETS["fig9_icl"] = FIGURE_SUBSETS["fig8_history"]
+#: The figure that prints a table's column means of a metric (a report shows that mean beside
+#: the table's rows): (table, the paper's metric) -> figure (PAPER_AUDIT.md §2; each checked
+#: against the printed values in tests/test_paper_rows.py).
+FIGURE_AVERAGES: dict[tuple[str, str], str] = {
+    ("table1_mcqa", "acc"): "fig3_reference_vs_benchmark",
+    ("table6_oracle", "acc"): "fig3_reference_vs_benchmark",
+    ("table7_hint", "acc"): "fig6_hint",
+    ("table7_hint", "psr"): "fig6_hint",
+    ("table2_oeg", "ps"): "fig6_hint",
+    ("table9_oeg_hint", "ps"): "fig6_hint",
+}
 #: Left out of the "all MLLMs" figure averages (None in `FIGURE_SUBSETS`).
 _NOT_IN_FIGURE_AVERAGES = ("GPT-5.2",)
 

@@ -19,7 +19,10 @@ from typing import Any
 
 from proactivebench.metrics import Metric, metric, number_text
 from proactivebench.paper import (
+    FIGURE_AVERAGES,
     PAPER_SOURCE,
+    figure_mean,
+    figure_models,
     PaperModel,
     paper_model_named,
     paper_table,
@@ -114,6 +117,9 @@ class PaperComparison:
     #: The paper's rows as transcribed: (model, {column: value}).
     published: list[tuple[str, dict[str, float | None]]]
     placed: list[Placed]
+    #: The mean of the published rows a figure prints (`paper.FIGURE_AVERAGES`): the figure's
+    #: key, its models and the mean per column; None where no figure averages this table.
+    figure: tuple[str, list[str], dict[str, float]] | None = None
 
     @property
     def source(self) -> str:
@@ -135,6 +141,9 @@ class PaperComparison:
             "caption": self.caption,
             "columns": self.columns,
             "published": [{"model": m, "cells": cells} for m, cells in self.published],
+            "figure_mean": None
+            if self.figure is None
+            else {"figure": self.figure[0], "models": self.figure[1], "cells": self.figure[2]},
             "runs": [
                 {
                     "label": p.run.label,
@@ -226,6 +235,11 @@ def _compare(
                     cell.update(paper=own[column], inside=inside(own[column], value))
             row.cells[column] = cell
         placed.append(row)
+    figure = FIGURE_AVERAGES.get((paper_key, theirs))
+    means = None
+    if figure is not None:
+        models = figure_models(figure, paper_key)
+        means = (figure, models, {c: figure_mean(figure, paper_key, c, theirs) for c in columns})
     return PaperComparison(
         f"paper-{paper_key.split('_', 1)[0]}-{theirs}",
         paper_key,
@@ -235,6 +249,7 @@ def _compare(
         table["caption"],
         published,
         placed,
+        means,
     )
 
 
@@ -263,7 +278,12 @@ def published_averages(
 # ----- the table ------------------------------------------------------------------------------
 
 #: Row kinds (`Table.row_kinds`): the HTML's classes, set apart by report.css.
-PUBLISHED, YOURS, RANK, CHECK = "published", "yours", "rank", "check"
+PUBLISHED, MEAN, YOURS, RANK, CHECK = "published", "published-mean", "yours", "rank", "check"
+
+
+def figure_name(key: str) -> str:
+    """`fig3_reference_vs_benchmark` -> "Fig. 3"."""
+    return "Fig. " + key.split("_", 1)[0].removeprefix("fig")
 
 
 def _sort_value(metric: Metric, average: float | None) -> float:
@@ -283,6 +303,11 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         cells += [_paper_cell(values[c]) for c in comparison.columns]
         average = values[PAPER_AVERAGE]
         entries.append((_sort_value(metric, average), index, [cells], [PUBLISHED]))
+    if comparison.figure is not None:
+        figure, models, means = comparison.figure
+        cells = [Cell(f"mean of {len(models)} models"), Cell(f"mean of published, {figure_name(figure)}")]
+        cells += [_paper_cell(means[c], 2) for c in comparison.columns]
+        entries.append((_sort_value(metric, means[PAPER_AVERAGE]), len(entries), [cells], [MEAN]))
     for index, placed in enumerate(comparison.placed):
         rows, kinds = _run_rows(placed, comparison)
         average = placed.cells[PAPER_AVERAGE].get("value")
@@ -302,6 +327,12 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         "The paper's average is the unweighted mean of its seven scenarios; the runs' "
         "average likewise, over the scenarios they scored.",
     ]
+    if comparison.figure is not None:
+        figure, models, _ = comparison.figure
+        notes.append(
+            f"'mean of {len(models)} models': the published rows' column means over the models "
+            f"{figure_name(figure)} averages ({', '.join(models)}), which it prints rounded."
+        )
     scenarios = comparison.columns[:-1]
     for placed in comparison.placed:
         if sorted(placed.covers) != sorted(scenarios):
@@ -313,8 +344,9 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
     return Table(comparison.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
 
 
-def _paper_cell(value: float | None) -> Cell:
-    return Cell(MISSING) if value is None else Cell(f"{value:.1f}", value)
+def _paper_cell(value: float | None, decimals: int = 1) -> Cell:
+    """A printed value as printed (one decimal); a mean of them to `decimals`."""
+    return Cell(MISSING) if value is None else Cell(f"{value:.{decimals}f}", value)
 
 
 def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Cell]], list[str]]:

@@ -182,13 +182,13 @@ def _made_up(root: Path) -> Path:
     return write_run(root, "mine", lines, "openai:my-own-model@http://h:1/v1")
 
 
-def _report(tmp_path: Path, *runs: Path, **options) -> dict:
-    write_report(list(runs), tmp_path / "rep", n_resamples=200, thumb_cache=None, **options)
-    return json.loads((tmp_path / "rep" / "report.json").read_text())
+def _report(tmp_path: Path, *runs: Path, out: str = "rep", **options) -> dict:
+    write_report(list(runs), tmp_path / out, n_resamples=200, thumb_cache=None, **options)
+    return json.loads((tmp_path / out / "report.json").read_text())
 
 
-def _csv(tmp_path: Path, key: str) -> list[dict[str, str]]:
-    text = (tmp_path / "rep" / "tables" / f"{key}.csv").read_text()
+def _csv(tmp_path: Path, key: str, out: str = "rep") -> list[dict[str, str]]:
+    text = (tmp_path / out / "tables" / f"{key}.csv").read_text()
     return list(csv.DictReader(io.StringIO(text)))
 
 
@@ -285,10 +285,10 @@ def test_without_paper_the_report_has_no_published_rows(tmp_path: Path) -> None:
 
 def test_a_run_with_no_counterpart_is_said(tmp_path: Path) -> None:
     lines = [mcqa_line("ROD", 0, True, 0)]
-    run = write_run(tmp_path, "h", lines, "m", {"history": True})
+    run = write_run(tmp_path, "h", lines, "m", {"cot": True})
     report = _report(tmp_path, run, paper=True)
     assert "paper" not in report
-    assert any("has no table in the paper" in n for n in report["notes"])
+    assert any("has no counterpart in the paper" in n for n in report["notes"])
 
 
 # ----- acceptance: published rows rebuilt from the paper's counts ---------------------------
@@ -450,3 +450,43 @@ def test_the_figure_mean_row_is_what_fig3_prints(tmp_path: Path) -> None:
     for column, value in printed.items():
         assert abs(float(row[column]) - value) <= 0.1, column
     assert report["paper"]["paper-table1-psr"]["figure_mean"] is None  # no figure prints it
+
+
+# ----- Figs. 8 and 9: history and ICL runs beside the paper's averages ----------------------
+
+
+def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
+    rod, mvpn = sample_ids("ROD", 4), sample_ids("MVP-N", 2)
+    lines = [mcqa_line("ROD", s, i == 0, 1) for i, s in enumerate(rod)]  # 25 %, psr 1.00
+    lines += [mcqa_line("MVP-N", s, True, 0) for s in mvpn]  # 100 %
+    history = write_run(tmp_path, "history", lines, "m", {"history": True, "resize_short_edge": 224})
+    icl = write_run(tmp_path, "icl", lines, "m", {"icl": 3})
+    report = _report(tmp_path, history, icl, paper=True, out="x")["paper"]
+    assert list(report) == ["paper-fig8-acc", "paper-fig8-psr", "paper-fig9b-acc", "paper-fig9b-psr"]
+    fig8 = report["paper-fig8-acc"]
+    assert fig8["published"] == [
+        {"config": r["config"], "cells": {c: v.get("acc") for c, v in r["cells"].items()}}
+        for r in paper_table("fig8_history")["rows"]
+        if r["config"].startswith("(a)")
+    ]
+    assert fig8["published"][1]["cells"]["avg"] == 10.2  # history: only its average printed
+    assert len(fig8["zero_shot_mean"]["models"]) == 10
+    assert [r["label"] for r in fig8["runs"]] == ["m +history +224px"]
+    assert fig8["runs"][0]["cells"]["ROD"]["value"] == 25.0
+    fig9 = report["paper-fig9b-psr"]
+    # Fig. 9 (b), 3 samples: ICL psr ROD 2.2, MVP-N 0.6; zero-shot 0.6 / 0.1 printed, and
+    # Table 1's mean over the ten models gives them.
+    assert [p["cells"] for p in fig9["published"]] == [
+        {"ROD": 2.2, "MVP-N": 0.6},
+        {"ROD": 0.6, "MVP-N": 0.1},
+    ]
+    zero = fig9["zero_shot_mean"]["cells"]
+    assert abs(zero["ROD"] - 0.6) <= 0.1 and abs(zero["MVP-N"] - 0.1) <= 0.1
+    assert fig9["runs"][0]["cells"]["ROD"]["value"] == 1.0
+    rows = _csv(tmp_path, "paper-fig9b-psr", out="x")
+    assert [r["source"] for r in rows] == [
+        "published, Fig. 9",
+        "published, Fig. 9",
+        "mean of published, Table 1",
+        "yours",
+    ]

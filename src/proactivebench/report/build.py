@@ -49,7 +49,8 @@ from proactivebench.report.measures import (
     size_correlations,
     unreadable_warnings,
 )
-from proactivebench.report.published import PaperComparison, compare_with_paper, paper_tables
+from proactivebench.report.published import PaperComparison, compare_with_paper
+from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
     Table,
@@ -331,17 +332,20 @@ class PaperOptions:
 
     def compare(
         self, all_measures: Sequence[RunMeasures], outcome: ReportOutcome
-    ) -> list[PaperComparison]:
-        """The runs placed in the paper's tables; a note for the runs with no counterpart."""
-        found = compare_with_paper(all_measures, self.paper_model)
-        placed = {id(p.run) for c in found for p in c.placed}
+    ) -> list[PaperComparison | FigureComparison]:
+        """The runs placed in the paper's tables, and beside its Figs. 8 and 9; a note for
+        the runs with no counterpart."""
+        tables = compare_with_paper(all_measures, self.paper_model)
+        figures = compare_with_figures(all_measures)
+        placed = {id(p.run) for c in tables for p in c.placed}
+        placed |= {id(run) for c in figures for run, _ in c.runs}
         for measures in all_measures:
             if id(measures.run) not in placed:
                 outcome.notes.append(
-                    f"--paper: {measures.run.label} has no table in the paper (its settings "
-                    "match none of Tables 1, 2, 4, 6, 7, 9, 10)"
+                    f"--paper: {measures.run.label} has no counterpart in the paper (its "
+                    "settings match none of Tables 1, 2, 4, 6, 7, 9, 10 and Figs. 8, 9)"
                 )
-        return found
+        return [*tables, *figures]
 
 
 def _write_report(
@@ -394,7 +398,7 @@ def _write_report(
             comparison.actions = action_changes(by_run[id(comparison.run)], base_measures)
 
     papers = published.compare(all_measures, outcome) if published is not None else []
-    tables = _tables(all_measures, comparisons, paper_tables(papers))
+    tables = _tables(all_measures, comparisons, [c.table() for c in papers])
     outcome.headline = _headline(tables, several=len(runs) > 1)
     with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
         images = _plots(all_measures, outcome, with_paper=bool(papers))
@@ -436,7 +440,7 @@ def _pages(
     images: Mapping[str, bytes],
     title: str | None,
     thumbs: dict[str, Thumbnails | None],
-    papers: Sequence[PaperComparison] = (),
+    papers: Sequence[PaperComparison | FigureComparison] = (),
 ) -> None:
     """report.html, report.md and report.json."""
     outcome = files.outcome

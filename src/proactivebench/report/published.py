@@ -131,6 +131,9 @@ class PaperComparison:
         that a 1280 px window shows the scenarios beside it."""
         return f"published, {table_number(self.paper_key)}"
 
+    def table(self) -> Table:
+        return paper_rows_table(self)
+
     def as_dict(self) -> dict[str, Any]:
         """report.json's entry: the published rows exactly as transcribed and each run's."""
         return {
@@ -172,7 +175,9 @@ def inside(paper: float, interval: Interval) -> bool:
     return interval.low - ROUNDING <= paper <= interval.high + ROUNDING
 
 
-def _value(measures: RunMeasures, column: str, key: str) -> Interval | None:
+def value_of(measures: RunMeasures, column: str, key: str) -> Interval | None:
+    """A run's value (with interval) of the metric `key` in a paper column (`avg`: its
+    average)."""
     found = measures.average if column == PAPER_AVERAGE else measures.scenarios.get(column)
     return found.values.get(key) if found is not None else None
 
@@ -225,7 +230,7 @@ def _compare(
         row = Placed(measures.run, model if own is not None else None)
         row.covers = list(measures.average.covers)
         for column in columns:
-            value = _value(measures, column, ours.key)
+            value = value_of(measures, column, ours.key)
             cell: dict[str, Any] = {"value": None}
             if value is not None:
                 scored = [v[column] for _, v in published if v[column] is not None]
@@ -379,7 +384,3 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
         rows.append(checks)
         kinds.append(CHECK)
     return rows, kinds
-
-
-def paper_tables(comparisons: Sequence[PaperComparison]) -> list[Table]:
-    return [paper_rows_table(c) for c in comparisons]

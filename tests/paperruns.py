@@ -96,8 +96,13 @@ def lines_for_row(table: str, model: str) -> list[dict[str, Any]]:
     return lines
 
 
-def write_run(root: Path, name: str, lines: list[dict[str, Any]], model: str,
-              settings: dict[str, Any] | None = None) -> Path:
+def write_run(
+    root: Path,
+    name: str,
+    lines: list[dict[str, Any]],
+    model: str,
+    settings: dict[str, Any] | None = None,
+) -> Path:
     """A run directory as `eval` leaves it: run.json and results.jsonl."""
     run = root / name
     run.mkdir(parents=True)

@@ -459,10 +459,17 @@ def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
     rod, mvpn = sample_ids("ROD", 4), sample_ids("MVP-N", 2)
     lines = [mcqa_line("ROD", s, i == 0, 1) for i, s in enumerate(rod)]  # 25 %, psr 1.00
     lines += [mcqa_line("MVP-N", s, True, 0) for s in mvpn]  # 100 %
-    history = write_run(tmp_path, "history", lines, "m", {"history": True, "resize_short_edge": 224})
+    history = write_run(
+        tmp_path, "history", lines, "m", {"history": True, "resize_short_edge": 224}
+    )
     icl = write_run(tmp_path, "icl", lines, "m", {"icl": 3})
     report = _report(tmp_path, history, icl, paper=True, out="x")["paper"]
-    assert list(report) == ["paper-fig8-acc", "paper-fig8-psr", "paper-fig9b-acc", "paper-fig9b-psr"]
+    assert list(report) == [
+        "paper-fig8-acc",
+        "paper-fig8-psr",
+        "paper-fig9b-acc",
+        "paper-fig9b-psr",
+    ]
     fig8 = report["paper-fig8-acc"]
     assert fig8["published"] == [
         {"config": r["config"], "cells": {c: v.get("acc") for c, v in r["cells"].items()}}

@@ -203,9 +203,7 @@ def figure_mean(figure: str, table: str, column: str, metric: str) -> float:
     number the figure prints (to its rounding)."""
     models = set(figure_models(figure, table))
     values = [
-        row["cells"][column][metric]
-        for row in paper_table(table)["rows"]
-        if row["model"] in models
+        row["cells"][column][metric] for row in paper_table(table)["rows"] if row["model"] in models
     ]
     return sum(values) / len(values)
 

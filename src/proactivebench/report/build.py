@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from functools import partial
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 

@@ -21,9 +21,9 @@ from proactivebench.metrics import Metric, metric, number_text
 from proactivebench.paper import (
     FIGURE_AVERAGES,
     PAPER_SOURCE,
+    PaperModel,
     figure_mean,
     figure_models,
-    PaperModel,
     paper_model_named,
     paper_table,
     recognise_model,
@@ -310,7 +310,10 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         entries.append((_sort_value(metric, average), index, [cells], [PUBLISHED]))
     if comparison.figure is not None:
         figure, models, means = comparison.figure
-        cells = [Cell(f"mean of {len(models)} models"), Cell(f"mean of published, {figure_name(figure)}")]
+        cells = [
+            Cell(f"mean of {len(models)} models"),
+            Cell(f"mean of published, {figure_name(figure)}"),
+        ]
         cells += [_paper_cell(means[c], 2) for c in comparison.columns]
         entries.append((_sort_value(metric, means[PAPER_AVERAGE]), len(entries), [cells], [MEAN]))
     for index, placed in enumerate(comparison.placed):

@@ -84,8 +84,11 @@ class FigureComparison:
             "caption": paper_table(self.figure)["caption"],
             "columns": self.columns,
             "published": [{"config": c, "cells": cells} for c, cells in self.printed],
-            "zero_shot_mean": {"table": "table1_mcqa", "models": self.models,
-                               "cells": self.zero_shot},
+            "zero_shot_mean": {
+                "table": "table1_mcqa",
+                "models": self.models,
+                "cells": self.zero_shot,
+            },
             "runs": [{"label": run.label, "model": run.model, "cells": c} for run, c in self.runs],
         }
 
@@ -101,8 +104,13 @@ class FigureComparison:
             row += [_printed_cell(cells.get(c)) for c in self.columns]
             rows.append(row)
             kinds.append(PUBLISHED)
-        mean = [Cell(f"zero-shot: mean of {len(self.models)} models"), Cell("mean of published, Table 1")]
-        rows.append(mean + [Cell(f"{self.zero_shot[c]:.2f}", self.zero_shot[c]) for c in self.columns])
+        mean = [
+            Cell(f"zero-shot: mean of {len(self.models)} models"),
+            Cell("mean of published, Table 1"),
+        ]
+        rows.append(
+            mean + [Cell(f"{self.zero_shot[c]:.2f}", self.zero_shot[c]) for c in self.columns]
+        )
         kinds.append(PUBLISHED)
         for run, cells in self.runs:
             row = [Cell(run.label), Cell("yours")]

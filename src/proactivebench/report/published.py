@@ -326,7 +326,7 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
     kinds = [kind for entry in entries for kind in entry[3]]
     direction = "lower is better" if metric.higher_is_better is False else "higher is better"
     notes = [
-        f"{comparison.source}: {comparison.caption}",
+        f"published: {PAPER_SOURCE}, {comparison.caption}",  # the caption names its table
         f"Rows sorted by average ({direction}); rows marked 'yours' are this report's runs, "
         f"with their 95 % bootstrap interval; 'rank' is each run's place per column among "
         f"the published rows (1 = best, ties share the better place); 'vs published' gives "

@@ -127,7 +127,7 @@ class FigureComparison:
             rows.append(row)
             kinds.append(YOURS)
         notes = [
-            f"{self.source}: {paper_table(self.figure)['caption']}",
+            f"published: {PAPER_SOURCE}, {paper_table(self.figure)['caption']}",
             f"The paper prints only averages over {len(self.models)} models "
             f"({', '.join(self.models)}); '—' where it prints no value for a column. The "
             "zero-shot mean is Table 1's over the same models. Rows marked 'yours' are this "

@@ -65,6 +65,22 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
     "images [default: thumbnails.sqlite in the user cache dir, beside the response cache].",
 )
 @click.option("--no-thumb-cache", is_flag=True, help="Make every thumbnail afresh; keep none.")
+@click.option(
+    "--paper",
+    is_flag=True,
+    help="Place each run among the paper's 22 models in the paper's table of its kind "
+    "(Table 1 for plain MCQA; hint: 7; reference: 6; --all-samples: 4; OEG: 2, with hint 9; "
+    "multi-turn OEG: 10): rank per column, and the paper's value against our interval when "
+    "the run's model is one of the paper's.",
+)
+@click.option(
+    "--paper-model",
+    "paper_model",
+    default=None,
+    metavar="NAME",
+    help="The paper's model the runs evaluated (e.g. 'Qwen-2.5-VL 7B'), where the model "
+    "spec's name does not say; implies --paper.",
+)
 def report_command(
     run_dirs: tuple[Path, ...],
     out_dir: Path | None,
@@ -73,6 +89,8 @@ def report_command(
     seed: int,
     thumb_cache: Path | None,
     no_thumb_cache: bool,
+    paper: bool,
+    paper_model: str | None,
 ) -> None:
     """Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer."""
     from proactivebench.report import write_report
@@ -85,6 +103,8 @@ def report_command(
         seed=seed,
         allow_empty=False,
         thumb_cache=None if no_thumb_cache else thumb_cache or "default",
+        paper=paper,
+        paper_model=paper_model,
     )
     for table in outcome.headline:
         out.print(report_table(table))

@@ -18,11 +18,13 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
 from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
+from proactivebench.paper import paper_model_named, recognise_model
 from proactivebench.paths import (
     open_to_write,
     read_file,
@@ -47,6 +49,8 @@ from proactivebench.report.measures import (
     size_correlations,
     unreadable_warnings,
 )
+from proactivebench.report.published import PaperComparison, compare_with_paper
+from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
     Table,
@@ -167,6 +171,8 @@ def write_report(
     allow_empty: bool = True,
     if_changed: bool = False,
     thumb_cache: str | Path | Literal["default"] | None = "default",
+    paper: bool = False,
+    paper_model: str | None = None,
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
     one run's `report/` folder).
@@ -178,7 +184,10 @@ def write_report(
     `allow_empty` (the `report` command), there is nothing to report and that is an error.
     `eval` allows it: its run's report is written whatever the run holds. With `if_changed`
     (`eval`), a report built from the same runs and options, whose files are as it wrote them,
-    is left alone (`ReportOutcome.unchanged`); any change rewrites it."""
+    is left alone (`ReportOutcome.unchanged`); any change rewrites it.
+
+    `paper` places the runs among the paper's published rows (`report.published`);
+    `paper_model` (which implies it) names the paper's model the runs evaluated."""
     if not run_dirs:
         raise ProactiveBenchError("report needs at least one run directory")
     if out_dir is None:
@@ -193,6 +202,11 @@ def write_report(
     options.update(
         title=title, vs=str(vs) if vs is not None else None, runs=list(map(str, run_dirs))
     )
+    paper = paper or paper_model is not None
+    published = PaperOptions(paper_model) if paper else None
+    if published is not None:  # only then: a report without --paper keeps its stamp
+        published.check()
+        options.update(paper=True, paper_model=paper_model)
     inputs = _BuiltFrom.inputs([*run_dirs, *([vs] if vs is not None else [])], options)
     with RunLock(holder) if holder is not None else contextlib.nullcontext():
         built = _BuiltFrom.read(out, inputs) if if_changed else None
@@ -200,7 +214,7 @@ def write_report(
             return built.outcome(out)
         with _opened(thumb_cache) as cache:
             outcome = _write_report(
-                run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache
+                run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache, published
             )
         built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
         built.write(out, outcome.files)
@@ -296,6 +310,44 @@ def _opened(path: str | Path | None) -> Iterator[ThumbCache | None]:
         yield cache
 
 
+@dataclass(frozen=True)
+class PaperOptions:
+    """`report --paper [--paper-model NAME]`: the paper's rows beside the runs."""
+
+    paper_model: str | None = None
+
+    def check(self) -> None:
+        """An unknown `--paper-model` is an error before anything is read."""
+        if self.paper_model is not None:
+            paper_model_named(self.paper_model)
+
+    def give_sizes(self, runs: Sequence[Run]) -> None:
+        """A run of no known size whose model is one of the paper's takes the paper's size
+        (`PaperModel.params_b`), for the size plot and its rho."""
+        named = paper_model_named(self.paper_model) if self.paper_model is not None else None
+        for run in runs:
+            model = named or recognise_model(run.model)
+            if run.params_b is None and model is not None and model.params_b is not None:
+                run.params_b = float(model.params_b)
+
+    def compare(
+        self, all_measures: Sequence[RunMeasures], outcome: ReportOutcome
+    ) -> list[PaperComparison | FigureComparison]:
+        """The runs placed in the paper's tables, and beside its Figs. 8 and 9; a note for
+        the runs with no counterpart."""
+        tables = compare_with_paper(all_measures, self.paper_model)
+        figures = compare_with_figures(all_measures)
+        placed = {id(p.run) for c in tables for p in c.placed}
+        placed |= {id(run) for c in figures for run, _ in c.runs}
+        for measures in all_measures:
+            if id(measures.run) not in placed:
+                outcome.notes.append(
+                    f"--paper: {measures.run.label} has no counterpart in the paper (its "
+                    "settings match none of Tables 1, 2, 4, 6, 7, 9, 10 and Figs. 8, 9)"
+                )
+        return [*tables, *figures]
+
+
 def _write_report(
     run_dirs: Sequence[str | Path],
     out: Path,
@@ -306,8 +358,11 @@ def _write_report(
     title: str | None,
     allow_empty: bool,
     cache: ThumbCache | None,
+    published: PaperOptions | None = None,
 ) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
+    if published is not None:
+        published.give_sizes(runs)
     base = load_runs([vs])[0] if vs is not None else None
     if base is not None:
         base.label += " (--vs)"
@@ -342,10 +397,11 @@ def _write_report(
         for comparison in comparisons:
             comparison.actions = action_changes(by_run[id(comparison.run)], base_measures)
 
-    tables = _tables(all_measures, comparisons)
+    papers = published.compare(all_measures, outcome) if published is not None else []
+    tables = _tables(all_measures, comparisons, [c.table() for c in papers])
     outcome.headline = _headline(tables, several=len(runs) > 1)
     with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
-        images = _plots(all_measures, outcome)
+        images = _plots(all_measures, outcome, with_paper=bool(papers))
         # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves
         # the previous report as it was, never half of a new one.
         with staged_folder(out) as stage:
@@ -355,7 +411,7 @@ def _write_report(
                 files.write(f"tables/{table.key}.tex", to_latex(table))
             for name, png in images.items():
                 files.write(f"plots/{name}.png", png)
-            _pages(files, runs, all_measures, comparisons, tables, images, title, thumbs)
+            _pages(files, runs, all_measures, comparisons, tables, images, title, thumbs, papers)
     _remove_stale(out, outcome.files)
     return outcome
 
@@ -384,10 +440,11 @@ def _pages(
     images: Mapping[str, bytes],
     title: str | None,
     thumbs: dict[str, Thumbnails | None],
+    papers: Sequence[PaperComparison | FigureComparison] = (),
 ) -> None:
     """report.html, report.md and report.json."""
     outcome = files.outcome
-    correlations = size_correlations(all_measures)
+    correlations = size_correlations(all_measures, with_paper=bool(papers))
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
     unavailable = sorted(
         {
@@ -406,7 +463,10 @@ def _pages(
     if missing:
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
     files.write("report.md", _markdown(heading, runs, tables, images, outcome))
-    document = finite_or_none(_json(runs, all_measures, comparisons, correlations, outcome))
+    document = _json(runs, all_measures, comparisons, correlations, outcome)
+    if papers:  # only with --paper: a report without it is as it was
+        document["paper"] = {c.key: c.as_dict() for c in papers}
+    document = finite_or_none(document)
     files.write("report.json", dumps(document, indent=2) + "\n")
 
 
@@ -451,7 +511,11 @@ def multiturn_note(run: Run, several: bool) -> str:
     )
 
 
-def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Comparison]) -> list[Table]:
+def _tables(
+    all_measures: Sequence[RunMeasures],
+    comparisons: Sequence[Comparison],
+    published: Sequence[Table] = (),
+) -> list[Table]:
     mcqa = [m for m in all_measures if not m.run.oeg]
     oeg = [m for m in all_measures if m.run.oeg]
     # The action distribution (MCQA only) has tables of its own: each run's, after the runs'
@@ -462,6 +526,7 @@ def _tables(all_measures: Sequence[RunMeasures], comparisons: Sequence[Compariso
             if group:
                 wanted = {m.key: m for m in (*MCQA_METRICS, *OEG_METRICS)}
                 tables += [cross_table(group, wanted[k]) for k in keys]
+    tables += published
     if comparisons:
         tables += [
             comparison_table(comparisons, "accuracy"),
@@ -484,10 +549,13 @@ def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
     cross = [t for t in tables if t.key.startswith("cross-")]
     runs = [t for t in tables if t.key.startswith("run-")]
     compared = [t for t in tables if t.key.startswith("vs-") or t.key == "agreement"]
-    return [*(cross if several and cross else runs), *compared]
+    papers = [t for t in tables if t.key.startswith("paper-")]
+    return [*(cross if several and cross else runs), *papers, *compared]
 
 
-def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[str, bytes]:
+def _plots(
+    all_measures: Sequence[RunMeasures], outcome: ReportOutcome, with_paper: bool = False
+) -> dict[str, bytes]:
     reason = plots.missing_reason()
     if reason:
         outcome.notes.append(reason)
@@ -495,9 +563,9 @@ def _plots(all_measures: Sequence[RunMeasures], outcome: ReportOutcome) -> dict[
     images: dict[str, bytes] = {}
     drawers = {
         "scenarios": plots.scenario_bars,
-        "accuracy_vs_ps": plots.accuracy_vs_ps,
+        "accuracy_vs_ps": partial(plots.accuracy_vs_ps, with_paper=with_paper),
         "actions": plots.action_bars,
-        "size": plots.size_plot,
+        "size": partial(plots.size_plot, with_paper=with_paper),
     }
     for name, draw in drawers.items():
         try:

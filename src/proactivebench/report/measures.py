@@ -25,6 +25,7 @@ from proactivebench.metrics import (
     table_metrics,
     values_of,
 )
+from proactivebench.paper import published_sizes
 from proactivebench.report.runs import Run, is_plain
 from proactivebench.stats import (
     Interval,
@@ -394,21 +395,36 @@ def sized_models(
     return kept, left
 
 
-def size_correlations(all_measures: Sequence[RunMeasures]) -> dict[str, Any] | None:
+def size_correlations(
+    all_measures: Sequence[RunMeasures], with_paper: bool = False
+) -> dict[str, Any] | None:
     """Spearman's rho between parameter count and each average rate, one point per model
-    (`sized_models`); None with fewer than two models of known size."""
+    (`sized_models`); None with fewer than two models of known size. With `with_paper`
+    (`report --paper`), `with_published` adds each rate's rho over the runs and the paper's
+    models of published size (`paper.published_sizes`), and it needs one run only."""
     sized, _ = sized_models(all_measures)
-    if len(sized) < 2:
+    if len(sized) < (1 if with_paper else 2):
         return None
     keys = {k for m in sized for k, v in m.average.values.items() if v is not None}
     result: dict[str, Any] = {"runs": len(sized)}
+    published: dict[str, Any] = {}
     for key in sorted(keys):
         pairs = [
             (m.run.params_b, m.average.values[key].estimate)  # type: ignore[union-attr]
             for m in sized
             if m.average.values.get(key) is not None
         ]
-        result[key] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs])
+        if len(sized) > 1:
+            result[key] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs])
+        paper = [(size, value) for size, value, _ in published_sizes(key)] if with_paper else []
+        if paper:
+            both = [*pairs, *paper]
+            published[key] = {
+                "rho": spearman_rho([p[0] for p in both], [p[1] for p in both]),
+                "published_points": len(paper),
+            }
+    if with_paper:
+        result["with_published"] = published
     return result
 
 

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from proactivebench import registry
 from proactivebench.metrics import CHOICE_KINDS, metric
+from proactivebench.paper import PAPER_SOURCE, published_sizes
 from proactivebench.registry import scenario_order
 from proactivebench.report.measures import RunMeasures, sized_models
+from proactivebench.report.published import published_averages
 from proactivebench.report.text import visible
 from proactivebench.stats import Interval, spearman_rho
 
@@ -324,16 +326,22 @@ def scatter_scenarios(all_measures: Sequence[RunMeasures]) -> list[str]:
 
 
 @literal
-def accuracy_vs_ps(all_measures: Sequence[RunMeasures]) -> bytes:
-    return _png(accuracy_vs_ps_figure(all_measures))
+def accuracy_vs_ps(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> bytes:
+    return _png(accuracy_vs_ps_figure(all_measures, with_paper))
 
 
-def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
+#: The marks of the paper's published averages (`report --paper`), one per table shown: hollow
+#: grey shapes no scenario uses (`registry`'s markers: o s ^ D v P X, h for one's own).
+_PUBLISHED_MARKS = ("*", "p", "8")
+
+
+def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> Figure:
     """Each run's scenarios as small marks (colour: the run, shape: the scenario) and its
     average as a large circle with its 95 % intervals both ways (axes: `scatter_axes`).
     Points of equal value are set side by side, and runs with identical results are named
     under the plot, so that no run hides behind another. Two legends at the right: the runs,
-    and the scenarios' shapes."""
+    and the scenarios' shapes. With `with_paper` (`report --paper`), each published model's
+    average in the runs' counterpart tables, as grey crosses (`published.published_averages`)."""
     from matplotlib.lines import Line2D
 
     x_key, y_key = scatter_axes(all_measures)
@@ -369,6 +377,17 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
             c=[f"C{p.run % 10}" for p in group],
             edgecolors="white",
             linewidths=0.5,
+        )
+    published = published_averages(all_measures, x_key, y_key) if with_paper else []
+    for index, (_, group) in enumerate(published):
+        ax.scatter(
+            [x for x, _ in group],
+            [y for _, y in group],
+            marker=_PUBLISHED_MARKS[index % len(_PUBLISHED_MARKS)],
+            s=42,
+            facecolors="none",
+            edgecolors="0.5",
+            zorder=1,
         )
     ax.set_xlabel(_heading(x_key))
     ax.set_ylabel(_heading(y_key))
@@ -426,7 +445,14 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     )
     width = 0.9 + plot_width + 0.3 + _inches(figure, scenarios_legend)[0] + 0.2
     figure.set_size_inches(width, plot_height)
-    runs_legend = _fitted_legend(figure, run_handles, [_label(m.run.label) for m in all_measures])
+    run_labels = [_label(m.run.label) for m in all_measures]
+    for index, (name, group) in enumerate(published):
+        mark = _PUBLISHED_MARKS[index % len(_PUBLISHED_MARKS)]
+        run_handles.append(
+            Line2D([], [], marker=mark, linestyle="", markerfacecolor="none", color="0.5")
+        )
+        run_labels.append(f"{name} ({PAPER_SOURCE}): {len(group)} models' averages")
+    runs_legend = _fitted_legend(figure, run_handles, run_labels)
     width = figure.get_size_inches()[0]
     legend_height = _inches(figure, runs_legend)[1] if runs_legend is not None else 0.0
     notes = []
@@ -472,21 +498,25 @@ def rho_text(sizes: Sequence[float], values: Sequence[float], rate: str) -> str:
 
 
 @literal
-def size_plot(all_measures: Sequence[RunMeasures]) -> bytes | None:
-    figure = size_figure(all_measures)
+def size_plot(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> bytes | None:
+    figure = size_figure(all_measures, with_paper)
     return None if figure is None else _png(figure)
 
 
-def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
+def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> Figure | None:
     """Proactiveness (average ps rate, or OEG ps %) and the main rate against parameter count,
     with Spearman's rho of each or the reason it has none; None when fewer than two runs have
     a parameter count. One point per model (`measures.sized_models`: its plain-setting run).
     Runs left out (another run of the same model, no parameter count, or no value of a rate)
-    are named under the plots. Runs of one size and rate share one label."""
+    are named under the plots. Runs of one size and rate share one label.
+
+    With `with_paper` (`report --paper`) the paper's models of published size are drawn too
+    (grey crosses, unlabelled, `paper.published_sizes`) and rho covers them: one run is then
+    enough."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator
 
     sized, same_model = sized_models(all_measures)
-    if len(sized) < 2:
+    if len(sized) < (1 if with_paper else 2):
         return None
     main, _, second = _key(sized)
     figure = _figure(11.0, 4.6)
@@ -510,8 +540,19 @@ def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
             left_out.append(f"no {label}: " + ", ".join(missing))
         ax.scatter([p[0] for p in points], [p[1] for p in points], color="C0", zorder=3)
         labelled.append((ax, points))
+        paper = published_sizes(key) if with_paper else []
+        if paper:
+            ax.scatter(
+                [p[0] for p in paper],
+                [p[1] for p in paper],
+                color="0.55",
+                marker="x",
+                zorder=2,
+                label=f"published ({PAPER_SOURCE}, {len(paper)} models)",
+            )
+            ax.legend(loc="best", fontsize="small")
         ax.set_xscale("log")
-        sizes = sorted({p[0] for p in points})
+        sizes = sorted({p[0] for p in [*points, *paper]})
         if 0 < len(sizes) <= 8:  # the runs' own sizes, where they are few enough to read
             ax.xaxis.set_major_locator(FixedLocator(sizes))
         else:
@@ -521,7 +562,10 @@ def size_figure(all_measures: Sequence[RunMeasures]) -> Figure | None:
         ax.margins(x=0.2, y=0.15)
         ax.set_xlabel("parameters (billions, log scale)")
         ax.set_ylabel(label)
-        shown = rho_text([p[0] for p in points], [p[1] for p in points], label)
+        every = [*points, *paper]
+        shown = rho_text([p[0] for p in every], [p[1] for p in every], label)
+        if paper:
+            shown += " (with the published models)"
         ax.set_title(f"{label} vs size\n{shown}", fontsize="medium")
         ax.grid(alpha=0.3)
     unsized = [m.run.label for m in all_measures if m.run.params_b is None]

@@ -184,6 +184,12 @@ def is_plain(run: Run) -> bool:
     return not any(show(settings.get(key)) for key, show in _LABELLED)
 
 
+def labelled_settings(run: Run) -> list[str]:
+    """The settings that set `run` apart, by name ("hint", "mode"...): those a label shows."""
+    settings = run.settings
+    return [key for key, show in _LABELLED if show(settings.get(key))]
+
+
 def setting_label(run: Run) -> str:
     """`model` plus what sets the run apart: "openai:qwen +hint +history"."""
     settings = run.settings

@@ -49,6 +49,10 @@ class Table:
     notes: list[str] = field(default_factory=list)
     #: The last row is the average (set apart in every format).
     average_last: bool = True
+    #: Per row, what it is where a table mixes sources (`report --paper`: "published",
+    #: "yours", "rank", "check"): the HTML row's class; "yours" rows are bold in Markdown and
+    #: LaTeX. Empty: rows of one kind.
+    row_kinds: list[str] = field(default_factory=list)
 
 
 def interval_cell(value: Interval | None, percent: bool, with_interval: bool) -> Cell:
@@ -291,11 +295,16 @@ def to_markdown(table: Table) -> str:
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|")
     for index, row in enumerate(table.rows):
         cells = [_md_cell(c) for c in row]
-        if table.average_last and index == len(table.rows) - 1:
+        if (table.average_last and index == len(table.rows) - 1) or _yours(table, index):
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", *(f"_{_md_escape(n)}_" for n in table.notes)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _yours(table: Table, index: int) -> bool:
+    """Whether row `index` is one of the report's own runs among published rows."""
+    return bool(table.row_kinds) and table.row_kinds[index] == "yours"
 
 
 def _csvnumber_text(part: str, number: float) -> float | str:
@@ -355,7 +364,10 @@ def to_latex(table: Table) -> str:
     for index, row in enumerate(table.rows):
         if table.average_last and index == len(table.rows) - 1:
             lines.append("\\midrule")
-        lines.append(" & ".join(latex_escape(c.text) for c in row) + " \\\\")
+        texts = [latex_escape(c.text) for c in row]
+        if _yours(table, index):
+            texts = [f"\\textbf{{{t}}}" for t in texts]
+        lines.append(" & ".join(texts) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
     return "\n".join(lines) + "\n"
 
@@ -382,7 +394,13 @@ def to_html(table: Table) -> str:
             else f"<td>{e(c.text)}</td>"
             for i, (c, pin) in enumerate(zip(row, sticky, strict=True))
         )
-        body.append(f'<tr class="average">{cells}</tr>' if average else f"<tr>{cells}</tr>")
+        kind = table.row_kinds[index] if table.row_kinds else ""
+        if average:
+            body.append(f'<tr class="average">{cells}</tr>')
+        elif kind:
+            body.append(f'<tr class="{e(kind)}">{cells}</tr>')
+        else:
+            body.append(f"<tr>{cells}</tr>")
     notes = "".join(f'<p class="note">{e(n)}</p>' for n in table.notes)
     # The cue says the table scrolls: hidden until the page's script finds the table wider
     # than its box (report.css: `figure.table.scrolls`), where the pinned average column

@@ -1,0 +1,499 @@
+"""`report --paper`: the paper's published rows beside a user's runs (issue 32, items 1, 4).
+
+Every expected number here is read from paper_results.json or worked out by hand; the
+acceptance test rebuilds published rows from the paper's own counts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from clirun import run_cli
+from paperruns import episodes_per_scenario, lines_for_row, mcqa_line, sample_ids, write_run
+from proactivebench.metrics import metric
+from proactivebench.paper import (
+    FIGURE_SUBSETS,
+    figure_mean,
+    figure_models,
+    paper_model_named,
+    paper_models,
+    paper_table,
+    recognise_model,
+)
+from proactivebench.report import write_report
+from proactivebench.report.published import inside, rank
+from proactivebench.stats import Interval
+
+#: Realistic model specs (Hub ids, served or loaded) for each of the paper's 22 models.
+HUB_IDS = {
+    "hf:llava-hf/llava-1.5-7b-hf": "LLaVA-1.5 7B",
+    "openai:llava-hf/llava-v1.6-mistral-7b-hf@http://gpu:8000/v1": "LLaVA-NeXT Mistral-7B",
+    "hf:llava-hf/llava-v1.6-vicuna-7b-hf": "LLaVA-NeXT Vicuna-7B",
+    "hf:llava-hf/llava-onevision-qwen2-0.5b-ov-hf": "LLaVA-OV 0.5B",
+    "openai:lmms-lab/llava-onevision-qwen2-7b-ov@http://localhost:8000/v1": "LLaVA-OV 7B",
+    "hf:llava-hf/llava-onevision-qwen2-72b-ov-hf": "LLaVA-OV 72B",
+    "hf:HuggingFaceTB/SmolVLM2-2.2B-Instruct": "SmolVLM2 2.2B",
+    "hf:HuggingFaceM4/Idefics3-8B-Llama3": "Idefics3 8B",
+    "hf:Salesforce/instructblip-vicuna-7b": "InstructBLIP 7B",
+    "hf:Qwen/Qwen2.5-VL-3B-Instruct": "Qwen-2.5-VL 3B",
+    "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:8000/v1": "Qwen-2.5-VL 7B",
+    "hf:Qwen/Qwen2.5-VL-32B-Instruct": "Qwen-2.5-VL 32B",
+    "openai:Qwen/Qwen2.5-VL-72B-Instruct-AWQ@http://h:1/v1": "Qwen-2.5-VL 72B",
+    "hf:OpenGVLab/InternVL3-1B": "InternVL3 1B",
+    "hf:OpenGVLab/InternVL3-2B-hf": "InternVL3 2B",
+    "hf:OpenGVLab/InternVL3-8B": "InternVL3 8B",
+    "openai:OpenGVLab/InternVL3-38B@http://h:1/v1": "InternVL3 38B",
+    "hf:OpenGVLab/InternVL3-78B": "InternVL3 78B",
+    "hf:microsoft/Phi-4-multimodal-instruct": "Phi-4-Multimodal 6B",
+    "openai:o4-mini": "o4-mini",
+    "openai:gpt-4.1-2025-04-14": "GPT-4.1",
+    "openai:gpt-5.2": "GPT-5.2",
+}
+#: Neighbours of the paper's models that are none of them (another size, version or variant),
+#: and names that say nothing.
+NOT_PAPER_MODELS = [
+    "hf:OpenGVLab/InternVL3_5-8B",
+    "hf:OpenGVLab/InternVL3-14B",
+    "hf:Qwen/Qwen2-VL-7B-Instruct",
+    "hf:liuhaotian/llava-v1.5-13b",
+    "hf:llava-hf/llava-v1.6-34b-hf",
+    "openai:gpt-4.1-mini",
+    "openai:gpt-4o",
+    "hf:HuggingFaceTB/SmolVLM2-500M-Video-Instruct",
+    "fake",
+    "baseline:oracle",
+    # Names two models at once: LLaVA-OV and Qwen2.5-VL, both 7B.
+    "hf:someone/llava-onevision-qwen2.5-vl-7b",
+]
+
+
+def test_the_22_models_with_family_and_size() -> None:
+    models = paper_models()
+    assert len(models) == 22
+    sizes = {m.name: m.params_b for m in models}
+    assert sizes["SmolVLM2 2.2B"] == 2.2 and sizes["LLaVA-OV 0.5B"] == 0.5
+    assert [m.name for m in models if m.api] == ["o4-mini", "GPT-4.1", "GPT-5.2"]
+    assert all(sizes[m.name] is None for m in models if m.api)
+
+
+def test_every_paper_model_is_recognised_from_its_hub_id() -> None:
+    assert sorted(HUB_IDS.values()) == sorted(m.name for m in paper_models())
+    found = {spec: getattr(recognise_model(spec), "name", None) for spec in HUB_IDS}
+    assert found == HUB_IDS
+
+
+@pytest.mark.parametrize("spec", NOT_PAPER_MODELS)
+def test_a_spec_of_no_or_two_paper_models_matches_none(spec: str) -> None:
+    assert recognise_model(spec) is None
+
+
+def test_paper_model_named_takes_the_paper_s_spellings() -> None:
+    assert paper_model_named("Qwen2.5-VL-7B").name == "Qwen-2.5-VL 7B"
+    assert paper_model_named("qwen-2.5-vl 7b").name == "Qwen-2.5-VL 7B"
+    assert paper_model_named("Phi-4-Multimodal").name == "Phi-4-Multimodal 6B"
+
+
+# ----- figure averages ----------------------------------------------------------------------
+
+#: (figure, its row's config, the table averaged, the paper's metric): each printed figure
+#: value is that table's column mean over the figure's models (PAPER_AUDIT.md §2).
+FIGURE_SOURCES = [
+    ("fig3_reference_vs_benchmark", "reference", "table6_oracle", "acc"),
+    ("fig3_reference_vs_benchmark", "ProactiveBench", "table1_mcqa", "acc"),
+    ("fig6_hint", "(a) MCQA acc, hint", "table7_hint", "acc"),
+    ("fig6_hint", "(a) MCQA acc, zero-shot", "table1_mcqa", "acc"),
+    ("fig6_hint", "(b) MCQA psr, hint", "table7_hint", "psr"),
+    ("fig6_hint", "(c) OEG ps, hint", "table9_oeg_hint", "ps"),
+    ("fig6_hint", "(c) OEG ps, zero-shot", "table2_oeg", "ps"),
+    ("fig8_history", "(a) acc, zero-shot", "table1_mcqa", "acc"),
+    ("fig8_history", "(b) psr, zero-shot", "table1_mcqa", "psr"),
+    ("fig9_icl", "(a) 1 sample, zero-shot", "table1_mcqa", "acc"),
+    ("fig9_icl", "(a) 1 sample, zero-shot", "table1_mcqa", "psr"),
+]
+
+
+def _printed(figure: str, config: str, metric_key: str) -> dict[str, float]:
+    row = next(r for r in paper_table(figure)["rows"] if r["config"] == config)
+    return {
+        column: cells[metric_key]
+        for column, cells in row["cells"].items()
+        if cells.get(metric_key) is not None and column != "avg"
+    }
+
+
+@pytest.mark.parametrize(("figure", "config", "table", "key"), FIGURE_SOURCES)
+def test_figure_subsets_reproduce_the_printed_values(
+    figure: str, config: str, table: str, key: str
+) -> None:
+    printed = _printed(figure, config, key)
+    assert printed
+    for column, value in printed.items():
+        # The figure rounds the true mean to one decimal, and the table's cells are rounded
+        # too: the mean of printed cells is within 0.05 + 0.05 of the printed figure value.
+        assert abs(figure_mean(figure, table, column, key) - value) <= 0.1, column
+
+
+def test_fig11_post_filtering_multi_turn_accuracy_is_the_fig3_mean() -> None:
+    row = paper_table("fig11_filtering_accuracy")["rows"][0]["cells"]
+    for column in ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO"):
+        mean = figure_mean("fig11_filtering_accuracy", "table1_mcqa", column, "acc")
+        assert abs(mean - row[column]["multi_turn_post"]) <= 0.1
+
+
+def test_the_subsets_matter() -> None:
+    """Averaging every model instead misses printed values: the subsets are no decoration."""
+    assert len(figure_models("fig3_reference_vs_benchmark", "table1_mcqa")) == 21
+    assert len(figure_models("fig8_history", "table1_mcqa")) == 10
+    assert FIGURE_SUBSETS["fig9_icl"] == FIGURE_SUBSETS["fig8_history"]
+    rows = paper_table("table1_mcqa")["rows"]
+    every = sum(r["cells"]["ROD"]["acc"] for r in rows) / len(rows)
+    assert abs(every - 8.2) > 0.1  # Fig. 3 prints 8.2 for ROD
+    assert abs(figure_mean("fig3_reference_vs_benchmark", "table1_mcqa", "ROD", "acc") - 8.2) < 0.1
+    ten = figure_mean("fig8_history", "table1_mcqa", "ROD", "acc")
+    assert abs(ten - 14.0) <= 0.1
+
+
+# ----- rank and the interval check by hand -------------------------------------------------
+
+
+def test_rank_by_the_metric_s_direction() -> None:
+    assert rank(metric("accuracy"), 50.0, [61.4, 50.0, 44.3, 0.0]) == 2  # ties share place 2
+    assert rank(metric("accuracy"), 70.0, [61.4, 50.0]) == 1
+    # Unreadable answers: lower is better.
+    assert rank(metric("unreadable"), 5.0, [1.0, 5.0, 10.0]) == 2
+
+
+def test_the_paper_value_inside_or_outside_our_interval() -> None:
+    ours = Interval(12.0, 10.0, 15.0)
+    assert inside(12.5, ours) and inside(10.0, ours) and inside(15.0, ours)
+    assert inside(15.05, ours)  # the paper rounds to one decimal
+    assert not inside(15.2, ours) and not inside(9.9, ours)
+
+
+def _made_up(root: Path) -> Path:
+    """ROD: 1 of 2 right (50 %), VSOD: 0 of 1 (0 %): average 25 %; no suggestion."""
+    rod, vsod = sample_ids("ROD", 2), sample_ids("VSOD", 1)
+    lines = [mcqa_line("ROD", rod[0], True, 0), mcqa_line("ROD", rod[1], False, 0)]
+    lines.append(mcqa_line("VSOD", vsod[0], False, 0))
+    return write_run(root, "mine", lines, "openai:my-own-model@http://h:1/v1")
+
+
+def _report(tmp_path: Path, *runs: Path, out: str = "rep", **options) -> dict:
+    write_report(list(runs), tmp_path / out, n_resamples=200, thumb_cache=None, **options)
+    return json.loads((tmp_path / out / "report.json").read_text())
+
+
+def _csv(tmp_path: Path, key: str, out: str = "rep") -> list[dict[str, str]]:
+    text = (tmp_path / out / "tables" / f"{key}.csv").read_text()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_rank_of_a_made_up_run_computed_by_hand(tmp_path: Path) -> None:
+    report = _report(tmp_path, _made_up(tmp_path), paper=True)
+    [placed] = report["paper"]["paper-table1-acc"]["runs"]
+    assert placed["paper_model"] is None
+    cells = placed["cells"]
+    # Table 1 ROD acc: only InternVL3 1B (61.4) is above 50.0.
+    assert (cells["ROD"]["rank"], cells["ROD"]["of"]) == (2, 23)
+    # VSOD: 18 of the 22 published values are above 0.0 (four are 0.0 too).
+    assert cells["VSOD"]["rank"] == 19
+    # Average 25.0: o4-mini 34.0, GPT-4.1 30.9, InternVL3 1B 27.1 are above it.
+    assert cells["avg"]["value"] == 25.0 and cells["avg"]["rank"] == 4
+    assert cells["MVP-N"] == {"value": None}  # not played: no rank
+    assert "paper" not in cells["ROD"]  # not a model of the paper: nothing to check
+    rows = _csv(tmp_path, "paper-table1-acc")
+    # Sorted by average, best first: the run's row is fourth, its rank row under it.
+    assert [r["model"] for r in rows[:5]] == [
+        "o4-mini",
+        "GPT-4.1",
+        "InternVL3 1B",
+        "openai:my-own-model@http://h:1/v1",
+        "openai:my-own-model@http://h:1/v1: rank",
+    ]
+    assert rows[3]["source"] == "yours" and float(rows[4]["ROD"]) == 2
+
+
+def test_published_rows_exactly_as_in_paper_results(tmp_path: Path) -> None:
+    report = _report(tmp_path, _made_up(tmp_path), paper=True)
+    assert set(report["paper"]) == {"paper-table1-acc", "paper-table1-psr"}
+    for key, theirs in (("paper-table1-acc", "acc"), ("paper-table1-psr", "psr")):
+        entry = report["paper"][key]
+        assert entry["source"] == "published: De Min et al. 2026, Table 1"
+        rows = paper_table("table1_mcqa")["rows"]
+        expected = {r["model"]: {c: v[theirs] for c, v in r["cells"].items()} for r in rows}
+        assert {p["model"]: p["cells"] for p in entry["published"]} == expected
+        from_csv = {
+            r["model"]: r for r in _csv(tmp_path, key) if r["source"].startswith("published")
+        }
+        assert set(from_csv) == set(expected)
+        for model, cells in expected.items():
+            for column, value in cells.items():
+                heading = "average" if column == "avg" else column
+                assert float(from_csv[model][heading]) == value, (model, column)
+    tex = (tmp_path / "rep" / "tables" / "paper-table1-acc.tex").read_text()
+    assert "published: De Min et al. 2026, Table 1" in tex and "\\textbf{" in tex
+    markdown = (tmp_path / "rep" / "report.md").read_text()
+    assert "| **openai:my-own-model@http://h:1/v1** | **yours** |" in markdown
+
+
+def test_html_sets_the_user_rows_apart(tmp_path: Path) -> None:
+    _report(tmp_path, _made_up(tmp_path), paper=True)
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert page.count('<tr class="yours">') == 2  # acc and psr tables
+    assert page.count('<tr class="published">') == 44
+    assert "tr.yours td" in page  # the style that shows it
+
+
+def test_the_interval_check_in_the_report(tmp_path: Path) -> None:
+    """LLaVA-1.5 7B's ROD: 12.5 % (11 of 88) printed. Our 44 of 88 = 50 % puts it outside."""
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    run = write_run(tmp_path, "llava", lines, "hf:llava-hf/llava-1.5-7b-hf")
+    report = _report(tmp_path, run, paper=True)
+    [placed] = report["paper"]["paper-table1-acc"]["runs"]
+    assert placed["paper_model"] == "LLaVA-1.5 7B"
+    rod = placed["cells"]["ROD"]
+    assert rod["paper"] == 12.5 and rod["inside"] is False
+    assert rod["low"] > 12.5
+    rows = _csv(tmp_path, "paper-table1-acc")
+    check = next(r for r in rows if r["source"].startswith("yours vs"))
+    assert float(check["ROD"]) == 12.5
+
+
+def test_paper_model_names_the_model_and_an_unknown_name_is_one_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _made_up(tmp_path)
+    report = _report(tmp_path, run, paper_model="InternVL3-1B")
+    [placed] = report["paper"]["paper-table1-acc"]["runs"]
+    assert placed["paper_model"] == "InternVL3 1B"
+    # InternVL3 1B printed 61.4 for ROD: inside the wide interval of 1 right of 2.
+    assert placed["cells"]["ROD"]["paper"] == 61.4 and placed["cells"]["ROD"]["inside"]
+    code, text = run_cli(["report", str(run), "--paper-model", "GPT-9"], capsys)
+    assert code != 0 and "Traceback" not in text
+    assert "GPT-9" in text and "LLaVA-1.5 7B" in text and "Phi-4-Multimodal 6B" in text
+
+
+def test_without_paper_the_report_has_no_published_rows(tmp_path: Path) -> None:
+    report = _report(tmp_path, _made_up(tmp_path))
+    assert "paper" not in report
+    assert not list((tmp_path / "rep" / "tables").glob("paper-*"))
+
+
+def test_a_run_with_no_counterpart_is_said(tmp_path: Path) -> None:
+    lines = [mcqa_line("ROD", 0, True, 0)]
+    run = write_run(tmp_path, "h", lines, "m", {"cot": True})
+    report = _report(tmp_path, run, paper=True)
+    assert "paper" not in report
+    assert any("has no counterpart in the paper" in n for n in report["notes"])
+
+
+# ----- acceptance: published rows rebuilt from the paper's counts ---------------------------
+
+#: One published row per table, and the settings of the run that reproduces it.
+ROWS = [
+    ("table1_mcqa", {}, "paper-table1"),
+    # run.json does not record --all-samples: the samples the filter drops say it.
+    ("table4_unfiltered", {}, "paper-table4"),
+    ("table6_oracle", {"reference": True}, "paper-table6"),
+    ("table7_hint", {"hint": True}, "paper-table7"),
+    ("table2_oeg", {"mode": "oeg"}, "paper-table2"),
+    ("table9_oeg_hint", {"mode": "oeg", "hint": True}, "paper-table9"),
+    ("table10_multiturn_oeg", {"mode": "oeg-multiturn"}, "paper-table10"),
+]
+
+
+@pytest.mark.parametrize(("table", "settings", "prefix"), ROWS)
+def test_a_published_row_rebuilt_from_counts_prints_the_paper_s_average(
+    tmp_path: Path, table: str, settings: dict, prefix: str
+) -> None:
+    model = "LLaVA-1.5 7B"
+    lines = lines_for_row(table, model)
+    assert len(lines) == sum(episodes_per_scenario(table).values())
+    if table == "table1_mcqa":  # the issue's example: 11 of 88 ROD episodes right
+        rod = [x for x in lines if x["scenario"] == "ROD"]
+        assert len(rod) == 88 and sum(x["correct"] for x in rod) == 11
+    run = write_run(tmp_path, "run", lines, "hf:llava-hf/llava-1.5-7b-hf", settings)
+    report = _report(tmp_path, run, paper=True)
+    published = next(r for r in paper_table(table)["rows"] if r["model"] == model)
+    keys = [k for k in report["paper"] if k.startswith(prefix + "-")]
+    assert len(keys) == len(paper_table(table)["metrics"])
+    for key in keys:
+        theirs = report["paper"][key]["paper_metric"]
+        [placed] = report["paper"][key]["runs"]
+        assert placed["paper_model"] == model
+        for column, cells in published["cells"].items():
+            ours = placed["cells"][column]
+            # Every scenario's count reproduces the printed cell; the average is the mean of
+            # the printed cells (±0.1, the paper's rounding) and lies in our interval.
+            tolerance = 0.1 if column == "avg" else 0.05 + 1e-9
+            assert abs(ours["value"] - cells[theirs]) <= tolerance, (key, column)
+            assert ours["paper"] == cells[theirs] and ours["inside"], (key, column)
+        # What the report prints: the CSV's average of the run's row, at the paper's precision.
+        [mine] = [r for r in _csv(tmp_path, key) if r["source"] == "yours"]
+        assert abs(round(float(mine["average"]), 1) - published["cells"]["avg"][theirs]) <= 0.1
+
+
+# ----- item 4: the published models in the size plot and Spearman's rho --------------------
+
+
+def test_size_correlation_and_plot_take_the_published_models(tmp_path: Path) -> None:
+    from proactivebench.stats import spearman_rho
+
+    run = _made_up(tmp_path)  # no size in its name: give one in run.json
+    config = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**config, "params": "7B"}))
+    report = _report(tmp_path, run, paper=True)
+    published = report["size_correlation"]["with_published"]
+    # 22 models less the three API models, whose size is not published.
+    assert published["accuracy"]["published_points"] == 19
+    rows = paper_table("table1_mcqa")["rows"]
+    sizes = {m.name: m.params_b for m in paper_models()}
+    points = [(7.0, 25.0)] + [
+        (sizes[r["model"]], r["cells"]["avg"]["acc"]) for r in rows if sizes[r["model"]]
+    ]
+    expected = spearman_rho([p[0] for p in points], [p[1] for p in points])
+    assert published["accuracy"]["rho"] == pytest.approx(expected)
+    assert "accuracy" not in report["size_correlation"]  # one run alone has no rho
+    assert (tmp_path / "rep" / "plots" / "size.png").is_file()
+    without = tmp_path / "without"
+    write_report([run], without, n_resamples=200, thumb_cache=None)
+    assert not (without / "plots" / "size.png").exists()  # one run: no size plot without it
+
+
+def test_an_average_of_fewer_scenarios_is_said(tmp_path: Path) -> None:
+    _report(tmp_path, _made_up(tmp_path), paper=True)
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "its average covers ROD, VSOD, the paper's all seven scenarios" in text
+
+
+def test_report_paper_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs `eval` wrote (the oracle, plain and with --hint): Table 1 and Table 7."""
+    from clirun import eval_args
+    from handmade import full_dataset
+
+    data = full_dataset(tmp_path / "data")
+    for name, extra in (("plain", []), ("hint", ["--hint"])):
+        code, text = run_cli([*eval_args(data, tmp_path / name, *extra), "--no-report"], capsys)
+        assert code == 0, text
+    out = tmp_path / "rep"
+    args = ["report", str(tmp_path / "plain"), str(tmp_path / "hint"), "--out", str(out)]
+    code, text = run_cli([*args, "--paper"], capsys)
+    assert code == 0, text
+    assert "among the paper's models" in text
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["paper"]) == [
+        "paper-table1-acc",
+        "paper-table1-psr",
+        "paper-table7-acc",
+        "paper-table7-psr",
+    ]
+    # The oracle is right every time: first of 23 in every column of Table 1.
+    [oracle] = report["paper"]["paper-table1-acc"]["runs"]
+    assert {c["rank"] for c in oracle["cells"].values()} == {1}
+    assert (out / "tables" / "paper-table7-acc.tex").is_file()
+
+
+def test_accuracy_vs_ps_plot_draws_the_published_averages(tmp_path: Path) -> None:
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.plots import accuracy_vs_ps_figure
+    from proactivebench.report.runs import load_run
+
+    measures = [measure_run(load_run(_made_up(tmp_path)), n_resamples=50)]
+
+    def legend_texts(figure) -> list[str]:
+        return [t.get_text() for legend in figure.legends for t in legend.get_texts()]
+
+    def points(figure) -> int:
+        return sum(len(c.get_offsets()) for c in figure.axes[0].collections)
+
+    plain, paper = accuracy_vs_ps_figure(measures), accuracy_vs_ps_figure(measures, True)
+    assert not any("published" in t for t in legend_texts(plain))
+    assert "published, Table 1 (De Min et al. 2026): 22 models' averages" in legend_texts(paper)
+    assert points(paper) - points(plain) == 22
+
+
+def test_a_paper_model_takes_the_paper_s_size(tmp_path: Path) -> None:
+    """A spec whose name the size reader cannot read (the URL's last part is "v1") is still
+    7B with --paper: the paper's size of the model it names."""
+    run = _made_up(tmp_path)
+    config = json.loads((run / "run.json").read_text())
+    spec = "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1"
+    (run / "run.json").write_text(json.dumps({**config, "model": spec}))
+    report = _report(tmp_path, run, paper=True)
+    assert report["runs"][0]["params_b"] == 7.0
+    assert report["size_correlation"]["with_published"]["accuracy"]["published_points"] == 19
+    assert _report(tmp_path / "plain", run)["runs"][0]["params_b"] is None
+
+
+def test_every_figure_average_the_report_shows_is_checked_above() -> None:
+    from proactivebench.paper import FIGURE_AVERAGES
+
+    checked = {(figure, table, key) for figure, _, table, key in FIGURE_SOURCES}
+    for (table, key), figure in FIGURE_AVERAGES.items():
+        assert (figure, table, key) in checked
+
+
+def test_the_figure_mean_row_is_what_fig3_prints(tmp_path: Path) -> None:
+    report = _report(tmp_path, _made_up(tmp_path), paper=True)
+    mean = report["paper"]["paper-table1-acc"]["figure_mean"]
+    assert mean["figure"] == "fig3_reference_vs_benchmark"
+    assert len(mean["models"]) == 21 and "GPT-5.2" not in mean["models"]
+    printed = _printed("fig3_reference_vs_benchmark", "ProactiveBench", "acc")
+    [row] = [r for r in _csv(tmp_path, "paper-table1-acc") if r["source"].startswith("mean of")]
+    assert row["model"] == "mean of 21 models" and row["source"] == "mean of published, Fig. 3"
+    for column, value in printed.items():
+        assert abs(float(row[column]) - value) <= 0.1, column
+    assert report["paper"]["paper-table1-psr"]["figure_mean"] is None  # no figure prints it
+
+
+# ----- Figs. 8 and 9: history and ICL runs beside the paper's averages ----------------------
+
+
+def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
+    rod, mvpn = sample_ids("ROD", 4), sample_ids("MVP-N", 2)
+    lines = [mcqa_line("ROD", s, i == 0, 1) for i, s in enumerate(rod)]  # 25 %, psr 1.00
+    lines += [mcqa_line("MVP-N", s, True, 0) for s in mvpn]  # 100 %
+    history = write_run(
+        tmp_path, "history", lines, "m", {"history": True, "resize_short_edge": 224}
+    )
+    icl = write_run(tmp_path, "icl", lines, "m", {"icl": 3})
+    report = _report(tmp_path, history, icl, paper=True, out="x")["paper"]
+    assert list(report) == [
+        "paper-fig8-acc",
+        "paper-fig8-psr",
+        "paper-fig9b-acc",
+        "paper-fig9b-psr",
+    ]
+    fig8 = report["paper-fig8-acc"]
+    assert fig8["published"] == [
+        {"config": r["config"], "cells": {c: v.get("acc") for c, v in r["cells"].items()}}
+        for r in paper_table("fig8_history")["rows"]
+        if r["config"].startswith("(a)")
+    ]
+    assert fig8["published"][1]["cells"]["avg"] == 10.2  # history: only its average printed
+    assert len(fig8["zero_shot_mean"]["models"]) == 10
+    assert [r["label"] for r in fig8["runs"]] == ["m +history +224px"]
+    assert fig8["runs"][0]["cells"]["ROD"]["value"] == 25.0
+    fig9 = report["paper-fig9b-psr"]
+    # Fig. 9 (b), 3 samples: ICL psr ROD 2.2, MVP-N 0.6; zero-shot 0.6 / 0.1 printed, and
+    # Table 1's mean over the ten models gives them.
+    assert [p["cells"] for p in fig9["published"]] == [
+        {"ROD": 2.2, "MVP-N": 0.6},
+        {"ROD": 0.6, "MVP-N": 0.1},
+    ]
+    zero = fig9["zero_shot_mean"]["cells"]
+    assert abs(zero["ROD"] - 0.6) <= 0.1 and abs(zero["MVP-N"] - 0.1) <= 0.1
+    assert fig9["runs"][0]["cells"]["ROD"]["value"] == 1.0
+    rows = _csv(tmp_path, "paper-fig9b-psr", out="x")
+    assert [r["source"] for r in rows] == [
+        "published, Fig. 9",
+        "published, Fig. 9",
+        "mean of published, Table 1",
+        "yours",
+    ]

@@ -419,13 +419,13 @@ def test_accuracy_vs_ps_plot_draws_the_published_averages(tmp_path: Path) -> Non
 
 
 def test_a_paper_model_takes_the_paper_s_size(tmp_path: Path) -> None:
-    """A spec whose name the size reader cannot read (the URL's last part is "v1") is still
-    7B with --paper: the paper's size of the model it names."""
+    """A spec whose name says no size (a server's own name for the model) is 7B with
+    --paper-model naming the paper's Qwen2.5-VL 7B: the paper's size of that model."""
     run = _made_up(tmp_path)
     config = json.loads((run / "run.json").read_text())
-    spec = "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1"
+    spec = "openai:served-model@http://localhost:8000/v1"
     (run / "run.json").write_text(json.dumps({**config, "model": spec}))
-    report = _report(tmp_path, run, paper=True)
+    report = _report(tmp_path, run, paper_model="Qwen-2.5-VL 7B")
     assert report["runs"][0]["params_b"] == 7.0
     assert report["size_correlation"]["with_published"]["accuracy"]["published_points"] == 19
     assert _report(tmp_path / "plain", run)["runs"][0]["params_b"] is None

@@ -255,6 +255,9 @@ def test_parameter_counts() -> None:
     assert params_from_config({"model": "openai:Qwen2.5-VL-72B-Instruct"}) == 72.0
     assert params_from_config({"model": "hf:HuggingFaceTB/SmolVLM-256M-Instruct"}) == 0.256
     assert params_from_config({"model": "baseline:oracle"}) is None
+    # The endpoint is not the name (its last part, "v1", used to be read as the name).
+    spec = "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:8000/v1"
+    assert params_from_config({"model": spec}) == 7.0
     assert params_from_config({"model": "x", "params": 3e9}) == 3.0
 
 

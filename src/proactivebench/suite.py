@@ -30,15 +30,21 @@ from proactivebench.errors import ProactiveBenchError, SettingsError, SuiteFileE
 from proactivebench.judge import Judge
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.cache import ResponseCache
+from proactivebench.paper import paper_results
+from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
 from proactivebench.runner import RunOutcome, aevaluate
 from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
+from proactivebench.texts import dumps, loads
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
 
-#: The keys of an entry besides the settings.
-ID, PAPER = "id", "paper"
+#: The keys of an entry besides the settings: its id, where the paper shows it, and the key
+#: (in paper_results.json) of the paper's table or figure its run stands beside in the report.
+ID, PAPER, PUBLISHED = "id", "paper", "published"
+#: What `run_suite` records in OUT of the experiments it played there (`report OUT` reads it).
+SUITE_RECORD = "suite.json"
 #: An experiment's id names its run directory: a plain name.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -51,6 +57,8 @@ class Experiment:
     #: Where the paper shows it (a table or figure, and what it measures); "" when not said.
     paper: str
     settings: EvalSettings
+    #: The paper's table or figure its run is placed in by the report (`published`), or None.
+    published: str | None = None
 
     @property
     def judged(self) -> bool:
@@ -128,10 +136,17 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
     paper = entry.get(PAPER, "")
     if not isinstance(paper, str):
         raise SuiteFileError(f"{where}: 'paper' must be a text, got {paper!r}")
+    published = entry.get(PUBLISHED)
+    tables = paper_results()["tables"]
+    if published is not None and published not in tables:
+        raise SuiteFileError(
+            f"{where}: 'published' names no table or figure of the paper: {published!r}; "
+            f"the paper's: {', '.join(tables)}"
+        )
     declared = {s.name: s for s in offered(EvalSettings, "cli")}
     values: dict[str, Any] = {}
     for key, value in entry.items():
-        if key in (ID, PAPER):
+        if key in (ID, PAPER, PUBLISHED):
             continue
         spec = declared.get(key)
         if spec is None:
@@ -146,7 +161,7 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
         settings = EvalSettings(**values)
     except SettingsError as exc:  # a combination of settings (e.g. --icl with --reference)
         raise SuiteFileError(f"{where}: {exc}") from None
-    return Experiment(ident, paper, settings)
+    return Experiment(ident, paper, settings, published)
 
 
 def capped(settings: EvalSettings, limit: int | None) -> EvalSettings:
@@ -245,6 +260,7 @@ async def run_suite(
     the others go on. Cancelled (Ctrl-C), every run keeps what it wrote, as `eval` does."""
     engine = RunEngine(options, cache)
     root = Path(out_dir)
+    record_suite(root, experiments, limit)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     shared: list[Model] = []
     make_model = _maker(model, shared)
@@ -289,18 +305,81 @@ async def run_suite(
     return SuiteOutcome(outcomes)
 
 
-def write_suite_report(
-    outcome: SuiteOutcome, out_dir: str | os.PathLike[str], *, thumb_cache: bool = True
-) -> ReportOutcome:
-    """The report of every experiment that wrote a run, side by side, in `out_dir/report`
-    (`report.write_report` of several runs; imported here, when wanted: plots are heavy)."""
-    from proactivebench.report import REPORT_DIR, write_report
+def record_suite(out_dir: Path, experiments: Sequence[Experiment], limit: int | None) -> None:
+    """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
+    each), so that `report OUT` lays their report out as the paper: the entries of an earlier
+    invocation (`--only`) are kept, those played now replace theirs."""
+    before = read_suite_record(out_dir)
+    entries = {e["id"]: e for e in before.get("experiments", [])}
+    for experiment in experiments:
+        entries[experiment.id] = {
+            ID: experiment.id,
+            PAPER: experiment.paper,
+            PUBLISHED: experiment.published,
+            "plain": _plain(experiment.settings),
+        }
+    record = {"experiments": list(entries.values()), "limit": limit}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_whole(out_dir / SUITE_RECORD, dumps(record, indent=2) + "\n")
 
-    played = [e for e in outcome.experiments if e.outcome is not None]
-    return write_report(
-        [e.out_dir for e in played],
-        Path(out_dir) / REPORT_DIR,
-        title="experiments: " + ", ".join(e.experiment.id for e in played),
-        if_changed=True,
-        thumb_cache="default" if thumb_cache else None,
+
+def is_suite_dir(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` holds a suite's experiments (its `suite.json`) rather than one run."""
+    root = Path(path)
+    return not (root / "run.json").exists() and bool(read_suite_record(root))
+
+
+def read_suite_record(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """`suite.json` of a suite's output, or {} when there is none (or it is not ours)."""
+    try:
+        record = loads(read_file(Path(out_dir) / SUITE_RECORD).decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    entries = record.get("experiments") if isinstance(record, dict) else None
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get(ID), str) and _ID.fullmatch(e[ID]) for e in entries
+    ):
+        return {}
+    return record
+
+
+def _plain(settings: EvalSettings) -> bool:
+    """Whether an experiment is the plain multiple-choice run the others are compared with
+    (the paper's Table 1: defaults, the official filter, every sample of it)."""
+    default = EvalSettings()
+    return (
+        settings.identity() == default.identity()
+        and not settings.all_samples
+        and settings.subset is None
+        and settings.sample_filter is None
+    )
+
+
+def write_suite_report(
+    out_dir: str | os.PathLike[str],
+    outcome: SuiteOutcome | None = None,
+    *,
+    thumb_cache: bool = True,
+    report_dir: str | os.PathLike[str] | None = None,
+    paper_model: str | None = None,
+) -> ReportOutcome:
+    """The suite's report in `out_dir/report`, laid out as the paper (`report.layout`): the
+    experiments first (with links to each one's own report, written too), then the paper's
+    tables with the published rows and this model's, the action distributions and their
+    changes from the plain run, then each run's tables. From `suite.json`; `outcome` (the
+    invocation that just ran) gives each experiment's status; `report_dir` puts the report
+    elsewhere, `paper_model` names the paper's model (`report --paper-model`)."""
+    from proactivebench.report.suite_report import write_suite_report as write
+
+    statuses = {}
+    for entry in outcome.experiments if outcome is not None else []:
+        reason = f": {entry.reason}" if entry.reason else ""
+        statuses[entry.experiment.id] = entry.status + reason
+    return write(
+        Path(out_dir),
+        read_suite_record(out_dir),
+        statuses,
+        thumb_cache=thumb_cache,
+        report_dir=Path(report_dir) if report_dir is not None else None,
+        paper_model=paper_model,
     )

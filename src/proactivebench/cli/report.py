@@ -92,20 +92,37 @@ def report_command(
     paper: bool,
     paper_model: str | None,
 ) -> None:
-    """Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer."""
+    """Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer. The
+    directory of a suite (`proactivebench paper --out OUT`) gives its report laid out as the
+    paper."""
     from proactivebench.report import write_report
+    from proactivebench.suite import is_suite_dir, write_suite_report
 
-    outcome = write_report(
-        list(run_dirs),
-        out_dir,
-        vs=vs_dir,
-        params=parse_params(params),
-        seed=seed,
-        allow_empty=False,
-        thumb_cache=None if no_thumb_cache else thumb_cache or "default",
-        paper=paper,
-        paper_model=paper_model,
-    )
+    if len(run_dirs) == 1 and is_suite_dir(run_dirs[0]):
+        if vs_dir is not None or params:
+            raise ProactiveBenchError(
+                f"{run_dirs[0]} holds a suite's experiments, whose report compares them with "
+                "their plain run and the paper's models: --vs and --params are for run "
+                "directories"
+            )
+        outcome = write_suite_report(
+            run_dirs[0],
+            thumb_cache=not no_thumb_cache,
+            report_dir=out_dir,
+            paper_model=paper_model,
+        )
+    else:
+        outcome = write_report(
+            list(run_dirs),
+            out_dir,
+            vs=vs_dir,
+            params=parse_params(params),
+            seed=seed,
+            allow_empty=False,
+            thumb_cache=None if no_thumb_cache else thumb_cache or "default",
+            paper=paper,
+            paper_model=paper_model,
+        )
     for table in outcome.headline:
         out.print(report_table(table))
     out.print(

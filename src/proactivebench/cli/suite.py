@@ -260,7 +260,7 @@ def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: 
     for entry in outcome.failed:
         print_error(f"{entry.experiment.id} failed: {entry.reason}")
     if played and not no_report:
-        print_report_outcome(write_suite_report(outcome, out_dir, thumb_cache=not no_cache))
+        print_report_outcome(write_suite_report(out_dir, outcome, thumb_cache=not no_cache))
     if outcome.failed:
         failed = ", ".join(e.experiment.id for e in outcome.failed)
         console.print(

@@ -36,6 +36,7 @@ from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
 from proactivebench.report.html import finite_or_none, legend_html, render_html
+from proactivebench.report.layout import Layout
 from proactivebench.report.measures import (
     Comparison,
     Intervals,
@@ -173,6 +174,7 @@ def write_report(
     thumb_cache: str | Path | Literal["default"] | None = "default",
     paper: bool = False,
     paper_model: str | None = None,
+    layout: Layout | None = None,
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
     one run's `report/` folder).
@@ -187,7 +189,10 @@ def write_report(
     is left alone (`ReportOutcome.unchanged`); any change rewrites it.
 
     `paper` places the runs among the paper's published rows (`report.published`);
-    `paper_model` (which implies it) names the paper's model the runs evaluated."""
+    `paper_model` (which implies it) names the paper's model the runs evaluated. `layout`
+    (`Layout`: a suite's report, `suite.write_suite_report`) orders the report as the paper
+    is ordered, places each run beside the table its caller names, and adds its tables and
+    notes."""
     if not run_dirs:
         raise ProactiveBenchError("report needs at least one run directory")
     if out_dir is None:
@@ -207,6 +212,8 @@ def write_report(
     if published is not None:  # only then: a report without --paper keeps its stamp
         published.check()
         options.update(paper=True, paper_model=paper_model)
+    if layout is not None:
+        options.update(layout=layout.stamp())
     inputs = _BuiltFrom.inputs([*run_dirs, *([vs] if vs is not None else [])], options)
     with RunLock(holder) if holder is not None else contextlib.nullcontext():
         built = _BuiltFrom.read(out, inputs) if if_changed else None
@@ -214,7 +221,17 @@ def write_report(
             return built.outcome(out)
         with _opened(thumb_cache) as cache:
             outcome = _write_report(
-                run_dirs, out, vs, params, seed, n_resamples, title, allow_empty, cache, published
+                run_dirs,
+                out,
+                vs,
+                params,
+                seed,
+                n_resamples,
+                title,
+                allow_empty,
+                cache,
+                published,
+                layout,
             )
         built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
         built.write(out, outcome.files)
@@ -331,15 +348,15 @@ class PaperOptions:
                 run.params_b = float(model.params_b)
 
     def compare(
-        self, all_measures: Sequence[RunMeasures], outcome: ReportOutcome
+        self, all_measures: Sequence[RunMeasures], outcome: ReportOutcome, unplaced: bool = True
     ) -> list[PaperComparison | FigureComparison]:
         """The runs placed in the paper's tables, and beside its Figs. 8 and 9; a note for
-        the runs with no counterpart."""
+        the runs with no counterpart (`unplaced`; a suite's report says where each stands)."""
         tables = compare_with_paper(all_measures, self.paper_model)
         figures = compare_with_figures(all_measures)
         placed = {id(p.run) for c in tables for p in c.placed}
         placed |= {id(run) for c in figures for run, _ in c.runs}
-        for measures in all_measures:
+        for measures in all_measures if unplaced else []:
             if id(measures.run) not in placed:
                 outcome.notes.append(
                     f"--paper: {measures.run.label} has no counterpart in the paper (its "
@@ -359,8 +376,11 @@ def _write_report(
     allow_empty: bool,
     cache: ThumbCache | None,
     published: PaperOptions | None = None,
+    layout: Layout | None = None,
 ) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
+    if layout is not None:
+        layout.place(runs)
     if published is not None:
         published.give_sizes(runs)
     base = load_runs([vs])[0] if vs is not None else None
@@ -385,11 +405,13 @@ def _write_report(
 
     comparisons: list[Comparison] = []
     if base is not None:
-        if base.oeg or any(r.oeg for r in runs):
+        # A suite's report compares its multiple-choice experiments only; `--vs` refuses.
+        mixed = layout is not None and not base.oeg
+        if not mixed and (base.oeg or any(r.oeg for r in runs)):
             raise ProactiveBenchError("--vs compares MCQA runs (an open-ended run has no accuracy)")
         # The reference itself, given among the runs too, is no comparison (a row of 0, p = 1).
-        compared = [r for r in runs if r.run_dir.resolve() != base.run_dir.resolve()]
-        if len(compared) < len(runs):
+        compared = [r for r in runs if r.run_dir.resolve() != base.run_dir.resolve() and not r.oeg]
+        if len(compared) < len(runs) and layout is None:
             outcome.notes.append(f"--vs {base.run_dir}: not compared with itself")
         comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in compared]
         base_measures = measure_run(base, seed=seed, n_resamples=n_resamples)
@@ -397,9 +419,12 @@ def _write_report(
         for comparison in comparisons:
             comparison.actions = action_changes(by_run[id(comparison.run)], base_measures)
 
-    papers = published.compare(all_measures, outcome) if published is not None else []
+    papers = published.compare(all_measures, outcome, layout is None) if published else []
     tables = _tables(all_measures, comparisons, [c.table() for c in papers])
     outcome.headline = _headline(tables, several=len(runs) > 1)
+    if layout is not None:
+        tables = layout.arrange(tables)
+        outcome.headline = [t for t in tables if t.key in layout.headline_keys(tables)]
     with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
         images = _plots(all_measures, outcome, with_paper=bool(papers))
         # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves
@@ -411,7 +436,18 @@ def _write_report(
                 files.write(f"tables/{table.key}.tex", to_latex(table))
             for name, png in images.items():
                 files.write(f"plots/{name}.png", png)
-            _pages(files, runs, all_measures, comparisons, tables, images, title, thumbs, papers)
+            _pages(
+                files,
+                runs,
+                all_measures,
+                comparisons,
+                tables,
+                images,
+                title,
+                thumbs,
+                papers,
+                keep_order=layout is not None,
+            )
     _remove_stale(out, outcome.files)
     return outcome
 
@@ -441,8 +477,9 @@ def _pages(
     title: str | None,
     thumbs: dict[str, Thumbnails | None],
     papers: Sequence[PaperComparison | FigureComparison] = (),
+    keep_order: bool = False,
 ) -> None:
-    """report.html, report.md and report.json."""
+    """report.html, report.md and report.json (`keep_order`: the tables as given)."""
     outcome = files.outcome
     correlations = size_correlations(all_measures, with_paper=bool(papers))
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
@@ -457,7 +494,9 @@ def _pages(
         outcome.notes.append(
             f"episode images not shown: data directory not found ({', '.join(unavailable)})"
         )
-    page = render_html(heading, runs, all_measures, tables, images, outcome.notes, thumbs)
+    page = render_html(
+        heading, runs, all_measures, tables, images, outcome.notes, thumbs, keep_order
+    )
     files.write("report.html", page)
     missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())
     if missing:

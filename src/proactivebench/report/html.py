@@ -283,8 +283,10 @@ def render_html(
     plots: dict[str, bytes],
     notes: Sequence[str],
     thumbs: dict[str, Thumbnails | None],
+    keep_order: bool = False,
 ) -> str:
-    """The whole page."""
+    """The whole page; the tables side by side first unless `keep_order` (a report laid out
+    as the paper, `report.layout`)."""
 
     def e(text: str) -> str:
         return html.escape(visible(text))
@@ -316,7 +318,7 @@ def render_html(
 <nav><a href="#tables">Tables</a><a href="#plots">Plots</a><a href="#episodes">Episodes</a></nav>
 <ul>{run_items}</ul>{note_html}</header>
 <main><section id="tables"><h2>Tables</h2>{legend_html(metrics)}
-{"".join(to_html(t) for t in _side_by_side_first(tables))}</section>
+{"".join(to_html(t) for t in (tables if keep_order else _side_by_side_first(tables)))}</section>
 <section id="plots"><h2>Plots</h2>{figures or '<p class="note">No plots.</p>'}</section>
 <section id="episodes"><h2>Episodes</h2>
 <div class="controls"><label>run <select id="viewer-run"></select></label>

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proactivebench.data.layout import is_synthetic
 from proactivebench.metrics import Metric, metric, number_text
 from proactivebench.paper import (
     FIGURE_AVERAGES,
@@ -58,6 +59,8 @@ COUNTERPARTS: dict[tuple[str, str | None], str] = {
 def counterpart(run: Run) -> str | None:
     """The paper's table of runs like `run` (`COUNTERPARTS`); None for settings the paper
     tabulates nowhere (history, ICL, CoT, a filter of one's own, two settings at once)."""
+    if run.counterpart is not None:  # said by the caller (a suite's experiment)
+        return run.counterpart if run.counterpart in COUNTERPARTS.values() else None
     settings = run.settings
     mode = "oeg" if run.oeg else str(settings.get("mode") or "mcqa")
     if settings.get("filter") or settings.get("filter_digest"):
@@ -74,9 +77,12 @@ def unfiltered(run: Run) -> bool:
     """Whether `run` played samples the official test filter drops: an `--all-samples` run
     (run.json does not record it: which samples are played is a selection, not the run's
     identity, so it is read from the sample ids). A run of filtered samples only (a small
-    `--limit` of an unfiltered run among them) counts as filtered."""
+    `--limit` of an unfiltered run among them) counts as filtered, and so does a run of
+    generated data, which no official list filters."""
     if run.settings.get("all_samples"):
         return True
+    if run.data_dir is not None and is_synthetic(run.data_dir):
+        return False  # generated data: the official filter applies to none of it
     stems = {short: stem for stem, short in by_stem().items()}
     for scenario, lines in run.by_scenario.items():
         kept = official_filter_ids(stems[scenario]) if scenario in stems else frozenset()

@@ -41,6 +41,8 @@ def figure_counterpart(run: Run) -> tuple[str, str] | None:
     """(figure, the prefix of its printed rows for this run) for a plain MCQA run with
     `--history` (Fig. 8) or `--icl 1`/`--icl 3` (Fig. 9); None otherwise."""
     settings = run.settings
+    if run.counterpart is not None and run.counterpart not in _FIGURES.values():
+        return None  # the caller placed it elsewhere (a suite's experiment)
     if run.oeg or str(settings.get("mode") or "mcqa") != "mcqa":
         return None
     if settings.get("filter_digest") or unfiltered(run):

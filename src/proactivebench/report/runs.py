@@ -41,6 +41,10 @@ class Run:
     by_scenario: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Lines of results.jsonl left out of every count, each `file:line: why` (`run_lines`).
     rejected: list[str] = field(default_factory=list)
+    #: The paper's table or figure (its key in paper_results.json) the run stands beside, when
+    #: the caller knows (a suite's experiment says); None: read from its settings
+    #: (`report.published.counterpart`).
+    counterpart: str | None = None
 
     @property
     def model(self) -> str:
@@ -229,7 +233,8 @@ def params_from_config(config: Mapping[str, Any]) -> float | None:
             return parse_param_count(stated)
         except ProactiveBenchError:
             return None
-    name = str(config.get("model", "")).rsplit("/", 1)[-1]
+    # The model's name without the endpoint (`openai:M@http://host:8000/v1`) or its path.
+    name = str(config.get("model", "")).split("@", 1)[0].rsplit("/", 1)[-1]
     matches = _NAME_SIZE.findall(name)
     if not matches:
         return None

@@ -36,6 +36,9 @@ class Cell:
     high: float | None = None
     #: A McNemar p-value shown with a difference.
     p: float | None = None
+    #: A link, relative to the report (an experiment's own report): HTML and Markdown show
+    #: the text as a link to it.
+    href: str | None = None
 
 
 @dataclass
@@ -286,7 +289,10 @@ def _md_escape(text: str) -> str:
 
 def _md_cell(cell: Cell) -> str:
     """Numbers are ours and shown as they are; text (run names) is escaped."""
-    return cell.text if cell.value is not None else _md_escape(cell.text)
+    text = cell.text if cell.value is not None else _md_escape(cell.text)
+    if cell.href is not None:
+        return f"[{text}](<{cell.href.replace('>', '%3E')}>)"
+    return text
 
 
 def to_markdown(table: Table) -> str:
@@ -378,6 +384,11 @@ def to_html(table: Table) -> str:
     def e(text: str) -> str:
         return html.escape(text_formats.visible(text))
 
+    def shown(cell: Cell) -> str:
+        if cell.href is None:
+            return e(cell.text)
+        return f'<a href="{html.escape(cell.href)}">{e(cell.text)}</a>'
+
     # The average column stays in view when a wide table scrolls (report.css): it is the
     # number people look for first.
     sticky = [c == "average" for c in table.columns]
@@ -389,9 +400,9 @@ def to_html(table: Table) -> str:
     for index, row in enumerate(table.rows):
         average = table.average_last and index == len(table.rows) - 1
         cells = "".join(
-            f'<td class="{"num average-col" if pin else "num"}">{e(c.text)}</td>'
+            f'<td class="{"num average-col" if pin else "num"}">{shown(c)}</td>'
             if i
-            else f"<td>{e(c.text)}</td>"
+            else f"<td>{shown(c)}</td>"
             for i, (c, pin) in enumerate(zip(row, sticky, strict=True))
         )
         kind = table.row_kinds[index] if table.row_kinds else ""

@@ -1,0 +1,83 @@
+"""A report laid out as the paper: the runs of a suite (`proactivebench paper`), each beside
+the table or figure of the paper it reproduces.
+
+`write_report(..., layout=Layout(...))` reads the runs as for any report; the layout then says
+three things the runs alone cannot: which of the paper's tables each run stands beside (a
+suite's experiment names it, where its settings may not tell: an `--all-samples` run is not
+recorded as one, and on generated data no run is filtered), the tables to show first (the
+experiments, with links to their own reports), and a note for every table (a partial run:
+`--limit`). The tables come in the paper's order: its tables and figures with the published
+rows first, then the action distributions (Fig. 4) and their changes from the plain run
+(Figs. 5, 7), then what the report shows of any runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proactivebench.report.runs import Run
+from proactivebench.report.tables import Table, to_csv
+
+#: Where a table goes in a paper-shaped report, by the start of its key: the experiments, the
+#: paper's tables and figures, the action distributions side by side and their changes, the
+#: comparisons with the plain run, the runs side by side, each run's own tables.
+ORDER = ("experiments", "paper-", "actions", "actions-vs", "vs-", "cross-", "run-", "actions-")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a suite's report is laid out (see the module's docstring)."""
+
+    #: Run directory (resolved) -> the key of the paper's table or figure it stands beside.
+    counterparts: Mapping[str, str] = field(default_factory=dict)
+    #: Tables shown before all others (the experiments).
+    preface: tuple[Table, ...] = ()
+    #: A note every table carries.
+    note: str | None = None
+
+    @staticmethod
+    def of(counterparts: Mapping[str | Path, str], **rest: Any) -> Layout:
+        """A layout whose `counterparts` are keyed by any path of each run directory."""
+        return Layout({str(Path(p).resolve()): key for p, key in counterparts.items()}, **rest)
+
+    def stamp(self) -> dict[str, Any]:
+        """What the report's up-to-date check compares: another layout is another report."""
+        return {
+            "counterparts": dict(sorted(self.counterparts.items())),
+            "preface": [to_csv(t) for t in self.preface],
+            "note": self.note,
+        }
+
+    def place(self, runs: Sequence[Run]) -> None:
+        """Tell each run the paper's table its caller named for it."""
+        for run in runs:
+            run.counterpart = self.counterparts.get(str(run.run_dir.resolve()))
+
+    def arrange(self, tables: Sequence[Table]) -> list[Table]:
+        """The preface, then `tables` in the paper's order (`ORDER`; the order they came in
+        within each place), each carrying the note."""
+        # sorted() is stable: within a place, e.g. the paper's tables, their order is kept.
+        ranked = sorted([*self.preface, *tables], key=lambda t: _place(t.key))
+        if self.note is None:
+            return ranked
+        return [dataclasses.replace(t, notes=[*t.notes, self.note]) for t in ranked]
+
+    def headline_keys(self, tables: Sequence[Table]) -> set[str]:
+        """What a terminal shows of the report: the experiments and the paper's tables."""
+        return {t.key for t in tables if _place(t.key) <= 1}
+
+
+def _place(key: str) -> int:
+    """A table's place in `ORDER`: the longest start of its key that matches (the actions
+    side by side are "actions" exactly; each run's are "actions-<run>"), else after all."""
+    exact = {"experiments": 0, "actions": 2, "actions-vs": 3}
+    if key in exact:
+        return exact[key]
+    for place, start in enumerate(ORDER):
+        if start.endswith("-") and key.startswith(start) and start != "actions-":
+            return place
+    return len(ORDER) - 1 if key.startswith("actions-") else len(ORDER)

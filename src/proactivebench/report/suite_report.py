@@ -1,0 +1,138 @@
+"""The report of a suite's experiments (`proactivebench paper`, `report OUT`), laid out as the
+paper: each experiment's run beside the paper's table it reproduces (`report.layout`).
+
+A suite's output holds a run directory per experiment and `suite.json` (which experiments,
+where the paper shows each, which is the plain run, the `--limit` they were played with). The
+report of them all goes to `OUT/report/`: first the experiments (their episodes per scenario,
+how each ended, a link to its own report and episode viewer, written beside its run), then
+the paper's tables with the 22 published models and this model's row, the action
+distributions and their changes from the plain run (the paper's Figs. 4, 5, 7), then each
+run's own tables. Played with `--limit`, every table says that it is partial.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from proactivebench.errors import NothingToDoError
+from proactivebench.paper import paper_results
+from proactivebench.paths import read_file
+from proactivebench.registry import scenario_order
+from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
+from proactivebench.report.layout import Layout
+from proactivebench.report.tables import Cell, Table
+from proactivebench.rundir import RUN_CONFIG, SUMMARY
+from proactivebench.texts import loads
+
+
+def write_suite_report(
+    out_dir: Path,
+    record: Mapping[str, Any],
+    statuses: Mapping[str, str],
+    *,
+    thumb_cache: bool = True,
+    report_dir: Path | None = None,
+    paper_model: str | None = None,
+) -> ReportOutcome:
+    """The report of the experiments `record` (`suite.json`) lists that have a run in
+    `out_dir`, into `report_dir` (default `out_dir/report`); `statuses` says how each ended in
+    the invocation that just ran them (by id); `paper_model` names the paper's model they
+    evaluated where the model spec does not (`report --paper-model`)."""
+    listed = record.get("experiments", [])
+    entries = [e for e in listed if (out_dir / e["id"] / RUN_CONFIG).is_file()]
+    if not entries:
+        raise NothingToDoError(f"{out_dir}: no experiment of its suite.json has a run yet")
+    cache = "default" if thumb_cache else None
+    runs = {e["id"]: out_dir / e["id"] for e in entries}
+    for run in runs.values():  # each experiment's own report and episode viewer
+        write_report([run], run / REPORT_DIR, if_changed=True, thumb_cache=cache)
+    limit = record.get("limit")
+    report = report_dir or out_dir / REPORT_DIR
+    layout = Layout.of(
+        {runs[e["id"]]: e["published"] for e in entries if isinstance(e.get("published"), str)},
+        preface=(experiments_table(entries, runs, statuses, report),),
+        note=partial_note(limit) if isinstance(limit, int) else None,
+    )
+    plain = next((runs[e["id"]] for e in entries if e.get("plain")), None)
+    model = _model(next(iter(runs.values())))
+    return write_report(
+        list(runs.values()),
+        report,
+        vs=plain,
+        title=f"The paper's experiments: {model}" if model else "The paper's experiments",
+        if_changed=True,
+        thumb_cache=cache,
+        paper=True,
+        paper_model=paper_model,
+        layout=layout,
+    )
+
+
+def experiments_table(
+    entries: list[dict[str, Any]],
+    runs: Mapping[str, Path],
+    statuses: Mapping[str, str],
+    report: Path,
+) -> Table:
+    """A row per experiment: where the paper shows it, its scored episodes per scenario, how it
+    ended, and a link to its own report (relative to the suite's report in `report`)."""
+    rows = []
+    for entry in entries:
+        ident = entry["id"]
+        counts, errors = _episodes(runs[ident])
+        shown = ", ".join(f"{s} {n}" for s, n in counts.items()) or "—"
+        status = statuses.get(ident) or ("episode errors" if errors else "done")
+        rows.append(
+            [
+                Cell(ident),
+                Cell(str(entry.get("paper") or "")),
+                Cell(str(sum(counts.values())), sum(counts.values())),
+                Cell(shown),
+                Cell(status),
+                Cell("report", href=_relative(runs[ident] / REPORT_DIR / "report.html", report)),
+            ]
+        )
+    columns = ["experiment", "paper", "episodes", "per scenario", "status", "own report"]
+    notes = [
+        "Each experiment is a run directory of its own (report, show, judge and merge work on "
+        "each); its own report holds its episode viewer. Episodes: scored ones (those that "
+        "ended in an error are left out)."
+    ]
+    return Table("experiments", "Experiments", columns, rows, notes, average_last=False)
+
+
+def partial_note(limit: int) -> str:
+    """What every table of a report of runs played with `--limit` says."""
+    after = paper_results()["filtering"]["counts_after"]
+    counts = ", ".join(f"{s} {after[s]}" for s in scenario_order(after) if s != "total")
+    return (
+        f"Partial: played with --limit {limit}, at most {limit} episodes per scenario (the "
+        f"experiments table gives each run's), where the paper scored every sample ({counts} "
+        "after its filter)."
+    )
+
+
+def _relative(target: Path, report: Path) -> str:
+    """`target` as a link from a page in `report` (a path with forward slashes)."""
+    return Path(os.path.relpath(target.resolve(), report.resolve())).as_posix()
+
+
+def _episodes(run: Path) -> tuple[dict[str, int], int]:
+    """Scored episodes per scenario and the episodes that ended in an error, from the run's
+    summary.json (none when it has none)."""
+    try:
+        scenarios = loads(read_file(run / SUMMARY).decode("utf-8"))["scenarios"]
+        scored = {s: int(v["n"]) for s, v in scenarios.items()}
+        return scored, sum(int(v.get("errors", 0)) for v in scenarios.values())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}, 0
+
+
+def _model(run: Path) -> str:
+    try:
+        return str(loads(read_file(run / RUN_CONFIG).decode("utf-8")).get("model") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""

@@ -1,0 +1,156 @@
+"""The report of `proactivebench paper`, laid out as the paper (issue 32, item 3): the
+experiments first with links to their own reports, then each of the paper's tables of the
+experiment list with the published rows exactly as in paper_results.json and this model's row,
+the action distributions and their changes from the plain run, every table saying that a
+`--limit` run is partial; `report OUT` writes the same report again.
+
+One `paper` run serves every test: a fake OpenAI server whose model is named as one of the
+paper's (so the paper's own values stand beside ours), a `python:` judge, one episode per
+scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clirun import run_cli
+from openai_server import FakeOpenAI
+from proactivebench.cli import main
+from proactivebench.data.synth import generate
+from proactivebench.paper import paper_table
+
+#: The judge: marks the first entry of every list it is shown (a suggestion found).
+JUDGE = """
+def judge(messages, observation):
+    user = messages[1]["content"]
+    entries = user.split("(List):")[1].split("###")[0].count(",") + 1
+    return "<think>ok</think> " + ", ".join(["1"] + ["0"] * (entries - 1))
+"""
+
+#: The paper's tables and figures the experiment list reproduces, by report table key, with
+#: the experiment placed in each and the paper's key and metric.
+EXPECTED = {
+    "paper-table1-acc": ("mcqa", "table1_mcqa", "acc"),
+    "paper-table1-psr": ("mcqa", "table1_mcqa", "psr"),
+    "paper-table2-cc": ("oeg", "table2_oeg", "cc"),
+    "paper-table2-ps": ("oeg", "table2_oeg", "ps"),
+    "paper-table4-acc": ("unfiltered", "table4_unfiltered", "acc"),
+    "paper-table4-psr": ("unfiltered", "table4_unfiltered", "psr"),
+    "paper-table6-acc": ("reference", "table6_oracle", "acc"),
+    "paper-table7-acc": ("hint", "table7_hint", "acc"),
+    "paper-table7-psr": ("hint", "table7_hint", "psr"),
+    "paper-table9-agg": ("oeg-hint", "table9_oeg_hint", "agg"),
+    "paper-table9-cc": ("oeg-hint", "table9_oeg_hint", "cc"),
+    "paper-table9-ps": ("oeg-hint", "table9_oeg_hint", "ps"),
+    "paper-table10-acc": ("oeg-multiturn", "table10_multiturn_oeg", "acc"),
+    "paper-table10-psr": ("oeg-multiturn", "table10_multiturn_oeg", "psr"),
+}
+#: How the report labels each experiment's run (the model, then what sets it apart).
+LABELS = {
+    "mcqa": " (mcqa)",
+    "unfiltered": " (unfiltered)",
+    "reference": " +reference",
+    "hint": " +hint",
+    "oeg": " +OEG",
+    "oeg-hint": " +hint +OEG",
+    "oeg-multiturn": " +OEG-MULTITURN",
+}
+FIGURES = ("paper-fig8-acc", "paper-fig8-psr", "paper-fig9a-acc", "paper-fig9b-acc")
+
+
+@pytest.fixture(scope="module")
+def suite_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("paper-report")
+    generate(root / "data", per_scenario=4, seed=5)  # icl3: three other samples
+    (root / "judging.py").write_text(JUDGE)
+    out = root / "out"
+    with pytest.MonkeyPatch.context() as patch, FakeOpenAI() as fake:
+        patch.setenv("OPENAI_API_KEY", "test-key")
+        args = ["paper", "--data", str(root / "data"), "--out", str(out), "--limit", "1"]
+        args += ["--model", f"openai:Qwen/Qwen2.5-VL-7B-Instruct@{fake.url}"]
+        args += ["--judge", f"python:{root / 'judging.py'}:judge", "--no-cache"]
+        with pytest.raises(SystemExit) as ended:
+            main(args)
+        assert ended.value.code in (0, None)
+    return out
+
+
+def report_json(out: Path) -> dict:
+    return json.loads((out / "report" / "report.json").read_text())
+
+
+def test_every_table_of_the_list_holds_the_papers_rows_and_this_models(suite_out: Path) -> None:
+    paper = report_json(suite_out)["paper"]
+    assert set(EXPECTED) | set(FIGURES) <= set(paper)
+    for key, (experiment, table_key, metric) in EXPECTED.items():
+        entry = paper[key]
+        assert entry["paper_table"] == table_key
+        rows = paper_table(table_key)["rows"]
+        published = {r["model"]: {c: v.get(metric) for c, v in r["cells"].items()} for r in rows}
+        assert {p["model"]: p["cells"] for p in entry["published"]} == published, key
+        (ours,) = entry["runs"]
+        assert ours["label"].endswith(LABELS[experiment]), key
+        # The model is the paper's Qwen2.5-VL 7B: its published value stands beside ours.
+        own = published["Qwen-2.5-VL 7B"]
+        assert ours["paper_model"] == "Qwen-2.5-VL 7B", key
+        for column, cell in ours["cells"].items():
+            if cell.get("value") is not None and own.get(column) is not None:
+                assert cell["paper"] == own[column], (key, column)
+
+
+def test_the_report_is_laid_out_as_the_paper(suite_out: Path) -> None:
+    markdown = (suite_out / "report" / "report.md").read_text()
+    titles = re.findall(r"^### (.+)$", markdown, flags=re.M)
+    assert titles[0] == "Experiments"
+    numbers = [
+        m.group(1)
+        for t in titles
+        if (m := re.search(r"\(published: .*?, (Table \d+|Fig\. \d+)\)", t))
+    ]
+    tables = [n for n in numbers if n.startswith("Table")]
+    assert tables == sorted(tables, key=lambda n: int(n.split()[-1]))  # the paper's order
+    assert numbers.index("Fig. 8") > numbers.index("Table 10")
+    place = {t: i for i, t in enumerate(titles)}
+    actions = place["Action distribution, average over scenarios"]
+    changes = next(i for t, i in place.items() if t.startswith("Δ action distribution"))
+    published = [i for i, t in enumerate(titles) if "(published: " in t]
+    assert published == list(range(1, len(published) + 1))  # right after the experiments
+    assert published[-1] < actions < changes  # then the action shares (Figs. 4, 5, 7)
+    assert changes < place["openai:Qwen/Qwen2.5-VL-7B-Instruct (mcqa)"]  # each run's last
+    # Fig. 5 (the ablation) and Fig. 7 (the hint): their changes from the plain run.
+    change_table = markdown.split("### Δ action distribution")[1].split("###")[0]
+    assert "+random suggestions" in change_table and "+hint" in change_table
+    # Played with --limit: every table says it is partial.
+    sections = markdown.split("\n### ")[1:]
+    assert sections and all("_Partial: played with --limit 1" in s for s in sections)
+
+
+def test_each_experiment_links_its_own_report(suite_out: Path) -> None:
+    page = (suite_out / "report" / "report.html").read_text()
+    ids = [e["id"] for e in json.loads((suite_out / "suite.json").read_text())["experiments"]]
+    assert len(ids) == 11
+    for ident in ids:
+        assert f'<a href="../{ident}/report/report.html">report</a>' in page
+        assert (suite_out / ident / "report" / "report.html").is_file()
+    experiments = page.split('data-table="experiments"')[1].split("</figure>")[0]
+    assert all(f"<td>{ident}</td>" in experiments for ident in ids)
+
+
+def test_report_out_writes_the_same_report(suite_out: Path, tmp_path: Path, capsys) -> None:
+    copy = tmp_path / "out"
+    shutil.copytree(suite_out, copy)
+    before = (copy / "report" / "report.md").read_text()
+    shutil.rmtree(copy / "report")
+    code, text = run_cli(["report", str(copy), "--no-thumb-cache"], capsys)
+    assert code == 0, text
+    assert "Experiments" in text and "among the paper's models" in text
+    written = (copy / "report" / "report.md").read_text()
+    tables = "\n## Tables\n"  # what follows names no path: the same tables, in the same order
+    assert tables in before and written.split(tables)[1] == before.split(tables)[1]
+    code, text = run_cli(["report", str(copy), "--vs", str(copy / "mcqa")], capsys)
+    assert code == 1 and "--vs and --params are for run directories" in text

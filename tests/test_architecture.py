@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scenarios", "data", "registry"),
     ("prompting", "models", "judge", "demonstrations", "metrics", "stats", "results"),
     ("settings", "oeg", "oeg_multiturn", "play", "selection", "rundir", "scheduler", "engine"),
-    ("runner", "rejudge", "report", "train", "demo", "launch", "humanplay", "filtering", "suite"),
+    ("runner", "rejudge", "report", "train", "demo", "launch", "humanplay", "filtering", "suite", "publish"),
     ("adapters",),
     ("cli", "__main__"),
 ]

@@ -6,6 +6,7 @@ non-zero (docs: README, "When things go wrong").
     ├── DataErrors                    several data problems found in one pass, reported together
     ├── ImageError                    an image that cannot be read or decoded
     ├── DownloadError                 fetching or unpacking the official data failed
+    ├── PushError                     results could not be pushed to the Hub (token, repo, network)
     ├── ModelSpecError                a model spec (or backend option) that names nothing usable
     ├── HFBackendError                the `hf` backend cannot start (extra, path, option)
     ├── ModelError                    a model call that failed (one attempt, or for good)
@@ -137,6 +138,11 @@ class ImageError(ProactiveBenchError):
 
 class DownloadError(ProactiveBenchError):
     """Fetching or unpacking the official data failed; the message says what to do next."""
+
+
+class PushError(ProactiveBenchError):
+    """`push` could not put results on the Hub: no token or one refused, a repo that is
+    missing and may not be created, the network; the message names the repo and what to do."""
 
 
 class HFBackendError(ProactiveBenchError):

@@ -99,7 +99,9 @@ class UploadHub:
             self.requests.append(f"{h.command} {path}")
             if h.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self.send(
-                    h, 401, {"error": "Invalid credentials in Authorization header"},
+                    h,
+                    401,
+                    {"error": "Invalid credentials in Authorization header"},
                     message="Invalid credentials in Authorization header",
                 )
             if h.command == "POST" and path == "/api/repos/create":
@@ -133,7 +135,7 @@ class UploadHub:
 
     def validate(self, h: BaseHTTPRequestHandler, payload: dict[str, Any]) -> None:
         content = payload["content"]
-        head, sep, rest = content.partition("\n---\n")
+        head, sep, _ = content.partition("\n---\n")
         if not (content.startswith("---\n") and sep):
             return self.send(h, 400, {"errors": [{"message": "no YAML front matter"}]})
         try:

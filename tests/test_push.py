@@ -43,9 +43,26 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = [sys.executable, "-m", "proactivebench"]
     env = {**os.environ, "PROACTIVEBENCH_CACHE": str(root / "cache")}
     for args in (
-        ["eval", "--data", str(root / "data"), "--model", "baseline:proactive", "--out", str(root / "run-a")],
-        ["paper", "--data", str(root / "data"), "--model", "baseline:reactive", "--out", str(root / "suite"),
-         "--only", "mcqa,hint"],
+        [
+            "eval",
+            "--data",
+            str(root / "data"),
+            "--model",
+            "baseline:proactive",
+            "--out",
+            str(root / "run-a"),
+        ],
+        [
+            "paper",
+            "--data",
+            str(root / "data"),
+            "--model",
+            "baseline:reactive",
+            "--out",
+            str(root / "suite"),
+            "--only",
+            "mcqa,hint",
+        ],
     ):
         done = subprocess.run([*base, *args], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -98,7 +115,9 @@ def front_matter(card: str) -> dict[str, object]:
 def test_run_and_suite_land_under_runs_and_reports_with_a_card(
     hub: UploadHub, runs: Path, tmp_path: Path
 ) -> None:
-    done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", runs / "suite", "--repo", REPO, "--private")
+    done = push(
+        hub.endpoint, tmp_path / "hf", runs / "run-a", runs / "suite", "--repo", REPO, "--private"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"pushed 3 run(s), 1 report(s) to {hub.endpoint}/datasets/{REPO}" in done.stdout
 
@@ -122,7 +141,9 @@ def test_run_and_suite_land_under_runs_and_reports_with_a_card(
         for p in (runs / "suite/report").rglob("*")
         if p.is_file() and not p.name.startswith(".")  # hidden: the report's own state
     }
-    assert {p.removeprefix("reports/suite/") for p in files if p.startswith("reports/")} == local_report
+    assert {
+        p.removeprefix("reports/suite/") for p in files if p.startswith("reports/")
+    } == local_report
     tops = {p.split("/")[0] for p in files}
     assert tops == {"README.md", "runs", "reports"}
     assert len(hub.commits) == 1  # one commit for the whole push
@@ -178,7 +199,9 @@ def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path
     assert after["runs/run-a/summary.json"] == (run / "summary.json").read_bytes()
     assert "| average | 14 | 42.0 |" in after["README.md"].decode()  # the card regenerated
     assert sorted(hub.commits[-1].paths) == ["README.md", "runs/run-a/summary.json"]
-    assert [c for c in hub.requests if c == "POST /api/repos/create"] == ["POST /api/repos/create"] * 2
+    assert [c for c in hub.requests if c == "POST /api/repos/create"] == [
+        "POST /api/repos/create"
+    ] * 2
 
     # Nothing changed: no commit at all, and the push still succeeds.
     third = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
@@ -195,7 +218,9 @@ def test_refused_token_is_one_line(hub: UploadHub, runs: Path, tmp_path: Path) -
     assert hub.repos == {}
 
 
-def test_no_token_is_one_line_before_any_request(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
+def test_no_token_is_one_line_before_any_request(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
     done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO, token=None)
     assert_one_line_failure(done, "no Hugging Face token", REPO, "hf auth login")
     assert hub.requests == []

@@ -16,6 +16,7 @@ non-zero (docs: README, "When things go wrong").
     │   ├── CredentialsMissingError   the hosted API's key is not set
     │   └── TooManyFailuresError      the circuit breaker: too many requests in a row failed
     ├── SettingsError                 a run setting's value, or a combination of them, refused
+    │   └── SuiteFileError            a suite file (suite FILE) that cannot be run
     ├── NothingToDoError              nothing selected to play, judge, report or compare
     ├── RunDirError                   a run directory that cannot be used as asked
     │   ├── NotARunDirError           no run.json there (or a file in the folder's place)

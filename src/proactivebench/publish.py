@@ -23,6 +23,7 @@ naming the repo and what to do (`hf auth login`, HF_TOKEN, the network).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -182,7 +183,9 @@ def dataset_card(plan: PushPlan, repo_id: str) -> str:
     not one table), then each run's model, settings, data and summary table."""
     from huggingface_hub import DatasetCardData
 
-    data = DatasetCardData(pretty_name=f"ProactiveBench results: {repo_id}", tags=["proactivebench"])
+    data = DatasetCardData(
+        pretty_name=f"ProactiveBench results: {repo_id}", tags=["proactivebench"]
+    )
     front = data.to_yaml().rstrip("\n") + "\nviewer: false\n"
     lines = [
         "---",
@@ -191,8 +194,8 @@ def dataset_card(plan: PushPlan, repo_id: str) -> str:
         "",
         f"# ProactiveBench results: {repo_id}",
         "",
-        "Runs of [ProactiveBench](https://github.com/tdemin16/ProactiveBench) pushed with "
-        "`proactivebench push`. Each run's folder holds `run.json` (model, data, settings, "
+        "Runs of ProactiveBench (De Min et al., 2026) pushed with `proactivebench push`. "
+        "Each run's folder holds `run.json` (model, data, settings, "
         "provenance), `results.jsonl` (one line per episode) and `summary.json`; "
         "`proactivebench report` reads a downloaded run as it reads a local one.",
         "",
@@ -241,7 +244,7 @@ def _summary_table(summary: dict[str, Any], oeg: bool) -> list[str]:
     head = ["scenario", "n", *(m.heading for m in metrics), "errors"]
     rows = []
     scenarios = summary.get("scenarios")
-    for name, score in (scenarios.items() if isinstance(scenarios, dict) else ()):
+    for name, score in scenarios.items() if isinstance(scenarios, dict) else ():
         rows.append(_row(str(name), score, metrics))
     if isinstance(summary.get("average"), dict):
         rows.append(_row("average", summary["average"], metrics))
@@ -302,7 +305,7 @@ def push(
     operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
     named = [run.repo_path for run in plan.runs] + plan.reports
     message = "proactivebench push: " + ", ".join(named)
-    with _hub_errors(repo_id, constants.ENDPOINT):
+    with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
         url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
         commit = api.create_commit(
             repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
@@ -314,6 +317,19 @@ def push(
         runs=[run.repo_path for run in plan.runs],
         reports=list(plan.reports),
     )
+
+
+@contextmanager
+def _quiet_library() -> Iterator[None]:
+    """The library's own warnings off while it pushes: a rerun that changes nothing is not
+    a problem (it then makes no commit), and our one line says what was pushed."""
+    hub_logger = logging.getLogger("huggingface_hub")
+    before = hub_logger.level
+    hub_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hub_logger.setLevel(before)
 
 
 @contextmanager
@@ -332,7 +348,9 @@ def _hub_errors(repo_id: str, endpoint: str) -> Iterator[None]:
     except errors.HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else None
         if status == 401:
-            raise PushError(f"{endpoint} refused the token (HTTP 401) for {where}: {_LOGIN}") from None
+            raise PushError(
+                f"{endpoint} refused the token (HTTP 401) for {where}: {_LOGIN}"
+            ) from None
         if status == 403:
             raise PushError(
                 f"no permission to create or write {where} (HTTP 403): create the repo on the "
@@ -344,7 +362,9 @@ def _hub_errors(repo_id: str, endpoint: str) -> Iterator[None]:
                 f"({_LOGIN})"
             ) from None
         what = f"HTTP {status}" if status is not None else str(exc).splitlines()[0]
-        raise PushError(f"{endpoint} answered {what} while pushing to {repo_id}; try again later") from None
+        raise PushError(
+            f"{endpoint} answered {what} while pushing to {repo_id}; try again later"
+        ) from None
     except errors.HFValidationError as exc:
         raise PushError(f"invalid repo {repo_id!r}: {exc}") from None
     except ValueError as exc:  # the card refused by the Hub's metadata check

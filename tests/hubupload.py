@@ -7,6 +7,8 @@
   refused create, and when a commit would change nothing);
 - `POST /api/validate-yaml` {content, repoType} → the README's front matter parsed as YAML,
   400 with the parser's message when it is not;
+- `GET /api/datasets/{repo}/tree/{rev}` and `HEAD`/`GET /datasets/{repo}/resolve/{rev}/{path}`
+  → what the repo holds (the push reads earlier runs back for the card);
 - `POST /api/datasets/{repo}/preupload/{rev}` {files: [{path, sample, size}]} → every file
   "regular" (its bytes inline in the commit), with the git blob id of the file the repo holds
   under that path, so that the library leaves out what did not change;
@@ -64,6 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.hub.answer(self, None)
 
+    def do_HEAD(self) -> None:
+        self.server.hub.answer(self, None)
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         self.server.hub.answer(self, self.rfile.read(length))
@@ -108,6 +113,8 @@ class UploadHub:
                 return self.create(h, json.loads(body or b"{}"))
             if h.command == "POST" and path == "/api/validate-yaml":
                 return self.validate(h, json.loads(body or b"{}"))
+            if path.startswith("/datasets/") and "/resolve/" in path:
+                return self.resolve(h, path)
             parts = path.removeprefix("/api/datasets/").split("/")
             repo_id = "/".join(parts[:2])
             repo = self.repos.get(repo_id)
@@ -116,11 +123,36 @@ class UploadHub:
             action = parts[2] if len(parts) > 2 else ""
             if h.command == "GET" and action in ("", "revision"):
                 return self.send(h, 200, {"id": repo_id, "sha": repo.sha, "private": repo.private})
+            if h.command == "GET" and action == "tree":
+                return self.send(
+                    h,
+                    200,
+                    [
+                        {"type": "file", "path": name, "size": len(data), "oid": git_sha1(data)}
+                        for name, data in sorted(repo.files.items())
+                    ],
+                )
             if h.command == "POST" and action == "preupload":
                 return self.preupload(h, repo, json.loads(body or b"{}"))
             if h.command == "POST" and action == "commit":
                 return self.commit(h, repo_id, repo, body or b"")
             return self.send(h, 404, {"error": "no such route"}, code="EntryNotFound")
+
+    def resolve(self, h: BaseHTTPRequestHandler, path: str) -> None:
+        """A file's bytes (GET) or its headers (HEAD), as the Hub's resolve URL serves them."""
+        repo_id, _, rest = path.removeprefix("/datasets/").partition("/resolve/")
+        repo_path = rest.partition("/")[2]
+        repo = self.repos.get(repo_id)
+        data = repo.files.get(repo_path) if repo is not None else None
+        if repo is None or data is None:
+            return self.send(h, 404, {"error": "not found"}, code="EntryNotFound")
+        h.send_response(200)
+        h.send_header("ETag", f'"{git_sha1(data)}"')
+        h.send_header("X-Repo-Commit", repo.sha)
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        if h.command == "GET":
+            h.wfile.write(data)
 
     def create(self, h: BaseHTTPRequestHandler, payload: dict[str, Any]) -> None:
         repo_id = f"{payload['organization']}/{payload['name']}"
@@ -192,7 +224,8 @@ class UploadHub:
         if message:
             h.send_header("X-Error-Message", message)
         h.end_headers()
-        h.wfile.write(payload)
+        if h.command != "HEAD":
+            h.wfile.write(payload)
 
 
 def serve() -> Iterator[UploadHub]:

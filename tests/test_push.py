@@ -209,6 +209,32 @@ def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path
     assert len(hub.commits) == 2
 
 
+def test_a_later_push_keeps_the_earlier_runs_in_the_card(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """The card is written anew each time from this push's runs and those the repo already
+    holds (read back from it): a run pushed alone later does not drop the others."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert second.returncode == 0, second.stdout + second.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    sections = [line for line in card.splitlines() if line.startswith("## `")]
+    assert sections == ["## `runs/run-a`", "## `runs/suite/hint`", "## `runs/suite/mcqa`"]
+    hint = card.split("## `runs/suite/hint`")[1].split("## ")[0]
+    assert "- model: `baseline:reactive`" in hint and '"hint": true' in hint
+    assert "| average | 14 |" in hint  # its summary read back from the repo
+    assert any(
+        "/resolve/" in r and r.endswith("/runs/suite/hint/summary.json") for r in hub.requests
+    )
+
+    # Pushing one of them again replaces its section, never adds a second one.
+    third = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert third.returncode == 0, third.stdout + third.stderr
+    again = hub.repos[REPO].files["README.md"].decode()
+    assert [line for line in again.splitlines() if line.startswith("## `")] == sections
+
+
 # --- one line when it cannot -------------------------------------------------------------
 
 

@@ -8,8 +8,8 @@ Where things go in the repo (documented in the README, "Results on the Hub"):
   directory per experiment) → every experiment as `runs/<OUT's name>/<experiment id>/` and the
   suite's report `OUT/report` as `reports/<OUT's name>/`;
 - a report directory `DIR` (report.json or report.html, no run.json) → `reports/<DIR's name>/`;
-- `README.md`: the dataset card, written anew from the runs of this push (model, settings,
-  data, the summary table).
+- `README.md`: the dataset card, written anew at every push from the runs of this push and
+  those earlier pushes left in `runs/` (model, settings, data, the summary table).
 
 Everything goes in one commit; a rerun overwrites the same paths (files that did not change are
 not sent again: the Hub says which it holds) and rewrites the card. Files the repo holds and
@@ -178,9 +178,10 @@ def _read_summary(path: Path) -> dict[str, Any] | None:
 # --- the dataset card ---------------------------------------------------------------------
 
 
-def dataset_card(plan: PushPlan, repo_id: str) -> str:
+def dataset_card(plan: PushPlan, repo_id: str, earlier: Sequence[PushedRun] = ()) -> str:
     """README.md of the repo: YAML front matter the Hub reads (no viewer: the files are runs,
-    not one table), then each run's model, settings, data and summary table."""
+    not one table), then each run's model, settings, data and summary table: this push's runs
+    and the `earlier` ones the repo holds, in the order of their paths."""
     from huggingface_hub import DatasetCardData
 
     data = DatasetCardData(
@@ -200,7 +201,7 @@ def dataset_card(plan: PushPlan, repo_id: str) -> str:
         "`proactivebench report` reads a downloaded run as it reads a local one.",
         "",
     ]
-    for run in plan.runs:
+    for run in sorted([*plan.runs, *earlier], key=lambda r: r.repo_path):
         lines += _run_section(run)
     if plan.reports:
         lines += ["## Reports", ""]
@@ -300,13 +301,13 @@ def push(
     if not token:
         raise PushError(f"no Hugging Face token to push to {repo_id}: {_LOGIN}")
     api = HfApi(token=token)
-    card = dataset_card(plan, repo_id)
-    operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
-    operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
     named = [run.repo_path for run in plan.runs] + plan.reports
     message = "proactivebench push: " + ", ".join(named)
     with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
         url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+        card = dataset_card(plan, repo_id, _earlier_runs(api, repo_id, plan))
+        operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
+        operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
         commit = api.create_commit(
             repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
         )
@@ -317,6 +318,42 @@ def push(
         runs=[run.repo_path for run in plan.runs],
         reports=list(plan.reports),
     )
+
+
+def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
+    """The runs the repo holds from earlier pushes that this one does not replace, read back
+    (run.json, summary.json) so that the regenerated card still describes them. A file there
+    that is not ours to read (not JSON, not an object) leaves its run out of the card."""
+    import tempfile
+
+    pushed = {run.repo_path for run in plan.runs}
+    held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+    suffix = f"/{RUN_CONFIG}"
+    earlier = []
+    with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
+
+        def fetch(repo_path: str) -> Any:
+            if repo_path not in held:
+                return None
+            local = api.hf_hub_download(repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch)
+            try:
+                return loads(Path(local).read_bytes().decode("utf-8"))
+            except ValueError:
+                return None
+
+        for config_path in sorted(held):
+            run_path = config_path.removesuffix(suffix)
+            if not (config_path.startswith(f"{RUNS}/") and config_path.endswith(suffix)):
+                continue
+            if run_path in pushed or f"/{RUN_REPORT}/" in f"{run_path}/":
+                continue
+            config = fetch(config_path)
+            summary = fetch(f"{run_path}/{SUMMARY}")
+            if isinstance(config, dict):
+                earlier.append(
+                    PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
+                )
+    return earlier
 
 
 @contextmanager

@@ -23,6 +23,7 @@ COMMANDS = {
     "merge",
     "paper",
     "play",
+    "push",
     "report",
     "show",
     "suite",

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 from rich.text import Text
 
-from proactivebench.catalog import Catalog, catalog
 from proactivebench.cli.output import UNBOUNDED_WIDTH, out
+
+if TYPE_CHECKING:
+    from proactivebench.catalog import Catalog
 
 
 @click.command("list")
@@ -26,6 +29,8 @@ from proactivebench.cli.output import UNBOUNDED_WIDTH, out
 def list_command(data_dir: Path | None, as_json: bool) -> None:
     """List the scenarios, baselines, model spec kinds, the paper's experiments and the
     optional extras installed."""
+    from proactivebench.catalog import catalog  # the suite and data layers: when listed only
+
     found = catalog(data_dir)
     if as_json:
         click.echo(json.dumps(found.to_json(), indent=2))

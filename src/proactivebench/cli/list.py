@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from proactivebench.cli.output import UNBOUNDED_WIDTH, out
+from proactivebench.texts import dumps
 
 if TYPE_CHECKING:
     from proactivebench.catalog import Catalog
@@ -33,7 +33,7 @@ def list_command(data_dir: Path | None, as_json: bool) -> None:
 
     found = catalog(data_dir)
     if as_json:
-        click.echo(json.dumps(found.to_json(), indent=2))
+        click.echo(dumps(found.to_json(), indent=2))
         return
     # At their natural width, whatever the terminal's: a row is never broken inside a cell
     # (a terminal narrower than a table wraps the line itself), so a spec or a module name
@@ -94,4 +94,4 @@ def _row(table: Table, cells: list[str]) -> None:
 def _value(value: object) -> str:
     if isinstance(value, list):
         return ",".join(map(str, value))
-    return json.dumps(value) if isinstance(value, bool) else str(value)
+    return dumps(value) if isinstance(value, bool) else str(value)

@@ -46,7 +46,14 @@ def test_the_json_has_every_section(capsys: pytest.CaptureFixture[str]) -> None:
         "synthetic",
     }
     assert shown["data"] is None and shown["synthetic"] is None
-    assert set(shown["scenarios"][0]) == {"short", "stem", "file", "in_paper", "records", "official"}
+    assert set(shown["scenarios"][0]) == {
+        "short",
+        "stem",
+        "file",
+        "in_paper",
+        "records",
+        "official",
+    }
     assert set(shown["extras"][0]) == {"name", "installed", "missing"}
 
 

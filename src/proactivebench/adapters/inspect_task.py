@@ -233,7 +233,11 @@ def proactive_oeg_score() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         line = state.metadata[RESULT_KEY]
         return Score(
-            value={k: v for k, v in episode_scores(line, oeg=True, fractions=True).items() if k in OEG_RATES},
+            value={
+                k: v
+                for k, v in episode_scores(line, oeg=True, fractions=True).items()
+                if k in OEG_RATES
+            },
             answer=line.get("generation"),
             metadata={RESULT_KEY: line},
         )

@@ -1,8 +1,8 @@
 """The `proactivebench` command line: the root group, its commands, and `main`.
 
 The commands live in one module per group (`run`: eval, judge, merge; `demo`; `data`;
-`report`: report, show; `play`; `train`; `inspect_log`: import-inspect; `list`), all standalone click
-commands that use `output` (consoles, tables, progress, exit codes) and `options` (shared
+`report`: report, show; `play`; `train`; `inspect_log`: import-inspect; `list`), all standalone
+click commands that use `output` (consoles, tables, progress, exit codes) and `options` (shared
 options and their parsing) and the library. This module only puts them under one group and
 runs it: `main` sets up logging and turns every user error into one message and an exit code,
 never a traceback. No module of the package imports this one.

@@ -70,7 +70,9 @@ def tables(found: Catalog) -> list[Table]:
     for k in found.model_kinds:
         yes_no = ["yes" if k["eval"] else "no", "yes" if k["judge"] else "no"]
         _row(kinds, [k["kind"], k["form"], k["doc"], *yes_no, k["extra"] or "-"])
-    experiments = _table("the paper's experiments (proactivebench paper)", ["id", "paper", "settings"])
+    experiments = _table(
+        "the paper's experiments (proactivebench paper)", ["id", "paper", "settings"]
+    )
     for e in found.experiments:
         settings = " ".join(f"{k}={_value(v)}" for k, v in e.settings.items()) or "(defaults)"
         _row(experiments, [e.id, e.paper, settings])

@@ -13,6 +13,7 @@ from proactivebench.models.options import check_options
 from proactivebench.models.replay import Replay
 from proactivebench.models.resilient import DEFAULT_MAX_CONSECUTIVE_FAILURES, Resilient
 
+
 @dataclass(frozen=True)
 class SpecKind:
     """One kind of model spec (`KIND:VALUE`): the one table from which `load_model` builds a
@@ -177,11 +178,11 @@ __all__ = [
     "JUDGE_SPEC_HELP",
     "SPEC_HELP",
     "SPEC_KINDS",
-    "SpecKind",
     "ChatRequest",
     "Completion",
     "Decoding",
     "Model",
     "Resilient",
+    "SpecKind",
     "load_model",
 ]

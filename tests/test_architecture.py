@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "suite",
         "publish",
     ),
+    ("catalog",),
     ("adapters",),
     ("cli", "__main__"),
 ]

@@ -19,6 +19,7 @@ COMMANDS = {
     "demo",
     "eval",
     "import-inspect",
+    "list",
     "judge",
     "merge",
     "paper",

@@ -135,7 +135,7 @@ def test_an_interrupted_report_leaves_no_worker_behind(tmp_path: Path, monkeypat
     monkeypatch.setattr(thumbnails, "POOL_MIN_VIEWS", 0)
     monkeypatch.setattr(thumbnails, "_cores", lambda: 2)
 
-    def interrupted(*args: object) -> None:
+    def interrupted(*args: object, **options: object) -> None:
         assert multiprocessing.active_children()  # the workers at work
         raise KeyboardInterrupt
 

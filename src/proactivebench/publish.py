@@ -22,7 +22,6 @@ naming the repo and what to do (`hf auth login`, HF_TOKEN, the network).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -36,7 +35,7 @@ from proactivebench.errors import ProactiveBenchError, PushError
 from proactivebench.metrics import Metric, headline_metrics
 from proactivebench.rundir import RESULTS, RUN_CONFIG, SUMMARY, read_run_config
 from proactivebench.suite import is_suite_dir, read_suite_record
-from proactivebench.texts import loads
+from proactivebench.texts import dumps, loads
 
 REPO_TYPE = "dataset"
 CARD = "README.md"
@@ -271,7 +270,7 @@ def _number(value: Any) -> str:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+    return dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
 def _code(text: str) -> str:

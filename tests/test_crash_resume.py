@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from clirun import ctrl_c_as_in_a_terminal
-from openai_server import ServerProcess
+from proactivebench.testing.server import ServerProcess
 from proactivebench.data.synth import generate
 from resultlines import comparable
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from openai_server import FakeOpenAI
+from proactivebench.testing.server import FakeOpenAI
 from proactivebench import EvalSettings, RunOptions, aevaluate, evaluate, load_model
 from proactivebench.data.synth import generate
 from proactivebench.engine import RunEngine

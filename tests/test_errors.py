@@ -15,7 +15,7 @@ import pytest
 import proactivebench
 from clirun import held_by_another_process
 from handmade import full_dataset
-from openai_server import FakeOpenAI, closed_port_url
+from proactivebench.testing.server import FakeOpenAI, closed_port_url
 from proactivebench import errors
 from proactivebench.errors import (
     CredentialsMissingError,

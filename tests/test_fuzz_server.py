@@ -22,7 +22,7 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI, Raw
+from proactivebench.testing.server import FakeOpenAI, Raw
 from proactivebench.cli import main
 from proactivebench.models import openai_compat
 from proactivebench.models.openai_compat import READ_CHUNK

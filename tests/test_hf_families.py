@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from families import FAMILIES
+from proactivebench.testing.families import FAMILIES
 from handmade import full_dataset
 from hfruns import (
     Encoded,

@@ -13,7 +13,7 @@ import pytest
 
 from clirun import ctrl_c_here, run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI, Raw, last_user_text
+from proactivebench.testing.server import FakeOpenAI, Raw, last_user_text
 from proactivebench.judge import Judge, judge_messages, parse_verdict
 from proactivebench.models import load_model
 from proactivebench.rundir import read_results

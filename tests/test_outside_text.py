@@ -19,7 +19,7 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset, rod, write_dataset
-from openai_server import FakeOpenAI, Raw
+from proactivebench.testing.server import FakeOpenAI, Raw
 from proactivebench.errors import ModelSpecError
 from proactivebench.models import load_model
 from proactivebench.models.openai_compat import READ_CHUNK

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from openai_server import FakeOpenAI
+from proactivebench.testing.server import FakeOpenAI
 from proactivebench.cli import main
 from proactivebench.data.synth import generate
 from proactivebench.paper import paper_table

@@ -14,7 +14,7 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI
+from proactivebench.testing.server import FakeOpenAI
 from proactivebench.report import build
 from proactivebench.rundir import FINISHED, merge_runs
 

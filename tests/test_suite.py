@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from clirun import ctrl_c_as_in_a_terminal, run_cli
-from openai_server import FakeOpenAI
+from proactivebench.testing.server import FakeOpenAI
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.errors import ModelError, SettingsError, SuiteFileError

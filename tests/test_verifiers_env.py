@@ -26,7 +26,7 @@ from verifiers.v1.runtimes import subprocess as subprocess_runtime
 from verifiers.v1.runtimes.base import Runtime
 from verifiers.v1.utils.loaders import load_environment, resolve_env_config
 
-from openai_server import FakeOpenAI
+from proactivebench.testing.server import FakeOpenAI
 from proactivebench.adapters.verifiers_env import (
     PlaySettings,
     ProactiveData,

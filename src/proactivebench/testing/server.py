@@ -472,7 +472,8 @@ class ServerProcess:
 
     def __init__(self, latency: float = 0.0, answers: Path | None = None) -> None:
         self.args = [
-            sys.executable, str(Path(__file__).resolve()), "--latency", str(latency),
+            sys.executable, "-m", __spec__.name if __spec__ else "proactivebench.testing.server",
+            "--latency", str(latency),
             "--until-stdin-closes",
         ]  # fmt: skip
         if answers is not None:

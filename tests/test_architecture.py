@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("prompting", "models", "judge", "demonstrations", "metrics", "stats", "results"),
     ("settings", "oeg", "oeg_multiturn", "play", "selection", "rundir", "scheduler", "engine"),
     ("runner", "rejudge", "report", "train", "demo", "launch", "humanplay", "filtering", "suite"),
-    ("adapters",),
+    ("adapters", "testing"),
     ("cli", "__main__"),
 ]
 

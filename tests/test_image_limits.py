@@ -16,7 +16,6 @@ from PIL import Image, ImageFile
 
 from clirun import eval_args, run_cli
 from handmade import rod, write_dataset
-from proactivebench.testing.server import FakeOpenAI
 from proactivebench.data import images as images_module
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ImageError
@@ -26,6 +25,7 @@ from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import View
 from proactivebench.settings import EvalSettings
+from proactivebench.testing.server import FakeOpenAI
 
 
 def png_claiming(width: int, height: int) -> bytes:

@@ -83,7 +83,8 @@ def fake_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         line = server.stdout.readline()
         if not line.startswith("URL "):
             server.kill()
-            pytest.fail(f"the fake server did not start (port taken?):\n{line}{server.stdout.read()}")
+            rest = server.stdout.read()
+            pytest.fail(f"the fake server did not start (port taken?):\n{line}{rest}")
         yield line.split()[1]
     finally:
         server.terminate()

@@ -34,20 +34,7 @@ Inspect's `openai-api` provider, verifiers).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from proactivebench.testing.server import (
-        FAULTS,
-        FakeOpenAI,
-        Raw,
-        Recorded,
-        ServerConfig,
-        ServerProcess,
-        closed_port_url,
-        fingerprint,
-    )
-    from proactivebench.testing.tiny_vlm import build_tiny_tool_vlm, build_tiny_vlm
+from typing import Any
 
 #: Where each public name lives: loaded on first use, so that `python -m
 #: proactivebench.testing.server` runs its module once and importing this package costs nothing.

@@ -121,12 +121,14 @@ def test_inspect_task_scores_equal_a_replayed_eval(
     got = inspect_scores(log)
     expected = scores_of(direct)
     assert set(got) == set(expected)
+    # Inspect's scale: accuracy 0-1 (our tables' percent / 100); the ps rate a count as ours.
     for scenario, (accuracy, ps_rate) in expected.items():
-        assert got[scenario] == (pytest.approx(accuracy), pytest.approx(ps_rate)), scenario
+        assert got[scenario] == (pytest.approx(accuracy / 100), pytest.approx(ps_rate)), scenario
     assert set(got) == {"ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO"}
     # The scripts make both outcomes and more than one turn happen, so the equality means
     # something: every episode's outcome and length are compared through the means.
-    assert all(a > 0 for a, _ in got.values()) and any(a < 100 for a, _ in got.values())
+    assert all(a > 0 for a, _ in got.values()) and any(a < 1 for a, _ in got.values())
+    assert all(a <= 1 for a, _ in got.values())
     if params.get("reference"):  # one clear turn: nothing to suggest
         assert all(ps == 0 for _, ps in got.values())
     else:
@@ -244,11 +246,11 @@ def test_open_ended_generation_is_judged_by_the_judge_role(data: Path, tmp_path:
     assert log.status == "success", log.error
     metrics = {s.name: {k: v.value for k, v in s.metrics.items()} for s in log.results.scores}
     for scenario, marks in expected.items():
-        ps = 100 * sum(p for p, _ in marks) / len(marks)
-        cp = 100 * sum(c for _, c in marks) / len(marks)
+        ps = sum(p for p, _ in marks) / len(marks)  # Inspect's 0-1 scale
+        cp = sum(c for _, c in marks) / len(marks)
         assert metrics["ps"][f"grouped_{scenario}"] == pytest.approx(ps), scenario
         assert metrics["cp"][f"grouped_{scenario}"] == pytest.approx(cp), scenario
-        assert metrics["aggregate"][f"grouped_{scenario}"] == pytest.approx(100.0), scenario
+        assert metrics["aggregate"][f"grouped_{scenario}"] == pytest.approx(1.0), scenario
     assert {m[0] for marks in expected.values() for m in marks} == {0, 1}  # both kinds occur
     line = log.samples[0].scores["proactive_oeg_score"].metadata["result"]
     assert line["generation"] == f"generation {line['scenario']} {line['sample_id']}"

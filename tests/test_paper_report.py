@@ -103,6 +103,19 @@ def test_every_table_of_the_list_holds_the_papers_rows_and_this_models(suite_out
                 assert cell["paper"] == own[column], (key, column)
 
 
+def test_the_figures_rows_are_the_papers_printed_values(suite_out: Path) -> None:
+    """Figs. 8 and 9 print averages only: each row of the report's figure tables is a row of
+    the figure in paper_results.json, cell by cell, beside the history and ICL runs."""
+    paper = report_json(suite_out)["paper"]
+    for key in FIGURES:
+        entry = paper[key]
+        rows = {r["config"]: r["cells"] for r in paper_table(entry["figure"])["rows"]}
+        for row in entry["published"]:
+            expected = {c: v.get(entry["paper_metric"]) for c, v in rows[row["config"]].items()}
+            assert row["cells"] == {c: expected[c] for c in row["cells"]}, (key, row["config"])
+        assert entry["runs"], key
+
+
 def test_the_report_is_laid_out_as_the_paper(suite_out: Path) -> None:
     markdown = (suite_out / "report" / "report.md").read_text()
     titles = re.findall(r"^### (.+)$", markdown, flags=re.M)

@@ -376,6 +376,10 @@ def test_summary_and_report_give_the_same_rates(tmp_path: Path) -> None:
     from proactivebench.metrics import episode_scores, summarize
 
     assert episode_scores(episode("ROD", 0, "asked")) == {"accuracy": 100.0, "ps_rate": 1.0}
+    # Inspect's scale (adapters/inspect_task.py): a percentage on 0-1, a count as it is.
+    asked = episode("ROD", 0, "asked")
+    assert episode_scores(asked, fractions=True) == {"accuracy": 1.0, "ps_rate": 1.0}
+    assert episode_scores(oeg_line(1, 0, 1), oeg=True, fractions=True)["cp"] == 1.0
     assert episode_scores(oeg_line(0, 1, 0), oeg=True) == {
         "ps": 100.0,
         "cp": 0.0,

@@ -425,6 +425,29 @@ def test_a_request_in_flight_is_waited_for_and_a_failed_one_asked_again(tmp_path
     assert (counts_b.asked, counts_b.shared) == (1, 0)
 
 
+def test_a_request_shared_counts_once_per_run(tmp_path: Path) -> None:
+    """Run b meets a's request three times (two episodes of b ask it alike): alone, b would
+    have asked it once and taken it twice from its own cache, so the sharing saved one request,
+    not three; a's own repeat saves nothing."""
+    request = ChatRequest([{"role": "user", "content": "which?"}])
+
+    async def play() -> tuple:
+        sharing = Sharing()
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        first, second = Slow(), Slow()
+        first.gate.set()
+        a = CachedModel(first, cache, sharing, "a")
+        b = CachedModel(second, cache, sharing, "b")
+        for model in (a, b, b, a, b):
+            await model.generate([request])
+        cache.close()
+        return first.calls + second.calls, sharing.of("a"), sharing.of("b")
+
+    calls, a, b = asyncio.run(play())
+    assert calls == 1
+    assert (a.asked, a.shared, b.asked, b.shared) == (1, 0, 0, 1)
+
+
 class Counted(ModelWrapper):
     """A model that counts how often it is closed."""
 

@@ -256,3 +256,18 @@ def test_a_rule_change_in_scenarios_reaches_the_reward(
     for scenario, sample_id, answers in played:
         outcome = episode_outcome(task_data(data, scenario, sample_id), answers)
         assert not outcome.correct and outcome.interventions == 0 and outcome.turns == 1
+
+
+def test_the_extra_installs_the_uv_the_harness_runs() -> None:
+    """verifiers' runtime prepares the harness's chat program with `uv sync --script` (and
+    downloads a uv when none is on PATH, which fails offline): the `verifiers` extra brings one."""
+    import inspect
+    import re
+    import tomllib
+
+    from verifiers.v1.runtimes import base
+
+    assert "uv sync --script" in inspect.getsource(base.Runtime.prepare_uv_script)
+    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["verifiers"]
+    assert any(re.match(r"uv\b", requirement) for requirement in extra), extra

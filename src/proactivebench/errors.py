@@ -6,6 +6,7 @@ non-zero (docs: README, "When things go wrong").
     ├── DataErrors                    several data problems found in one pass, reported together
     ├── ImageError                    an image that cannot be read or decoded
     ├── DownloadError                 fetching or unpacking the official data failed
+    ├── PushError                     results could not be pushed to the Hub (token, repo, network)
     ├── ModelSpecError                a model spec (or backend option) that names nothing usable
     ├── HFBackendError                the `hf` backend cannot start (extra, path, option)
     ├── ModelError                    a model call that failed (one attempt, or for good)
@@ -15,6 +16,7 @@ non-zero (docs: README, "When things go wrong").
     │   ├── CredentialsMissingError   the hosted API's key is not set
     │   └── TooManyFailuresError      the circuit breaker: too many requests in a row failed
     ├── SettingsError                 a run setting's value, or a combination of them, refused
+    │   └── SuiteFileError            a suite file (suite FILE) that cannot be run
     ├── NothingToDoError              nothing selected to play, judge, report or compare
     ├── RunDirError                   a run directory that cannot be used as asked
     │   ├── NotARunDirError           no run.json there (or a file in the folder's place)
@@ -137,6 +139,11 @@ class ImageError(ProactiveBenchError):
 
 class DownloadError(ProactiveBenchError):
     """Fetching or unpacking the official data failed; the message says what to do next."""
+
+
+class PushError(ProactiveBenchError):
+    """`push` could not put results on the Hub: no token or one refused, a repo that is
+    missing and may not be created, the network; the message names the repo and what to do."""
 
 
 class HFBackendError(ProactiveBenchError):

@@ -600,12 +600,18 @@ def average_label(covers: Sequence[str], missing: Sequence[str] = ()) -> str:
     return shown + (f"; no {', '.join(missing)})" if missing else ")")
 
 
-def episode_scores(line: Line, oeg: bool = False) -> dict[str, float]:
+def episode_scores(line: Line, oeg: bool = False, *, fractions: bool = False) -> dict[str, float]:
     """Every headline score of one scored episode (a line without an error), by rate name:
     accuracy and ps_rate for MCQA; ps, cp, aggregate and, when recorded, agreement and
-    unparsed for OEG."""
-    scores = {m.key: m.value(line) for m in headline_metrics(oeg)}
-    return {key: value for key, value in scores.items() if value is not None}
+    unparsed for OEG. With `fractions`, a percentage is on the 0-1 scale instead (as
+    Inspect's own metrics are read: 1 for a correct episode, not 100); a count (ps rate)
+    stays a count. Our tables and summary.json keep percentages."""
+    scores = {m.key: (m, m.value(line)) for m in headline_metrics(oeg)}
+    return {
+        key: value / 100 if fractions and metric.percent else value
+        for key, (metric, value) in scores.items()
+        if value is not None
+    }
 
 
 def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:

@@ -207,12 +207,13 @@ def _by_scenario() -> list[Any]:
 
 @scorer(metrics={"accuracy": _by_scenario(), "ps_rate": _by_scenario()})
 def proactive_score() -> Scorer:
-    """Multiple choice: accuracy (%) and proactive suggestions of the episode."""
+    """Multiple choice: accuracy on Inspect's 0-1 scale (1 for a correct episode) and the
+    episode's proactive suggestions (a count: the ps rate is their mean per episode)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         line = state.metadata[RESULT_KEY]
         return Score(
-            value=episode_scores(line),
+            value=episode_scores(line, fractions=True),
             answer=line["trace"][-1]["answer"] if line.get("trace") else None,
             explanation=line.get("end_reason"),
             metadata={RESULT_KEY: line},
@@ -227,12 +228,16 @@ OEG_RATES = ("ps", "cp", "aggregate")
 
 @scorer(metrics={name: _by_scenario() for name in OEG_RATES})
 def proactive_oeg_score() -> Scorer:
-    """Open-ended generation: the judge's verdicts as rates (%)."""
+    """Open-ended generation: the judge's verdicts as rates on Inspect's 0-1 scale."""
 
     async def score(state: TaskState, target: Target) -> Score:
         line = state.metadata[RESULT_KEY]
         return Score(
-            value={k: v for k, v in episode_scores(line, oeg=True).items() if k in OEG_RATES},
+            value={
+                k: v
+                for k, v in episode_scores(line, oeg=True, fractions=True).items()
+                if k in OEG_RATES
+            },
             answer=line.get("generation"),
             metadata={RESULT_KEY: line},
         )

@@ -1,11 +1,12 @@
 """The `proactivebench` command line: the root group, its commands, and `main`.
 
-The commands live in one module per group (`run`: eval, judge, merge; `demo`; `data`;
-`report`: report, show; `play`; `train`; `inspect_log`: import-inspect), all standalone click
-commands that use `output` (consoles, tables, progress, exit codes) and `options` (shared
-options and their parsing) and the library. This module only puts them under one group and
-runs it: `main` sets up logging and turns every user error into one message and an exit code,
-never a traceback. No module of the package imports this one.
+The commands live in one module per group (`run`: eval, judge, merge; `suite`: paper, suite;
+`demo`; `data`; `report`: report, show; `play`; `train`; `inspect_log`: import-inspect;
+`publish`: push; `list`), all standalone click commands that use `output` (consoles, tables,
+progress, exit codes) and `options` (shared options and their parsing) and the library. This
+module only puts them under one group and runs it: `main` sets up logging and turns every user
+error into one message and an exit code, never a traceback. No module of the package imports
+this one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import NoReturn
 
 import click
 
-from proactivebench.cli import data, demo, inspect_log, play, report, run, suite, train
+from proactivebench.cli import data, demo, inspect_log, play, publish, report, run, suite, train
+from proactivebench.cli import list as list_cli
 from proactivebench.cli.output import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -54,6 +56,8 @@ cli.add_command(report.report_command)
 cli.add_command(report.show_command)
 cli.add_command(train.train_group)
 cli.add_command(inspect_log.import_inspect_command)
+cli.add_command(publish.push_command)
+cli.add_command(list_cli.list_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from proactivebench.errors import ModelSpecError
@@ -11,14 +13,104 @@ from proactivebench.models.options import check_options
 from proactivebench.models.replay import Replay
 from proactivebench.models.resilient import DEFAULT_MAX_CONSECUTIVE_FAILURES, Resilient
 
-SPEC_HELP = (
-    "baseline:oracle|proactive|random|reactive|abstain, replay:FILE, openai:MODEL[@BASE_URL], "
-    "hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
+
+@dataclass(frozen=True)
+class SpecKind:
+    """One kind of model spec (`KIND:VALUE`): the one table from which `load_model` builds a
+    model, the `--model` help and `proactivebench list` read, so that a kind added here is
+    known everywhere."""
+
+    kind: str
+    #: The spec's form(s) as the help shows it, e.g. ``openai:MODEL[@BASE_URL]``.
+    form: str
+    doc: str
+    #: Builds the model from the spec's VALUE, the run's seed and the options; None: not a
+    #: model `eval` can play (a person plays in the browser, through `play`).
+    build: Callable[[str, int, dict[str, Any]], Model] | None
+    #: Whether it can judge an open-ended run (baselines and replay read turns, not requests).
+    judge: bool = False
+    #: Whether it takes options (`--model-option`): the wrapped backends do.
+    options: bool = True
+    #: The extra whose packages it needs, if any.
+    extra: str | None = None
+
+
+def _baseline(rest: str, seed: int, options: dict[str, Any]) -> Model:
+    if rest not in BASELINES:
+        raise ModelSpecError(f"unknown baseline {rest!r}; choose from {', '.join(BASELINES)}")
+    return BASELINES[rest](seed=seed)
+
+
+def _replay(rest: str, seed: int, options: dict[str, Any]) -> Model:
+    return Replay(rest)
+
+
+def _openai(rest: str, seed: int, options: dict[str, Any]) -> Model:
+    from proactivebench.models.openai_compat import OpenAICompatible
+
+    own, wrapper = _checked(options, OpenAICompatible, "openai")
+    return _resilient(OpenAICompatible.from_spec(rest, **own), "openai", wrapper, seed)
+
+
+def _hf(rest: str, seed: int, options: dict[str, Any]) -> Model:
+    from proactivebench.models.hf import HFModel  # lazy: torch loads only when asked
+
+    own, wrapper = _checked(options, HFModel, "hf")
+    return _resilient(HFModel(rest, seed=seed, **own), "hf", wrapper, seed)
+
+
+def _python(rest: str, seed: int, options: dict[str, Any]) -> Model:
+    from proactivebench.models.python_callable import PythonCallable
+
+    own, wrapper = _checked(options, PythonCallable, "python")
+    return _resilient(PythonCallable(rest, seed=seed, **own), "python", wrapper, seed)
+
+
+#: Every model spec kind, in the order the help lists them.
+SPEC_KINDS: tuple[SpecKind, ...] = (
+    SpecKind(
+        "baseline",
+        f"baseline:{'|'.join(BASELINES)}",
+        "a built-in baseline policy (reads the episode's answer key)",
+        _baseline,
+        options=False,
+    ),
+    SpecKind("replay", "replay:FILE", "answers replayed from a JSONL file", _replay, options=False),
+    SpecKind(
+        "openai",
+        "openai:MODEL[@BASE_URL]",
+        "an OpenAI-compatible chat server (vLLM, SGLang, OpenAI...)",
+        _openai,
+        judge=True,
+    ),
+    SpecKind(
+        "hf",
+        "hf:PATH_OR_ID",
+        "a local transformers vision-language model",
+        _hf,
+        judge=True,
+        extra="hf",
+    ),
+    SpecKind(
+        "python",
+        "python:MODULE:FUNCTION or python:FILE.py:FUNCTION",
+        "your own Python function",
+        _python,
+        judge=True,
+    ),
+    SpecKind(
+        "human",
+        "human:NAME",
+        "a person, who plays in the browser (`proactivebench play --annotator NAME`)",
+        None,
+        options=False,
+    ),
 )
+SPEC_KIND = {k.kind: k for k in SPEC_KINDS}
+
+SPEC_HELP = ", ".join(k.form for k in SPEC_KINDS if k.build is not None)
 #: The specs a judge may be: baselines and replay read episode turns, not a judge's requests.
-JUDGE_SPEC_HELP = (
-    "openai:MODEL[@BASE_URL], hf:PATH_OR_ID, python:MODULE:FUNCTION or python:FILE.py:FUNCTION"
-)
+JUDGE_SPEC_HELP = ", ".join(k.form for k in SPEC_KINDS if k.judge)
 
 
 def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
@@ -30,35 +122,17 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise ModelSpecError(f"model spec {spec!r} is not KIND:VALUE; known: {SPEC_HELP}")
-    if kind in ("baseline", "replay") and options:
-        raise ModelSpecError(f"{kind} models take no options (got {', '.join(sorted(options))})")
-    if kind == "baseline":
-        if rest not in BASELINES:
-            raise ModelSpecError(f"unknown baseline {rest!r}; choose from {', '.join(BASELINES)}")
-        return BASELINES[rest](seed=seed)
-    if kind == "replay":
-        return Replay(rest)
-    if kind == "openai":
-        from proactivebench.models.openai_compat import OpenAICompatible
-
-        own, wrapper = _checked(options, OpenAICompatible, kind)
-        return _resilient(OpenAICompatible.from_spec(rest, **own), kind, wrapper, seed)
-    if kind == "hf":
-        from proactivebench.models.hf import HFModel  # lazy: torch loads only when asked
-
-        own, wrapper = _checked(options, HFModel, kind)
-        return _resilient(HFModel(rest, seed=seed, **own), kind, wrapper, seed)
-    if kind == "human":
+    known = SPEC_KIND.get(kind)
+    if known is None:
+        raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}; known: {SPEC_HELP}")
+    if known.build is None:
         raise ModelSpecError(
             f"{spec} is a person: they play in the browser with `proactivebench play "
             f"--annotator {rest}`, not through eval"
         )
-    if kind == "python":
-        from proactivebench.models.python_callable import PythonCallable
-
-        own, wrapper = _checked(options, PythonCallable, kind)
-        return _resilient(PythonCallable(rest, seed=seed, **own), kind, wrapper, seed)
-    raise ModelSpecError(f"unknown model kind {kind!r} in {spec!r}; known: {SPEC_HELP}")
+    if not known.options and options:
+        raise ModelSpecError(f"{kind} models take no options (got {', '.join(sorted(options))})")
+    return known.build(rest, seed, dict(options))
 
 
 #: Failed calls in a row that end a run, by backend, unless `max_consecutive_failures` says:
@@ -103,10 +177,12 @@ def _checked(
 __all__ = [
     "JUDGE_SPEC_HELP",
     "SPEC_HELP",
+    "SPEC_KINDS",
     "ChatRequest",
     "Completion",
     "Decoding",
     "Model",
     "Resilient",
+    "SpecKind",
     "load_model",
 ]

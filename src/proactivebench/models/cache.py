@@ -316,6 +316,9 @@ class Sharing:
         self._asked_by: dict[str, str] = {}
         #: Requests in flight: the answer the others wait for.
         self._asking: dict[str, asyncio.Future[Completion]] = {}
+        #: The requests each run has had, asked or taken: a run alone asks each once (its own
+        #: repeats are hits of its own cache), so only its first use of another's counts.
+        self._had: set[tuple[str, str]] = set()
         self.runs: dict[str, RunAsks] = {}
 
     def of(self, run: str) -> RunAsks:
@@ -332,6 +335,7 @@ class Sharing:
         """Say that `run` asks `key` now (None: another of its requests in this batch does)."""
         self.of(run).asked += 1
         self._asked_by.setdefault(key, run)
+        self._had.add((run, key))
         if self.asking(key) is not None:
             return None
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
@@ -350,7 +354,11 @@ class Sharing:
             future.set_result(answer)
 
     def took(self, key: str, run: str) -> None:
-        """`run` was answered from the cache: counted as shared if another run asked it here."""
+        """`run` was answered from the cache: counted as shared if another run asked it here
+        and `run` had not had it yet (alone, it would have asked it once)."""
+        if (run, key) in self._had:
+            return
+        self._had.add((run, key))
         if self._asked_by.get(key, run) != run:
             self.of(run).shared += 1
 

@@ -101,7 +101,15 @@ def experiments_table(
         "each); its own report holds its episode viewer. Episodes: scored ones (those that "
         "ended in an error are left out)."
     ]
-    return Table("experiments", "Experiments", columns, rows, notes, average_last=False)
+    return Table(
+        "experiments",
+        "Experiments",
+        columns,
+        rows,
+        notes,
+        average_last=False,
+        text_columns=(1, 3, 4, 5),
+    )
 
 
 def partial_note(limit: int) -> str:

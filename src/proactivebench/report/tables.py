@@ -56,6 +56,9 @@ class Table:
     #: "yours", "rank", "check"): the HTML row's class; "yours" rows are bold in Markdown and
     #: LaTeX. Empty: rows of one kind.
     row_kinds: list[str] = field(default_factory=list)
+    #: Columns of words, aligned as text (the first column always is): every other column is
+    #: aligned as numbers.
+    text_columns: tuple[int, ...] = ()
 
 
 def interval_cell(value: Interval | None, percent: bool, with_interval: bool) -> Cell:
@@ -298,7 +301,10 @@ def _md_cell(cell: Cell) -> str:
 def to_markdown(table: Table) -> str:
     lines = [f"### {_md_escape(table.title)}", ""]
     lines.append("| " + " | ".join(_md_escape(c) for c in table.columns) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(table.columns) - 1)) + "|")
+    aligns = [
+        "---" if i == 0 or i in table.text_columns else "---:" for i in range(len(table.columns))
+    ]
+    lines.append("|" + "|".join(aligns) + "|")
     for index, row in enumerate(table.rows):
         cells = [_md_cell(c) for c in row]
         if (table.average_last and index == len(table.rows) - 1) or _yours(table, index):
@@ -357,7 +363,9 @@ def latex_escape(text: str) -> str:
 
 def to_latex(table: Table) -> str:
     """A booktabs tabular inside a table float (needs \\usepackage{booktabs})."""
-    spec = "l" + "r" * (len(table.columns) - 1)
+    spec = "".join(
+        "l" if i == 0 or i in table.text_columns else "r" for i in range(len(table.columns))
+    )
     lines = [
         "\\begin{table}[t]",
         "\\centering",
@@ -401,7 +409,7 @@ def to_html(table: Table) -> str:
         average = table.average_last and index == len(table.rows) - 1
         cells = "".join(
             f'<td class="{"num average-col" if pin else "num"}">{shown(c)}</td>'
-            if i
+            if i and i not in table.text_columns
             else f"<td>{shown(c)}</td>"
             for i, (c, pin) in enumerate(zip(row, sticky, strict=True))
         )

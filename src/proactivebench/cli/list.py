@@ -1,0 +1,99 @@
+"""`proactivebench list`: what this installation knows, as tables or as JSON (`catalog`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from proactivebench.cli.output import UNBOUNDED_WIDTH, out
+from proactivebench.texts import dumps
+
+if TYPE_CHECKING:
+    from proactivebench.catalog import Catalog
+
+
+@click.command("list")
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="A data directory: also count each scenario's records there and how many the "
+    "official test filter keeps.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object, for scripts.")
+def list_command(data_dir: Path | None, as_json: bool) -> None:
+    """List the scenarios, baselines, model spec kinds, the paper's experiments and the
+    optional extras installed."""
+    from proactivebench.catalog import catalog  # the suite and data layers: when listed only
+
+    found = catalog(data_dir)
+    if as_json:
+        click.echo(dumps(found.to_json(), indent=2))
+        return
+    # At their natural width, whatever the terminal's: a row is never broken inside a cell
+    # (a terminal narrower than a table wraps the line itself), so a spec or a module name
+    # stays whole for the eye and for copy-paste.
+    width = out.width
+    out.width = UNBOUNDED_WIDTH
+    try:
+        for table in tables(found):
+            out.print(table)
+    finally:
+        out.width = width
+
+
+def tables(found: Catalog) -> list[Table]:
+    """The catalog's sections, one rich table each (cells as `Text`: no markup is read)."""
+    counted = found.data is not None
+    scenarios = _table("scenarios", ["scenario", "data file stem", "in paper"])
+    if counted:
+        kept = "kept (official filter)"
+        scenarios.add_column("records", justify="right")
+        scenarios.add_column(kept, justify="right")
+        if found.synthetic:
+            scenarios.caption = "generated data: eval plays every record (the filter is off)"
+    for s in found.scenarios:
+        row = [s.short, s.stem, "yes" if s.in_paper else "no"]
+        if counted:
+            row += ["-" if s.records is None else str(s.records)]
+            row += ["-" if s.official is None else str(s.official)]
+        _row(scenarios, row)
+    baselines = _table("built-in baselines", ["spec", "plays"])
+    for b in found.baselines:
+        _row(baselines, [b["spec"], b["doc"]])
+    kinds = _table("model spec kinds", ["kind", "spec", "what", "eval", "judge", "extra"])
+    for k in found.model_kinds:
+        yes_no = ["yes" if k["eval"] else "no", "yes" if k["judge"] else "no"]
+        _row(kinds, [k["kind"], k["form"], k["doc"], *yes_no, k["extra"] or "-"])
+    experiments = _table(
+        "the paper's experiments (proactivebench paper)", ["id", "paper", "settings"]
+    )
+    for e in found.experiments:
+        settings = " ".join(f"{k}={_value(v)}" for k, v in e.settings.items()) or "(defaults)"
+        _row(experiments, [e.id, e.paper, settings])
+    extras = _table("optional extras", ["extra", "installed", "missing modules"])
+    for x in found.extras:
+        _row(extras, [x.name, "yes" if x.installed else "no", ", ".join(x.missing) or "-"])
+    return [scenarios, baselines, kinds, experiments, extras]
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    table = Table(title=Text(title), title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+def _row(table: Table, cells: list[str]) -> None:
+    table.add_row(*(Text(cell) for cell in cells))
+
+
+def _value(value: object) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return dumps(value) if isinstance(value, bool) else str(value)

@@ -1,0 +1,416 @@
+"""`push`: runs and reports put in a Hugging Face dataset repository, with a dataset card.
+
+Where things go in the repo (documented in the README, "Results on the Hub"):
+
+- a run directory `RUN` → `runs/<RUN's name>/` (run.json, results.jsonl, summary.json and its
+  `report/` folder when it has one);
+- a suite's output `OUT` (`paper --out OUT`, `suite FILE --out OUT`: suite.json and one run
+  directory per experiment) → every experiment as `runs/<OUT's name>/<experiment id>/` and the
+  suite's report `OUT/report` as `reports/<OUT's name>/`;
+- a report directory `DIR` (report.json or report.html, no run.json) → `reports/<DIR's name>/`;
+- `README.md`: the dataset card, written anew at every push from the runs of this push and
+  those earlier pushes left in `runs/` (model, settings, data, the summary table).
+
+Everything goes in one commit; a rerun overwrites the same paths (files that did not change are
+not sent again: the Hub says which it holds) and rewrites the card. Files the repo holds and
+this push does not name are left alone.
+
+huggingface_hub is imported inside functions only: its endpoint (`HF_ENDPOINT`) is fixed at
+import, and importing this module must not fix it. Its errors become one `PushError` line
+naming the repo and what to do (`hf auth login`, HF_TOKEN, the network).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from proactivebench.errors import ProactiveBenchError, PushError
+from proactivebench.metrics import Metric, headline_metrics
+from proactivebench.rundir import RESULTS, RUN_CONFIG, SUMMARY, read_run_config
+from proactivebench.suite import is_suite_dir, read_suite_record
+from proactivebench.texts import loads
+
+REPO_TYPE = "dataset"
+CARD = "README.md"
+RUNS = "runs"
+REPORTS = "reports"
+#: A run's own report folder (`report.REPORT_DIR`), pushed with the run.
+RUN_REPORT = "report"
+#: What marks a directory as a report of `report` (no run.json beside).
+REPORT_FILES = ("report.json", "report.html")
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+_LOGIN = "log in with `hf auth login` or set HF_TOKEN to a token with write access"
+
+
+@dataclass
+class PushedRun:
+    """One run as the card describes it: where it went and what run.json and summary.json say."""
+
+    repo_path: str
+    config: dict[str, Any]
+    summary: dict[str, Any] | None
+
+
+@dataclass
+class PushPlan:
+    """What one push sends: each file (its repo path → the local file) and the runs and
+    reports it holds."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    runs: list[PushedRun] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+
+    def add(self, repo_path: str, local: Path) -> None:
+        """One file; two local files for one repo path (two runs of one name) are refused."""
+        before = self.files.get(repo_path)
+        if before is not None and before != local:
+            raise PushError(
+                f"{before} and {local} would both be {repo_path} in the repo: push them "
+                "separately or rename one directory"
+            )
+        self.files[repo_path] = local
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    """What a push did: the repo's URL, the commit, and what it holds now from this push."""
+
+    url: str
+    commit: str
+    files: int
+    runs: list[str]
+    reports: list[str]
+
+
+# --- what to send -------------------------------------------------------------------------
+
+
+def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
+    """Every file of the runs, suites and reports named, with its path in the repo."""
+    if not paths:
+        raise PushError("nothing to push: name run directories, suite outputs or reports")
+    plan = PushPlan()
+    for given in paths:
+        path = Path(given)
+        if not path.is_dir() or path.is_symlink():
+            raise PushError(f"{path} is not a directory: name a run, a suite's output or a report")
+        name = path.resolve().name
+        if (path / RUN_CONFIG).is_file():
+            _add_run(plan, path, f"{RUNS}/{name}")
+        elif is_suite_dir(path):
+            _add_suite(plan, path, name)
+        elif any((path / f).is_file() for f in REPORT_FILES):
+            _add_report(plan, path, f"{REPORTS}/{name}")
+        else:
+            raise PushError(
+                f"{path} is neither a run directory ({RUN_CONFIG}), a suite's output (suite.json) "
+                f"nor a report ({' or '.join(REPORT_FILES)})"
+            )
+    return plan
+
+
+def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
+    config = read_run_config(run_dir)
+    if not (run_dir / RESULTS).is_file():
+        raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
+    for name in (RUN_CONFIG, RESULTS, SUMMARY):
+        if _plain_file(run_dir / name):
+            plan.add(f"{repo_path}/{name}", run_dir / name)
+    if (run_dir / RUN_REPORT).is_dir():
+        for local, relative in _files_under(run_dir / RUN_REPORT):
+            plan.add(f"{repo_path}/{RUN_REPORT}/{relative}", local)
+    plan.runs.append(PushedRun(repo_path, config, _read_summary(run_dir / SUMMARY)))
+
+
+def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
+    """Every experiment of suite.json that has a run directory, and the suite's report."""
+    ids = [entry["id"] for entry in read_suite_record(out_dir).get("experiments", [])]
+    played = [i for i in ids if (out_dir / i / RUN_CONFIG).is_file()]
+    if not played:
+        raise PushError(f"{out_dir} holds no experiment's run yet: nothing to push")
+    for experiment in played:
+        _add_run(plan, out_dir / experiment, f"{RUNS}/{name}/{experiment}")
+    if (out_dir / RUN_REPORT).is_dir():
+        _add_report(plan, out_dir / RUN_REPORT, f"{REPORTS}/{name}")
+
+
+def _add_report(plan: PushPlan, report_dir: Path, repo_path: str) -> None:
+    for local, relative in _files_under(report_dir):
+        plan.add(f"{repo_path}/{relative}", local)
+    plan.reports.append(repo_path)
+
+
+def _plain_file(path: Path) -> bool:
+    """A regular file, not a link (a link could point anywhere: nothing of it is sent)."""
+    return path.is_file() and not path.is_symlink()
+
+
+def _files_under(root: Path) -> Iterator[tuple[Path, str]]:
+    """Every regular file under `root` (links and hidden entries left out), with its path
+    relative to `root` in POSIX form, sorted."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            local = Path(folder) / name
+            if not name.startswith(".") and _plain_file(local):
+                found.append((local, PurePosixPath(*local.relative_to(root).parts).as_posix()))
+    yield from sorted(found, key=lambda item: item[1])
+
+
+def _read_summary(path: Path) -> dict[str, Any] | None:
+    """summary.json, or None when there is none or it is not an object (the card says so)."""
+    try:
+        summary = loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+# --- the dataset card ---------------------------------------------------------------------
+
+
+def dataset_card(plan: PushPlan, repo_id: str, earlier: Sequence[PushedRun] = ()) -> str:
+    """README.md of the repo: YAML front matter the Hub reads (no viewer: the files are runs,
+    not one table), then each run's model, settings, data and summary table: this push's runs
+    and the `earlier` ones the repo holds, in the order of their paths."""
+    from huggingface_hub import DatasetCardData
+
+    data = DatasetCardData(
+        pretty_name=f"ProactiveBench results: {repo_id}", tags=["proactivebench"]
+    )
+    front = data.to_yaml().rstrip("\n") + "\nviewer: false\n"
+    lines = [
+        "---",
+        front.rstrip("\n"),
+        "---",
+        "",
+        f"# ProactiveBench results: {repo_id}",
+        "",
+        "Runs of ProactiveBench (De Min et al., 2026) pushed with `proactivebench push`. "
+        "Each run's folder holds `run.json` (model, data, settings, "
+        "provenance), `results.jsonl` (one line per episode) and `summary.json`; "
+        "`proactivebench report` reads a downloaded run as it reads a local one.",
+        "",
+    ]
+    for run in sorted([*plan.runs, *earlier], key=lambda r: r.repo_path):
+        lines += _run_section(run)
+    if plan.reports:
+        lines += ["## Reports", ""]
+        lines += [f"- [`{r}`]({r}/report.html)" for r in plan.reports]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _run_section(run: PushedRun) -> list[str]:
+    config = run.config
+    settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+    lines = [
+        f"## `{_code(run.repo_path)}`",
+        "",
+        f"- model: `{_code(str(config.get('model', '?')))}`",
+        f"- settings: `{_code(_compact(settings))}`",
+    ]
+    if config.get("judge") is not None:
+        lines.append(f"- judge: `{_code(_compact(config['judge']))}`")
+    lines.append(f"- data: {_data_text(config)}")
+    lines.append("")
+    if run.summary is None:
+        return [*lines, f"No {SUMMARY} in this run: no summary table.", ""]
+    return [*lines, *_summary_table(run.summary, settings.get("mode") == "oeg"), ""]
+
+
+def _data_text(config: dict[str, Any]) -> str:
+    """The data directory's name (its full path is the pusher's machine's) and its revision
+    when run.json records one."""
+    data_dir = config.get("data_dir")
+    name = PurePosixPath(str(data_dir).replace("\\", "/")).name if data_dir else "?"
+    text = f"`{_code(name)}`"
+    revision = config.get("data_revision")
+    return f"{text} (revision `{_code(str(revision))}`)" if revision else text
+
+
+def _summary_table(summary: dict[str, Any], oeg: bool) -> list[str]:
+    """summary.json's headline rates per scenario and their average, as the terminal's table
+    shows them (headings and number formats from metrics.py)."""
+    metrics = headline_metrics(oeg)
+    head = ["scenario", "n", *(m.heading for m in metrics), "errors"]
+    rows = []
+    scenarios = summary.get("scenarios")
+    for name, score in scenarios.items() if isinstance(scenarios, dict) else ():
+        rows.append(_row(str(name), score, metrics))
+    if isinstance(summary.get("average"), dict):
+        rows.append(_row("average", summary["average"], metrics))
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
+def _row(name: str, score: Any, metrics: Sequence[Metric]) -> list[str]:
+    score = score if isinstance(score, dict) else {}
+    cells = [_code(name), _number(score.get("n"))]
+    for metric in metrics:
+        value = score.get(metric.key)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        cells.append(metric.text(float(value)) if ok else "–")
+    return [*cells, _number(score.get("errors"))]
+
+
+def _number(value: Any) -> str:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "–"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+def _code(text: str) -> str:
+    """Text from a run's files made safe inside a Markdown code span and a table cell."""
+    return " ".join(text.split()).replace("`", "'").replace("|", "\\|")
+
+
+# --- the push -----------------------------------------------------------------------------
+
+
+def push(
+    paths: Sequence[str | os.PathLike[str]],
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+) -> PushOutcome:
+    """Push runs, suites' outputs and reports to the dataset repo `repo_id` (created when
+    missing, private with `private`; an existing repo keeps its visibility), in one commit
+    with a regenerated card. `token`: default the logged-in one (`hf auth login`, HF_TOKEN)."""
+    if not _REPO_ID.fullmatch(repo_id):
+        raise PushError(f"--repo must be OWNER/NAME (a dataset repo on the Hub), not {repo_id!r}")
+    plan = plan_push(paths)
+    from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
+
+    token = token or get_token()
+    if not token:
+        raise PushError(f"no Hugging Face token to push to {repo_id}: {_LOGIN}")
+    api = HfApi(token=token)
+    named = [run.repo_path for run in plan.runs] + plan.reports
+    message = "proactivebench push: " + ", ".join(named)
+    with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
+        url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+        card = dataset_card(plan, repo_id, _earlier_runs(api, repo_id, plan))
+        operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
+        operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
+        commit = api.create_commit(
+            repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
+        )
+    return PushOutcome(
+        url=str(url),
+        commit=str(commit.oid),
+        files=len(operations),
+        runs=[run.repo_path for run in plan.runs],
+        reports=list(plan.reports),
+    )
+
+
+def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
+    """The runs the repo holds from earlier pushes that this one does not replace, read back
+    (run.json, summary.json) so that the regenerated card still describes them. A file there
+    that is not ours to read (not JSON, not an object) leaves its run out of the card."""
+    import tempfile
+
+    pushed = {run.repo_path for run in plan.runs}
+    held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+    suffix = f"/{RUN_CONFIG}"
+    earlier = []
+    with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
+
+        def fetch(repo_path: str) -> Any:
+            if repo_path not in held:
+                return None
+            local = api.hf_hub_download(repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch)
+            try:
+                return loads(Path(local).read_bytes().decode("utf-8"))
+            except ValueError:
+                return None
+
+        for config_path in sorted(held):
+            run_path = config_path.removesuffix(suffix)
+            if not (config_path.startswith(f"{RUNS}/") and config_path.endswith(suffix)):
+                continue
+            if run_path in pushed or f"/{RUN_REPORT}/" in f"{run_path}/":
+                continue
+            config = fetch(config_path)
+            summary = fetch(f"{run_path}/{SUMMARY}")
+            if isinstance(config, dict):
+                earlier.append(
+                    PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
+                )
+    return earlier
+
+
+@contextmanager
+def _quiet_library() -> Iterator[None]:
+    """The library's own warnings off while it pushes: a rerun that changes nothing is not
+    a problem (it then makes no commit), and our one line says what was pushed."""
+    hub_logger = logging.getLogger("huggingface_hub")
+    before = hub_logger.level
+    hub_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hub_logger.setLevel(before)
+
+
+@contextmanager
+def _hub_errors(repo_id: str, endpoint: str) -> Iterator[None]:
+    """The library's and the network's exceptions as one `PushError` line each."""
+    import httpx2
+    from huggingface_hub import errors
+
+    where = f"dataset {repo_id} on {endpoint}"
+    try:
+        yield
+    except ProactiveBenchError:
+        raise
+    except errors.OfflineModeIsEnabled:
+        raise PushError(f"HF_HUB_OFFLINE is set: unset it to push to {repo_id}") from None
+    except errors.HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else None
+        if status == 401:
+            raise PushError(
+                f"{endpoint} refused the token (HTTP 401) for {where}: {_LOGIN}"
+            ) from None
+        if status == 403:
+            raise PushError(
+                f"no permission to create or write {where} (HTTP 403): create the repo on the "
+                f"Hub or use a token allowed to write to it ({_LOGIN})"
+            ) from None
+        if status == 404 or isinstance(exc, errors.RepositoryNotFoundError):
+            raise PushError(
+                f"{where} not found and not created: check OWNER/NAME, or create it on the Hub "
+                f"({_LOGIN})"
+            ) from None
+        what = f"HTTP {status}" if status is not None else str(exc).splitlines()[0]
+        raise PushError(
+            f"{endpoint} answered {what} while pushing to {repo_id}; try again later"
+        ) from None
+    except errors.HFValidationError as exc:
+        raise PushError(f"invalid repo {repo_id!r}: {exc}") from None
+    except ValueError as exc:  # the card refused by the Hub's metadata check
+        raise PushError(f"{where} refused the push: {str(exc).splitlines()[0]}") from None
+    except httpx2.TransportError as exc:
+        raise PushError(
+            f"cannot reach {endpoint} to push to {repo_id} ({exc or type(exc).__name__}); check "
+            "the network or HF_ENDPOINT, then rerun"
+        ) from None
+    except OSError as exc:
+        where_file = f": {exc.filename}" if exc.filename else ""
+        raise PushError(f"cannot read a file to push: {exc.strerror or exc}{where_file}") from None

@@ -1,0 +1,285 @@
+"""`proactivebench push` against a stand-in Hub on 127.0.0.1 (tests/hubupload.py): what lands
+where in the dataset repo, the dataset card (front matter, model, settings, data, the summary
+table), a rerun that updates, and one clear line for a refused token, a repo that may not be
+created, no token at all and no network.
+
+Pushes run in subprocesses: huggingface_hub fixes its endpoint when it is imported, so
+`HF_ENDPOINT` must be in the environment of a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clirun import run_cli
+from hubupload import TOKEN, UploadHub, serve
+from proactivebench.data.synth import generate
+
+REPO = "someone/pb-results"
+RUN_FILES = {"run.json", "results.jsonl", "summary.json"}
+
+
+@pytest.fixture
+def hub() -> Iterator[UploadHub]:
+    yield from serve()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Generated data (2 samples per scenario), the `proactive` baseline's run of it and a
+    suite's output of the `mcqa` and `hint` experiments of the paper for `reactive`."""
+    root = tmp_path_factory.mktemp("push")
+    generate(root / "data", per_scenario=2, seed=0)
+    base = [sys.executable, "-m", "proactivebench"]
+    env = {**os.environ, "PROACTIVEBENCH_CACHE": str(root / "cache")}
+    for args in (
+        [
+            "eval",
+            "--data",
+            str(root / "data"),
+            "--model",
+            "baseline:proactive",
+            "--out",
+            str(root / "run-a"),
+        ],
+        [
+            "paper",
+            "--data",
+            str(root / "data"),
+            "--model",
+            "baseline:reactive",
+            "--out",
+            str(root / "suite"),
+            "--only",
+            "mcqa,hint",
+        ],
+    ):
+        done = subprocess.run([*base, *args], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def push(
+    endpoint: str, home: Path, *args: str | Path, token: str | None = TOKEN
+) -> subprocess.CompletedProcess[str]:
+    """`proactivebench push ARGS` in a fresh interpreter pointed at `endpoint`."""
+    env = dict(os.environ)
+    for name in ("HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        env.pop(name, None)
+    env.update(
+        HF_ENDPOINT=endpoint,
+        HF_HOME=str(home),
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+        HF_HUB_DISABLE_XET="1",
+    )
+    if token is not None:
+        env["HF_TOKEN"] = token
+    return subprocess.run(
+        [sys.executable, "-m", "proactivebench", "push", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def assert_one_line_failure(done: subprocess.CompletedProcess[str], *wanted: str) -> str:
+    output = (done.stdout + done.stderr).strip()
+    assert done.returncode == 1, output
+    assert "Traceback" not in output, output
+    assert len(output.splitlines()) == 1, output
+    for text in wanted:
+        assert text in output, output
+    return output
+
+
+def front_matter(card: str) -> dict[str, object]:
+    assert card.startswith("---\n"), card[:80]
+    return yaml.safe_load(card[4:].partition("\n---\n")[0])
+
+
+# --- what lands where, and the card -------------------------------------------------------
+
+
+def test_run_and_suite_land_under_runs_and_reports_with_a_card(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    done = push(
+        hub.endpoint, tmp_path / "hf", runs / "run-a", runs / "suite", "--repo", REPO, "--private"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"pushed 3 run(s), 1 report(s) to {hub.endpoint}/datasets/{REPO}" in done.stdout
+
+    repo = hub.repos[REPO]
+    assert repo.private
+    files = repo.files
+    # Each run's three files, byte for byte, and its report beside them.
+    for local, remote in (
+        (runs / "run-a", "runs/run-a"),
+        (runs / "suite" / "mcqa", "runs/suite/mcqa"),
+        (runs / "suite" / "hint", "runs/suite/hint"),
+    ):
+        for name in RUN_FILES:
+            assert files[f"{remote}/{name}"] == (local / name).read_bytes(), f"{remote}/{name}"
+        assert files[f"{remote}/report/report.json"] == (local / "report/report.json").read_bytes()
+    # The suite's report as a report; suite.json itself, locks and caches are not sent.
+    assert files["reports/suite/report.html"] == (runs / "suite/report/report.html").read_bytes()
+    assert any(p.startswith("reports/suite/tables/") for p in files)
+    local_report = {
+        p.relative_to(runs / "suite/report").as_posix()
+        for p in (runs / "suite/report").rglob("*")
+        if p.is_file() and not p.name.startswith(".")  # hidden: the report's own state
+    }
+    assert {
+        p.removeprefix("reports/suite/") for p in files if p.startswith("reports/")
+    } == local_report
+    tops = {p.split("/")[0] for p in files}
+    assert tops == {"README.md", "runs", "reports"}
+    assert len(hub.commits) == 1  # one commit for the whole push
+
+    card = files["README.md"].decode()
+    meta = front_matter(card)
+    assert hub.validated == [meta]  # the Hub's metadata check saw the card before the commit
+    assert meta["viewer"] is False and "proactivebench" in meta["tags"]
+    assert "## `runs/run-a`" in card and "## `runs/suite/hint`" in card
+    assert "- model: `baseline:proactive`" in card and "- model: `baseline:reactive`" in card
+    assert "- data: `data`" in card
+    hint = card.split("## `runs/suite/hint`")[1].split("## ")[0]
+    assert '"hint": true' in hint
+    plain = card.split("## `runs/suite/mcqa`")[1].split("## ")[0]
+    assert '"hint": false' in plain
+    assert "[`reports/suite`](reports/suite/report.html)" in card
+
+
+def test_card_table_is_summary_json(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
+    """The card's rows are summary.json's values as the terminal prints them (accuracy one
+    decimal, ps rate two), every scenario then the average."""
+    done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    assert not hub.repos[REPO].private
+    summary = json.loads((runs / "run-a/summary.json").read_text())
+    table = [line for line in card.splitlines() if line.startswith("| ")]
+    assert table[0] == "| scenario | n | accuracy % | ps rate | errors |"
+    expected = [
+        f"| {name} | {s['n']} | {s['accuracy']:.1f} | {s['ps_rate']:.2f} | {s['errors']} |"
+        for name, s in [*summary["scenarios"].items(), ("average", summary["average"])]
+    ]
+    assert table[1:] == expected
+    assert table[1].startswith("| ROD | 2 | 100.0 |")  # the proactive baseline: always right
+    assert table[-1].startswith("| average | 14 | 100.0 | ")
+
+
+def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run-a"
+    shutil.copytree(runs / "run-a", run)
+    first = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = dict(hub.repos[REPO].files)
+
+    # The run changed (a summary rewritten): the rerun sends only what changed, same paths.
+    summary = json.loads((run / "summary.json").read_text())
+    summary["average"]["accuracy"] = 42.0
+    (run / "summary.json").write_text(json.dumps(summary))
+    second = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert second.returncode == 0, second.stdout + second.stderr
+    after = hub.repos[REPO].files
+    assert set(after) == set(before)
+    assert after["runs/run-a/summary.json"] == (run / "summary.json").read_bytes()
+    assert "| average | 14 | 42.0 |" in after["README.md"].decode()  # the card regenerated
+    assert sorted(hub.commits[-1].paths) == ["README.md", "runs/run-a/summary.json"]
+    assert [c for c in hub.requests if c == "POST /api/repos/create"] == [
+        "POST /api/repos/create"
+    ] * 2
+
+    # Nothing changed: no commit at all, and the push still succeeds.
+    third = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert len(hub.commits) == 2
+
+
+def test_a_later_push_keeps_the_earlier_runs_in_the_card(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """The card is written anew each time from this push's runs and those the repo already
+    holds (read back from it): a run pushed alone later does not drop the others."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert second.returncode == 0, second.stdout + second.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    sections = [line for line in card.splitlines() if line.startswith("## `")]
+    assert sections == ["## `runs/run-a`", "## `runs/suite/hint`", "## `runs/suite/mcqa`"]
+    hint = card.split("## `runs/suite/hint`")[1].split("## ")[0]
+    assert "- model: `baseline:reactive`" in hint and '"hint": true' in hint
+    assert "| average | 14 |" in hint  # its summary read back from the repo
+    assert any(
+        "/resolve/" in r and r.endswith("/runs/suite/hint/summary.json") for r in hub.requests
+    )
+
+    # Pushing one of them again replaces its section, never adds a second one.
+    third = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert third.returncode == 0, third.stdout + third.stderr
+    again = hub.repos[REPO].files["README.md"].decode()
+    assert [line for line in again.splitlines() if line.startswith("## `")] == sections
+
+
+# --- one line when it cannot -------------------------------------------------------------
+
+
+def test_refused_token_is_one_line(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
+    done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO, token="hf_wrong")
+    assert_one_line_failure(done, "HTTP 401", REPO, "hf auth login", "HF_TOKEN")
+    assert hub.repos == {}
+
+
+def test_no_token_is_one_line_before_any_request(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO, token=None)
+    assert_one_line_failure(done, "no Hugging Face token", REPO, "hf auth login")
+    assert hub.requests == []
+
+
+def test_missing_repo_without_permission_to_create_is_one_line(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    hub.may_create = False
+    done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert_one_line_failure(done, "HTTP 403", REPO, "create the repo on the Hub")
+    assert hub.repos == {} and hub.commits == []
+
+
+def test_unreachable_hub_is_one_line(runs: Path, tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{s.getsockname()[1]}"
+    done = push(endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert_one_line_failure(done, "cannot reach", REPO, "HF_ENDPOINT")
+
+
+@pytest.mark.parametrize(
+    ("args", "wanted"),
+    [
+        (["--repo", "no-owner"], "--repo must be OWNER/NAME"),
+        (["--repo", REPO, "--private"], "is neither a run directory"),
+    ],
+)
+def test_bad_input_is_one_line(
+    args: list[str], wanted: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: Path
+) -> None:
+    target = runs / "run-a" if "no-owner" in args else runs / "data"
+    code, text = run_cli(["push", str(target), *args], capsys)
+    assert code == 1, text
+    assert wanted in text and "Traceback" not in text

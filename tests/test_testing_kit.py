@@ -147,7 +147,7 @@ def test_verifiers_recipe() -> None:
     assert "vf-eval" in recipes()["verifiers"]["body"]
     pytest.skip(
         "not offline: verifiers' null harness prepares its chat program with uv, which "
-        "downloads the program's dependencies the first time (README, Testing offline)"
+        "resolves the program's packages from the index on every vf-eval (README, Testing offline)"
     )
 
 

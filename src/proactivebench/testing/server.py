@@ -516,6 +516,7 @@ class ServerProcess:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
+        prog="python -m proactivebench.testing.server",
         description=__doc__.splitlines()[0],
         epilog="Prints 'URL <base url>' once listening, then serves until Ctrl-C or SIGTERM "
         "(or, with --until-stdin-closes, until its standard input closes).",

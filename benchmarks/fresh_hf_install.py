@@ -3,7 +3,7 @@
 The check the issue's acceptance asks for, from scratch on this machine: a new virtual
 environment in a temporary directory, this checkout installed into it with the `hf` extra only
 (no test or train extras), then, with that venv's Python, the tiny random Qwen2.5-VL checkpoint
-of `tests/families.py` (its real model, processor and video processor: torchvision) is built
+of `testing.families` (its real model, processor and video processor: torchvision) is built
 and evaluated through `hf:` by the installed `proactivebench` command on a small synthetic data
 set. Prints the install time, the venv's size, the versions pip chose and the run's summary;
 exits non-zero when any step fails. The venv is deleted afterwards (`--keep` keeps it).
@@ -34,7 +34,7 @@ BUILD = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
-from families import FAMILIES
+from proactivebench.testing.families import FAMILIES
 FAMILIES["qwen2.5-vl"].build(Path(sys.argv[1]))
 """
 #: Printed by the fresh venv's Python: what pip installed.

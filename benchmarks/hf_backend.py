@@ -1,6 +1,6 @@
 """The `hf:` backend's own cost: the library's run against a plain AutoProcessor + generate loop.
 
-On a tiny random LLaVA (tests/tiny_vlm.py) and a synthetic set of every scenario (7 × 30
+On a tiny random LLaVA (testing/tiny_vlm.py) and a synthetic set of every scenario (7 × 30
 samples: 210 first-turn requests, greedy, 50 new tokens, float32 on the CPU), three sides play
 the same requests in the same batches:
 
@@ -223,7 +223,7 @@ def prepare(work: Path, per_scenario: int) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(ROOT / "src"))
     from proactivebench.data.synth import generate
-    from tiny_vlm import build_tiny_vlm
+    from proactivebench.testing.tiny_vlm import build_tiny_vlm
 
     build_tiny_vlm(work / "vlm")
     generate(work / "data", per_scenario=per_scenario, seed=0)

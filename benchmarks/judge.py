@@ -5,7 +5,7 @@ A judge is a large model behind a server; what the client must do is keep enough
 requests in flight that the latency overlaps, as `eval` does for the tested model. This script:
 
 1. makes one open-ended run of 70 episodes (10 synthetic samples of each scenario) against
-   the fake server of `tests/openai_server.py`, whose generations the judge then reads;
+   the fake server of `testing.server`, whose generations the judge then reads;
 2. re-judges it with `proactivebench judge ... --no-cache --no-report` (a whole process, as a
    user runs it) against the fake server in *another process* (so that client and server share
    the cores), with 1 vote and with 4 votes, by each version in turn: the earlier one from a
@@ -46,13 +46,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from versions import baseline_tree, console_script, environment  # noqa: E402
 
-from openai_server import FakeOpenAI, ServerProcess, fingerprint  # noqa: E402
 from proactivebench.data.synth import generate  # noqa: E402
 from proactivebench.judge import Judge, judge_messages  # noqa: E402
 from proactivebench.models import load_model  # noqa: E402
 from proactivebench.rundir import read_results  # noqa: E402
 from proactivebench.runner import evaluate  # noqa: E402
 from proactivebench.settings import EvalSettings  # noqa: E402
+from proactivebench.testing.server import FakeOpenAI, ServerProcess, fingerprint  # noqa: E402
 
 PER_SCENARIO = 10  # 7 scenarios: 70 lines
 VOTES = (1, 4)

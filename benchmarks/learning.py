@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from tiny_vlm import CHAT_TEMPLATE, SPECIALS
+from proactivebench.testing.tiny_vlm import CHAT_TEMPLATE, SPECIALS
 
 HOLDOUT = ("MVP-N", "COCO")
 IMAGE_SIZE = 64

@@ -20,7 +20,7 @@ thumbnail code of before (commit 66fa9fe, kept here as `BeforeThumbnails`: every
 and shrunk one after another) and with today's (reduced-scale decoding, a process pool, the
 thumbnail cache cold and warm), on the workload of issue 20: the seven scenarios with 640×480
 JPEGs, played by the openai backend at concurrency 64 against the fake server of
-`tests/openai_server.py` answering in 50 ms (as `throughput.py` runs it). Each round plays the
+`testing.server` answering in 50 ms (as `throughput.py` runs it). Each round plays the
 run once, then writes its report the three ways (the order alternating between rounds); the
 figures are medians over the rounds, with the new/before ratios.
 
@@ -247,8 +247,8 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
     from throughput import MODEL, AnswerKeyRecorder, make_data
 
-    from openai_server import ServerProcess
     from proactivebench.models.cache import ResponseCache
+    from proactivebench.testing.server import ServerProcess
 
     free = thumbnails._cores()
     with tempfile.TemporaryDirectory() as tmp:

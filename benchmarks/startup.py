@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from openai_server import FakeOpenAI  # noqa: E402
 from proactivebench.data.synth import generate  # noqa: E402
+from proactivebench.testing.server import FakeOpenAI  # noqa: E402
 
 
 def first_request_after_start(data: Path, scratch: Path, url: str, fake: FakeOpenAI) -> float:

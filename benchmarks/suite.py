@@ -2,7 +2,7 @@
 
 Its multiple-choice experiments (the open-ended ones need a judge; without one the suite skips
 them, as the command does) are played side by side by `suite.run_suite` on synthetic data,
-against the fake server of `tests/openai_server.py` in *another process* (its answers a hash of
+against the fake server of `testing.server` in *another process* (its answers a hash of
 the request, so episodes take varied numbers of turns), with a fresh response cache:
 
 1. the saving: the requests the suite asked against the sum the experiments ask when each
@@ -31,12 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from openai_server import ServerProcess  # noqa: E402
 from proactivebench.data.synth import generate  # noqa: E402
 from proactivebench.models import load_model  # noqa: E402
 from proactivebench.models.cache import ResponseCache  # noqa: E402
 from proactivebench.settings import RunOptions  # noqa: E402
 from proactivebench.suite import SuiteOutcome, paper_suite, run_suite  # noqa: E402
+from proactivebench.testing.server import ServerProcess  # noqa: E402
 
 MODEL = "bench-vlm"
 

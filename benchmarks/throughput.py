@@ -5,7 +5,7 @@ requests in flight that this latency overlaps. This script measures that on imag
 official size (640×480 photo-like JPEGs, `benchmarks/official_size.py`) by default:
 
 1. wall time of the same run of all seven scenarios at concurrency 64 and at concurrency 1,
-   against the fake server of `tests/openai_server.py` in *another process* (so that client and
+   against the fake server of `testing.server` in *another process* (so that client and
    server share the two cores as they would on one machine), in its oracle mode (it answers the
    best move, so every episode takes the fewest turns and both runs make the same requests),
    with the response cache on, as `proactivebench eval` runs by default;
@@ -40,7 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from openai_server import ServerProcess, fingerprint  # noqa: E402
 from proactivebench.data.images import ImageStore  # noqa: E402
 from proactivebench.models import load_model  # noqa: E402
 from proactivebench.models.base import ChatRequest, Completion, Model  # noqa: E402
@@ -49,6 +48,7 @@ from proactivebench.models.cache import ResponseCache  # noqa: E402
 from proactivebench.models.openai_compat import openai_messages  # noqa: E402
 from proactivebench.runner import EvalSettings, RunOutcome, evaluate  # noqa: E402
 from proactivebench.scenarios import View  # noqa: E402
+from proactivebench.testing.server import ServerProcess, fingerprint  # noqa: E402
 
 MODEL = "bench-vlm"
 

@@ -2,7 +2,7 @@
 
     python benchmarks/train.py [--steps 6] [--repeats 3] [--per-scenario 2]
 
-Builds the tests' tiny random model (about 75 k parameters, `tests/tiny_vlm.py`) and our
+Builds the tests' tiny random model (about 75 k parameters, `testing/tiny_vlm.py`) and our
 generator's train split in a temporary directory, then trains `--steps` GRPO steps with our
 rewards, full fine-tuning and LoRA, interleaved `--repeats` times, and prints steps/s of each
 run, their medians and the ratio. Each step generates 4 completions for each of 2 prompts
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--per-scenario", type=int, default=2)
     args = parser.parse_args()
     from proactivebench.data.synth import generate
-    from tiny_vlm import build_tiny_vlm
+    from proactivebench.testing.tiny_vlm import build_tiny_vlm
 
     rates: dict[str, list[float]] = {"full": [], "lora": []}
     with tempfile.TemporaryDirectory() as scratch:

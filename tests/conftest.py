@@ -16,7 +16,7 @@ def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory):
     """A tiny random LLaVA-style checkpoint on disk, built once per session (see tiny_vlm.py)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tiny_vlm import build_tiny_vlm
+    from proactivebench.testing.tiny_vlm import build_tiny_vlm
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")

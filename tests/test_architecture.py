@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "publish",
     ),
     ("catalog",),
-    ("adapters",),
+    ("adapters", "testing"),
     ("cli", "__main__"),
 ]
 

@@ -256,7 +256,7 @@ def test_hf_weights_rewritten_under_one_path_are_another_model(
     import shutil
 
     from proactivebench.models.hf import HFModel, checkpoint_identity
-    from tiny_vlm import build_tiny_vlm
+    from proactivebench.testing.tiny_vlm import build_tiny_vlm
 
     checkpoint = Path(shutil.copytree(tiny_vlm_dir, tmp_path / "ckpt"))
     before = checkpoint_identity(str(checkpoint))

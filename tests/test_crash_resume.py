@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from clirun import ctrl_c_as_in_a_terminal
-from openai_server import ServerProcess
 from proactivebench.data.synth import generate
+from proactivebench.testing.server import ServerProcess
 from resultlines import comparable
 
 PER_SCENARIO = 12  # 84 episodes

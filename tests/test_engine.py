@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from openai_server import FakeOpenAI
 from proactivebench import EvalSettings, RunOptions, aevaluate, evaluate, load_model
 from proactivebench.data.synth import generate
 from proactivebench.engine import RunEngine
 from proactivebench.errors import SettingsError
 from proactivebench.models.cache import ResponseCache
 from proactivebench.rundir import read_results
+from proactivebench.testing.server import FakeOpenAI
 
 
 @pytest.fixture(scope="module")

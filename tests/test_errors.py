@@ -15,7 +15,6 @@ import pytest
 import proactivebench
 from clirun import held_by_another_process
 from handmade import full_dataset
-from openai_server import FakeOpenAI, closed_port_url
 from proactivebench import errors
 from proactivebench.errors import (
     CredentialsMissingError,
@@ -40,6 +39,7 @@ from proactivebench.rejudge import rejudge
 from proactivebench.rundir import RunLock, make_run_dir, merge_runs, read_run_config
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
+from proactivebench.testing.server import FakeOpenAI, closed_port_url
 
 #: A class's name in the module docstring's tree: "├── Name", "└── Name" or the root alone.
 TREE_LINE = re.compile(r"^( *)(?:[│ ]*[├└]── )?([A-Z]\w+)\s{2,}\S")

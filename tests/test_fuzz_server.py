@@ -22,11 +22,11 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI, Raw
 from proactivebench.cli import main
 from proactivebench.models import openai_compat
 from proactivebench.models.openai_compat import READ_CHUNK
 from proactivebench.rundir import read_results
+from proactivebench.testing.server import FakeOpenAI, Raw
 from proactivebench.texts import STORED_TEXT_LIMIT
 
 #: Exit codes a run may end with: fine, cannot go on, episodes that ended in an error.

@@ -33,7 +33,7 @@ from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import View
 from proactivebench.settings import EvalSettings
-from tiny_vlm import IMAGE_TOKENS
+from proactivebench.testing.tiny_vlm import IMAGE_TOKENS
 
 VERDICTS = {"correct", "proactive", "wrong", "mismatch"}
 SHORT = Decoding(max_tokens=6)

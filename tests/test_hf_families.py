@@ -18,7 +18,6 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from families import FAMILIES
 from handmade import full_dataset
 from hfruns import (
     Encoded,
@@ -38,6 +37,7 @@ from proactivebench.registry import paper_scenarios
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
+from proactivebench.testing.families import FAMILIES
 from resultlines import comparable
 
 FAMILY_NAMES = list(FAMILIES)

@@ -16,7 +16,6 @@ from PIL import Image, ImageFile
 
 from clirun import eval_args, run_cli
 from handmade import rod, write_dataset
-from openai_server import FakeOpenAI
 from proactivebench.data import images as images_module
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ImageError
@@ -26,6 +25,7 @@ from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import View
 from proactivebench.settings import EvalSettings
+from proactivebench.testing.server import FakeOpenAI
 
 
 def png_claiming(width: int, height: int) -> bytes:
@@ -263,7 +263,7 @@ def test_a_request_with_new_images_costs_one_worker_thread_hop(
     """The response cache's key and the data URL of a new file come from one read, in one
     worker-thread hop (two before: the key's hash, then the data URL). The scenarios whose
     views are the files themselves (COCO's crops are decoded: a hop of their own)."""
-    from openai_server import decode_data_url
+    from proactivebench.testing.server import decode_data_url
 
     hops = 0
     real = asyncio.to_thread

@@ -13,12 +13,12 @@ import pytest
 
 from clirun import ctrl_c_here, run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI, Raw, last_user_text
 from proactivebench.judge import Judge, judge_messages, parse_verdict
 from proactivebench.models import load_model
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
 from proactivebench.settings import EvalSettings
+from proactivebench.testing.server import FakeOpenAI, Raw, last_user_text
 
 PROTOCOL = json.loads(
     (Path(__file__).parents[1] / "src/proactivebench/spec/protocol.json").read_text()

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible backend end to end, against the fake server of `openai_server.py`.
+"""The OpenAI-compatible backend end to end, against `proactivebench.testing`'s fake server.
 
 Offline: every server listens on 127.0.0.1. Retries use a fast policy so that a run with
 injected faults takes seconds; what is checked is that faults change nothing in the results,
@@ -26,7 +26,6 @@ from PIL import Image
 
 from clirun import run_cli
 from handmade import coco, full_dataset, rod, write_dataset
-from openai_server import FAULTS, FakeOpenAI, closed_port_url, decode_data_url
 from proactivebench.data.images import ImageStore, apply_view
 from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ModelError, ModelSpecError, ProactiveBenchError
@@ -44,6 +43,7 @@ from proactivebench.rundir import latest_results, read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import View
 from proactivebench.settings import EvalSettings
+from proactivebench.testing.server import FAULTS, FakeOpenAI, closed_port_url, decode_data_url
 from resultlines import comparable
 
 FAST = RetryPolicy(max_retries=6, base_delay=0.02, max_delay=1.0)
@@ -649,17 +649,16 @@ def test_a_key_echoed_by_the_server_is_stored_nowhere(
 
 
 def test_the_fake_server_serves_in_the_background_until_sigterm() -> None:
-    """Started as a background job (stdin closed at once), tests/openai_server.py keeps serving
-    until SIGTERM: it used to stop as soon as its stdin closed."""
+    """Started as a background job (stdin closed at once), `python -m
+    proactivebench.testing.server` keeps serving until SIGTERM: it used to stop as soon as its
+    stdin closed."""
     import signal
     import subprocess
     import sys
     import urllib.request
 
-    import openai_server
-
     server = subprocess.Popen(
-        [sys.executable, openai_server.__file__, "--port", "0"],
+        [sys.executable, "-m", "proactivebench.testing.server", "--port", "0"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,

@@ -19,11 +19,11 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset, rod, write_dataset
-from openai_server import FakeOpenAI, Raw
 from proactivebench.errors import ModelSpecError
 from proactivebench.models import load_model
 from proactivebench.models.openai_compat import READ_CHUNK
 from proactivebench.rundir import read_results
+from proactivebench.testing.server import FakeOpenAI, Raw
 from proactivebench.texts import STORED_TEXT_LIMIT, capped, decode, loads, storable
 
 LONE = "A\ud800"

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from openai_server import FakeOpenAI
 from proactivebench.cli import main
 from proactivebench.data.synth import generate
 from proactivebench.paper import paper_table
+from proactivebench.testing.server import FakeOpenAI
 
 #: The judge: marks the first entry of every list it is shown (a suggestion found).
 JUDGE = """

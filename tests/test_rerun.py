@@ -14,9 +14,9 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
-from openai_server import FakeOpenAI
 from proactivebench.report import build
 from proactivebench.rundir import FINISHED, merge_runs
+from proactivebench.testing.server import FakeOpenAI
 
 EPISODES = 15  # the hand-made data set: every scenario
 

@@ -21,7 +21,7 @@ import pytest
 
 from clirun import eval_args, held_by_another_process, run_cli
 from handmade import full_dataset
-from openai_server import ServerProcess, closed_port_url
+from proactivebench.testing.server import ServerProcess, closed_port_url
 
 EPISODES = 15  # the hand-made data set: every scenario
 

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from clirun import ctrl_c_as_in_a_terminal, run_cli
-from openai_server import FakeOpenAI
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.errors import ModelError, SettingsError, SuiteFileError
@@ -31,6 +30,7 @@ from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrap
 from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
 from proactivebench.selection import select_records
 from proactivebench.suite import paper_suite, parse_suite, read_suite, run_suite
+from proactivebench.testing.server import FakeOpenAI
 
 PER_SCENARIO = 4
 LIMIT = 2

@@ -102,8 +102,8 @@ def test_multi_turn_grpo_runs_the_tool_loop_on_the_episode(
     pytest.importorskip("trl")
     from trl import GRPOTrainer
 
+    from proactivebench.testing.tiny_vlm import build_tiny_tool_vlm
     from proactivebench.train.grpo import TrainSettings, train_grpo
-    from tiny_vlm import build_tiny_tool_vlm
 
     calls: list[tuple[bool, bool]] = []
 

@@ -26,7 +26,6 @@ from verifiers.v1.runtimes import subprocess as subprocess_runtime
 from verifiers.v1.runtimes.base import Runtime
 from verifiers.v1.utils.loaders import load_environment, resolve_env_config
 
-from openai_server import FakeOpenAI
 from proactivebench.adapters.verifiers_env import (
     PlaySettings,
     ProactiveData,
@@ -47,6 +46,7 @@ from proactivebench.registry import make_episode
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import Episode, View
 from proactivebench.scenarios.answers import Choice
+from proactivebench.testing.server import FakeOpenAI
 from scripted import lines, scripts, write_replay
 
 ENV_ID = "proactivebench-verifiers"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tiny_vlm import build_tiny_vlm, byte_tokenizer
+from proactivebench.testing.tiny_vlm import build_tiny_vlm, byte_tokenizer
 
 
 def _chatml(image: str) -> str:

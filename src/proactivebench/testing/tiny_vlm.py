@@ -1,14 +1,25 @@
 """A tiny random LLaVA-style vision-language model, built in code and saved like a checkpoint.
 
-The HF backend must load real checkpoints by path, so the tests save this model, its processor
-and its chat template with `save_pretrained` and load them back through `hf:<dir>` — the same
-code path as a downloaded model, with no network and no torchvision. About 75 k parameters:
-generation on CPU takes milliseconds, importing `transformers` takes most of the time.
+`build_tiny_vlm(out_dir)` saves the model, its processor and its chat template with
+`save_pretrained`; `hf:<out_dir>` then loads it as it loads a downloaded model (no network, no
+torchvision), and `proactivebench train grpo --model <out_dir> --max-steps 1` runs a training
+config end to end on a CPU. About 75 k parameters: generation takes milliseconds, importing
+`transformers` takes most of the time. Its answers are random (untrained): a test of your code
+checks that it runs and what it writes, not the scores.
+
+From a shell: `python -m proactivebench.testing.tiny_vlm OUT_DIR [--seed N] [--tool-calls]`.
+Needs the `hf` extra (torch, transformers; `--tool-calls` also the `train` extra's TRL),
+imported only when a checkpoint is built, with one error naming the extra when missing.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
+
+from proactivebench.errors import HFBackendError, ProactiveBenchError
+from proactivebench.models.hf import EXTRA_HINT
 
 #: Chat roles become special tokens, image parts `<image>`, text parts their text.
 CHAT_TEMPLATE = (
@@ -28,11 +39,22 @@ SPECIALS = [EOS, "<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<image>"
 IMAGE_TOKENS = 4
 
 
+def _require_hf() -> None:
+    """Fail with one message naming the `hf` extra when torch, transformers or tokenizers is
+    missing (they are imported only here, never when `proactivebench.testing` is)."""
+    for module in ("torch", "transformers", "tokenizers"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise HFBackendError(f"a tiny checkpoint needs {module}; {EXTRA_HINT}") from None
+
+
 def byte_tokenizer(specials: list[str] = SPECIALS, named: dict[str, str] | None = None):
     """A byte-level BPE with no merges: every text round-trips, nothing is downloaded.
 
     `specials[0]` is the end-of-text (and padding) token. `named` are the model-specific special
     tokens some processors read off the tokenizer by name (`tokenizer.boi_token`, ...)."""
+    _require_hf()
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -60,7 +82,12 @@ QWEN_SPECIALS = [
 def build_tiny_tool_vlm(out_dir: Path, seed: int = 0) -> Path:
     """The same tiny LLaVA with TRL's copy of the Qwen3-VL chat template, which TRL can parse
     tool calls from (its multi-turn mode needs one); `<|image_pad|>` is the image token."""
-    from trl.chat_template_utils import qwen3_vl_chat_template
+    try:
+        from trl.chat_template_utils import qwen3_vl_chat_template
+    except ImportError:
+        raise HFBackendError(
+            "a tiny model with tool calls needs TRL; install the extra: pip install -e '.[train]'"
+        ) from None
 
     return build_tiny_vlm(
         out_dir,
@@ -79,7 +106,9 @@ def build_tiny_vlm(
     specials: list[str] = SPECIALS,
     image_token: str = "<image>",
 ) -> Path:
-    """Save a random tiny LLaVA model and its processor to `out_dir` (returned)."""
+    """Save a random tiny LLaVA model and its processor to `out_dir` (returned); the same
+    `seed` gives the same weights."""
+    _require_hf()
     import torch
     from transformers import (
         CLIPImageProcessorPil,
@@ -143,3 +172,34 @@ def build_tiny_vlm(
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
     return out_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m proactivebench.testing.tiny_vlm OUT_DIR`: build the checkpoint, print its path."""
+    parser = argparse.ArgumentParser(
+        prog="python -m proactivebench.testing.tiny_vlm",
+        description="Save a tiny random vision-language checkpoint for offline tests "
+        "(hf:OUT_DIR, train grpo --model OUT_DIR).",
+    )
+    parser.add_argument("out_dir", type=Path, help="directory to write (created)")
+    parser.add_argument("--seed", type=int, default=0, help="the weights' seed (default 0)")
+    parser.add_argument(
+        "--tool-calls",
+        action="store_true",
+        help="a Qwen-style chat template TRL parses tool calls from (train grpo --mode multi)",
+    )
+    args = parser.parse_args(argv)
+    build = build_tiny_tool_vlm if args.tool_calls else build_tiny_vlm
+    try:
+        print(build(args.out_dir, args.seed))
+    except ProactiveBenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot write {args.out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

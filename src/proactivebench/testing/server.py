@@ -1,4 +1,13 @@
-"""A fake OpenAI-compatible chat-completions server for offline tests and benchmarks.
+"""A fake OpenAI-compatible chat-completions server for offline tests (yours, ours) and benchmarks.
+
+Test a client of an OpenAI-compatible API (an agent, a judge, an adapter, `openai:` runs)
+without a model: `with FakeOpenAI(respond=lambda body: "A") as server:` serves on
+`server.url` (`http://127.0.0.1:PORT/v1`: `/chat/completions` and `/models`) until the block
+ends, then `server.chat_requests` holds what the client sent (headers, JSON body, the fault
+it got). `respond` scripts the answer from the request body; `answers` maps a request's
+`fingerprint(messages)` to its answer; neither given, the answer is one of the options the
+last user turn shows, picked by a hash of the model name and the messages. `ServerConfig`
+lists every knob (latency, faults, `Retry-After`, an API key to require, raw responses).
 
 Answers are a deterministic function of the request (model, message texts, image bytes), so a
 run against it is reproducible whatever the concurrency, the retries or the replica that served
@@ -9,7 +18,8 @@ before or in the middle of the response, malformed JSON, empty `choices`, missin
 An `aiohttp.web` application on its own event loop: hundreds of concurrent requests that each
 wait for the configured latency cost it little CPU, so that a benchmark measures the client.
 Run it in a thread (`FakeOpenAI`) or, to share the CPU with a client as a real server would,
-in another process (`ServerProcess`, or `python tests/openai_server.py --latency 0.05`).
+in another process (`ServerProcess`, or `python -m proactivebench.testing.server --port 8011
+--latency 0.05`, which prints `URL <base url>` and serves until Ctrl-C or SIGTERM).
 """
 
 from __future__ import annotations
@@ -472,7 +482,8 @@ class ServerProcess:
 
     def __init__(self, latency: float = 0.0, answers: Path | None = None) -> None:
         self.args = [
-            sys.executable, str(Path(__file__).resolve()), "--latency", str(latency),
+            sys.executable, "-m", __spec__.name if __spec__ else "proactivebench.testing.server",
+            "--latency", str(latency),
             "--until-stdin-closes",
         ]  # fmt: skip
         if answers is not None:
@@ -505,6 +516,7 @@ class ServerProcess:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
+        prog="python -m proactivebench.testing.server",
         description=__doc__.splitlines()[0],
         epilog="Prints 'URL <base url>' once listening, then serves until Ctrl-C or SIGTERM "
         "(or, with --until-stdin-closes, until its standard input closes).",
@@ -519,10 +531,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     answers = json.loads(args.answers.read_text()) if args.answers else {}
+    stop = threading.Event()
+    # Before the URL line: a SIGTERM sent as soon as the URL is read must stop it cleanly.
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server = FakeOpenAI(latency=args.latency, answers=answers, record=False).start(args.port)
     print(f"URL {server.url}", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
         if args.until_stdin_closes:
             sys.stdin.read()

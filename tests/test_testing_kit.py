@@ -1,0 +1,207 @@
+"""The testing kit (`proactivebench.testing`) and the README's offline recipes, run as written.
+
+Each fenced block after a `<!-- recipe: NAME -->` comment in README.md runs here in its own empty
+directory, with this interpreter's environment first on PATH: the bash blocks through `bash -e`,
+the Python block through this interpreter. The fake server block is started in the background
+once (it serves until stopped), as a user starts it in another shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import proactivebench
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+RECIPE = re.compile(
+    r"<!-- recipe: (?P<name>[\w-]+)(?P<background> \(background\))? -->\n"
+    r"```(?P<lang>\w+)\n(?P<body>.*?)\n```",
+    re.DOTALL,
+)
+#: One recipe per path of issue 33 item 3, and the server they share.
+PATHS = {"fake-server", "openai", "inspect", "hf", "train-grpo", "verifiers", "python"}
+
+
+def recipes() -> dict[str, re.Match[str]]:
+    return {m["name"]: m for m in RECIPE.finditer(README.read_text(encoding="utf-8"))}
+
+
+def environment() -> dict[str, str]:
+    """This interpreter's scripts first on PATH and this checkout's package first on the path,
+    so that `python`, `proactivebench`, `inspect` and `vf-eval` are the ones under test."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    package_root = str(Path(proactivebench.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["HF_HUB_OFFLINE"] = "1"
+    env["COLUMNS"] = "200"
+    return env
+
+
+def run_recipe(name: str, cwd: Path, timeout: float = 600) -> str:
+    recipe = recipes()[name]
+    command = ["bash", "-e", "-c", recipe["body"]]
+    if recipe["lang"] == "python":
+        command = [sys.executable, "-c", recipe["body"]]
+    done = subprocess.run(
+        command, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=timeout
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"recipe {name} exited {done.returncode}:\n{output}"
+    assert "Traceback" not in output, output
+    return output
+
+
+def summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def fake_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The README's fake server command, started in the background; its base URL."""
+    recipe = recipes()["fake-server"]
+    assert recipe["background"], "the server recipe serves until Ctrl-C: mark it (background)"
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec {recipe['body']}"],
+        cwd=tmp_path_factory.mktemp("server"),
+        env=environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        if not line.startswith("URL "):
+            server.kill()
+            rest = server.stdout.read()
+            pytest.fail(f"the fake server did not start (port taken?):\n{line}{rest}")
+        yield line.split()[1]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_the_readme_has_one_recipe_per_path() -> None:
+    assert set(recipes()) == PATHS
+
+
+def test_the_fake_server_recipe_serves_the_url_the_other_recipes_use(fake_server: str) -> None:
+    assert fake_server == "http://127.0.0.1:8011/v1"
+    for name in ("openai", "inspect", "verifiers"):
+        assert fake_server in recipes()[name]["body"]
+
+
+def test_openai_recipe(fake_server: str, tmp_path: Path) -> None:
+    run_recipe("openai", tmp_path)
+    lines = (tmp_path / "runs/fake/results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 14  # 2 samples of each of the 7 scenarios
+    assert summary(tmp_path / "runs/fake")["average"]["errors"] == 0
+
+
+def test_inspect_recipe_equals_the_openai_recipe(fake_server: str, tmp_path: Path) -> None:
+    """The fake server answers by a hash of the model name and what the model sees, so Inspect's
+    requests, the same as ours, get the same answers: the imported run's rates equal ours."""
+    pytest.importorskip("inspect_ai")
+    openai = pytest.importorskip("openai")
+    if tuple(int(p) for p in openai.__version__.split(".")[:2]) < (3, 4):
+        pytest.skip(
+            f"Inspect's openai-api provider needs openai>=3.4 (the inspect extra), this "
+            f"environment has {openai.__version__} (the verifiers extra needs openai<3)"
+        )
+    run_recipe("inspect", tmp_path)
+    run_recipe("openai", tmp_path)
+    ours, theirs = summary(tmp_path / "runs/fake"), summary(tmp_path / "runs/inspect-fake")
+    for scenario, row in ours["scenarios"].items():
+        for key in ("n", "accuracy", "ps_rate"):
+            assert theirs["scenarios"][scenario][key] == pytest.approx(row[key]), (scenario, key)
+
+
+def test_hf_recipe(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    run_recipe("hf", tmp_path)
+    assert (tmp_path / "tiny-vlm/config.json").is_file()
+    assert summary(tmp_path / "runs/tiny")["average"]["n"] == 14
+
+
+def test_train_grpo_recipe(tmp_path: Path) -> None:
+    for module in ("torch", "transformers", "trl", "peft", "datasets"):
+        pytest.importorskip(module)
+    output = run_recipe("train-grpo", tmp_path)
+    assert "trained 1 steps" in output
+    assert (tmp_path / "tuned/train_run.json").is_file()
+    assert summary(tmp_path / "runs/tuned")["average"]["n"] == 14
+
+
+def test_verifiers_recipe() -> None:
+    assert "vf-eval" in recipes()["verifiers"]["body"]
+    pytest.skip(
+        "not offline: verifiers' null harness prepares its chat program with uv, which "
+        "resolves the program's packages from the index on every vf-eval (README, Testing offline)"
+    )
+
+
+def test_python_recipe(tmp_path: Path) -> None:
+    output = run_recipe("python", tmp_path)
+    # Every request was answered "A": the average row of a run that always says A.
+    assert "'n': 14" in output
+    assert summary(tmp_path / "runs/scripted")["model"] == "openai:my-agent"
+
+
+def test_importing_the_kit_loads_neither_torch_nor_transformers() -> None:
+    code = (
+        "import sys, proactivebench.testing as kit; kit.FakeOpenAI; kit.build_tiny_vlm; "
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment(), capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_without_the_hf_extra_the_builder_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proactivebench.testing import tiny_vlm
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    assert tiny_vlm.main([str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        "error: a tiny checkpoint needs torch; install the extra: pip install -e '.[hf]'\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_kit_answers_as_scripted_and_records_the_requests() -> None:
+    """The server's contract a user's test relies on: a scripted answer, a scheduled fault
+    first, every request kept."""
+    import urllib.error
+    import urllib.request
+
+    from proactivebench.testing import FakeOpenAI
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with FakeOpenAI(respond=lambda b: "B", schedule=["http500"]) as server:
+        request = urllib.request.Request(
+            f"{server.url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(request, timeout=30)
+        assert failed.value.code == 500
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.loads(response.read())
+        assert answer["choices"][0]["message"]["content"] == "B"
+        assert [r.fault for r in server.chat_requests] == ["http500", None]
+        assert server.chat_requests[1].body == body

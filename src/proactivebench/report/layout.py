@@ -72,12 +72,11 @@ class Layout:
 
 
 def _place(key: str) -> int:
-    """A table's place in `ORDER`: the longest start of its key that matches (the actions
-    side by side are "actions" exactly; each run's are "actions-<run>"), else after all."""
-    exact = {"experiments": 0, "actions": 2, "actions-vs": 3}
-    if key in exact:
-        return exact[key]
-    for place, start in enumerate(ORDER):
-        if start.endswith("-") and key.startswith(start) and start != "actions-":
-            return place
-    return len(ORDER) - 1 if key.startswith("actions-") else len(ORDER)
+    """A table's place in `ORDER`: by its whole key (the experiments, the action shares side
+    by side and their changes), else by the start of its key; unknown tables come last."""
+    if key in ("experiments", "actions", "actions-vs"):
+        return ORDER.index(key)
+    for start in ("paper-", "vs-", "cross-", "run-", "actions-"):
+        if key.startswith(start):
+            return ORDER.index(start)
+    return len(ORDER)

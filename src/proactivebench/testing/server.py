@@ -45,6 +45,8 @@ from typing import Any
 
 from aiohttp import web
 
+from proactivebench.texts import dumps
+
 #: Every fault the server can inject; "http400" is the only one a client must not retry.
 FAULTS = (
     "http500",
@@ -144,7 +146,7 @@ def fingerprint(messages: list[dict[str, Any]]) -> str:
                 seen.append([message.get("role"), "image", _image_digest(part["image_url"]["url"])])
             else:
                 seen.append([message.get("role"), "text", part.get("text")])
-    return hashlib.sha256(json.dumps(seen).encode()).hexdigest()
+    return hashlib.sha256(dumps(seen).encode()).hexdigest()
 
 
 def _image_count(messages: list[dict[str, Any]]) -> int:
@@ -338,7 +340,7 @@ class FakeOpenAI:
         ]
         for chunk in chunks:
             event = {**head, "object": "chat.completion.chunk", **chunk}
-            await response.write(f"data: {json.dumps(event)}\n\n".encode())
+            await response.write(f"data: {dumps(event)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
@@ -470,7 +472,7 @@ class FakeOpenAI:
 
 def _json(status: int, obj: Any, extra: dict[str, str] | None = None) -> web.Response:
     return web.Response(
-        status=status, body=json.dumps(obj).encode(), content_type="application/json", headers=extra
+        status=status, body=dumps(obj).encode(), content_type="application/json", headers=extra
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from proactivebench.errors import RunAbort, episode_error
-from proactivebench.judge import Judge, answer_entries
+from proactivebench.judge import Judge, Judgement, answer_entries
 from proactivebench.models.base import ChatRequest, Completion, Decoding
 from proactivebench.prompting import Message, oeg_message
 from proactivebench.results import OEGResult
@@ -66,19 +66,32 @@ async def play_oeg_episode(
     return result
 
 
-async def _judge_into(result: OEGResult, valid: str, judge: Judge, ask_judge: AskMany) -> None:
-    """Judge `result`'s generation against `valid` and record the verdict (or the error)."""
-    result.valid_answers_text = valid
-    result.valid_answers = answer_entries(valid)
-    requests = judge.requests(result.prompt, valid, result.generation or "")
+async def judge_generation(
+    judge: Judge, ask_judge: AskMany, prompt: str, valid: str, generation: str, scenario: str
+) -> Judgement | str:
+    """The judge's votes on `generation` against the valid answers `valid`, decided; or, when
+    the judge could not be asked (after its retries), why, as an episode's error ("judge:
+    ..."). A run that must stop (`RunAbort`) stops."""
+    requests = judge.requests(prompt, valid, generation)
     try:
         outputs = [c.text if isinstance(c.text, str) else "" for c in await ask_judge(requests)]
     except RunAbort:
         raise
     except Exception as exc:
-        result.error = f"judge: {episode_error(exc)}"
+        return f"judge: {episode_error(exc)}"
+    return Judge.decide(valid, outputs, scenario)
+
+
+async def _judge_into(result: OEGResult, valid: str, judge: Judge, ask_judge: AskMany) -> None:
+    """Judge `result`'s generation against `valid` and record the verdict (or the error)."""
+    result.valid_answers_text = valid
+    result.valid_answers = answer_entries(valid)
+    judgement = await judge_generation(
+        judge, ask_judge, result.prompt, valid, result.generation or "", result.scenario
+    )
+    if isinstance(judgement, str):
+        result.error = judgement
         return
-    judgement = Judge.decide(valid, outputs, result.scenario)
     result.judge_outputs = list(judgement.outputs)
     result.judge_parsed = list(judgement.parsed)
     result.judge_error = None

@@ -26,7 +26,7 @@ from typing import Any
 from proactivebench.errors import RunAbort, episode_error
 from proactivebench.judge import Judge, Judgement, answer_entries
 from proactivebench.models.base import ChatRequest, Completion, Decoding
-from proactivebench.oeg import Ask, AskMany
+from proactivebench.oeg import Ask, AskMany, judge_generation
 from proactivebench.prompting import Message, assistant_turn, oeg_message
 from proactivebench.results import EpisodeResult, TurnRecord
 from proactivebench.scenarios import Episode, Observation
@@ -134,15 +134,13 @@ async def play_oeg_multiturn_episode(
         result.trace.append(turn)
         if history:
             past += [asked, assistant_turn(generation)]
-        requests = judge.requests(prompt, turn.valid_answers_text or "", generation)
-        try:
-            outputs = [c.text if isinstance(c.text, str) else "" for c in await ask_judge(requests)]
-        except RunAbort:
-            raise
-        except Exception as exc:
-            result.error = f"judge: {episode_error(exc)}"
+        valid = turn.valid_answers_text or ""
+        judgement = await judge_generation(
+            judge, ask_judge, prompt, valid, generation, record.scenario
+        )
+        if isinstance(judgement, str):
+            result.error = judgement
             break
-        judgement = Judge.decide(turn.valid_answers_text or "", outputs, record.scenario)
         _record_judgement(turn, judgement)
         choice, drawn, reason = choice_of(episode, judgement, generation, seed)
         step = episode.apply(choice)
@@ -228,17 +226,13 @@ async def rejudge_multiturn_line(
     for turn in result.trace:
         if turn.valid_answers_text is None:
             continue
-        requests = judge.requests(turn.prompt, turn.valid_answers_text, turn.answer)
-        try:
-            completions = await ask_judge(requests)
-        except RunAbort:
-            raise
-        except Exception as exc:
+        judgement = await judge_generation(
+            judge, ask_judge, turn.prompt, turn.valid_answers_text, turn.answer, result.scenario
+        )
+        if isinstance(judgement, str):
             kept = EpisodeResult.from_json(line)
-            kept.judge_error = f"judge: {episode_error(exc)}"
+            kept.judge_error = judgement
             return kept
-        outputs = [c.text if isinstance(c.text, str) else "" for c in completions]
-        judgement = Judge.decide(turn.valid_answers_text, outputs, result.scenario)
         _record_judgement(turn, judgement)
     result.settings = settings
     result.judge_error = None

@@ -42,8 +42,9 @@ from proactivebench.scenarios.base import OPTION_ORDERS
 Kind = Literal["episode", "selection", "execution"]
 #: The places a setting appears besides the Python API: the command line, the Inspect task,
 #: the verifiers taskset, `train grpo`, `play` (a person in the browser; see `Setting.not_in`)
-#: and `judge` (re-judging a finished run: it takes the execution options only).
-Surface = Literal["cli", "inspect", "verifiers", "train", "play", "judge"]
+#: `judge` (re-judging a finished run: it takes the execution options only) and `suite`
+#: (`paper` and `suite FILE`: the execution options of several runs at once).
+Surface = Literal["cli", "inspect", "verifiers", "train", "play", "judge", "suite"]
 MODES = ("mcqa", "oeg", "oeg-multiturn")
 #: The modes whose answers a judge decides (`--judge`).
 JUDGED_MODES = ("oeg", "oeg-multiturn")
@@ -511,17 +512,26 @@ class RunOptions(CheckedSettings):
                 "--judge-votes requests in flight; several servers: --judge-option "
                 "endpoints=URL,URL).",
             ),
+            ("suite", "Episodes in flight in each experiment."),
         ),
     )
-    #: Offered by the Python API only (`RunEngine`): it bounds several runs of one process at
-    #: once, which one command never starts.
+    #: It bounds several runs of one process at once: the Python API (`RunEngine`) and the
+    #: suite's commands start them; no other command does.
     requests_in_flight: int | None = setting(
         None,
         kind="execution",
         lowest=1,
+        metavar="N",
         not_in=frozenset({"cli", "inspect", "verifiers", "train", "play", "judge"}),
         help="Model and judge calls in flight at once, over every run of one engine (default: "
         "no limit beyond the episodes in flight).",
+        surface_help=(
+            (
+                "suite",
+                "Model and judge requests in flight over all experiments [default: "
+                "--concurrency: the server sees what one `eval` at that concurrency asks].",
+            ),
+        ),
     )
 
     @property

@@ -28,6 +28,7 @@ from proactivebench.cli.options import (
     open_cache,
     option_group,
     parse_model_options,
+    setting_options,
 )
 from proactivebench.cli.output import (
     EXIT_EPISODE_ERRORS,
@@ -41,6 +42,7 @@ from proactivebench.cli.output import (
     print_report_outcome,
 )
 from proactivebench.models import SPEC_HELP, load_model
+from proactivebench.settings import RunOptions
 
 if TYPE_CHECKING:
     from proactivebench.play import Result
@@ -72,21 +74,7 @@ suite_options = option_group(
         metavar="N",
         help="At most N episodes per scenario in every experiment (a trial run).",
     ),
-    click.option(
-        "--concurrency",
-        type=click.IntRange(min=1),
-        default=8,
-        show_default=True,
-        help="Episodes in flight in each experiment.",
-    ),
-    click.option(
-        "--requests-in-flight",
-        type=click.IntRange(min=1),
-        default=None,
-        metavar="N",
-        help="Model and judge requests in flight over all experiments [default: "
-        "--concurrency: the server sees what one `eval` at that concurrency asks].",
-    ),
+    setting_options(RunOptions, "suite"),
     click.option(
         "--model-option",
         "model_options",
@@ -152,7 +140,6 @@ def run_command(
 ) -> None:
     """Play the chosen experiments of `suite`, then tell and report them; exits non-zero when
     one failed or left episodes in error."""
-    from proactivebench.settings import RunOptions
     from proactivebench.suite import run_suite
 
     experiments = suite.chosen(_ids(only), _ids(skip))

@@ -25,6 +25,7 @@ share one `ImageStore` per run.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import os
@@ -43,6 +44,10 @@ from proactivebench.scenarios import View
 
 if TYPE_CHECKING:  # Pillow is imported when a view is first decoded: most turns send bytes
     from PIL import Image
+
+#: A version of an image file: (real path, size, modification time in ns, inode, Pillow's pixel
+#: limit of the check).
+HeaderVersion = tuple[str, int, int, int, int | None]
 
 #: File formats every vision-language server reads, sent as they are, by their signatures:
 #: (offset, magic bytes, MIME type). Checking four signatures costs a fraction of what asking
@@ -121,25 +126,46 @@ def open_image_file(path: str | os.PathLike[str], name: str, max_bytes: int | No
 #: Image files whose header passed `check_header`, by version of the file: (path, size,
 #: modification time in ns, inode, Pillow's pixel limit). A file written since has another key
 #: and is read again; a process that checks the same data twice (runs in a notebook, a
-#: benchmark, `eval` then its report) reads each header once.
-_GOOD_HEADERS: set[tuple[str, int, int, int, int | None]] = set()
+#: benchmark, `eval` then its report, a suite's experiments) reads each header once, and the
+#: versions an earlier process read (`data.checked`) join them (`recall_headers`).
+_GOOD_HEADERS: set[HeaderVersion] = set()
 _GOOD_HEADERS_LOCK = threading.Lock()
 
 
-def check_header(path: str | os.PathLike[str], name: str, *, max_bytes: int | None) -> None:
-    """`opened_image`'s checks (size cap, a header Pillow reads, within its pixel limit),
-    without decoding; a file that passed them before, unchanged since, costs one `stat`."""
+def header_version(path: str | os.PathLike[str], stat: os.stat_result) -> HeaderVersion:
+    """What tells this version of the file apart, under today's pixel limit, unread."""
     from PIL import Image
 
+    return (os.fspath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, Image.MAX_IMAGE_PIXELS)
+
+
+def check_header(
+    path: str | os.PathLike[str], name: str, *, max_bytes: int | None
+) -> HeaderVersion | None:
+    """`opened_image`'s checks (size cap, a header Pillow reads, within its pixel limit),
+    without decoding; a file that passed them before, unchanged since, costs one `stat`.
+    Returns the version found good by this read (unless the file changed while it was read),
+    None when nothing was read."""
     stat = _checked_stat(path, name, max_bytes)
-    key = (os.fspath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, Image.MAX_IMAGE_PIXELS)
+    key = header_version(path, stat)
     with _GOOD_HEADERS_LOCK:
         if key in _GOOD_HEADERS:
-            return
+            return None
     with opened_image(path, name, max_bytes=max_bytes):
         pass
+    with contextlib.suppress(OSError):
+        if header_version(path, os.stat(path)) != key:
+            return None  # written while it was read: what passed may not be this version
     with _GOOD_HEADERS_LOCK:
         _GOOD_HEADERS.add(key)
+    return key
+
+
+def recall_headers(versions: Iterable[HeaderVersion]) -> None:
+    """Versions of files whose header passed in an earlier process: checking one costs a
+    `stat` (a version not among them is read, as always)."""
+    with _GOOD_HEADERS_LOCK:
+        _GOOD_HEADERS.update(versions)
 
 
 @contextmanager

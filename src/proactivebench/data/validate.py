@@ -7,14 +7,21 @@ show exists inside the directory, in play and in reference mode.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from proactivebench.data.images import (
     DEFAULT_MAX_IMAGE_MB,
+    HeaderVersion,
     UnreadableImage,
     check_header,
     opened_image,
+    recall_headers,
 )
 from proactivebench.data.layout import (
     PathGuard,
@@ -26,6 +33,13 @@ from proactivebench.errors import DataError, ProactiveBenchError
 from proactivebench.records import Source, record_warnings
 from proactivebench.registry import make_episode
 from proactivebench.scenarios import Episode
+
+if TYPE_CHECKING:
+    from proactivebench.data.checked import CheckedImages
+
+#: An image to check: its path relative to the data dir, and the record that first shows it.
+Item = tuple[str, Source]
+Found = tuple[DataError | None, HeaderVersion | None]
 
 #: What is wrong with an image path, by the kind `PathGuard.kind` finds.
 _KIND_PROBLEMS = {
@@ -83,25 +97,69 @@ def check_image_contents(
     *,
     decode: bool = False,
     max_bytes: int | None = DEFAULT_MAX_IMAGE_MB * 10**6,
+    memory: CheckedImages | None = None,
 ) -> list[DataError]:
     """Every image file must be one Pillow can read, within the size cap and Pillow's pixel
-    limit: its header (cheap), or with `decode` its pixels too (slow: every image is decoded)."""
-    problems: list[DataError] = []
-    for relative, source in images:
-        try:
-            path = guard.resolve(relative)
-            if not decode:
-                check_header(path, relative, max_bytes=max_bytes)  # memoized per file version
-                continue
-            with opened_image(path, relative, max_bytes=max_bytes) as image:
-                image.load()
-        except UnreadableImage as exc:
-            what = "cannot decode" if decode else "not a readable image"
-            message = f"{what}: {relative} ({exc.reason})"
-            problems.append(DataError(message, path=source.path, line=source.line))
-        except ProactiveBenchError as exc:  # too large, or gone since the walk
-            problems.append(DataError(str(exc), path=source.path, line=source.line))
-    return problems
+    limit: its header (cheap), or with `decode` its pixels too (slow: every image is decoded).
+
+    Headers are read by a pool of threads (on a cold or network disk the reads wait, not the
+    CPU), each version of a file once per process, and once for all processes with `memory`:
+    a version an earlier run found good is only `stat`ed. The problems come in the order of
+    `images`, whichever thread found them."""
+    if decode:
+        return [p for p in map(partial(_decoded, guard, max_bytes), images) if p is not None]
+    paths: list[str] = []
+    for relative, _ in images:
+        with contextlib.suppress(DataError):  # told by _header below, in its place
+            paths.append(guard.resolve(relative))
+    if memory is not None:
+        recall_headers(memory.recall(paths))
+    found = _in_pool(partial(_header, guard, max_bytes), images)
+    if memory is not None:
+        memory.remember(version for _, version in found if version is not None)
+    return [problem for problem, _ in found if problem is not None]
+
+
+#: Images checked in the caller's thread up to this many; past it, in a pool.
+_POOL_FROM = 64
+#: Threads reading headers: waits on the disk overlap, and Pillow's parsing is short.
+_THREADS = 8
+
+
+def _in_pool(check: Callable[[Item], Found], images: list[Item]) -> list[Found]:
+    if len(images) < _POOL_FROM:
+        return [check(item) for item in images]
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="image-check") as pool:
+        return list(pool.map(check, images))
+
+
+def _header(
+    guard: PathGuard, max_bytes: int | None, item: Item
+) -> tuple[DataError | None, HeaderVersion | None]:
+    """One image's header check: its problem, or the version found good by reading it (None
+    when it had passed before)."""
+    relative, source = item
+    try:
+        return None, check_header(guard.resolve(relative), relative, max_bytes=max_bytes)
+    except UnreadableImage as exc:
+        message = f"not a readable image: {relative} ({exc.reason})"
+        return DataError(message, path=source.path, line=source.line), None
+    except ProactiveBenchError as exc:  # too large, or gone since the walk
+        return DataError(str(exc), path=source.path, line=source.line), None
+
+
+def _decoded(guard: PathGuard, max_bytes: int | None, item: Item) -> DataError | None:
+    """One image decoded whole: its problem, if any."""
+    relative, source = item
+    try:
+        with opened_image(guard.resolve(relative), relative, max_bytes=max_bytes) as image:
+            image.load()
+    except UnreadableImage as exc:
+        message = f"cannot decode: {relative} ({exc.reason})"
+        return DataError(message, path=source.path, line=source.line)
+    except ProactiveBenchError as exc:  # too large, or gone since the walk
+        return DataError(str(exc), path=source.path, line=source.line)
+    return None
 
 
 @dataclass

@@ -41,7 +41,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     opened: list[str] = []
     real = images_module.opened_image
 
-    def counted(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+    def counted(path, *args, **kwargs):
         opened.append(os.path.realpath(path))
         return real(path, *args, **kwargs)
 
@@ -176,7 +176,7 @@ def test_the_runs_of_one_engine_read_records_and_check_images_once(
     loads: list[Path] = []
     real_load = selection.load_dataset
 
-    def counted_load(root, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+    def counted_load(root, *args, **kwargs):
         loads.append(root)
         return real_load(root, *args, **kwargs)
 
@@ -184,7 +184,7 @@ def test_the_runs_of_one_engine_read_records_and_check_images_once(
     scandirs: list[str] = []
     real_scandir = os.scandir
 
-    def counted_scandir(path):  # noqa: ANN001
+    def counted_scandir(path):
         scandirs.append(os.fspath(path))
         return real_scandir(path)
 
@@ -235,16 +235,14 @@ def test_a_damaged_memory_is_told_removed_and_the_run_checks_itself(
     assert "damaged, removed" in caplog.text and not where.exists()
 
 
-def test_the_check_runs_off_the_event_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_check_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import proactivebench.runner as runner
 
     data = rod_data(tmp_path / "data", per_scenario=1)
     threads: list[threading.Thread] = []
     real = runner.choose_episodes
 
-    def noted(*args, **kwargs):  # noqa: ANN002, ANN003
+    def noted(*args, **kwargs):
         threads.append(threading.current_thread())
         return real(*args, **kwargs)
 

@@ -38,9 +38,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from proactivebench.data.checked import NAME  # noqa: E402
 from proactivebench.data.synth import generate  # noqa: E402
 from proactivebench.testing.server import FakeOpenAI  # noqa: E402
+
+try:
+    from proactivebench.data.checked import NAME
+except ImportError:  # a version before the checks were remembered (versions.py, --baseline)
+    NAME = "image-checks.sqlite"
 
 #: The official test set's samples per scenario (paper, sec. 3.3; paper_results.json).
 OFFICIAL_COUNTS = {

@@ -146,11 +146,9 @@ def check_header(
     without decoding; a file that passed them before, unchanged since, costs one `stat`.
     Returns the version found good by this read (unless the file changed while it was read),
     None when nothing was read."""
-    stat = _checked_stat(path, name, max_bytes)
-    key = header_version(path, stat)
-    with _GOOD_HEADERS_LOCK:
-        if key in _GOOD_HEADERS:
-            return None
+    key, passed = _known_version(path, name, max_bytes)
+    if passed:
+        return None
     with opened_image(path, name, max_bytes=max_bytes):
         pass
     with contextlib.suppress(OSError):
@@ -159,6 +157,20 @@ def check_header(
     with _GOOD_HEADERS_LOCK:
         _GOOD_HEADERS.add(key)
     return key
+
+
+def header_passed(path: str | os.PathLike[str], name: str, *, max_bytes: int | None) -> bool:
+    """Whether the file as it is now passed `check_header` before: one `stat`, nothing read
+    (a file above the size cap is an `ImageError` all the same)."""
+    return _known_version(path, name, max_bytes)[1]
+
+
+def _known_version(
+    path: str | os.PathLike[str], name: str, max_bytes: int | None
+) -> tuple[HeaderVersion, bool]:
+    key = header_version(path, _checked_stat(path, name, max_bytes))
+    with _GOOD_HEADERS_LOCK:
+        return key, key in _GOOD_HEADERS
 
 
 def recall_headers(versions: Iterable[HeaderVersion]) -> None:

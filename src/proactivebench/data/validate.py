@@ -20,6 +20,7 @@ from proactivebench.data.images import (
     HeaderVersion,
     UnreadableImage,
     check_header,
+    header_passed,
     opened_image,
     recall_headers,
 )
@@ -114,7 +115,11 @@ def check_image_contents(
             paths.append(guard.resolve(relative))
     if memory is not None:
         recall_headers(memory.recall(paths))
-    found = _in_pool(partial(_header, guard, max_bytes), images)
+    # Those that passed before cost a `stat` each, here; a task of the pool would cost more.
+    known = [_header(guard, max_bytes, False, item) for item in images]
+    unread = [item for item, found in zip(images, known, strict=True) if found is None]
+    read = iter(_in_pool(partial(_header, guard, max_bytes, True), unread))
+    found = [done if done is not None else next(read) for done in known]
     if memory is not None:
         memory.remember(version for _, version in found if version is not None)
     return [problem for problem, _ in found if problem is not None]
@@ -126,26 +131,33 @@ _POOL_FROM = 64
 _THREADS = 8
 
 
-def _in_pool(check: Callable[[Item], Found], images: list[Item]) -> list[Found]:
-    """`check` of each image, in order: in slices, one a task, so that an image remembered
-    (a `stat`) does not cost a task of its own, several times what it costs to check."""
+def _in_pool(check: Callable[[Item], Found | None], images: list[Item]) -> list[Found]:
+    """`check` of each image, in order: in slices, one a task (a task costs more than a
+    small file's header)."""
     if len(images) < _POOL_FROM:
-        return [check(item) for item in images]
+        return [_found(check(item)) for item in images]
     size = -(-len(images) // (_THREADS * 4))
     slices = [images[i : i + size] for i in range(0, len(images), size)]
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="image-check") as pool:
-        done = pool.map(lambda part: [check(item) for item in part], slices)
+        done = pool.map(lambda part: [_found(check(item)) for item in part], slices)
         return [found for part in done for found in part]
 
 
-def _header(
-    guard: PathGuard, max_bytes: int | None, item: Item
-) -> tuple[DataError | None, HeaderVersion | None]:
+def _found(found: Found | None) -> Found:
+    assert found is not None  # a header read always says what it found
+    return found
+
+
+def _header(guard: PathGuard, max_bytes: int | None, read: bool, item: Item) -> Found | None:
     """One image's header check: its problem, or the version found good by reading it (None
-    when it had passed before)."""
+    when it had passed before). Without `read`, only whether it passed before: None when it
+    did not (nothing was read)."""
     relative, source = item
     try:
-        return None, check_header(guard.resolve(relative), relative, max_bytes=max_bytes)
+        path = guard.resolve(relative)
+        if not read:
+            return (None, None) if header_passed(path, relative, max_bytes=max_bytes) else None
+        return None, check_header(path, relative, max_bytes=max_bytes)
     except UnreadableImage as exc:
         message = f"not a readable image: {relative} ({exc.reason})"
         return DataError(message, path=source.path, line=source.line), None

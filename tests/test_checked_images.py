@@ -74,12 +74,18 @@ def check(data: Path, memory: CheckedImages | None, **settings: object) -> None:
     choose_episodes(data, EvalSettings(**settings), checks=DataChecks(memory))  # type: ignore[arg-type]
 
 
-def test_headers_read_once_are_remembered_for_later_processes(
-    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def checked_once(tmp_path: Path) -> tuple[Path, CheckedImages, list[Path]]:
+    """ROD data checked once with a memory (its images, in order, for the test to change)."""
     data = rod_data(tmp_path / "data")
     memory = CheckedImages(tmp_path / "cache" / NAME)
     check(data, memory)
+    return data, memory, sorted((data / "Realistic-Occlusion-Dataset").rglob("*.png"))
+
+
+def test_headers_read_once_are_remembered_for_later_processes(
+    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, memory, _ = checked_once(tmp_path)
     every = sorted(reads)
     assert every == shown(data, EvalSettings()) and len(every) > 4
     new_process(monkeypatch, reads)
@@ -93,10 +99,7 @@ def test_headers_read_once_are_remembered_for_later_processes(
 def test_a_file_changed_after_its_check_is_checked_again(
     tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = rod_data(tmp_path / "data")
-    memory = CheckedImages(tmp_path / "cache" / NAME)
-    check(data, memory)
-    images = sorted((data / "Realistic-Occlusion-Dataset").rglob("*.png"))
+    data, memory, images = checked_once(tmp_path)
     grown, touched, replaced = images[0], images[1], images[2]
     # Another size: written again.
     Image.new("RGB", (40, 30), (9, 9, 9)).save(grown)

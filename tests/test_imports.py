@@ -134,3 +134,13 @@ def test_every_command_of_the_table_is_in_the_group() -> None:
     assert cli.commands["eval"] is load_command("eval")
     with pytest.raises(KeyError):
         cli.commands["no-such-command"]
+
+
+def test_eval_of_a_baseline_imports_no_http_client(tmp_path: Path) -> None:
+    """aiohttp is imported when an `openai:` model is made, not for every `eval`."""
+    data = tmp_path / "data"
+    generate(data, per_scenario=1, seed=0, scenarios=["ROD"])
+    args = ["eval", "--data", str(data), "--model", "baseline:oracle", "--no-report"]
+    names = {name for name, _ in traced([*args, "--out", str(tmp_path / "run")], tmp_path)}
+    assert "proactivebench.runner" in names
+    assert not under(names, *NEVER, "aiohttp"), under(names, *NEVER, "aiohttp")

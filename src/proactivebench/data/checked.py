@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proactivebench.errors import LinkRefusedError
-from proactivebench.paths import refuse_linked_database
+from proactivebench.paths import refuse_linked_database, side_cache_fault
 
 if TYPE_CHECKING:
     from proactivebench.data.images import HeaderVersion
@@ -43,7 +43,6 @@ _TABLE = f"headers_v{CHECK_VERSION}"
 BUSY_TIMEOUT_S = 10.0
 #: Paths per query (below SQLite's limit on a statement's parameters).
 _CHUNK = 500
-_DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 
 class CheckedImages:
@@ -128,18 +127,6 @@ class CheckedImages:
 
     def _fault(self, exc: BaseException) -> None:
         """The memory is off for the rest of this process, told once; a damaged file goes."""
-        damaged = isinstance(exc, sqlite3.Error) and (
-            getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        ) in (_DAMAGED)
-        if damaged:
-            for suffix in ("-wal", "-shm", ""):
-                with contextlib.suppress(OSError):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-        self.problem = str(exc) or type(exc).__name__
-        what = "damaged, removed" if damaged else "not usable"
-        log.warning(
-            "the memory of image checks %s is %s (%s): this run reads every image header itself",
-            self.path,
-            what,
-            self.problem,
+        self.problem = side_cache_fault(
+            "memory of image checks", self.path, exc, "this run reads every image header itself"
         )

@@ -105,8 +105,9 @@ def choose_episodes(
     checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
         checked = [make_episode(r, **options) for rs in dataset.records.values() for r in rs]
-    store = ImageStore(root, max_file_bytes=settings.max_image_mb * 10**6)
-    problems = checks.images(root, checked, store.max_file_bytes)
+    max_bytes = settings.max_image_mb * 10**6
+    store = ImageStore(root, max_file_bytes=max_bytes, guard=checks.guard(root))
+    problems = checks.images(root, checked, max_bytes)
     if problems:
         raise DataErrors(problems)
     return Chosen(dataset, episodes, store)
@@ -121,7 +122,10 @@ class DataChecks:
 
     Only the selection is checked: the images its episodes (and, with ICL, the demonstrations
     drawn from the whole scenario) may show. Safe for runs choosing their episodes at once in
-    several threads: one checks at a time, the next finds its images checked."""
+    several threads: one checks at a time, the next finds its images checked. What passed
+    stays passed for the engine's life (record files excepted: one written since is read
+    again): an image removed or spoilt under a live engine fails the episode that reads it,
+    as one spoilt during a run does."""
 
     def __init__(self, memory: CheckedImages | None = None) -> None:
         self.memory = memory
@@ -150,11 +154,18 @@ class DataChecks:
                 )
             return found
 
+    def guard(self, root: Path) -> PathGuard:
+        """The one `PathGuard` of the data dir `root`: its folders listed once for the checks
+        and the runs' reads (`ImageStore`)."""
+        with self._lock:
+            return self._guards.setdefault(os.path.realpath(root), PathGuard(root))
+
     def images(self, root: Path, episodes: list[Episode], max_bytes: int | None) -> list[DataError]:
         """The problems of the images `episodes` may show (missing, empty, outside the data
         dir, above the cap, no readable header, above Pillow's pixel limit), in the order of
         the episodes; none for an image that passed before."""
         where = os.path.realpath(root)
+        guard = self.guard(root)
         with self._lock:
             todo = [
                 e
@@ -163,7 +174,6 @@ class DataChecks:
             ]
             if not todo:
                 return []
-            guard = self._guards.setdefault(where, PathGuard(root))
             walk = walk_images(todo, guard)
             problems = walk.problems or check_image_contents(
                 walk.present, guard, max_bytes=max_bytes, memory=self.memory

@@ -301,11 +301,14 @@ class ImageStore:
         max_decoded_bytes: int = 512 << 20,
         max_url_bytes: int = 128 << 20,
         max_file_bytes: int | None = DEFAULT_MAX_IMAGE_MB * 10**6,
+        guard: PathGuard | None = None,
     ) -> None:
         self.root = Path(root)
         #: Files above it are refused unread (`--max-image-mb`).
         self.max_file_bytes = max_file_bytes
-        self.guard = PathGuard(self.root)
+        #: The check before the run's (`selection.DataChecks`), whose folder listings and real
+        #: paths the run's reads use again; one of its own otherwise.
+        self.guard = guard or PathGuard(self.root)
         self._lock = threading.Lock()
         self._images = _SizedLRU(max_decoded_bytes, _pixel_bytes)
         self._urls = _SizedLRU(max_url_bytes, len)

@@ -12,6 +12,7 @@ door to Pillow.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import threading
@@ -28,9 +29,11 @@ from proactivebench.data.synth import generate
 from proactivebench.engine import RunEngine
 from proactivebench.errors import DataErrors
 from proactivebench.models import load_model
+from proactivebench.models.cache import ResponseCache
 from proactivebench.runner import evaluate
 from proactivebench.selection import DataChecks, choose_episodes
 from proactivebench.settings import EvalSettings
+from proactivebench.suite import parse_suite, run_suite
 from proactivebench.testing.server import FakeOpenAI
 
 
@@ -203,6 +206,39 @@ def test_the_runs_of_one_engine_read_records_and_check_images_once(
     os.utime(records, ns=(10**18, 10**18))
     choose_episodes(data, EvalSettings(), checks=engine.checks)
     assert len(loads) == 2
+
+
+def test_a_suite_reads_its_records_and_headers_once_for_all_experiments(
+    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = rod_data(tmp_path / "data")
+    loads: list[Path] = []
+    real_load = selection.load_dataset
+    monkeypatch.setattr(
+        selection,
+        "load_dataset",
+        lambda root, *a, **k: loads.append(root) or real_load(root, *a, **k),
+    )
+    three = "".join(f'[[experiment]]\nid = "{n}"\n{s}\n' for n, s in SUITE)
+    suite = parse_suite(three, "three.toml")
+    with FakeOpenAI() as server:
+        outcome = asyncio.run(
+            run_suite(
+                data,
+                suite.experiments,
+                tmp_path / "out",
+                model=lambda: load_model(f"openai:m@{server.url}"),
+                cache=ResponseCache(tmp_path / "cache" / "responses.sqlite"),
+            )
+        )
+    assert [e.status for e in outcome.experiments] == ["done"] * 3
+    assert len(loads) == 1
+    assert sorted(reads) == shown(data, EvalSettings())  # each header once, not three times
+    assert (tmp_path / "cache" / NAME).is_file()
+
+
+#: Three experiments that show the same images: plain, with the hint, with the history.
+SUITE = (("plain", ""), ("hint", "hint = true"), ("history", "history = true"))
 
 
 def test_eval_remembers_the_checks_beside_its_response_cache(

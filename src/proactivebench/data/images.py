@@ -159,16 +159,30 @@ def check_header(
     return key
 
 
-def header_passed(path: str | os.PathLike[str], name: str, *, max_bytes: int | None) -> bool:
-    """Whether the file as it is now passed `check_header` before: one `stat`, nothing read
-    (a file above the size cap is an `ImageError` all the same)."""
-    return _known_version(path, name, max_bytes)[1]
+def header_passed(
+    path: str | os.PathLike[str],
+    name: str,
+    *,
+    max_bytes: int | None,
+    stat: os.stat_result | None = None,
+) -> bool:
+    """Whether the file as it is now (its `stat`, or the one just taken of it: its folder's
+    listing) passed `check_header` before; nothing is read, and a file above the size cap is an
+    `ImageError` all the same."""
+    return _known_version(path, name, max_bytes, stat)[1]
 
 
 def _known_version(
-    path: str | os.PathLike[str], name: str, max_bytes: int | None
+    path: str | os.PathLike[str],
+    name: str,
+    max_bytes: int | None,
+    stat: os.stat_result | None = None,
 ) -> tuple[HeaderVersion, bool]:
-    key = header_version(path, _checked_stat(path, name, max_bytes))
+    if stat is None:
+        stat = _checked_stat(path, name, max_bytes)
+    else:
+        _check_kind_and_size(stat, name, max_bytes)
+    key = header_version(path, stat)
     with _GOOD_HEADERS_LOCK:
         return key, key in _GOOD_HEADERS
 

@@ -156,7 +156,9 @@ def _header(guard: PathGuard, max_bytes: int | None, read: bool, item: Item) -> 
     try:
         path = guard.resolve(relative)
         if not read:
-            return (None, None) if header_passed(path, relative, max_bytes=max_bytes) else None
+            listed = guard.listed_stat(path)  # taken by the walk: no second `stat`
+            passed = header_passed(path, relative, max_bytes=max_bytes, stat=listed)
+            return (None, None) if passed else None
         return None, check_header(path, relative, max_bytes=max_bytes)
     except UnreadableImage as exc:
         message = f"not a readable image: {relative} ({exc.reason})"

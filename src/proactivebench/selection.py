@@ -167,11 +167,14 @@ class DataChecks:
         where = os.path.realpath(root)
         guard = self.guard(root)
         with self._lock:
-            todo = [
-                e
-                for e in episodes
-                if any((where, max_bytes, p) not in self._passed for p in e.image_paths())
-            ]
+            todo = episodes  # the engine's first run: nothing checked yet
+            if self._passed:
+                passed = self._passed
+                todo = [
+                    e
+                    for e in episodes
+                    if any((where, max_bytes, p) not in passed for p in e.image_paths())
+                ]
             if not todo:
                 return []
             walk = walk_images(todo, guard)

@@ -13,6 +13,7 @@ door to Pillow.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import threading
@@ -175,18 +176,24 @@ def test_limit_checks_only_what_its_episodes_may_show(
         check(data, None)
 
 
-def test_the_runs_of_one_engine_read_records_and_check_images_once(
-    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    data = rod_data(tmp_path / "data")
-    loads: list[Path] = []
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The data dirs whose records are read (`load_dataset`) from now on."""
+    loaded: list[Path] = []
     real_load = selection.load_dataset
 
     def counted_load(root, *args, **kwargs):
-        loads.append(root)
+        loaded.append(root)
         return real_load(root, *args, **kwargs)
 
     monkeypatch.setattr(selection, "load_dataset", counted_load)
+    return loaded
+
+
+def test_the_runs_of_one_engine_read_records_and_check_images_once(
+    tmp_path: Path, reads: list[str], loads: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = rod_data(tmp_path / "data")
     scandirs: list[str] = []
     real_scandir = os.scandir
 
@@ -209,27 +216,16 @@ def test_the_runs_of_one_engine_read_records_and_check_images_once(
 
 
 def test_a_suite_reads_its_records_and_headers_once_for_all_experiments(
-    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, reads: list[str], loads: list[Path]
 ) -> None:
     data = rod_data(tmp_path / "data")
-    loads: list[Path] = []
-    real_load = selection.load_dataset
-    monkeypatch.setattr(
-        selection,
-        "load_dataset",
-        lambda root, *a, **k: loads.append(root) or real_load(root, *a, **k),
-    )
     three = "".join(f'[[experiment]]\nid = "{n}"\n{s}\n' for n, s in SUITE)
     suite = parse_suite(three, "three.toml")
-    with FakeOpenAI() as server:
+    cache = ResponseCache(tmp_path / "cache" / "responses.sqlite")
+    with FakeOpenAI() as server, contextlib.closing(cache):
+        model = lambda: load_model(f"openai:m@{server.url}")  # noqa: E731
         outcome = asyncio.run(
-            run_suite(
-                data,
-                suite.experiments,
-                tmp_path / "out",
-                model=lambda: load_model(f"openai:m@{server.url}"),
-                cache=ResponseCache(tmp_path / "cache" / "responses.sqlite"),
-            )
+            run_suite(data, suite.experiments, tmp_path / "out", model=model, cache=cache)
         )
     assert [e.status for e in outcome.experiments] == ["done"] * 3
     assert len(loads) == 1

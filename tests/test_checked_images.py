@@ -147,6 +147,23 @@ def test_a_bomb_swapped_in_after_a_clean_check_is_refused_before_the_run(
     assert real(victim)[0] in reads
 
 
+@pytest.mark.parametrize("moved", ["file", "folder"])
+def test_a_link_out_of_the_data_dir_after_a_clean_check_is_refused_before_the_run(
+    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch, moved: str
+) -> None:
+    """A remembered image is taken on one `lstat` only where its path holds no link: a file
+    moved out and linked back (the same file, the same version) is refused as it always was."""
+    data, memory, images = checked_once(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    victim = images[0] if moved == "file" else images[0].parent
+    os.replace(victim, outside / victim.name)  # a rename: size, time and inode kept
+    victim.symlink_to(outside / victim.name, target_is_directory=moved == "folder")
+    new_process(monkeypatch, reads)
+    with pytest.raises(DataErrors, match="leaves the data dir"):
+        check(data, memory)
+
+
 def test_a_file_that_failed_is_read_again_and_refused_again(
     tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,7 +25,7 @@ from proactivebench.data.layout import (
     load_dataset,
     scenario_file,
 )
-from proactivebench.data.validate import check_image_contents, walk_images
+from proactivebench.data.validate import check_image_contents, remembered, walk_images
 from proactivebench.errors import DataError, DataErrors, NothingToDoError, SettingsError
 from proactivebench.records import Record
 from proactivebench.registry import make_episode
@@ -175,9 +175,12 @@ class DataChecks:
                     for e in episodes
                     if any((where, max_bytes, p) not in passed for p in e.image_paths())
                 ]
-            if not todo:
-                return []
-            walk = walk_images(todo, guard)
+            # Images that passed before, unchanged since, cost an `lstat` each; the others
+            # are walked (their folders listed) and their headers read.
+            shown = (p for e in todo for p in e.image_paths())
+            known = remembered(root, shown, max_bytes, self.memory)
+            unknown = [e for e in todo if any(p not in known for p in e.image_paths())]
+            walk = walk_images(unknown, guard)
             problems = walk.problems or check_image_contents(
                 walk.present, guard, max_bytes=max_bytes, memory=self.memory
             )

@@ -187,6 +187,12 @@ def _known_version(
         return key, key in _GOOD_HEADERS
 
 
+def any_header_passed() -> bool:
+    """Whether this process knows of any header that passed (read here, or recalled)."""
+    with _GOOD_HEADERS_LOCK:
+        return bool(_GOOD_HEADERS)
+
+
 def recall_headers(versions: Iterable[HeaderVersion]) -> None:
     """Versions of files whose header passed in an earlier process: checking one costs a
     `stat` (a version not among them is read, as always)."""

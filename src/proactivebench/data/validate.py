@@ -8,7 +8,8 @@ show exists inside the directory, in play and in reference mode.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,6 +20,7 @@ from proactivebench.data.images import (
     DEFAULT_MAX_IMAGE_MB,
     HeaderVersion,
     UnreadableImage,
+    any_header_passed,
     check_header,
     header_passed,
     opened_image,
@@ -30,7 +32,7 @@ from proactivebench.data.layout import (
     scenario_file,
     scenarios_present,
 )
-from proactivebench.errors import DataError, ProactiveBenchError
+from proactivebench.errors import DataError, ImageError, ProactiveBenchError
 from proactivebench.records import Source, record_warnings
 from proactivebench.registry import make_episode
 from proactivebench.scenarios import Episode
@@ -90,6 +92,47 @@ def walk_images(episodes: list[Episode], guard: PathGuard) -> ImageWalk:
                 continue
             walk.present.append((relative, source))
     return walk
+
+
+def remembered(
+    root: str | os.PathLike[str],
+    relatives: Iterable[str],
+    max_bytes: int | None,
+    memory: CheckedImages | None,
+) -> set[str]:
+    """The images (paths under the data dir `root`) that, as they are now, passed the checks
+    of `walk_images` and `check_image_contents` before (in this process, or in an earlier one
+    with `memory`): one `lstat` each, nothing listed or read. Only a plain path counts: its
+    folder its own real path (no link on the way, nothing leaving the data dir) and the file a
+    regular one, not a link, within the size cap, of a version whose header passed under
+    today's pixel limit. Any other image is for the walk and the header check, as always."""
+    inside = os.path.realpath(root).rstrip(os.sep) + os.sep
+    candidates: dict[str, str] = {}
+    for relative in set(relatives):
+        native = relative if os.sep == "/" else relative.replace("/", os.sep)
+        path = inside + native
+        if os.path.normpath(path) == path:  # no "..", "." or doubled separator
+            candidates[relative] = path
+    if memory is not None:
+        recall_headers(memory.recall(list(candidates.values())))
+    if not any_header_passed():  # a first run: nothing to look up
+        return set()
+    plain_folders: dict[str, bool] = {}
+    passed: set[str] = set()
+    for relative, path in candidates.items():
+        folder = os.path.dirname(path)
+        plain = plain_folders.get(folder)
+        if plain is None:
+            plain = plain_folders[folder] = os.path.realpath(folder) == folder
+        if not plain:
+            continue
+        try:
+            found = os.lstat(path)
+            if header_passed(path, relative, max_bytes=max_bytes, stat=found):
+                passed.add(relative)
+        except (OSError, ImageError):  # missing, a link, not a file, above the cap: walked
+            continue
+    return passed
 
 
 def check_image_contents(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat as kinds
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -117,14 +118,26 @@ def remembered(
         recall_headers(memory.recall(list(candidates.values())))
     if not any_header_passed():  # a first run: nothing to look up
         return set()
-    plain_folders: dict[str, bool] = {}
+    plain_folders = {inside.rstrip(os.sep): True}  # the data dir's real path: plain
+
+    def plain(folder: str) -> bool:
+        """Whether `folder` (below the data dir) is a folder reached through no link: each
+        part below the data dir looked at once (`lstat`), whatever the images under it."""
+        known = plain_folders.get(folder)
+        if known is None:
+            parent = os.path.dirname(folder)
+            try:
+                known = (
+                    parent != folder and plain(parent) and kinds.S_ISDIR(os.lstat(folder).st_mode)
+                )
+            except OSError:
+                known = False
+            plain_folders[folder] = known
+        return known
+
     passed: set[str] = set()
     for relative, path in candidates.items():
-        folder = os.path.dirname(path)
-        plain = plain_folders.get(folder)
-        if plain is None:
-            plain = plain_folders[folder] = os.path.realpath(folder) == folder
-        if not plain:
+        if not plain(os.path.dirname(path)):
             continue
         try:
             found = os.lstat(path)

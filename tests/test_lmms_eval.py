@@ -65,8 +65,17 @@ def test_rounds_replay_the_episodes_our_loop_plays(data_env: Path, tmp_path: Pat
     same answers (the oracle's, several turns long), the round after the last says the episode
     ended, and the scores are our line's."""
     run = tmp_path / "oracle"
-    done = _cli("proactivebench", "eval", "--data", str(data_env), "--model", "baseline:oracle",
-                "--out", str(run), "--no-report")
+    done = _cli(
+        "proactivebench",
+        "eval",
+        "--data",
+        str(data_env),
+        "--model",
+        "baseline:oracle",
+        "--out",
+        str(run),
+        "--no-report",
+    )
     assert done.returncode == 0, done.stderr
     lines = _lines(run)
     assert max(line["num_turns"] for line in lines) >= 2  # multi-round is exercised
@@ -75,9 +84,16 @@ def test_rounds_replay_the_episodes_our_loop_plays(data_env: Path, tmp_path: Pat
         doc = {"scenario": line["scenario"], "sample_id": line["sample_id"], "answer": "x"}
         answers = [t["answer"] for t in line["trace"]]
         shown = [
-            (images.image(View(t["image"], tuple(t["crop"]) if t["crop"] else None,
-                               t.get("resize_short_edge"))),
-             mcqa_text(t["prompt"], t["options"]))
+            (
+                images.image(
+                    View(
+                        t["image"],
+                        tuple(t["crop"]) if t["crop"] else None,
+                        t.get("resize_short_edge"),
+                    )
+                ),
+                mcqa_text(t["prompt"], t["options"]),
+            )
             for t in line["trace"]
         ]
         assert _same_image(task.doc_to_visual(doc)[0], shown[0][0])
@@ -198,7 +214,9 @@ def _tiny_qwen(out: Path) -> Path:
         part.size = {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS}
     processor.save_pretrained(out)
     model = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(out)
-    merger = [m for n, m in model.named_modules() if "merger" in n and isinstance(m, torch.nn.Linear)]
+    merger = [
+        m for n, m in model.named_modules() if "merger" in n and isinstance(m, torch.nn.Linear)
+    ]
     with torch.no_grad():
         merger[-1].weight.zero_()
         merger[-1].bias.zero_()
@@ -217,17 +235,46 @@ def test_lmms_eval_scores_equal_eval_hf_on_a_tiny_checkpoint(tmp_path: Path) -> 
     generate(data, per_scenario=1, seed=3, split="test")
     checkpoint = _tiny_qwen(tmp_path / "qwen")
     ours = tmp_path / "ours"
-    done = _cli("proactivebench", "eval", "--data", str(data), "--model", f"hf:{checkpoint}",
-                "--model-option", "dtype=bfloat16", "--model-option", "device=cpu",
-                "--model-option", "max_batch=1", "--out", str(ours), "--no-report")
+    done = _cli(
+        "proactivebench",
+        "eval",
+        "--data",
+        str(data),
+        "--model",
+        f"hf:{checkpoint}",
+        "--model-option",
+        "dtype=bfloat16",
+        "--model-option",
+        "device=cpu",
+        "--model-option",
+        "max_batch=1",
+        "--out",
+        str(ours),
+        "--no-report",
+    )
     assert done.returncode == 0, done.stderr
     logs = tmp_path / "lmms"
-    model_args = (f"pretrained={checkpoint},device=cpu,device_map=cpu,"
-                  f"min_pixels={MIN_PIXELS},max_pixels={MAX_PIXELS}")
-    done = _cli("lmms_eval", "--model", "qwen2_5_vl", "--model_args", model_args,
-                "--include_path", str(TASK_DIR), "--tasks", "proactivebench", "--batch_size", "1",
-                "--log_samples", "--output_path", str(logs),
-                env={task.DATA_ENV: str(data), task.SETTINGS_ENV: ""})
+    model_args = (
+        f"pretrained={checkpoint},device=cpu,device_map=cpu,"
+        f"min_pixels={MIN_PIXELS},max_pixels={MAX_PIXELS}"
+    )
+    done = _cli(
+        "lmms_eval",
+        "--model",
+        "qwen2_5_vl",
+        "--model_args",
+        model_args,
+        "--include_path",
+        str(TASK_DIR),
+        "--tasks",
+        "proactivebench",
+        "--batch_size",
+        "1",
+        "--log_samples",
+        "--output_path",
+        str(logs),
+        env={task.DATA_ENV: str(data), task.SETTINGS_ENV: ""},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(next(logs.rglob("*_results.json")).read_text())["results"]
     summary = json.loads((ours / "summary.json").read_text())["scenarios"]
@@ -237,12 +284,22 @@ def test_lmms_eval_scores_equal_eval_hf_on_a_tiny_checkpoint(tmp_path: Path) -> 
         assert theirs["ps_rate,none"] == pytest.approx(score["ps_rate"]), short
     imported = tmp_path / "imported"
     samples = sorted(str(p) for p in logs.rglob("*_samples_*.jsonl"))
-    done = _cli("proactivebench", "import-lmms-eval", *samples, "--out", str(imported),
-                "--model", f"hf:{checkpoint}")
+    done = _cli(
+        "proactivebench",
+        "import-lmms-eval",
+        *samples,
+        "--out",
+        str(imported),
+        "--model",
+        f"hf:{checkpoint}",
+    )
     assert done.returncode == 0, done.stderr
-    answers = {(x["scenario"], x["sample_id"]): [t["answer"] for t in x["trace"]] for x in _lines(ours)}
-    assert {(x["scenario"], x["sample_id"]): [t["answer"] for t in x["trace"]]
-            for x in _lines(imported)} == answers
+    answers = {
+        (x["scenario"], x["sample_id"]): [t["answer"] for t in x["trace"]] for x in _lines(ours)
+    }
+    assert {
+        (x["scenario"], x["sample_id"]): [t["answer"] for t in x["trace"]] for x in _lines(imported)
+    } == answers
     again = json.loads((imported / "summary.json").read_text())["scenarios"]
     assert {s: (v["n"], v["accuracy"], v["ps_rate"]) for s, v in again.items()} == {
         s: (v["n"], v["accuracy"], v["ps_rate"]) for s, v in summary.items()

@@ -69,8 +69,8 @@ TASK_PREFIX = GROUP + "_"
 __all__ = [
     "DATA_ENV",
     "RESULT_KEY",
-    "ProactiveBenchTask",
     "SETTINGS_ENV",
+    "ProactiveBenchTask",
     "Turn",
     "aggregate_accuracy",
     "aggregate_ps_rate",
@@ -187,7 +187,9 @@ class _Wanted:
         raise AssertionError("a replay is never resumed after the answers ran out")
 
 
-def replay(doc: dict[str, Any], answers: Sequence[str], the_plan: Plan | None = None) -> Turn | Result:
+def replay(
+    doc: dict[str, Any], answers: Sequence[str], the_plan: Plan | None = None
+) -> Turn | Result:
     """The document's episode played by `play.play` with `answers` as the model's answers, in
     order: the next turn it shows (a `Turn`) or, once it has ended, its result line."""
     p = the_plan or plan()

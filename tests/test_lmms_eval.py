@@ -169,9 +169,12 @@ def test_the_task_files_follow_the_registry() -> None:
     assert group["group"] == task.GROUP
     assert group["task"] == [task.task_name(s) for s in scenario_names()]
     template = (TASK_DIR / "_default_template_yaml").read_text()
-    kwargs = yaml.load(template, Loader=_IgnoreFunctions)["generation_kwargs"]
+    config = yaml.load(template, Loader=_IgnoreFunctions)
+    kwargs = config["generation_kwargs"]
     assert kwargs["max_new_tokens"] == Decoding().max_tokens
     assert kwargs["temperature"] == Decoding().temperature
+    # Scoring replays the answers the rounds saw: lmms-eval must not strip <think> blocks.
+    assert config["reasoning_tags"] == "none"
 
 
 class _IgnoreFunctions(yaml.SafeLoader):

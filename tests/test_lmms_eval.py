@@ -200,11 +200,17 @@ QWEN_TEMPLATE = (
 MIN_PIXELS, MAX_PIXELS = 784, 1003520
 
 
-def _tiny_qwen(out: Path) -> Path:
+def _tiny_qwen(out: Path, kind: str) -> Path:
     """A tiny random Qwen2.5-VL whose image features are zero: lmms-eval's wrapper re-encodes
     every image as JPEG (quality 85) and resizes it with qwen_vl_utils before the processor,
     so its pixels differ from what `hf:` sends; with the vision merger's output zeroed the
-    answers depend on the prompt and on the number of image tokens only, which must agree."""
+    answers depend on the prompt and on the number of image tokens only, which must agree.
+
+    `kind` "random": its answers are random bytes that depend on the whole prompt (every episode
+    ends after its first turn, unreadable). "A": its layers add nothing to the residual stream
+    and the output layer maps the prompt's last token (the newline after `assistant`) to "A"
+    and "A" to the end token, so it answers "A" every turn: the first option, often an
+    intervention, which moves the episode on (several rounds per episode)."""
     import torch
     import transformers
 
@@ -223,20 +229,42 @@ def _tiny_qwen(out: Path) -> Path:
     with torch.no_grad():
         merger[-1].weight.zero_()
         merger[-1].bias.zero_()
+        if kind == "A":
+            for name, weight in model.named_parameters():
+                if "language_model.layers" in name and name.endswith(
+                    ("o_proj.weight", "down_proj.weight")
+                ):
+                    weight.zero_()
+            tokens = processor.tokenizer
+            newline, letter = tokens.convert_tokens_to_ids(["Ċ", "A"])  # byte-level "\n"
+            embed = model.get_input_embeddings().weight
+            head = model.get_output_embeddings().weight
+            embed[newline], embed[letter] = torch.eye(embed.shape[1])[:2]
+            head.zero_()
+            head[letter], head[tokens.eos_token_id] = 10 * embed[newline], 10 * embed[letter]
     model.save_pretrained(out)
     return out
 
 
-def test_lmms_eval_scores_equal_eval_hf_on_a_tiny_checkpoint(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = tmp_path_factory.mktemp("lmms-data")
+    generate(data, per_scenario=1, seed=3, split="test")
+    return data
+
+
+@pytest.mark.parametrize("kind", ["random", "A"])
+def test_lmms_eval_scores_equal_eval_hf_on_a_tiny_checkpoint(
+    kind: str, tiny_data: Path, tmp_path: Path
+) -> None:
     """lmms-eval's command line with its qwen2_5_vl wrapper (greedy) gives, per scenario, the
     accuracy and ps rate `eval --model hf:` gives on the same checkpoint and data, the same
     answers, and `import-lmms-eval` turns its samples logs into a run with `eval`'s summary.
 
     Both sides as the wrapper runs: bfloat16 (it loads every checkpoint so) and one request per
     `generate` (its batch size 1; a padded batch rounds differently in bfloat16)."""
-    data = tmp_path / "data"
-    generate(data, per_scenario=1, seed=3, split="test")
-    checkpoint = _tiny_qwen(tmp_path / "qwen")
+    data = tiny_data
+    checkpoint = _tiny_qwen(tmp_path / "qwen", kind)
     ours = tmp_path / "ours"
     done = _cli(
         "proactivebench",
@@ -254,8 +282,11 @@ def test_lmms_eval_scores_equal_eval_hf_on_a_tiny_checkpoint(tmp_path: Path) -> 
         "--out",
         str(ours),
         "--no-report",
+        "--no-cache",
     )
     assert done.returncode == 0, done.stderr
+    turns = [line["num_turns"] for line in _lines(ours)]
+    assert max(turns) == 1 if kind == "random" else max(turns) >= 3  # the checkpoint works
     logs = tmp_path / "lmms"
     model_args = (
         f"pretrained={checkpoint},device=cpu,device_map=cpu,"

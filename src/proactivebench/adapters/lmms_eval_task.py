@@ -130,7 +130,7 @@ def plan() -> Plan:
     if not data:
         raise ProactiveBenchError(
             f"set {DATA_ENV} to the data directory the lmms-eval task plays (the official "
-            "layout, or `proactivebench data synth OUT`)"
+            "layout, or one `proactivebench data synth --out DIR` writes)"
         )
     key = (data, os.environ.get(SETTINGS_ENV, ""))
     with _plans_lock:

@@ -2,6 +2,7 @@
 
 The commands live in one module per group (`run`: eval, judge, merge; `suite`: paper, suite;
 `demo`; `data`; `report`: report, show; `play`; `train`; `inspect_log`: import-inspect;
+`lmms_eval_log`: import-lmms-eval;
 `publish`: push; `list`), all standalone click commands that use `output` (consoles, tables,
 progress, exit codes) and `options` (shared options and their parsing) and the library. This
 module only puts them under one group and runs it: `main` sets up logging and turns every user
@@ -21,7 +22,18 @@ from typing import NoReturn
 
 import click
 
-from proactivebench.cli import data, demo, inspect_log, play, publish, report, run, suite, train
+from proactivebench.cli import (
+    data,
+    demo,
+    inspect_log,
+    lmms_eval_log,
+    play,
+    publish,
+    report,
+    run,
+    suite,
+    train,
+)
 from proactivebench.cli import list as list_cli
 from proactivebench.cli.output import (
     EXIT_ERROR,
@@ -56,6 +68,7 @@ cli.add_command(report.report_command)
 cli.add_command(report.show_command)
 cli.add_command(train.train_group)
 cli.add_command(inspect_log.import_inspect_command)
+cli.add_command(lmms_eval_log.import_lmms_eval_command)
 cli.add_command(publish.push_command)
 cli.add_command(list_cli.list_command)
 

@@ -1,5 +1,5 @@
-"""ProactiveBench as an lmms-eval task: `LMMS_EVAL_PLUGINS=proactivebench lmms-eval --tasks
-proactivebench --model qwen2_5_vl ...` (docs/lmms-eval.md).
+"""ProactiveBench as an lmms-eval task: `lmms-eval --include_path "$(python -m
+proactivebench.tasks)" --tasks proactivebench --model qwen2_5_vl ...` (docs/lmms-eval.md).
 
 A thin adapter, as the Inspect task is. The task's YAML files (`proactivebench/tasks/`: one
 subtask per scenario and the `proactivebench` group) name the functions below; each lmms-eval

@@ -4,11 +4,11 @@
 command: the interpreter, the imports, loading and checking the data, the run, the last
 fsync. This script times that command as a user runs it (`python -m proactivebench`, a
 new process, compiled modules cached), spawn to exit, on the benchmark of issue 34: about
-400 episodes of 640×480 photo-like JPEGs (`official_size.py`, 57 per scenario: 399 episodes, 456 turns),
-against the fake server of `proactivebench.testing.server` in another process answering each
-request after 50 ms with the oracle's answer (so that every run sends the same requests; the
-script checks that each run scores 100 % with no error). Each run gets a fresh run directory
-and a fresh response cache. It prints, as medians:
+400 episodes of 640×480 photo-like JPEGs (`official_size.py`; 57 per scenario: 399
+episodes, 456 turns), against the fake server of `proactivebench.testing.server` in another
+process answering each request after 50 ms with the oracle's answer (so that every run sends
+the same requests; the script checks that each run scores 100 % with no error). Each run
+gets a fresh run directory and a fresh response cache. It prints, as medians:
 
 - wall time at `--concurrency 64` and at 1, and their ratio (the speed-up);
 - the efficiency at 64 against the latency bound, max(longest episode's turns, all turns /

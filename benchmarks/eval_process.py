@@ -79,16 +79,18 @@ def eval_process(
     # As on a user's machine, compiled modules are cached (the warm-up run writes them).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     start = time.perf_counter()
-    process = subprocess.Popen(
-        [*(wrap or []), *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
-    _pid, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    assert process.stderr is not None
-    errors = process.stderr.read().decode(errors="replace")
-    process.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"eval at concurrency {concurrency} failed:\n{errors}")
+    # Its messages go to a file, not a pipe: a pipe nobody reads while we wait could fill.
+    with (out / "stderr.txt").open("w+b") as messages:
+        process = subprocess.Popen(
+            [*(wrap or []), *command], stdout=subprocess.DEVNULL, stderr=messages, env=env
+        )
+        _pid, status, usage = os.wait4(process.pid, 0)  # its own CPU time, threads included
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            messages.seek(0)
+            errors = messages.read().decode(errors="replace")
+            raise SystemExit(f"eval at concurrency {concurrency} failed:\n{errors}")
     summary = json.loads((out / "run" / "summary.json").read_text())
     for short, score in summary["scenarios"].items():
         if score.get("errors") or score.get("accuracy") != 100.0:

@@ -6,8 +6,11 @@ in turn on this machine:
 1. **Same results**: `proactivebench eval` of several baselines and settings on one synthetic
    data set, and two open-ended runs whose model and judge are `python:` functions (one of
    them judged again by `judge RUN` with another); every `results.jsonl` line must be equal
-   (latency left out), and so must `summary.json` (the newer one may add fields, which are
-   named, but not change or drop one).
+   (latency left out), and so must `summary.json`, by one rule for both: the newer version
+   may add fields (at any depth: a key of each turn of the trace too), which are named, but
+   not change or drop one. A difference is shown where it is (file, episode, field, both
+   values). Each version runs with a response cache of its own, made for the comparison, so
+   that neither is answered from the other's cache (or the user's).
 2. **Start-up**: each version's own `benchmarks/startup.py` (spawn to first request).
 3. **Throughput**: each version's own `benchmarks/throughput.py` against the 50 ms fake server
    on 640×480 JPEGs (wall time at concurrency 64, speed-up, efficiency, client CPU per turn).
@@ -135,37 +138,95 @@ def lines_of(run: Path) -> list[dict]:
 def compare(
     trees: dict[str, Path], scratch: Path, label: str, steps: Callable[[Path], list[list[str]]]
 ) -> bool:
-    """Run the commands `steps(out)` with each version into its own `out`; say whether the
-    lines and summaries are equal."""
+    """Run the commands `steps(out)` with each version into its own `out` (and its own
+    response cache); say whether the lines and summaries are equal (`compared`)."""
     outputs = {}
     for name, tree in trees.items():
         out = scratch / name / label.replace(" ", "_").replace(",", "")
+        cache = scratch / name / "responses.sqlite"
         for step in steps(out):
-            subprocess.run(
-                [console_script(), *step],
-                check=True,
+            own_cache = [] if "--no-cache" in step else ["--cache", str(cache)]
+            done = subprocess.run(
+                [console_script(), *step, *own_cache],
                 capture_output=True,
+                text=True,
                 env=environment(tree / "src"),
             )
+            if done.returncode != 0:
+                raise SystemExit(f"{name} ({label}): {' '.join(step)} failed:\n{done.stderr}")
         summary = json.loads((out / "summary.json").read_text())
         outputs[name] = (lines_of(out), summary)
     (old_lines, old_summary), (new_lines, new_summary) = outputs["old"], outputs["new"]
-    added: set[str] = set()
-    equal = old_lines == new_lines and old_summary == kept_as(old_summary, new_summary, added)
-    verdict = "identical" if equal else "DIFFERENT"
-    if equal and added:
-        verdict += f" (summary.json adds {', '.join(sorted(added))})"
+    equal, verdict = compared(old_lines, new_lines, old_summary, new_summary)
     print(f"  {label:36s} {len(new_lines):5d} episodes: {verdict}")
     return equal
 
 
-def kept_as(old: object, new: object, added: set[str]) -> object:
-    """`new` with only the keys `old` has, at every depth (the keys it adds go to `added`):
-    a later version may add fields to `summary.json`, never change or drop one."""
+def compared(
+    old_lines: list[dict], new_lines: list[dict], old_summary: dict, new_summary: dict
+) -> tuple[bool, str]:
+    """Whether the newer version's lines and summary hold the older one's, and the verdict:
+    "identical", with the fields the newer one adds named, or "DIFFERENT" with the first
+    difference (file, episode, field, old and new value). Lines are paired by (scenario,
+    sample id), as `lines_of` sorts them; a line one version lacks is a difference."""
+    added: set[str] = set()
+    difference = None
+    if len(old_lines) != len(new_lines):
+        difference = f"results.jsonl: {len(old_lines)} lines before, {len(new_lines)} now"
+    for old, new in zip(old_lines, new_lines, strict=False):
+        if difference is not None:
+            break
+        where = f"results.jsonl, {old.get('scenario')} sample {old.get('sample_id')}"
+        found = first_difference(old, new, "", added)
+        if found is not None:
+            difference = f"{where}: {found}"
+    summary_added: set[str] = set()
+    if difference is None:
+        found = first_difference(old_summary, new_summary, "", summary_added)
+        if found is not None:
+            difference = f"summary.json: {found}"
+    if difference is not None:
+        return False, f"DIFFERENT ({difference})"
+    # A rate the summary adds is added for every scenario and the average: named once.
+    named = [
+        *(f"results.jsonl {', '.join(sorted(added))}" for _ in [0] if added),
+        *(
+            f"summary.json {', '.join(sorted({p.rsplit('.', 1)[-1] for p in summary_added}))}"
+            for _ in [0]
+            if summary_added
+        ),
+    ]
+    return True, "identical" + (f" (the new version adds: {'; '.join(named)})" if named else "")
+
+
+def first_difference(old: object, new: object, path: str, added: set[str]) -> str | None:
+    """Where `new` changes or drops a value of `old` (its path and both values), or None; the
+    keys `new` adds, at any depth, go to `added` (by path, list positions as `[]`): a later
+    version may add fields, never change or drop one."""
     if isinstance(old, dict) and isinstance(new, dict):
-        added.update(k for k in new if k not in old)
-        return {k: kept_as(old[k], new[k], added) if k in old else new[k] for k in new if k in old}
-    return new
+        general = re.sub(r"\[\d+\]", "[]", path)
+        added.update(f"{general}.{k}".lstrip(".") for k in new if k not in old)
+        for key in old:
+            if key not in new:
+                return f"{path}.{key} dropped".lstrip(".")
+            found = first_difference(old[key], new[key], f"{path}.{key}", added)
+            if found is not None:
+                return found
+        return None
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for position, (a, b) in enumerate(zip(old, new, strict=True)):
+            found = first_difference(a, b, f"{path}[{position}]", added)
+            if found is not None:
+                return found
+        return None
+    if old == new and type(old) is type(new):
+        return None
+    return f"{path.lstrip('.') or 'the value'}: {_shown(old)} before, {_shown(new)} now"
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def same_results(trees: dict[str, Path], scratch: Path, per_scenario: int) -> bool:

@@ -41,3 +41,39 @@ def synth_test(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("synth-test")
     generate(root, per_scenario=1, seed=3, split="test")
     return root
+
+
+@pytest.fixture(scope="session")
+def fake_server(tmp_path_factory: pytest.TempPathFactory):
+    """The fake OpenAI-compatible server of docs/testing.md, started from that page's
+    `<!-- recipe: fake-server (background) -->` block, as a user starts it in another shell:
+    served for the whole session (the recipes and the docs' runnable commands use its URL,
+    http://127.0.0.1:8011/v1, as written). Yields the URL it prints."""
+    import subprocess
+
+    from docblocks import DOCS, blocks, environment
+
+    (recipe,) = [
+        b for b in blocks(DOCS / "testing.md") if b.kind == "recipe" and b.name == "fake-server"
+    ]
+    assert recipe.background, "the server recipe serves until Ctrl-C: mark it (background)"
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec {recipe.body}"],
+        cwd=tmp_path_factory.mktemp("server"),
+        env=environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        if not line.startswith("URL "):
+            server.kill()
+            rest = server.stdout.read()
+            pytest.fail(f"the fake server did not start (port taken?):\n{line}{rest}")
+        yield line.split()[1]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -341,3 +341,27 @@ def test_the_plot_takes_one_two_and_six_runs(tmp_path: Path) -> None:
     # The first run's bar over all turns: its average shares, stacked in the kinds' order.
     widths = [p.get_width() for p in action_bars_figure(measured[:1]).axes[0].patches]
     assert widths == pytest.approx([700 / 24, 4300 / 72, 50 / 9, 50 / 9])
+
+
+def test_the_rates_over_turns_read_each_turn_once_with_the_values_of_each() -> None:
+    """summary.json's eight rates over choices draw the turns' choices once per line (they
+    were drawn once per rate), and each rate still has its own values: ROD's 9 turns by
+    hand (3 category, 4 proactive, 1 abstention, 1 unreadable; first turns: 3, 2, 1, 1)."""
+    from dataclasses import replace
+
+    from proactivebench.metrics import metric, values_by_metric
+
+    drawn: list[str] = []
+
+    def counted(x: dict[str, Any]) -> list[dict[str, Any]]:
+        drawn.append(f"{x['scenario']} {x['sample_id']}")
+        return choices(x)
+
+    keys = [f"choice_{kind}" for kind in CHOICE_KINDS]
+    metrics = [replace(metric(key), over=counted) for key in keys]
+    ok = [x for x in base_lines() if x["scenario"] == "ROD"]
+    values = values_by_metric([*metrics, metric("first_choice_proactive")], ok)
+    assert drawn == [f"ROD {n}" for n in range(6)]  # once per line, not once per rate
+    assert [sum(values[k]) / 100 for k in keys] == [3, 4, 1, 1]  # 100 per turn of that kind
+    assert [len(values[k]) for k in keys] == [9, 9, 9, 9]
+    assert values["first_choice_proactive"] == [100.0, 0.0, 0.0, 100.0, 0.0, 0.0]

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "publish",
     ),
     ("catalog",),
-    ("adapters", "testing"),
+    ("adapters", "testing", "tasks"),
     ("cli", "__main__"),
 ]
 

@@ -19,6 +19,7 @@ COMMANDS = {
     "demo",
     "eval",
     "import-inspect",
+    "import-lmms-eval",
     "list",
     "judge",
     "merge",

@@ -314,3 +314,30 @@ def test_report_json_stays_strict_json_whatever_the_files_hold(tmp_path: Path) -
     page = (run / "report" / "report.html").read_text()
     blocks = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page)
     assert blocks and "NaN" not in "".join(blocks)
+
+
+def test_finite_json_writes_nan_as_null_and_anything_else_as_dumps_does() -> None:
+    """The viewer's data and report.json: a value without a NaN is written as `dumps` writes
+    it (no walk first); one holding NaN or an infinity, at any depth, gets null there."""
+    from proactivebench.report.html import finite_json
+    from proactivebench.texts import dumps
+
+    plain = {"s": 1, "t": [(0.5, "a<b", None), {"x": -2.0}], "é": True}
+    assert finite_json(plain, ensure_ascii=False) == dumps(plain, ensure_ascii=False)
+    assert finite_json(plain, indent=2) == dumps(plain, indent=2)
+    odd = {"s": 1, "t": [(float("nan"), "a"), {"x": float("-inf")}], "u": float("inf")}
+    assert finite_json(odd, separators=(",", ":")) == '{"s":1,"t":[[null,"a"],{"x":null}],"u":null}'
+
+
+def test_the_viewer_reads_each_answer_to_its_options_once_and_right() -> None:
+    """The option an answer designates, as the viewer shows it (§4 over the whole list),
+    remembered per answer and options: the same answer to other options is read again."""
+    from proactivebench.report.html import _chosen
+
+    _chosen.cache_clear()
+    options = ("Move the blocks.", "I do not know.", "hat", "tree")
+    assert [_chosen(a, options) for a in ("C", "C", "tree", "maybe", "C")] == [2, 2, 3, -1, 2]
+    assert _chosen("C", ("hat", "tree", "cup")) == 2  # C of another list: read again
+    assert _chosen("A", ("hat", "tree")) == 0
+    info = _chosen.cache_info()
+    assert (info.hits, info.misses) == (2, 5)

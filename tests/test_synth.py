@@ -387,7 +387,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 @pytest.mark.parametrize("short", paper_scenarios())
 def test_committed_scenario_figures_are_what_make_figures_draws(short: str) -> None:
-    # The README shows docs/scenarios/*.png; a generator change must come with new figures.
+    # docs/measured.md shows docs/scenarios/*.png; a generator change must come with new figures.
     spec = importlib.util.spec_from_file_location("make_figures", DOCS / "make_figures.py")
     make_figures = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_figures)

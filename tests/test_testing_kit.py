@@ -1,104 +1,49 @@
-"""The testing kit (`proactivebench.testing`) and the README's offline recipes, run as written.
+"""The testing kit (`proactivebench.testing`) and the offline recipes of docs/testing.md, run as
+written.
 
-Each fenced block after a `<!-- recipe: NAME -->` comment in README.md runs here in its own empty
-directory, with this interpreter's environment first on PATH: the bash blocks through `bash -e`,
-the Python block through this interpreter. The fake server block is started in the background
-once (it serves until stopped), as a user starts it in another shell.
+Each fenced block after a `<!-- recipe: NAME -->` comment in docs/testing.md (tests/docblocks.py
+finds them, as it finds the docs' other marked blocks) runs here in its own empty directory, with
+this interpreter's environment first on PATH: the bash blocks through `bash -e`, the Python block
+through this interpreter. The fake server block is started in the background once per session
+(the `fake_server` fixture of conftest.py), as a user starts it in another shell.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import proactivebench
+from docblocks import DOCS, Block, blocks, environment, run_block
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-RECIPE = re.compile(
-    r"<!-- recipe: (?P<name>[\w-]+)(?P<background> \(background\))? -->\n"
-    r"```(?P<lang>\w+)\n(?P<body>.*?)\n```",
-    re.DOTALL,
-)
+PAGE = DOCS / "testing.md"
 #: One recipe per path of issue 33 item 3, and the server they share.
 PATHS = {"fake-server", "openai", "inspect", "hf", "train-grpo", "verifiers", "python"}
 
 
-def recipes() -> dict[str, re.Match[str]]:
-    return {m["name"]: m for m in RECIPE.finditer(README.read_text(encoding="utf-8"))}
-
-
-def environment() -> dict[str, str]:
-    """This interpreter's scripts first on PATH and this checkout's package first on the path,
-    so that `python`, `proactivebench`, `inspect` and `vf-eval` are the ones under test."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    package_root = str(Path(proactivebench.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    env["HF_HUB_OFFLINE"] = "1"
-    env["COLUMNS"] = "200"
-    return env
+def recipes() -> dict[str, Block]:
+    return {b.name: b for b in blocks(PAGE) if b.kind == "recipe"}
 
 
 def run_recipe(name: str, cwd: Path, timeout: float = 600) -> str:
-    recipe = recipes()[name]
-    command = ["bash", "-e", "-c", recipe["body"]]
-    if recipe["lang"] == "python":
-        command = [sys.executable, "-c", recipe["body"]]
-    done = subprocess.run(
-        command, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=timeout
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, f"recipe {name} exited {done.returncode}:\n{output}"
-    assert "Traceback" not in output, output
-    return output
+    return run_block(recipes()[name], cwd, timeout=timeout)
 
 
 def summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
 
 
-@pytest.fixture(scope="module")
-def fake_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The README's fake server command, started in the background; its base URL."""
-    recipe = recipes()["fake-server"]
-    assert recipe["background"], "the server recipe serves until Ctrl-C: mark it (background)"
-    server = subprocess.Popen(
-        ["bash", "-c", f"exec {recipe['body']}"],
-        cwd=tmp_path_factory.mktemp("server"),
-        env=environment(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        if not line.startswith("URL "):
-            server.kill()
-            rest = server.stdout.read()
-            pytest.fail(f"the fake server did not start (port taken?):\n{line}{rest}")
-        yield line.split()[1]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-def test_the_readme_has_one_recipe_per_path() -> None:
+def test_the_testing_page_has_one_recipe_per_path() -> None:
     assert set(recipes()) == PATHS
 
 
 def test_the_fake_server_recipe_serves_the_url_the_other_recipes_use(fake_server: str) -> None:
     assert fake_server == "http://127.0.0.1:8011/v1"
     for name in ("openai", "inspect", "verifiers"):
-        assert fake_server in recipes()[name]["body"]
+        assert fake_server in recipes()[name].body
 
 
 def test_openai_recipe(fake_server: str, tmp_path: Path) -> None:
@@ -144,10 +89,10 @@ def test_train_grpo_recipe(tmp_path: Path) -> None:
 
 
 def test_verifiers_recipe() -> None:
-    assert "vf-eval" in recipes()["verifiers"]["body"]
+    assert "vf-eval" in recipes()["verifiers"].body
     pytest.skip(
         "not offline: verifiers' null harness prepares its chat program with uv, which "
-        "resolves the program's packages from the index on every vf-eval (README, Testing offline)"
+        "resolves the program's packages from the index on every vf-eval (docs/testing.md)"
     )
 
 

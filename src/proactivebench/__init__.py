@@ -1,6 +1,6 @@
 """proactivebench: measure, and train, proactiveness in multimodal LLMs (ProactiveBench).
 
-The public API, as the README uses it::
+The public API, as docs/python.md uses it (its reference: docs/api/)::
 
     from proactivebench import EvalSettings, evaluate, load_model
 

@@ -1,5 +1,5 @@
 """Every error a user may catch, in one place; the CLI prints each as one message and exits
-non-zero (docs: README, "When things go wrong").
+non-zero (docs/troubleshooting.md: "When things go wrong").
 
     ProactiveBenchError               anything meant for the user rather than for a traceback
     ├── DataError                     a data file's problem, located: file, line, field

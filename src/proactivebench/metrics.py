@@ -17,8 +17,8 @@ mean over the scenarios that have rates, as the paper reports.
 
 Every table reads these declarations and values: `summarize` (summary.json: the headline
 rates and the action distribution; the terminal table: the headline rates), the report
-(`report.measures` adds intervals and the explanatory metrics, from the same `scenario_rate`
-and `average_rate`), its HTML and plots, and the Inspect adapter.
+(`report.measures` adds intervals and the explanatory metrics, from the same
+`values_by_metric`, `rate_of` and `average_rate`), its HTML and plots, and the Inspect adapter.
 """
 
 from __future__ import annotations
@@ -481,17 +481,25 @@ def metric(key: str) -> Metric:
     return {m.key: m for m in (*OEG_MULTITURN_METRICS, *OEG_METRICS)}[key]
 
 
-def values_of(metric: Metric, lines: Iterable[Line]) -> list[float]:
-    """`metric`'s value of each of `lines` (scored episodes), or of each item it counts in
-    them (`Metric.over`: their turns), that counts."""
-    items = (item for line in lines for item in metric.over(line))
-    return [v for v in map(metric.value, items) if v is not None]
+def values_by_metric(metrics: Iterable[Metric], lines: Sequence[Line]) -> dict[str, list[float]]:
+    """Each of `metrics`' values (by key) over `lines` (a scenario's scored episodes): the
+    value of each line, or of each item it counts in them (`Metric.over`: their turns), that
+    counts. The items of each `over` are drawn once for all the metrics that count them: the
+    rates over turns' choices read each turn's answer once, not once per rate (summary.json
+    has eight such rates, computed at the end of every run)."""
+    drawn: dict[Callable[[Line], Sequence[Line]], list[Line]] = {}
+    values = {}
+    for metric in metrics:
+        items = drawn.get(metric.over)
+        if items is None:
+            items = drawn[metric.over] = [item for line in lines for item in metric.over(line)]
+        values[metric.key] = [v for v in map(metric.value, items) if v is not None]
+    return values
 
 
-def scenario_rate(metric: Metric, lines: Iterable[Line]) -> float | None:
-    """`metric`'s rate over a scenario's scored episodes. None for no values: a scenario
-    whose episodes all ended in errors has no rate (shown as "—"), never 0."""
-    values = values_of(metric, lines)
+def rate_of(metric: Metric, values: Sequence[float]) -> float | None:
+    """`metric`'s rate of a scenario's `values`. None for no values: a scenario whose
+    episodes all ended in errors has no rate (shown as "—"), never 0."""
     return metric.combine(values) if values else None
 
 
@@ -630,7 +638,9 @@ def summarize(results: Iterable[dict[str, Any]], model: str = "") -> Summary:
         ok = [r for r in lines if not r.get("error")]
         # Open-ended generation, judged: an OEG line says so even when it holds only an error.
         oeg = any(map(is_oeg_line, lines))
-        rates = {m.key: scenario_rate(m, ok) for m in summary_metrics(oeg)}
+        metrics = summary_metrics(oeg)
+        values = values_by_metric(metrics, ok)
+        rates = {m.key: rate_of(m, values[m.key]) for m in metrics}
         summary.scenarios[short] = ScenarioScore(
             n=len(ok),
             errors=len(lines) - len(ok),

@@ -1,6 +1,6 @@
 """`push`: runs and reports put in a Hugging Face dataset repository, with a dataset card.
 
-Where things go in the repo (documented in the README, "Results on the Hub"):
+Where things go in the repo (documented in docs/reports.md, "Results on the Hub"):
 
 - a run directory `RUN` → `runs/<RUN's name>/` (run.json, results.jsonl, summary.json and its
   `report/` folder when it has one);

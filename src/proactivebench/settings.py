@@ -43,8 +43,9 @@ Kind = Literal["episode", "selection", "execution"]
 #: The places a setting appears besides the Python API: the command line, the Inspect task,
 #: the verifiers taskset, `train grpo`, `play` (a person in the browser; see `Setting.not_in`)
 #: `judge` (re-judging a finished run: it takes the execution options only) and `suite`
-#: (`paper` and `suite FILE`: the execution options of several runs at once).
-Surface = Literal["cli", "inspect", "verifiers", "train", "play", "judge", "suite"]
+#: (`paper` and `suite FILE`: the execution options of several runs at once) and `lmms-eval`
+#: (the lmms-eval task, which reads its settings from `PROACTIVEBENCH_SETTINGS`).
+Surface = Literal["cli", "inspect", "verifiers", "train", "play", "judge", "suite", "lmms-eval"]
 MODES = ("mcqa", "oeg", "oeg-multiturn")
 #: The modes whose answers a judge decides (`--judge`).
 JUDGED_MODES = ("oeg", "oeg-multiturn")
@@ -223,7 +224,8 @@ class EvalSettings(CheckedSettings):
     scenarios: tuple[str, ...] | None = setting(
         None,
         kind="selection",
-        not_in=frozenset({"train"}),  # training has --holdout
+        # Training has --holdout; lmms-eval chooses scenarios by its tasks (proactivebench_rod...).
+        not_in=frozenset({"train", "lmms-eval"}),
         help=f"Comma-separated short names ({','.join(scenario_names())}); default: all present.",
     )
     hint: bool = setting(
@@ -260,33 +262,35 @@ class EvalSettings(CheckedSettings):
         "ends the episode when chosen (the paper's ablation).",
     )
     # Not in verifiers: its conversation always keeps its history. Not in training: examples
-    # are single turns.
+    # are single turns. Not in lmms-eval: its multi-round wrappers send one user message per
+    # round (docs/lmms-eval.md).
     history: bool = setting(
         False,
         kind="episode",
-        not_in=frozenset({"verifiers", "train"}),
+        not_in=frozenset({"verifiers", "train", "lmms-eval"}),
         help="Send every earlier turn of the episode with each turn.",
     )
     # In-context examples: not in verifiers (its chat opens with the first turn) nor training,
-    # nor `play` (a person reads the instruction page instead).
+    # nor `play` (a person reads the instruction page instead), nor lmms-eval (one user message
+    # per round, as for history).
     icl: int = setting(
         0,
         kind="episode",
         lowest=0,
         metavar="K",
-        not_in=frozenset({"verifiers", "train", "play"}),
+        not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="Show K oracle demonstrations of other samples before each episode.",
     )
     cot: bool = setting(
         False,
         kind="episode",
-        not_in=frozenset({"verifiers", "train", "play"}),
+        not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="Demonstrations reason before intervening (--icl).",
     )
     icl_reduced: bool = setting(
         False,
         kind="episode",
-        not_in=frozenset({"verifiers", "train", "play"}),
+        not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="Demonstrations keep their first and last turn (--icl).",
     )
     # Not in training: its examples show the options in the record's order (train/examples.py).
@@ -385,22 +389,23 @@ class EvalSettings(CheckedSettings):
         help="Refuse image files larger than MB megabytes before the run, unread.",
     )
     # Built from --max-tokens/--temperature/--top-p by hand (they also shape the judge's);
-    # Inspect and verifiers take decoding from their own options, training from GRPOConfig.
+    # Inspect, verifiers and lmms-eval take decoding from their own options, training from
+    # GRPOConfig.
     decoding: Decoding = setting(  # noqa: RUF009 - a field with a default factory
         factory=Decoding,
         kind="episode",
         always_recorded=True,
-        not_in=frozenset({"cli", "inspect", "verifiers", "train", "play"}),
+        not_in=frozenset({"cli", "inspect", "verifiers", "train", "play", "lmms-eval"}),
         help="Decoding of the tested model's answers.",
     )
     # An OEG run given the MCQA decoding gets the OEG one (no temperature, 32,768 tokens).
-    # Not in verifiers, training or `play`: they play multiple choice. The Inspect task
+    # Not in verifiers, training, `play` or lmms-eval: they play multiple choice. The Inspect task
     # refuses oeg-multiturn by name (its scorer and judge role serve one-turn OEG).
     mode: str = setting(
         "mcqa",
         kind="episode",
         choices=MODES,
-        not_in=frozenset({"verifiers", "train", "play"}),
+        not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge); "
         "oeg-multiturn: open-ended turns, each judged, a suggestion moving the episode "
         "(paper Table 10; needs --judge).",

@@ -2,6 +2,7 @@
 
 The commands live in one module per group (`run`: eval, judge, merge; `suite`: paper, suite;
 `demo`; `data`; `report`: report, show; `play`; `train`; `inspect_log`: import-inspect;
+`lmms_eval_log`: import-lmms-eval;
 `publish`: push; `list`), all standalone click commands that use `output` (consoles, tables,
 progress, exit codes) and `options` (shared options and their parsing) and the library. This
 module only puts them under one group and runs it: `main` sets up logging and turns every user
@@ -97,6 +98,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "inspect_log",
         "import_inspect_command",
         "Turn an Inspect log of proactivebench/proactivebench into a run directory.",
+    ),
+    "import-lmms-eval": (
+        "lmms_eval_log",
+        "import_lmms_eval_command",
+        "Turn lmms-eval's samples logs (--log_samples: one "
+        "*_samples_proactivebench_<scenario>.jsonl per scenario) into a run directory.",
     ),
     "push": (
         "publish",

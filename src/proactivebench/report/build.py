@@ -35,7 +35,7 @@ from proactivebench.paths import (
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
-from proactivebench.report.html import finite_or_none, legend_html, render_html
+from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.layout import Layout
 from proactivebench.report.measures import (
     Comparison,
@@ -485,8 +485,7 @@ def _pages(
     document = _json(runs, all_measures, comparisons, correlations, outcome)
     if papers:  # only with --paper: a report without it is as it was
         document["paper"] = {c.key: c.as_dict() for c in papers}
-    document = finite_or_none(document)
-    files.write("report.json", dumps(document, indent=2) + "\n")
+    files.write("report.json", finite_json(document, indent=2) + "\n")
 
 
 #: The files a report writes besides report.md/.json/.html, by folder: what a previous report

@@ -12,6 +12,7 @@ the same view.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import math
 import typing
@@ -29,7 +30,7 @@ from proactivebench.report.text import visible
 from proactivebench.report.thumbs import Thumbnails, prefetch_all, view_key
 from proactivebench.scenarios.answers import read_group
 from proactivebench.scenarios.base import EndReason
-from proactivebench.texts import dumps
+from proactivebench.texts import NotJSONError, dumps
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -50,11 +51,19 @@ def finite_or_none(value: Any) -> Any:
     return value
 
 
+def finite_json(value: Any, **options: Any) -> str:
+    """`value` as JSON (`texts.dumps` with `options`), every NaN or infinity as null
+    (`finite_or_none`). A value holding none, the common case, is written as it is: walking
+    every value of the viewer's data in Python first cost more than writing it."""
+    try:
+        return dumps(value, **options)
+    except NotJSONError:
+        return dumps(finite_or_none(value), **options)
+
+
 def json_block(element_id: str, data: Any) -> str:
     """A JSON data block that no string inside can end early."""
-    text = dumps(finite_or_none(data), ensure_ascii=False, separators=(",", ":")).replace(
-        "<", "\\u003c"
-    )
+    text = finite_json(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return f'<script type="application/json" id="{html.escape(element_id)}">{text}</script>'
 
 
@@ -129,13 +138,15 @@ class _Images:
         return [self.thumbs.url(key) for key in self._ids]
 
 
-def _chosen(answer: str, options: Sequence[str]) -> int:
+@functools.lru_cache(maxsize=4096)
+def _chosen(answer: str, options: tuple[str, ...]) -> int:
     """The shown option the answer designates (protocol §4 reading over the whole list), -1
-    for none."""
+    for none. Remembered: a run gives the same answers to the same options again and again
+    (a baseline always), and reading them was a quarter of the viewer's data."""
     reading = read_group(answer, list(options), [])
     if reading.chosen is None:
         return -1
-    return list(options).index(reading.chosen)
+    return options.index(reading.chosen)
 
 
 def _turn(section: _Section, images: _Images, turn: dict[str, Any], number: int) -> list[Any]:
@@ -146,7 +157,7 @@ def _turn(section: _Section, images: _Images, turn: dict[str, Any], number: int)
         images.add(turn),
         section.text(str(turn.get("prompt", ""))),
         section.option_list(options),
-        _chosen(read_as if isinstance(read_as, str) else answer, options),
+        _chosen(read_as if isinstance(read_as, str) else answer, tuple(options)),
         answer,
         str(read_as) if read_as is not None else None,
         str(turn.get("verdict", "demonstration")),

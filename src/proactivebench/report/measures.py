@@ -24,10 +24,10 @@ from proactivebench.metrics import (
     average_rate,
     metrics_for,
     ps_rate_score,
+    rate_of,
     relative_change,
-    scenario_rate,
     table_metrics,
-    values_of,
+    values_by_metric,
 )
 from proactivebench.paper import published_sizes
 from proactivebench.report.runs import Run, is_plain, load_runs
@@ -138,26 +138,27 @@ def episode_values(run: Run, keys: Sequence[str]) -> dict[str, dict[str, list[fl
     e.g. seeds of one experiment."""
     metrics = [m for m in metrics_of(run) if m.key in keys]
     return {
-        name: {m.key: values_of(m, _scored(lines)) for m in metrics}
-        for name, lines in run.by_scenario.items()
+        name: values_by_metric(metrics, _scored(lines)) for name, lines in run.by_scenario.items()
     }
 
 
 def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasures:
     """Every metric of every scenario of `run`, and their average over scenarios.
 
-    The values are the metrics' own (`scenario_rate`, `average_rate`: what summary.json and
-    the terminal show); the bootstrap adds the bounds of those that have an interval."""
+    The values are the metrics' own (`rate_of` their `values_by_metric`, `average_rate`: what
+    summary.json and the terminal show); the bootstrap adds the bounds of those that have an
+    interval."""
     metrics = metrics_of(run)
     scenarios: dict[str, ScenarioMeasures] = {}
     per_metric: dict[str, list[list[float]]] = {m.key: [] for m in metrics}
     for index, (name, lines) in enumerate(run.by_scenario.items()):
         scored = _scored(lines)
         measures = ScenarioMeasures(name, n=len(scored), errors=len(lines) - len(scored))
+        by_metric = values_by_metric(metrics, scored)
         for metric in metrics:
-            values = values_of(metric, scored)
+            values = by_metric[metric.key]
             per_metric[metric.key].append(values)
-            estimate = scenario_rate(metric, scored)
+            estimate = rate_of(metric, values)
             if metric.interval:
                 bounds = bootstrap_mean(values, seed=seed + index, n_resamples=n_resamples)
                 measures.values[metric.key] = _with(estimate, bounds)

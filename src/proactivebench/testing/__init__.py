@@ -28,7 +28,7 @@ Two stand-ins, the way httpx ships `MockTransport` and Inspect ships `mockllm`:
   `python -m proactivebench.testing.tiny_vlm OUT_DIR`. Needs the `hf` extra (torch,
   transformers), imported only when a checkpoint is built: this package imports neither.
 
-The README's section "Testing offline" has one recipe per path (`openai:`, `hf:`, `train grpo`,
+docs/testing.md ("Testing offline") has one recipe per path (`openai:`, `hf:`, `train grpo`,
 Inspect's `openai-api` provider, verifiers).
 """
 

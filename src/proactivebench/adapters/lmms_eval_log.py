@@ -1,0 +1,88 @@
+"""lmms-eval's samples logs of the `proactivebench` task turned into one of our runs.
+
+`lmms-eval --log_samples` writes one `<date>_samples_proactivebench_<scenario>.jsonl` per
+subtask; each of its lines holds, under every metric's name, the episode's `results.jsonl` line
+(`adapters.lmms_eval_task.process_results` put it there). The import copies those lines, it does
+not rebuild them: the imported run's summary equals the one `proactivebench eval` gives for the
+same answers, and `report` and `show` read it as any run. No lmms-eval import is needed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.metrics import Summary, headline_metrics, summarize
+from proactivebench.results import result_order
+from proactivebench.rundir import RESULTS, RunLock, claim_run_dir, write_results, write_summary
+from proactivebench.texts import loads, storable_json
+
+#: The key of a metric's entry that holds the line; the same as
+#: `adapters.lmms_eval_task.RESULT_KEY` (not imported: that module needs lmms-eval).
+RESULT_KEY = "result"
+
+
+def import_lmms_eval_samples(
+    samples: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], model: str
+) -> Summary:
+    """Write `results.jsonl`, `run.json` and `summary.json` of the episodes in lmms-eval's
+    samples logs (one file per scenario's subtask, any number of them) into `out_dir`."""
+    out = Path(out_dir)
+    if (out / RESULTS).exists():
+        raise ProactiveBenchError(f"{out / RESULTS} exists; import into a new directory")
+    lines: list[dict[str, Any]] = []
+    for path in map(Path, samples):
+        lines += _lines_of(path)
+    if not lines:
+        raise ProactiveBenchError("the samples logs hold no episode to import")
+    keys = {(line["scenario"], line["sample_id"]) for line in lines}
+    if len(keys) != len(lines):
+        raise ProactiveBenchError("the samples logs hold an episode twice (logs of two runs?)")
+    identity = {
+        "model": model,
+        "settings": lines[0].get("settings", {}),
+        "lmms_eval_samples": [str(Path(p)) for p in samples],
+    }
+    with RunLock(out):
+        claim_run_dir(out, identity)
+        ordered = sorted(lines, key=result_order)
+        write_results(out / RESULTS, ordered)
+        summary = summarize(ordered, model=model)
+        write_summary(out, summary)
+    return summary
+
+
+def _lines_of(path: Path) -> list[dict[str, Any]]:
+    """The result lines of one samples log, each made storable as it enters."""
+    if not path.is_file():
+        raise ProactiveBenchError(f"no lmms-eval samples log at {path}")
+    lines = []
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            sample = loads(text)
+        except ValueError as exc:
+            raise ProactiveBenchError(f"{path}:{number}: not JSON ({exc})") from None
+        line = _line(sample)
+        if line is None:
+            raise ProactiveBenchError(
+                f"{path}:{number}: not a sample of the proactivebench lmms-eval task (no result "
+                "line under its metrics)"
+            )
+        lines.append(storable_json(line))
+    return lines
+
+
+def _line(sample: Any) -> dict[str, Any] | None:
+    if not isinstance(sample, dict):
+        return None
+    for metric in headline_metrics(oeg=False):
+        entry = sample.get(metric.key)
+        line = entry.get(RESULT_KEY) if isinstance(entry, dict) else None
+        if isinstance(line, dict) and isinstance(line.get("scenario"), str):
+            return line
+    return None

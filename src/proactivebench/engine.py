@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from proactivebench.data.checked import CheckedImages
 from proactivebench.judge import Judge
 from proactivebench.models.base import Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
@@ -31,6 +32,7 @@ from proactivebench.play import Result
 from proactivebench.provenance import now, software
 from proactivebench.rundir import ResultsFile, RunLock
 from proactivebench.scheduler import PlayOne, Scheduler
+from proactivebench.selection import DataChecks
 from proactivebench.settings import RunOptions
 
 Item = TypeVar("Item")
@@ -76,9 +78,17 @@ class RunEngine:
     """Runs jobs as `options` say, with the response cache `cache` (it stays open: what the
     caller opened, the caller closes)."""
 
-    def __init__(self, options: RunOptions | None = None, cache: ResponseCache | None = None):
+    def __init__(
+        self,
+        options: RunOptions | None = None,
+        cache: ResponseCache | None = None,
+        checks: DataChecks | None = None,
+    ):
         self.options = options or RunOptions()
         self.cache = cache
+        #: What the checks before its runs found, shared by them; the image headers that
+        #: passed are remembered beside the response cache, when there is one.
+        self.checks = checks or DataChecks(CheckedImages.beside(cache.path) if cache else None)
         self.requests = RequestLimit(self.options.requests_in_flight)
         #: The requests of this engine's runs: one asked by two runs at once is asked once,
         #: and each run's requests sent and answers taken from another run's are counted.

@@ -545,6 +545,11 @@ class ScenarioScore:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
+#: The key of the average over scenarios beside the scenarios' own: in summary.json, in a
+#: report's measures and in the intervals a terminal table shows as ±.
+AVERAGE = "average"
+
+
 @dataclass
 class Summary:
     model: str
@@ -594,7 +599,7 @@ class Summary:
         return {
             "model": self.model,
             "scenarios": {k: v.as_dict() for k, v in self.scenarios.items()},
-            "average": average.as_dict() if average else None,
+            AVERAGE: average.as_dict() if average else None,
         }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import secrets
 import shutil
@@ -139,6 +140,36 @@ def refuse_linked_database(path: str | os.PathLike[str]) -> None:
     SQLite follows them, so writes would land outside the cache directory."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         refuse_link(f"{os.fspath(path)}{suffix}")
+
+
+def remove_damaged_database(path: str | os.PathLike[str], exc: BaseException) -> bool:
+    """Whether `exc` says the SQLite file at `path` is damaged (not a database, corrupt); if so,
+    the file and its journals are removed, so that a cache that only saves work (thumbnails,
+    image checks) starts a sound one next time."""
+    import sqlite3  # only on a fault: most commands open no database
+
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF if isinstance(exc, sqlite3.Error) else 0
+    if code not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return False
+    for suffix in ("-wal", "-shm", ""):
+        with contextlib.suppress(OSError):
+            Path(f"{os.fspath(path)}{suffix}").unlink(missing_ok=True)
+    return True
+
+
+def side_cache_fault(
+    name: str, path: str | os.PathLike[str], exc: BaseException, instead: str
+) -> str:
+    """A fault of a cache that only saves work (the `name` at `path`: thumbnails, image checks):
+    a damaged file is removed, and one warning says what is done `instead`. Returns the
+    problem, for the cache to stay off after it."""
+    damaged = remove_damaged_database(path, exc)
+    problem = str(exc) or type(exc).__name__
+    what = "damaged, removed" if damaged else "not usable"
+    logging.getLogger(__name__).warning(
+        "the %s %s is %s (%s): %s", name, os.fspath(path), what, problem, instead
+    )
+    return problem
 
 
 @contextlib.contextmanager

@@ -142,7 +142,7 @@ class _Run:
     known: Callable[[str, int], bool] | None = None
 
 
-def _prepare(
+async def _prepare(
     data_dir: str | os.PathLike[str],
     model: Model,
     out_dir: str | os.PathLike[str],
@@ -155,7 +155,8 @@ def _prepare(
     out = Path(out_dir)
     identity = run_identity(root, model, settings, judge, shard)
     stamp = {"identity": identity, **selection_stamp(root, settings)}
-    chosen = choose_episodes(root, settings, shard)
+    # In a thread: the other runs of the engine (a suite's experiments) go on asking meanwhile.
+    chosen = await asyncio.to_thread(choose_episodes, root, settings, shard, engine.checks)
     # run.json is written with the first result (`_Session`): a run that never finished an
     # episode (server down, Ctrl-C, bad key) leaves no identity to pin the directory.
     previous = check_run_dir(out, identity)
@@ -328,7 +329,7 @@ async def aevaluate(
             if on_start:
                 on_start(finished.resumed, finished.resumed)
             return finished
-        run = _prepare(data_dir, model, out_dir, settings, shard, engine, judge)
+        run = await _prepare(data_dir, model, out_dir, settings, shard, engine, judge)
         started = (len(run.episodes), len(run.episodes) - len(run.todo))
         if on_start and not run.todo:
             on_start(*started)

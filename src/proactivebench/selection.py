@@ -11,19 +11,31 @@ from __future__ import annotations
 import logging
 import os
 import random
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import MANIFEST, SUFFIX, Dataset, load_dataset, scenario_file
-from proactivebench.data.validate import check_image_contents, walk_images
-from proactivebench.errors import DataErrors, NothingToDoError, SettingsError
+from proactivebench.data.layout import (
+    MANIFEST,
+    SUFFIX,
+    Dataset,
+    PathGuard,
+    load_dataset,
+    scenario_file,
+)
+from proactivebench.data.validate import check_image_contents, remembered, walk_images
+from proactivebench.errors import DataError, DataErrors, NothingToDoError, SettingsError
 from proactivebench.records import Record
 from proactivebench.registry import make_episode
 from proactivebench.rundir import file_stamp
 from proactivebench.scenarios import Episode
 from proactivebench.settings import EvalSettings, declared
+from proactivebench.texts import dumps
+
+if TYPE_CHECKING:
+    from proactivebench.data.checked import CheckedImages
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +85,14 @@ def choose_episodes(
     data_dir: str | os.PathLike[str],
     settings: EvalSettings,
     shard: tuple[int, int] | None = None,
+    checks: DataChecks | None = None,
 ) -> Chosen:
     """Load the data, choose the episodes `settings` select and check every image they (and
-    their demonstrations) may show."""
+    their demonstrations) may show: what `checks` (a run engine's, shared by its runs) found
+    before is not looked at again."""
     root = Path(data_dir)
-    dataset = load_dataset(
-        root,
-        settings.scenarios,
-        all_samples=settings.all_samples,
-        sample_filter=settings.sample_filter,
-    )
+    checks = checks or DataChecks()
+    dataset = checks.dataset(root, settings)
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard, subset=settings.subset)
     if not records:
@@ -95,17 +105,88 @@ def choose_episodes(
     checked = episodes
     if settings.icl:  # demonstrations may show any sample of a scenario, not only those played
         checked = [make_episode(r, **options) for rs in dataset.records.values() for r in rs]
-    store = ImageStore(root, max_file_bytes=settings.max_image_mb * 10**6)
-    walk = walk_images(checked, store.guard)
-    # Headers too (a read of each file's first bytes): an image above the size cap or Pillow's
-    # pixel limit, or not an image at all, is refused now rather than failing its episodes,
-    # or a report, after the run.
-    problems = walk.problems or check_image_contents(
-        walk.present, store.guard, max_bytes=store.max_file_bytes
-    )
+    max_bytes = settings.max_image_mb * 10**6
+    store = ImageStore(root, max_file_bytes=max_bytes, guard=checks.guard(root))
+    problems = checks.images(root, checked, max_bytes)
     if problems:
         raise DataErrors(problems)
     return Chosen(dataset, episodes, store)
+
+
+class DataChecks:
+    """What the checks before a run found, kept for the runs of one engine (`RunEngine.checks`):
+    the experiments of a suite read the records once, list each image folder once and check
+    each image once. With `memory` (`data.checked`, beside the response cache), the image
+    headers that passed are remembered for later processes too: a rerun, a resumed run or a
+    `--limit` trial reads no header it read before, only `stat`s the files it may show.
+
+    Only the selection is checked: the images its episodes (and, with ICL, the demonstrations
+    drawn from the whole scenario) may show. Safe for runs choosing their episodes at once in
+    several threads: one checks at a time, the next finds its images checked. What passed
+    stays passed for the engine's life (record files excepted: one written since is read
+    again): an image removed or spoilt under a live engine fails the episode that reads it,
+    as one spoilt during a run does."""
+
+    def __init__(self, memory: CheckedImages | None = None) -> None:
+        self.memory = memory
+        self._lock = threading.Lock()
+        self._datasets: dict[str, Dataset] = {}
+        self._guards: dict[str, PathGuard] = {}
+        #: Images that exist and passed their header check: (data dir, size cap, path in it).
+        self._passed: set[tuple[str, int | None, str]] = set()
+
+    def dataset(self, root: Path, settings: EvalSettings) -> Dataset:
+        """The records `settings` load from `root`, read and checked once while their files
+        (and the manifest) are unchanged."""
+        stamp = selection_stamp(root, settings)["data"]
+        filtered = settings.sample_filter.digest if settings.sample_filter else None
+        key = dumps(
+            [str(root.resolve()), settings.scenarios, settings.all_samples, filtered, stamp]
+        )
+        with self._lock:
+            found = self._datasets.get(key)
+            if found is None:
+                found = self._datasets[key] = load_dataset(
+                    root,
+                    settings.scenarios,
+                    all_samples=settings.all_samples,
+                    sample_filter=settings.sample_filter,
+                )
+            return found
+
+    def guard(self, root: Path) -> PathGuard:
+        """The one `PathGuard` of the data dir `root`: its folders listed once for the checks
+        and the runs' reads (`ImageStore`)."""
+        with self._lock:
+            return self._guards.setdefault(os.path.realpath(root), PathGuard(root))
+
+    def images(self, root: Path, episodes: list[Episode], max_bytes: int | None) -> list[DataError]:
+        """The problems of the images `episodes` may show (missing, empty, outside the data
+        dir, above the cap, no readable header, above Pillow's pixel limit), in the order of
+        the episodes; none for an image that passed before."""
+        where = os.path.realpath(root)
+        guard = self.guard(root)
+        with self._lock:
+            todo = episodes  # the engine's first run: nothing checked yet
+            if self._passed:
+                passed = self._passed
+                todo = [
+                    e
+                    for e in episodes
+                    if any((where, max_bytes, p) not in passed for p in e.image_paths())
+                ]
+            # Images that passed before, unchanged since, cost an `lstat` each; the others
+            # are walked (their folders listed) and their headers read.
+            shown = (p for e in todo for p in e.image_paths())
+            known = remembered(root, shown, max_bytes, self.memory)
+            unknown = [e for e in todo if any(p not in known for p in e.image_paths())]
+            walk = walk_images(unknown, guard)
+            problems = walk.problems or check_image_contents(
+                walk.present, guard, max_bytes=max_bytes, memory=self.memory
+            )
+            if not problems:
+                self._passed.update((where, max_bytes, p) for e in todo for p in e.image_paths())
+            return problems
 
 
 def selection_stamp(data_dir: str | os.PathLike[str], settings: EvalSettings) -> dict[str, Any]:

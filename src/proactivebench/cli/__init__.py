@@ -8,33 +8,26 @@ progress, exit codes) and `options` (shared options and their parsing) and the l
 module only puts them under one group and runs it: `main` sets up logging and turns every user
 error into one message and an exit code, never a traceback. No module of the package imports
 this one.
+
+A command's module is imported when the command runs (`LazyGroup`), not for every command: `eval`
+does not pay for the web app of `play` or the downloader of `data download`, and the root's
+`--help` lists the commands from `COMMANDS` without importing any (`tests/test_imports.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
+from gettext import gettext
 from types import FrameType
 from typing import NoReturn
 
 import click
 
-from proactivebench.cli import (
-    data,
-    demo,
-    inspect_log,
-    lmms_eval_log,
-    play,
-    publish,
-    report,
-    run,
-    suite,
-    train,
-)
-from proactivebench.cli import list as list_cli
 from proactivebench.cli.output import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -49,28 +42,154 @@ from proactivebench.cli.output import (
 from proactivebench.errors import DISK_ERRNOS, ProactiveBenchError, WriteError
 from proactivebench.texts import NotJSONError
 
+#: Every command: its name, the module under `proactivebench.cli` and the attribute that hold
+#: it, and the first sentence of its help, which the root's `--help` lists without importing
+#: the module (`tests/test_imports.py` checks each against the command's own help).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "eval": ("run", "eval_command", "Play the benchmark's episodes with a model and score them."),
+    "judge": (
+        "run",
+        "judge_command",
+        "Judge a finished open-ended run again, without asking the tested model anything.",
+    ),
+    "merge": (
+        "run",
+        "merge_command",
+        "Join the run directories of the shards of one run (every shard, once).",
+    ),
+    "paper": (
+        "suite",
+        "paper_command",
+        "Run the paper's experiments for one model (README: Reproduce the paper).",
+    ),
+    "suite": (
+        "suite",
+        "suite_command",
+        "Run the experiments of SUITE_FILE (TOML: [[experiment]] tables of an id and eval's "
+        "settings by name) for one model, as `paper` runs the paper's.",
+    ),
+    "play": (
+        "play",
+        "play_command",
+        "Play the benchmark yourself in the browser: a human baseline, as an ordinary run.",
+    ),
+    "demo": (
+        "demo",
+        "demo_command",
+        "Offline: generate a synthetic ProactiveBench once and score the built-in baselines.",
+    ),
+    "data": ("data", "data_group", "Get, make and check benchmark data."),
+    "report": (
+        "report",
+        "report_command",
+        "Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer.",
+    ),
+    "show": (
+        "report",
+        "show_command",
+        "Print one episode as a transcript: prompts, options, answers, verdicts, the end.",
+    ),
+    "train": (
+        "train",
+        "train_group",
+        "Teach proactiveness: GRPO post-training with TRL (needs the [train] extra).",
+    ),
+    "import-inspect": (
+        "inspect_log",
+        "import_inspect_command",
+        "Turn an Inspect log of proactivebench/proactivebench into a run directory.",
+    ),
+    "import-lmms-eval": (
+        "lmms_eval_log",
+        "import_lmms_eval_command",
+        "Turn lmms-eval's samples logs (--log_samples: one "
+        "*_samples_proactivebench_<scenario>.jsonl per scenario) into a run directory.",
+    ),
+    "push": (
+        "publish",
+        "push_command",
+        "Push run directories, a suite's output (paper/suite --out) or reports to a Hub dataset "
+        "repo, with a dataset card; rerun to update it (runs/NAME/, reports/NAME/, README.md).",
+    ),
+    "list": (
+        "list",
+        "list_command",
+        "List the scenarios, baselines, model spec kinds, the paper's experiments and the "
+        "optional extras installed.",
+    ),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+def load_command(name: str) -> click.Command:
+    """The command `name` of `COMMANDS`, its module imported now."""
+    module, attribute, _ = COMMANDS[name]
+    command = getattr(importlib.import_module(f"proactivebench.cli.{module}"), attribute)
+    assert isinstance(command, click.Command)
+    return command
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """A group's `commands`: every name of `COMMANDS` is there, its command imported on first
+    look (`cli.commands["eval"]`); iterating gives the names alone. A command added later
+    (`add_command`) is kept as given."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, click.Command] = {}
+        self._names = [*COMMANDS]  # not list(): importing cli.list shadows it here
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            if name not in self._names:
+                raise KeyError(name)
+            self._loaded[name] = load_command(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        if name not in self._names:
+            self._names.append(name)
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._names])
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def short_help(self, name: str, limit: int) -> str:
+        """What the root's `--help` lists for `name`: the command's own short help when it is
+        loaded or not one of `COMMANDS`, else made, as click makes it, from `COMMANDS`."""
+        if name in self._loaded or name not in COMMANDS:
+            return self[name].get_short_help_str(limit)
+        return click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)
+
+
+class LazyGroup(click.Group):
+    """The root group: a command's module is imported when the command is run or asked for its
+    own help, and the list in `--help` is made without importing any."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.commands: LazyCommands = LazyCommands()  # type: ignore[assignment]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As `click.Group.format_commands` lays the list out (none of ours is hidden)."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, self.commands.short_help(name, limit)) for name in names]
+        with formatter.section(gettext("Commands")):  # as click names it
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="proactivebench")
 def cli() -> None:
     """Measure and train proactiveness in multimodal LLMs (ProactiveBench)."""
-
-
-cli.add_command(run.eval_command)
-cli.add_command(run.judge_command)
-cli.add_command(run.merge_command)
-cli.add_command(suite.paper_command)
-cli.add_command(suite.suite_command)
-cli.add_command(play.play_command)
-cli.add_command(demo.demo_command)
-cli.add_command(data.data_group)
-cli.add_command(report.report_command)
-cli.add_command(report.show_command)
-cli.add_command(train.train_group)
-cli.add_command(inspect_log.import_inspect_command)
-cli.add_command(lmms_eval_log.import_lmms_eval_command)
-cli.add_command(publish.push_command)
-cli.add_command(list_cli.list_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -304,12 +304,13 @@ def measure_and_report(
     off: --no-cache), which measures the run anyway: the terminal's ± and the report's
     intervals are the same numbers, computed once. A report or a finished run that nothing has
     changed since tells what it remembered, without reading a line."""
-    from proactivebench.report import write_report
-    from proactivebench.report.build import run_warnings_and_intervals
+    if not write:  # the run's measures alone: not the report's builder, plots and page
+        from proactivebench.report.measures import run_warnings_and_intervals
 
-    if not write:
         warnings, intervals = run_warnings_and_intervals(run_dir)
         return intervals, warnings, None
+    from proactivebench.report import write_report
+
     cache = "default" if thumb_cache else None
     report = write_report([run_dir], if_changed=True, thumb_cache=cache)
     return report.intervals, report.warnings, report

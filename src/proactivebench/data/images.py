@@ -25,6 +25,7 @@ share one `ImageStore` per run.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import os
@@ -43,6 +44,10 @@ from proactivebench.scenarios import View
 
 if TYPE_CHECKING:  # Pillow is imported when a view is first decoded: most turns send bytes
     from PIL import Image
+
+#: A version of an image file: (real path, size, modification time in ns, inode, Pillow's pixel
+#: limit of the check).
+HeaderVersion = tuple[str, int, int, int, int | None]
 
 #: File formats every vision-language server reads, sent as they are, by their signatures:
 #: (offset, magic bytes, MIME type). Checking four signatures costs a fraction of what asking
@@ -121,25 +126,78 @@ def open_image_file(path: str | os.PathLike[str], name: str, max_bytes: int | No
 #: Image files whose header passed `check_header`, by version of the file: (path, size,
 #: modification time in ns, inode, Pillow's pixel limit). A file written since has another key
 #: and is read again; a process that checks the same data twice (runs in a notebook, a
-#: benchmark, `eval` then its report) reads each header once.
-_GOOD_HEADERS: set[tuple[str, int, int, int, int | None]] = set()
+#: benchmark, `eval` then its report, a suite's experiments) reads each header once, and the
+#: versions an earlier process read (`data.checked`) join them (`recall_headers`).
+_GOOD_HEADERS: set[HeaderVersion] = set()
 _GOOD_HEADERS_LOCK = threading.Lock()
 
 
-def check_header(path: str | os.PathLike[str], name: str, *, max_bytes: int | None) -> None:
-    """`opened_image`'s checks (size cap, a header Pillow reads, within its pixel limit),
-    without decoding; a file that passed them before, unchanged since, costs one `stat`."""
+def header_version(path: str | os.PathLike[str], stat: os.stat_result) -> HeaderVersion:
+    """What tells this version of the file apart, under today's pixel limit, unread."""
     from PIL import Image
 
-    stat = _checked_stat(path, name, max_bytes)
-    key = (os.fspath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, Image.MAX_IMAGE_PIXELS)
-    with _GOOD_HEADERS_LOCK:
-        if key in _GOOD_HEADERS:
-            return
+    return (os.fspath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, Image.MAX_IMAGE_PIXELS)
+
+
+def check_header(
+    path: str | os.PathLike[str], name: str, *, max_bytes: int | None
+) -> HeaderVersion | None:
+    """`opened_image`'s checks (size cap, a header Pillow reads, within its pixel limit),
+    without decoding; a file that passed them before, unchanged since, costs one `stat`.
+    Returns the version found good by this read (unless the file changed while it was read),
+    None when nothing was read."""
+    key, passed = _known_version(path, name, max_bytes)
+    if passed:
+        return None
     with opened_image(path, name, max_bytes=max_bytes):
         pass
+    with contextlib.suppress(OSError):
+        if header_version(path, os.stat(path)) != key:
+            return None  # written while it was read: what passed may not be this version
     with _GOOD_HEADERS_LOCK:
         _GOOD_HEADERS.add(key)
+    return key
+
+
+def header_passed(
+    path: str | os.PathLike[str],
+    name: str,
+    *,
+    max_bytes: int | None,
+    stat: os.stat_result | None = None,
+) -> bool:
+    """Whether the file as it is now (its `stat`, or the one just taken of it: its folder's
+    listing) passed `check_header` before; nothing is read, and a file above the size cap is an
+    `ImageError` all the same."""
+    return _known_version(path, name, max_bytes, stat)[1]
+
+
+def _known_version(
+    path: str | os.PathLike[str],
+    name: str,
+    max_bytes: int | None,
+    stat: os.stat_result | None = None,
+) -> tuple[HeaderVersion, bool]:
+    if stat is None:
+        stat = _checked_stat(path, name, max_bytes)
+    else:
+        _check_kind_and_size(stat, name, max_bytes)
+    key = header_version(path, stat)
+    with _GOOD_HEADERS_LOCK:
+        return key, key in _GOOD_HEADERS
+
+
+def any_header_passed() -> bool:
+    """Whether this process knows of any header that passed (read here, or recalled)."""
+    with _GOOD_HEADERS_LOCK:
+        return bool(_GOOD_HEADERS)
+
+
+def recall_headers(versions: Iterable[HeaderVersion]) -> None:
+    """Versions of files whose header passed in an earlier process: checking one costs a
+    `stat` (a version not among them is read, as always)."""
+    with _GOOD_HEADERS_LOCK:
+        _GOOD_HEADERS.update(versions)
 
 
 @contextmanager
@@ -263,11 +321,14 @@ class ImageStore:
         max_decoded_bytes: int = 512 << 20,
         max_url_bytes: int = 128 << 20,
         max_file_bytes: int | None = DEFAULT_MAX_IMAGE_MB * 10**6,
+        guard: PathGuard | None = None,
     ) -> None:
         self.root = Path(root)
         #: Files above it are refused unread (`--max-image-mb`).
         self.max_file_bytes = max_file_bytes
-        self.guard = PathGuard(self.root)
+        #: The check before the run's (`selection.DataChecks`), whose folder listings and real
+        #: paths the run's reads use again; one of its own otherwise.
+        self.guard = guard or PathGuard(self.root)
         self._lock = threading.Lock()
         self._images = _SizedLRU(max_decoded_bytes, _pixel_bytes)
         self._urls = _SizedLRU(max_url_bytes, len)

@@ -207,6 +207,9 @@ class PathGuard:
         self._real_dirs: dict[str, str] = {self._root: self._real_root}
         self._resolved: dict[str, str] = {}
         self._listings: dict[str, dict[str, str]] = {}
+        #: The `stat` of each file listed, by real path: what the check before a run tells an
+        #: image file's version by (`listed_stat`), without a `stat` of its own.
+        self._stats: dict[str, os.stat_result] = {}
 
     def resolve(self, relative: str) -> str:
         """The real path of `relative` (a file under the data dir), as a string."""
@@ -223,6 +226,11 @@ class PathGuard:
         """ "file", "empty" (a file of 0 bytes), "missing", or "other" (a folder, a device)."""
         folder, _, name = self.resolve(relative).rpartition(os.sep)
         return self._entries(folder or os.sep).get(name, "missing")
+
+    def listed_stat(self, real: str) -> os.stat_result | None:
+        """The `stat` of the file at the real path `real` when its folder was listed (by
+        `kind`, `resolve`), else None."""
+        return self._stats.get(real)
 
     def _real(self, path: str) -> str:
         """`os.path.realpath(path)`, from the cached real path and listing of its folder.
@@ -252,8 +260,9 @@ class PathGuard:
                         if entry.is_symlink():
                             entries[entry.name] = self._LINK
                         elif entry.is_file(follow_symlinks=False):
-                            empty = entry.stat(follow_symlinks=False).st_size == 0
-                            entries[entry.name] = self._EMPTY if empty else self._FILE
+                            found = entry.stat(follow_symlinks=False)
+                            entries[entry.name] = self._FILE if found.st_size else self._EMPTY
+                            self._stats[entry.path] = found
                         else:
                             entries[entry.name] = self._OTHER
             except OSError:

@@ -7,14 +7,25 @@ show exists inside the directory, in play and in reference mode.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat as kinds
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from proactivebench.data.images import (
     DEFAULT_MAX_IMAGE_MB,
+    HeaderVersion,
     UnreadableImage,
+    any_header_passed,
     check_header,
+    header_passed,
     opened_image,
+    recall_headers,
 )
 from proactivebench.data.layout import (
     PathGuard,
@@ -22,10 +33,17 @@ from proactivebench.data.layout import (
     scenario_file,
     scenarios_present,
 )
-from proactivebench.errors import DataError, ProactiveBenchError
+from proactivebench.errors import DataError, ImageError, ProactiveBenchError
 from proactivebench.records import Source, record_warnings
 from proactivebench.registry import make_episode
 from proactivebench.scenarios import Episode
+
+if TYPE_CHECKING:
+    from proactivebench.data.checked import CheckedImages
+
+#: An image to check: its path relative to the data dir, and the record that first shows it.
+Item = tuple[str, Source]
+Found = tuple[DataError | None, HeaderVersion | None]
 
 #: What is wrong with an image path, by the kind `PathGuard.kind` finds.
 _KIND_PROBLEMS = {
@@ -77,31 +95,146 @@ def walk_images(episodes: list[Episode], guard: PathGuard) -> ImageWalk:
     return walk
 
 
+def remembered(
+    root: str | os.PathLike[str],
+    relatives: Iterable[str],
+    max_bytes: int | None,
+    memory: CheckedImages | None,
+) -> set[str]:
+    """The images (paths under the data dir `root`) that, as they are now, passed the checks
+    of `walk_images` and `check_image_contents` before (in this process, or in an earlier one
+    with `memory`): one `lstat` each, nothing listed or read. Only a plain path counts: its
+    folder its own real path (no link on the way, nothing leaving the data dir) and the file a
+    regular one, not a link, within the size cap, of a version whose header passed under
+    today's pixel limit. Any other image is for the walk and the header check, as always."""
+    inside = os.path.realpath(root).rstrip(os.sep) + os.sep
+    candidates: dict[str, str] = {}
+    for relative in set(relatives):
+        native = relative if os.sep == "/" else relative.replace("/", os.sep)
+        path = inside + native
+        if os.path.normpath(path) == path:  # no "..", "." or doubled separator
+            candidates[relative] = path
+    if memory is not None:
+        recall_headers(memory.recall(list(candidates.values())))
+    if not any_header_passed():  # a first run: nothing to look up
+        return set()
+    plain_folders = {inside.rstrip(os.sep): True}  # the data dir's real path: plain
+
+    def plain(folder: str) -> bool:
+        """Whether `folder` (below the data dir) is a folder reached through no link: each
+        part below the data dir looked at once (`lstat`), whatever the images under it."""
+        known = plain_folders.get(folder)
+        if known is None:
+            parent = os.path.dirname(folder)
+            try:
+                known = (
+                    parent != folder and plain(parent) and kinds.S_ISDIR(os.lstat(folder).st_mode)
+                )
+            except OSError:
+                known = False
+            plain_folders[folder] = known
+        return known
+
+    passed: set[str] = set()
+    for relative, path in candidates.items():
+        if not plain(os.path.dirname(path)):
+            continue
+        try:
+            found = os.lstat(path)
+            if header_passed(path, relative, max_bytes=max_bytes, stat=found):
+                passed.add(relative)
+        except (OSError, ImageError):  # missing, a link, not a file, above the cap: walked
+            continue
+    return passed
+
+
 def check_image_contents(
     images: list[tuple[str, Source]],
     guard: PathGuard,
     *,
     decode: bool = False,
     max_bytes: int | None = DEFAULT_MAX_IMAGE_MB * 10**6,
+    memory: CheckedImages | None = None,
 ) -> list[DataError]:
     """Every image file must be one Pillow can read, within the size cap and Pillow's pixel
-    limit: its header (cheap), or with `decode` its pixels too (slow: every image is decoded)."""
-    problems: list[DataError] = []
-    for relative, source in images:
-        try:
-            path = guard.resolve(relative)
-            if not decode:
-                check_header(path, relative, max_bytes=max_bytes)  # memoized per file version
-                continue
-            with opened_image(path, relative, max_bytes=max_bytes) as image:
-                image.load()
-        except UnreadableImage as exc:
-            what = "cannot decode" if decode else "not a readable image"
-            message = f"{what}: {relative} ({exc.reason})"
-            problems.append(DataError(message, path=source.path, line=source.line))
-        except ProactiveBenchError as exc:  # too large, or gone since the walk
-            problems.append(DataError(str(exc), path=source.path, line=source.line))
-    return problems
+    limit: its header (cheap), or with `decode` its pixels too (slow: every image is decoded).
+
+    Headers are read by a pool of threads (on a cold or network disk the reads wait, not the
+    CPU), each version of a file once per process, and once for all processes with `memory`:
+    a version an earlier run found good is only `stat`ed. The problems come in the order of
+    `images`, whichever thread found them."""
+    if decode:
+        return [p for p in map(partial(_decoded, guard, max_bytes), images) if p is not None]
+    paths: list[str] = []
+    for relative, _ in images:
+        with contextlib.suppress(DataError):  # told by _header below, in its place
+            paths.append(guard.resolve(relative))
+    if memory is not None:
+        recall_headers(memory.recall(paths))
+    # Those that passed before cost a `stat` each, here; a task of the pool would cost more.
+    known = [_header(guard, max_bytes, False, item) for item in images]
+    unread = [item for item, found in zip(images, known, strict=True) if found is None]
+    read = iter(_in_pool(partial(_header, guard, max_bytes, True), unread))
+    found = [done if done is not None else next(read) for done in known]
+    if memory is not None:
+        memory.remember(version for _, version in found if version is not None)
+    return [problem for problem, _ in found if problem is not None]
+
+
+#: Images checked in the caller's thread up to this many; past it, in a pool.
+_POOL_FROM = 64
+#: Threads reading headers: waits on the disk overlap, and Pillow's parsing is short.
+_THREADS = 8
+
+
+def _in_pool(check: Callable[[Item], Found | None], images: list[Item]) -> list[Found]:
+    """`check` of each image, in order: in slices, one a task (a task costs more than a
+    small file's header)."""
+    if len(images) < _POOL_FROM:
+        return [_found(check(item)) for item in images]
+    size = -(-len(images) // (_THREADS * 4))
+    slices = [images[i : i + size] for i in range(0, len(images), size)]
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="image-check") as pool:
+        done = pool.map(lambda part: [_found(check(item)) for item in part], slices)
+        return [found for part in done for found in part]
+
+
+def _found(found: Found | None) -> Found:
+    assert found is not None  # a header read always says what it found
+    return found
+
+
+def _header(guard: PathGuard, max_bytes: int | None, read: bool, item: Item) -> Found | None:
+    """One image's header check: its problem, or the version found good by reading it (None
+    when it had passed before). Without `read`, only whether it passed before: None when it
+    did not (nothing was read)."""
+    relative, source = item
+    try:
+        path = guard.resolve(relative)
+        if not read:
+            listed = guard.listed_stat(path)  # taken by the walk: no second `stat`
+            passed = header_passed(path, relative, max_bytes=max_bytes, stat=listed)
+            return (None, None) if passed else None
+        return None, check_header(path, relative, max_bytes=max_bytes)
+    except UnreadableImage as exc:
+        message = f"not a readable image: {relative} ({exc.reason})"
+        return DataError(message, path=source.path, line=source.line), None
+    except ProactiveBenchError as exc:  # too large, or gone since the walk
+        return DataError(str(exc), path=source.path, line=source.line), None
+
+
+def _decoded(guard: PathGuard, max_bytes: int | None, item: Item) -> DataError | None:
+    """One image decoded whole: its problem, if any."""
+    relative, source = item
+    try:
+        with opened_image(guard.resolve(relative), relative, max_bytes=max_bytes) as image:
+            image.load()
+    except UnreadableImage as exc:
+        message = f"cannot decode: {relative} ({exc.reason})"
+        return DataError(message, path=source.path, line=source.line)
+    except ProactiveBenchError as exc:  # too large, or gone since the walk
+        return DataError(str(exc), path=source.path, line=source.line)
+    return None
 
 
 @dataclass

@@ -71,7 +71,6 @@ from proactivebench.report.thumbs import Thumbnails, start_all
 from proactivebench.rundir import (
     RESULTS,
     RUN_CONFIG,
-    FinishedRun,
     RunLock,
     file_stamp,
 )
@@ -236,25 +235,6 @@ def write_report(
         built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
         built.write(out, outcome.files)
         return outcome
-
-
-def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
-    """What `eval --no-report` tells of a run besides its scores: the unreadable-answer
-    warnings and each rate's interval, remembered in the note of a complete run
-    (`rundir.FinishedRun`), so that a rerun of it reads no line and resamples nothing."""
-    note = FinishedRun.read(run_dir)
-    if note is not None:
-        warnings = note.outcome.get("warnings")
-        intervals = checked_intervals(note.outcome.get("intervals"))
-        if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
-            return warnings, intervals
-    measures = measure_run(load_runs([run_dir])[0])
-    warnings, intervals = unreadable_warnings(measures), intervals_of(measures)
-    if note is not None:
-        with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered
-            note.remember(run_dir, "warnings", warnings)
-            note.remember(run_dir, "intervals", intervals)
-    return warnings, intervals
 
 
 class _BuiltFrom:

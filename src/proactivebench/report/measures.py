@@ -9,12 +9,16 @@ as the paper reports, naming which those are.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import (
+    AVERAGE,
     Metric,
     accuracy_score,
     average_rate,
@@ -26,7 +30,8 @@ from proactivebench.metrics import (
     values_by_metric,
 )
 from proactivebench.paper import published_sizes
-from proactivebench.report.runs import Run, is_plain
+from proactivebench.report.runs import Run, is_plain, load_runs
+from proactivebench.rundir import FinishedRun, RunLock
 from proactivebench.stats import (
     Interval,
     bootstrap_mean,
@@ -88,7 +93,6 @@ class RunMeasures:
 #: (under `AVERAGE`): what a terminal table shows as ±, kept as plain JSON data so that a
 #: report left alone as up to date, or a finished run, can tell it without reading a line.
 Intervals = dict[str, dict[str, list[float]]]
-AVERAGE = "average"
 
 
 def intervals_of(measures: RunMeasures) -> Intervals:
@@ -486,3 +490,22 @@ def unreadable_warnings(measures: RunMeasures) -> list[str]:
                 f"{what} pass {UNREADABLE_WARNING:.0f} % in {', '.join(high)}: {its} {advice}"
             )
     return warnings
+
+
+def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
+    """What `eval --no-report` tells of a run besides its scores: the unreadable-answer
+    warnings and each rate's interval, remembered in the note of a complete run
+    (`rundir.FinishedRun`), so that a rerun of it reads no line and resamples nothing."""
+    note = FinishedRun.read(run_dir)
+    if note is not None:
+        warnings = note.outcome.get("warnings")
+        intervals = checked_intervals(note.outcome.get("intervals"))
+        if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
+            return warnings, intervals
+    measures = measure_run(load_runs([run_dir])[0])
+    warnings, intervals = unreadable_warnings(measures), intervals_of(measures)
+    if note is not None:
+        with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered
+            note.remember(run_dir, "warnings", warnings)
+            note.remember(run_dir, "intervals", intervals)
+    return warnings, intervals

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from proactivebench.data.thumbnails import FileIdentity
 from proactivebench.errors import LinkRefusedError
-from proactivebench.paths import refuse_linked_database
+from proactivebench.paths import refuse_linked_database, side_cache_fault
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 THUMB_VERSION = 2
 #: Seconds a read or write waits for another report's transaction before giving up.
 BUSY_TIMEOUT_S = 10.0
-_DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 
 def thumb_key(digest: str, view: tuple[object, object], made: tuple[object, ...]) -> str:
@@ -119,19 +118,7 @@ class ThumbCache:
     def _fault(self, exc: BaseException) -> None:
         """The cache is off for the rest of this report, told once; a damaged file goes."""
         self.close()
-        damaged = isinstance(exc, sqlite3.Error) and (
-            getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        ) in (_DAMAGED)
-        if damaged:
-            for suffix in ("-wal", "-shm", ""):
-                with contextlib.suppress(OSError):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         if self.problem is None:
-            self.problem = str(exc) or type(exc).__name__
-            what = "damaged, removed" if damaged else "not usable"
-            log.warning(
-                "the thumbnail cache %s is %s (%s): this report makes its thumbnails afresh",
-                self.path,
-                what,
-                self.problem,
+            self.problem = side_cache_fault(
+                "thumbnail cache", self.path, exc, "this report makes its thumbnails afresh"
             )

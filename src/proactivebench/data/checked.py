@@ -1,0 +1,132 @@
+"""Image checks remembered across runs: each version of an image file has its header read once.
+
+Before a run, every image its episodes may show is checked (`validate.check_image_contents`:
+it exists, is within the size cap, has a header Pillow reads, within Pillow's pixel limit).
+Reading the headers is most of that check, and every run, resumed run, `--limit` trial and
+experiment of a suite would read them again: on the official test set, tens of thousands of
+files. So the versions of the files that passed are remembered, here, by what tells a version
+apart without reading it: the real path, size, modification time (ns) and inode, under
+Pillow's pixel limit of the check (`images.header_version`). A file written since, even to the
+same size, or a limit lowered, has another version and is read again; the size cap is checked
+from `stat` on every run, remembered or not. Only passes are remembered: a file that failed is
+read again by the next run, and refused again.
+
+One SQLite file (`image-checks.sqlite`, beside the response cache a run uses), in WAL mode so
+that runs started together share it. It only saves work, so none of its faults fails a run: a
+file that cannot be opened, read or written is told once, as a warning, and the run reads the
+headers itself; a damaged file is removed so that the next run starts a sound one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from proactivebench.errors import LinkRefusedError
+from proactivebench.paths import refuse_linked_database, side_cache_fault
+
+if TYPE_CHECKING:
+    from proactivebench.data.images import HeaderVersion
+
+log = logging.getLogger(__name__)
+
+#: The memory's file name, beside the response cache.
+NAME = "image-checks.sqlite"
+#: Bumped when what the header check verifies changes: what an older check passed is read again.
+CHECK_VERSION = 1
+_TABLE = f"headers_v{CHECK_VERSION}"
+#: Seconds a read or write waits for another run's transaction before giving up.
+BUSY_TIMEOUT_S = 10.0
+#: Paths per query (below SQLite's limit on a statement's parameters).
+_CHUNK = 500
+
+
+class CheckedImages:
+    """The versions of image files whose header check passed, in one SQLite file; off after a
+    fault. Opened for each look-up and each write, so that nothing is left to close."""
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        self.busy_timeout = busy_timeout
+        #: What went wrong, once told; None while the memory works.
+        self.problem: str | None = None
+
+    @classmethod
+    def beside(cls, cache_path: str | Path) -> CheckedImages:
+        """The memory in the folder of the response cache at `cache_path`."""
+        return cls(Path(cache_path).parent / NAME)
+
+    def recall(self, paths: Sequence[str]) -> list[HeaderVersion]:
+        """The remembered versions of the files at `paths` (real paths), one at most each."""
+        found: list[HeaderVersion] = []
+        with self._connection() as db:
+            if db is None:
+                return found
+            for start in range(0, len(paths), _CHUNK):
+                chunk = paths[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT path, size, mtime_ns, inode, pixel_limit FROM {_TABLE} "
+                    f"WHERE path IN ({marks})",
+                    chunk,
+                ).fetchall()
+                found.extend((str(p), int(s), int(m), int(i), lim) for p, s, m, i, lim in rows)
+        return found
+
+    def remember(self, versions: Iterable[HeaderVersion]) -> None:
+        """Record that these versions passed (each replaces its path's earlier version)."""
+        rows = list(versions)
+        if not rows:
+            return
+        with self._connection() as db:
+            if db is not None:
+                with db:
+                    db.executemany(f"INSERT OR REPLACE INTO {_TABLE} VALUES (?, ?, ?, ?, ?)", rows)
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection | None]:
+        """The open memory, or None once it has failed; a fault inside turns it off."""
+        db = self._open()
+        if db is None:
+            yield None
+            return
+        try:
+            yield db
+        except (OSError, sqlite3.Error) as exc:
+            self._fault(exc)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self.problem is not None:
+            return None
+        db: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            refuse_linked_database(self.path)
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            with db:
+                db.execute(
+                    f"CREATE TABLE IF NOT EXISTS {_TABLE} (path TEXT PRIMARY KEY, size INTEGER, "
+                    "mtime_ns INTEGER, inode INTEGER, pixel_limit INTEGER)"
+                )
+            return db
+        except (OSError, sqlite3.Error, LinkRefusedError) as exc:
+            if db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    db.close()
+            self._fault(exc)
+            return None
+
+    def _fault(self, exc: BaseException) -> None:
+        """The memory is off for the rest of this process, told once; a damaged file goes."""
+        self.problem = side_cache_fault(
+            "memory of image checks", self.path, exc, "this run reads every image header itself"
+        )

@@ -43,7 +43,13 @@ from PIL import Image
 
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ProactiveBenchError, SettingsError
-from proactivebench.metrics import Metric, episode_scores, headline_metrics, scenario_rate
+from proactivebench.metrics import (
+    Metric,
+    episode_scores,
+    headline_metrics,
+    rate_of,
+    values_by_metric,
+)
 from proactivebench.models.base import ChatRequest, Completion
 from proactivebench.play import Result, play
 from proactivebench.prompting import is_image_part
@@ -322,11 +328,12 @@ def _finished_line(doc: dict[str, Any], answers: list[str], p: Plan) -> dict[str
 
 
 def _aggregate(key: str, entries: Iterable[dict[str, Any]]) -> float | None:
-    """A scenario's rate by our one rule (`metrics.scenario_rate`: episodes that ended in an
-    error left out), on lmms-eval's 0-1 scale for a percentage."""
+    """A scenario's rate by our one rule (`metrics.values_by_metric` and `rate_of`, as
+    summary.json's: episodes that ended in an error left out), on lmms-eval's 0-1 scale for a
+    percentage."""
     metric: Metric = next(m for m in headline_metrics(oeg=False) if m.key == key)
     lines = [e[RESULT_KEY] for e in entries if not e[RESULT_KEY].get("error")]
-    rate = scenario_rate(metric, lines)
+    rate = rate_of(metric, values_by_metric([metric], lines)[key])
     if rate is None:
         return None
     return rate / 100 if metric.percent else rate

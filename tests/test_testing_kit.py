@@ -11,6 +11,7 @@ through this interpreter. The fake server block is started in the background onc
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +29,10 @@ def recipes() -> dict[str, Block]:
     return {b.name: b for b in blocks(PAGE) if b.kind == "recipe"}
 
 
-def run_recipe(name: str, cwd: Path, timeout: float = 600) -> str:
-    return run_block(recipes()[name], cwd, timeout=timeout)
+def run_recipe(
+    name: str, cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
+) -> str:
+    return run_block(recipes()[name], cwd, env=env, timeout=timeout)
 
 
 def summary(run_dir: Path) -> dict:
@@ -63,7 +66,13 @@ def test_inspect_recipe_equals_the_openai_recipe(fake_server: str, tmp_path: Pat
             f"Inspect's openai-api provider needs openai>=3.4 (the inspect extra), this "
             f"environment has {openai.__version__} (the verifiers extra needs openai<3)"
         )
-    run_recipe("inspect", tmp_path)
+    # As a user runs it: the installed package, without the checkout put first on PYTHONPATH.
+    # Inspect names a task `package/task` only when its module lies in an installed
+    # distribution; one reached through PYTHONPATH is registered as plain `proactivebench`,
+    # and `inspect eval proactivebench/proactivebench` finds no task.
+    as_installed = environment()
+    as_installed["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+    run_recipe("inspect", tmp_path, env=as_installed)
     run_recipe("openai", tmp_path)
     ours, theirs = summary(tmp_path / "runs/fake"), summary(tmp_path / "runs/inspect-fake")
     for scenario, row in ours["scenarios"].items():

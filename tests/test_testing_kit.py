@@ -97,12 +97,42 @@ def test_train_grpo_recipe(tmp_path: Path) -> None:
     assert summary(tmp_path / "runs/tuned")["average"]["n"] == 14
 
 
-def test_verifiers_recipe() -> None:
+#: A folder of wheels of the packages verifiers' chat program declares (docs/adapters.md:
+#: `pip download -d DIR ...`, made by .ci/run before the tests): with it, uv resolves them
+#: offline and the verifiers recipe runs; without it, the recipe would need the package index.
+UV_WHEELS_ENV = "PROACTIVEBENCH_TEST_UV_WHEELS"
+
+
+def test_verifiers_recipe(fake_server: str, tmp_path: Path) -> None:
+    """vf-eval against the fake server, offline as docs/adapters.md says: uv given a folder of
+    the chat program's wheels and an empty index. vf-eval exits 0 even when every rollout
+    failed, so the rollouts' own verdicts (traces.jsonl's `ok`) are what is checked."""
     assert "vf-eval" in recipes()["verifiers"].body
-    pytest.skip(
-        "not offline: verifiers' null harness prepares its chat program with uv, which "
-        "resolves the program's packages from the index on every vf-eval (docs/testing.md)"
-    )
+    pytest.importorskip("verifiers")
+    wheels = os.environ.get(UV_WHEELS_ENV)
+    if not wheels:
+        pytest.skip(
+            "not offline: verifiers' null harness prepares its chat program with uv, which "
+            f"resolves the program's packages from the index on every vf-eval; set {UV_WHEELS_ENV} "
+            "to a folder of their wheels to run it offline (.ci/run does; docs/adapters.md)"
+        )
+    env = environment()
+    if not any((Path(p) / "uv").is_file() for p in env["PATH"].split(os.pathsep)):
+        pytest.fail("uv is not on PATH: the verifiers extra (and the test extra) install it")
+    empty_index = tmp_path / "empty-index"
+    empty_index.mkdir()
+    env |= {
+        "UV_DEFAULT_INDEX": empty_index.as_uri(),
+        "UV_FIND_LINKS": str(Path(wheels).resolve()),
+        "UV_OFFLINE": "1",
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+    }
+    run_block(recipes()["verifiers"], tmp_path, env=env)
+    (traces,) = tmp_path.glob("outputs/*/traces.jsonl")
+    episodes = [json.loads(line) for line in traces.read_text(encoding="utf-8").splitlines()]
+    assert len(episodes) == 14  # 2 samples of each of the 7 scenarios
+    failed = [e.get("id") for e in episodes if not e.get("ok", False)]
+    assert not failed, f"rollouts that failed (see {traces}): {failed}"
 
 
 def test_python_recipe(tmp_path: Path) -> None:

@@ -27,18 +27,15 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import yaml
 
+from standin_http import QuietHandler, git_sha1, start, stop
+
 TOKEN = "hf_standin_write_token"
-
-
-def git_sha1(data: bytes) -> str:
-    """The git blob id, which the Hub gives as a regular file's oid."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 @dataclass
@@ -56,22 +53,18 @@ class Commit:
     paths: list[str]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Any
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: the stand-in's record is `UploadHub.requests`."""
+class _Handler(QuietHandler):
+    """Every request to `UploadHub.answer` (its record: `UploadHub.requests`)."""
 
     def do_GET(self) -> None:
-        self.server.hub.answer(self, None)
+        self.server.owner.answer(self, None)
 
     def do_HEAD(self) -> None:
-        self.server.hub.answer(self, None)
+        self.server.owner.answer(self, None)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        self.server.hub.answer(self, self.rfile.read(length))
+        self.server.owner.answer(self, self.rfile.read(length))
 
 
 class UploadHub:
@@ -84,19 +77,10 @@ class UploadHub:
         self.may_create = True
         self.validated: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.server.daemon_threads = True
-        self.server.hub = self  # type: ignore[attr-defined]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def endpoint(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        self.server, self.endpoint = start(_Handler, self)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop(self.server)
 
     def answer(self, h: BaseHTTPRequestHandler, body: bytes | None) -> None:
         path = unquote(urlsplit(h.path).path)

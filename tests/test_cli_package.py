@@ -1,9 +1,11 @@
-"""The command line as a package: every command registered, every option explained, `python -m
-proactivebench` as the `proactivebench` command, and no import circle inside `cli/`."""
+"""The command line as a package: every command registered, every option explained, the pages
+the help texts point to there, `python -m proactivebench` as the `proactivebench` command, and no
+import circle inside `cli/`."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -58,6 +60,48 @@ def test_every_option_of_every_command_has_help() -> None:
     ]
     assert not missing, "options without help text: " + ", ".join(missing)
     assert len(list(commands(cli))) > len(COMMANDS)  # the walk reached the subgroups' commands
+
+
+#: A help text's pointer to the documentation: `docs/PAGE.md`, with the section it means in
+#: quotes after a colon when not the whole page (`docs/scale-out.md: "Across GPUs and nodes"`).
+DOC_POINTER = re.compile(r'docs/(?P<page>[\w/-]+\.md)(?::\s+"(?P<section>[^"]+)")?')
+
+
+def help_texts() -> Iterator[tuple[str, str]]:
+    """Every command's help and every option's, whitespace made single spaces (a docstring
+    wraps a pointer over two lines)."""
+    for path, command in commands(cli):
+        texts = [command.help or ""]
+        texts += [param.help or "" for param in command.params if isinstance(param, click.Option)]
+        for text in texts:
+            yield path, " ".join(text.split())
+
+
+def test_help_texts_point_to_pages_and_sections_that_exist() -> None:
+    """A help text that sends the reader elsewhere names a docs page that exists and, when it
+    quotes a section, the start of one of that page's headings; none points to a section of
+    the README, which is the site's home page and an overview, not the reference (`paper`'s
+    help pointed there after the README's section had moved to docs/paper.md)."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    found: set[tuple[str, str, str | None]] = set()
+    wrong: list[str] = []
+    for path, text in help_texts():
+        if "README:" in text:
+            wrong.append(f"{path}: points to the README: {text}")
+        for pointer in DOC_POINTER.finditer(text):
+            page, section = docs / pointer["page"], pointer["section"]
+            found.add((path, pointer["page"], section))
+            if not page.is_file():
+                wrong.append(f"{path}: no page docs/{pointer['page']}")
+                continue
+            headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), re.MULTILINE)
+            if section and not any(h.startswith(section) for h in headings):
+                wrong.append(f"{path}: docs/{pointer['page']} has no section {section!r}")
+    assert not wrong, "\n".join(wrong)
+    assert {
+        ("proactivebench paper", "paper.md", None),
+        ("proactivebench eval", "scale-out.md", "Across GPUs and nodes"),
+    } <= found
 
 
 def test_python_m_proactivebench_is_the_command(tmp_path: Path) -> None:

@@ -60,6 +60,23 @@ def test_the_readme_quick_start_is_the_two_commands() -> None:
     assert "pip install -q -e '.[test]' && python -m pytest -q &&" in ci
 
 
+#: The longest line a code block of the site's home page shows without scrolling sideways, in a
+#: 1280 px wide browser (measured with Chromium on the built site: 80 characters fit, 81 scroll).
+HOME_CODE_WIDTH = 80
+
+
+def test_the_readme_code_fits_the_home_page_width() -> None:
+    """The home page is a newcomer's first: no line of its code blocks is cut off at the right
+    (a synopsis' comment was)."""
+    long = [
+        f"{block.where}: {len(line)} characters: {line}"
+        for block in blocks(ROOT / "README.md")
+        for line in block.body.splitlines()
+        if len(line) > HOME_CODE_WIDTH
+    ]
+    assert not long, "\n".join(long)
+
+
 def test_the_readme_is_short_and_points_to_every_page() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     sections = re.findall(r"^## (.+)$", text, re.MULTILINE)

@@ -24,7 +24,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -40,6 +40,7 @@ from proactivebench.data.download import (
     default_data_dir,
     extract_archive,
 )
+from standin_http import QuietHandler, git_sha1, start, stop
 
 REPO = "tdemin16/ProactiveBench"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -67,22 +68,14 @@ class Request:
     range: str | None
 
 
-def git_sha1(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Any
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: the stand-in's log is `StandIn.log`."""
+class _Handler(QuietHandler):
+    """GET and HEAD to `StandIn.answer` (its log: `StandIn.log`)."""
 
     def do_GET(self) -> None:
-        self.server.hub.answer(self, body=True)
+        self.server.owner.answer(self, body=True)
 
     def do_HEAD(self) -> None:
-        self.server.hub.answer(self, body=False)
+        self.server.owner.answer(self, body=False)
 
 
 class StandIn:
@@ -93,23 +86,14 @@ class StandIn:
         self.log: list[Request] = []
         self.faults: dict[str, list[Fault]] = {}
         self.etags: dict[str, str] = {}
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.server.daemon_threads = True
-        self.server.hub = self  # type: ignore[attr-defined]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def endpoint(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        self.server, self.endpoint = start(_Handler, self)
 
     def close(self) -> None:
         for faults in self.faults.values():
             for fault in faults:
                 if fault.resume is not None:
                     fault.resume.set()
-        self.server.shutdown()
-        self.server.server_close()
+        stop(self.server)
 
     def gets(self, repo_path: str, since: int = 0) -> list[Request]:
         """GET requests for the bytes of one file, from log entry `since` on."""

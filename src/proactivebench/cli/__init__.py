@@ -60,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "paper": (
         "suite",
         "paper_command",
-        "Run the paper's experiments for one model (README: Reproduce the paper).",
+        "Run the paper's experiments for one model (docs/paper.md).",
     ),
     "suite": (
         "suite",

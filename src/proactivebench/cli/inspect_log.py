@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
+from proactivebench.cli.options import imported_run_option
 from proactivebench.cli.output import (
     EXIT_EPISODE_ERRORS,
     console,
@@ -30,14 +31,7 @@ SHOWN_MISSING = 5
 
 @click.command("import-inspect")
 @click.argument("log", type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="New run directory to write the log's episodes to (results.jsonl, run.json), for "
-    "report and show.",
-)
+@imported_run_option("the log's")
 def import_inspect_command(log: Path, out_dir: Path) -> None:
     """Turn an Inspect log of proactivebench/proactivebench into a run directory.
 

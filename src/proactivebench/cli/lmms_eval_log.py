@@ -8,20 +8,14 @@ from pathlib import Path
 
 import click
 
+from proactivebench.cli.options import imported_run_option
 from proactivebench.cli.output import EXIT_EPISODE_ERRORS
 from proactivebench.cli.run import tell_table
 
 
 @click.command("import-lmms-eval")
 @click.argument("samples", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="New run directory to write the logs' episodes to (results.jsonl, run.json), for "
-    "report and show.",
-)
+@imported_run_option("the logs'")
 @click.option(
     "--model",
     default="lmms-eval",

@@ -53,6 +53,19 @@ data_option = click.option(
 )
 
 
+def imported_run_option(source: str) -> Decorator:
+    """`--out RUN_DIR` of a command that imports another harness's log as one of our runs
+    (`import-inspect`, `import-lmms-eval`); `source` names what is imported ("the log's")."""
+    return click.option(
+        "--out",
+        "out_dir",
+        required=True,
+        type=click.Path(path_type=Path),
+        help=f"New run directory to write {source} episodes to (results.jsonl, run.json), for "
+        "report and show.",
+    )
+
+
 def setting_options(
     settings: type, surface: Surface = "cli", kinds: tuple[Kind, ...] | None = None
 ) -> Decorator:

@@ -119,8 +119,8 @@ def eval_command(
     """Play the benchmark's episodes with a model and score them.
 
     Started by torchrun or accelerate launch with N processes, each plays the shard of its
-    rank into OUT/ranks/rank-I-of-N, and rank 0 merges them into OUT (README: data-parallel
-    evaluation)."""
+    rank into OUT/ranks/rank-I-of-N, and rank 0 merges them into OUT (docs/scale-out.md:
+    "Across GPUs and nodes")."""
     from proactivebench.launch import detect_launch
     from proactivebench.rundir import check_run_dir
     from proactivebench.runner import evaluate, run_identity

@@ -91,7 +91,7 @@ suite_options = option_group(
 @click.command("paper")
 @suite_options
 def paper_command(**options: Any) -> None:
-    """Run the paper's experiments for one model (README: Reproduce the paper)."""
+    """Run the paper's experiments for one model (docs/paper.md)."""
     from proactivebench.suite import paper_suite
 
     run_command(paper_suite(), **options)

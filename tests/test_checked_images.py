@@ -301,3 +301,25 @@ def test_the_check_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(runner, "choose_episodes", noted)
     evaluate(data, load_model("baseline:oracle"), tmp_path / "run")
     assert len(threads) == 1 and threads[0] is not threading.main_thread()
+
+
+def test_a_folders_rows_read_at_once_are_those_of_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many paths under one folder are recalled as one range of the memory's keys: the
+    result is the per-path look-up's, for names on either side of the separator in code-point
+    order ("-", "0", "~", non-ASCII), nested folders included; the rows of folders whose names
+    extend the data dir's ("data-x", "data0") are not among them."""
+    memory = CheckedImages(tmp_path / "cache" / NAME)
+    inside = os.path.realpath(tmp_path / "data") + os.sep
+    names = ["0.png", "-.png", "~.png", "sub/b.png", "sub/deeper/c.png", "é/ü.png", "Z.png"]
+    ours = [inside + n for n in names]
+    others = [str(tmp_path.resolve() / n) for n in ["data-x/a.png", "data0/a.png", "data.png"]]
+    versions = [(p, 10 + i, 20 + i, 30 + i, 89_478_485) for i, p in enumerate(ours + others)]
+    memory.remember(versions)
+    asked = [*ours[:-1], inside + "never-remembered.png"]
+    expected = sorted(versions[: len(ours) - 1])
+    monkeypatch.setattr("proactivebench.data.checked._RANGE_FROM", 10**9)
+    assert sorted(memory.recall(asked, under=inside)) == expected  # one path at a time
+    monkeypatch.setattr("proactivebench.data.checked._RANGE_FROM", 1)
+    assert sorted(memory.recall(asked, under=inside)) == expected  # the folder's range

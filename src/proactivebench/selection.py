@@ -167,25 +167,23 @@ class DataChecks:
         where = os.path.realpath(root)
         guard = self.guard(root)
         with self._lock:
-            todo = episodes  # the engine's first run: nothing checked yet
-            if self._passed:
+            # What each episode may show, worked out once (formatting paths is not free).
+            shows = [(e, tuple(e.image_paths())) for e in episodes]
+            if self._passed:  # a later run of the engine: what passed is not looked at again
                 passed = self._passed
-                todo = [
-                    e
-                    for e in episodes
-                    if any((where, max_bytes, p) not in passed for p in e.image_paths())
+                shows = [
+                    (e, ps) for e, ps in shows if any((where, max_bytes, p) not in passed for p in ps)
                 ]
             # Images that passed before, unchanged since, cost an `lstat` each; the others
             # are walked (their folders listed) and their headers read.
-            shown = (p for e in todo for p in e.image_paths())
-            known = remembered(root, shown, max_bytes, self.memory)
-            unknown = [e for e in todo if any(p not in known for p in e.image_paths())]
+            known = remembered(root, (p for _, ps in shows for p in ps), max_bytes, self.memory)
+            unknown = [e for e, ps in shows if not known.issuperset(ps)]
             walk = walk_images(unknown, guard)
             problems = walk.problems or check_image_contents(
                 walk.present, guard, max_bytes=max_bytes, memory=self.memory
             )
             if not problems:
-                self._passed.update((where, max_bytes, p) for e in todo for p in e.image_paths())
+                self._passed.update((where, max_bytes, p) for _, ps in shows for p in ps)
             return problems
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -43,6 +44,9 @@ _TABLE = f"headers_v{CHECK_VERSION}"
 BUSY_TIMEOUT_S = 10.0
 #: Paths per query (below SQLite's limit on a statement's parameters).
 _CHUNK = 500
+#: From this many paths under one folder, the folder's rows are read at once (`recall`).
+_RANGE_FROM = 2000
+_SELECT = f"SELECT path, size, mtime_ns, inode, pixel_limit FROM {_TABLE}"
 
 
 class CheckedImages:
@@ -60,22 +64,33 @@ class CheckedImages:
         """The memory in the folder of the response cache at `cache_path`."""
         return cls(Path(cache_path).parent / NAME)
 
-    def recall(self, paths: Sequence[str]) -> list[HeaderVersion]:
-        """The remembered versions of the files at `paths` (real paths), one at most each."""
-        found: list[HeaderVersion] = []
+    def recall(self, paths: Sequence[str], *, under: str | None = None) -> list[HeaderVersion]:
+        """The remembered versions of the files at `paths` (real paths), one at most each.
+
+        With `under` (the real path, ending in a separator, of a folder that holds them all)
+        and many paths, the folder's rows are read as one range of the primary key and those of
+        `paths` kept: on a data set of tens of thousands of images, a fraction of the time of
+        asking for each."""
+        if not paths:
+            return []  # nothing to ask: the file is not even opened
         with self._connection() as db:
             if db is None:
-                return found
+                return []
+            if under is not None and under.endswith(os.sep) and len(paths) >= _RANGE_FROM:
+                # The paths starting with `under`: from it up to, not including, the string
+                # whose last character follows the separator.
+                above = under[:-1] + chr(ord(under[-1]) + 1)
+                rows = db.execute(f"{_SELECT} WHERE path >= ? AND path < ?", (under, above))
+                wanted = set(paths)
+                return [row for row in rows.fetchall() if row[0] in wanted]
+            found: list[HeaderVersion] = []
             for start in range(0, len(paths), _CHUNK):
                 chunk = paths[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                rows = db.execute(
-                    f"SELECT path, size, mtime_ns, inode, pixel_limit FROM {_TABLE} "
-                    f"WHERE path IN ({marks})",
-                    chunk,
-                ).fetchall()
-                found.extend((str(p), int(s), int(m), int(i), lim) for p, s, m, i, lim in rows)
-        return found
+                # (TEXT, INTEGER...) come back as (str, int...): a version as it is.
+                found += db.execute(f"{_SELECT} WHERE path IN ({marks})", chunk).fetchall()
+            return found
+        return []  # the memory failed while it was read: nothing recalled
 
     def remember(self, versions: Iterable[HeaderVersion]) -> None:
         """Record that these versions passed (each replaces its path's earlier version)."""

@@ -32,7 +32,7 @@ import os
 import stat as kinds
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -185,6 +185,32 @@ def _known_version(
     key = header_version(path, stat)
     with _GOOD_HEADERS_LOCK:
         return key, key in _GOOD_HEADERS
+
+
+def passed_unchanged(paths: Mapping[str, str], max_bytes: int | None) -> set[str]:
+    """The names of `paths` (name -> real path) whose file, as `lstat` finds it now, is a
+    regular file within `max_bytes` of a version that passed `check_header` before: one
+    `lstat` each, nothing read. A link, a folder, a missing file, one above the cap or of a
+    version never passed is left out, for the full check. (`header_passed` for many files at
+    once: this is what a rerun pays per image, so the loop does nothing else.)"""
+    from PIL import Image
+
+    limit = Image.MAX_IMAGE_PIXELS
+    cap = max_bytes if max_bytes is not None else float("inf")
+    with _GOOD_HEADERS_LOCK:
+        good = _GOOD_HEADERS.copy()
+    lstat, regular = os.lstat, kinds.S_ISREG
+    passed: set[str] = set()
+    for name, path in paths.items():
+        try:
+            found = lstat(path)
+        except OSError:
+            continue
+        size = found.st_size
+        version = (path, size, found.st_mtime_ns, found.st_ino, limit)
+        if regular(found.st_mode) and size <= cap and version in good:
+            passed.add(name)
+    return passed
 
 
 def any_header_passed() -> bool:

@@ -25,6 +25,7 @@ from proactivebench.data.images import (
     check_header,
     header_passed,
     opened_image,
+    passed_unchanged,
     recall_headers,
 )
 from proactivebench.data.layout import (
@@ -110,12 +111,13 @@ def remembered(
     inside = os.path.realpath(root).rstrip(os.sep) + os.sep
     candidates: dict[str, str] = {}
     for relative in set(relatives):
-        native = relative if os.sep == "/" else relative.replace("/", os.sep)
-        path = inside + native
-        if os.path.normpath(path) == path:  # no "..", "." or doubled separator
-            candidates[relative] = path
+        # A plain relative path: no "..", "." or empty part (normpath would change it).
+        wrapped = f"/{relative.replace(os.sep, '/')}/"
+        if "//" in wrapped or "/./" in wrapped or "/../" in wrapped:
+            continue
+        candidates[relative] = inside + (relative if os.sep == "/" else relative.replace("/", os.sep))
     if memory is not None:
-        recall_headers(memory.recall(list(candidates.values())))
+        recall_headers(memory.recall(list(candidates.values()), under=inside))
     if not any_header_passed():  # a first run: nothing to look up
         return set()
     plain_folders = {inside.rstrip(os.sep): True}  # the data dir's real path: plain
@@ -135,17 +137,12 @@ def remembered(
             plain_folders[folder] = known
         return known
 
-    passed: set[str] = set()
-    for relative, path in candidates.items():
-        if not plain(os.path.dirname(path)):
-            continue
-        try:
-            found = os.lstat(path)
-            if header_passed(path, relative, max_bytes=max_bytes, stat=found):
-                passed.add(relative)
-        except (OSError, ImageError):  # missing, a link, not a file, above the cap: walked
-            continue
-    return passed
+    in_plain_folders = {
+        relative: path
+        for relative, path in candidates.items()
+        if plain(path.rpartition(os.sep)[0])
+    }
+    return passed_unchanged(in_plain_folders, max_bytes)
 
 
 def check_image_contents(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from proactivebench.protocol import abstain_markers, action_keywords
 
 
+@functools.lru_cache(maxsize=4096)
 def is_abstention(option: str) -> bool:
-    """Options containing "cannot" or "do not" abstain; they are never a correct move."""
+    """Options containing "cannot" or "do not" abstain; they are never a correct move.
+    Remembered by text: every episode of a run asks it of the same few options."""
     lowered = option.lower()
     return any(marker in lowered for marker in abstain_markers())
 

@@ -49,6 +49,7 @@ class Block:
     body: str
     kind: str | None  # runnable, not-run, recipe, file; None when unmarked
     arg: str  # the reason, the recipe's name (with " (background)"), the file's name
+    indent: int = 0  # the fence's indentation: 4 a level of a list (the site's width shrinks)
 
     @property
     def where(self) -> str:
@@ -87,6 +88,7 @@ def blocks(page: Path) -> list[Block]:
                 body=body,
                 kind=mark["kind"] if mark else None,
                 arg=(mark["arg"] or "") if mark else "",
+                indent=indent,
             )
         )
     return found

@@ -1,33 +1,33 @@
 """Every error a user may catch, in one place; the CLI prints each as one message and exits
 non-zero (docs/troubleshooting.md: "When things go wrong").
 
-    ProactiveBenchError               anything meant for the user rather than for a traceback
-    ├── DataError                     a data file's problem, located: file, line, field
-    ├── DataErrors                    several data problems found in one pass, reported together
+    ProactiveBenchError               anything meant for the user, not a traceback
+    ├── DataError                     a data file's problem: its file, line, field
+    ├── DataErrors                    data problems found in one pass, all reported
     ├── ImageError                    an image that cannot be read or decoded
     ├── DownloadError                 fetching or unpacking the official data failed
-    ├── PushError                     results could not be pushed to the Hub (token, repo, network)
-    ├── ModelSpecError                a model spec (or backend option) that names nothing usable
-    ├── HFBackendError                the `hf` backend cannot start (extra, path, option)
-    ├── ModelError                    a model call that failed (one attempt, or for good)
+    ├── PushError                     a push to the Hub failed: token, repo, network
+    ├── ModelSpecError                a model spec (or backend option) not usable
+    ├── HFBackendError                `hf` cannot start (extra, path, option)
+    ├── ModelError                    a failed model call (one attempt, or for good)
     │   └── UserCodeError             a user's `python:` model function raised
-    ├── RunAbort                      the whole run stops; a rerun of the same command resumes
-    │   ├── ServerUnreachableError    the server did not answer the check before the run
+    ├── RunAbort                      the run stops; the same command resumes it
+    │   ├── ServerUnreachableError    the server did not answer before the run
     │   ├── CredentialsMissingError   the hosted API's key is not set
-    │   └── TooManyFailuresError      the circuit breaker: too many requests in a row failed
-    ├── SettingsError                 a run setting's value, or a combination of them, refused
+    │   └── TooManyFailuresError      circuit breaker: too many failures in a row
+    ├── SettingsError                 a setting's value, or a combination, refused
     │   └── SuiteFileError            a suite file (suite FILE) that cannot be run
-    ├── NothingToDoError              nothing selected to play, judge, report or compare
+    ├── NothingToDoError              nothing to play, judge, report or compare
     ├── RunDirError                   a run directory that cannot be used as asked
-    │   ├── NotARunDirError           no run.json there (or a file in the folder's place)
-    │   ├── DamagedRunError           run.json or a results line that cannot be read as one
+    │   ├── NotARunDirError           no run.json there (or a file, not a folder)
+    │   ├── DamagedRunError           run.json or a results line unreadable as one
     │   ├── RunDirInUseError          another process holds the directory's lock
-    │   └── RunMismatchError          it holds a run of other data, model or settings
-    │       └── ForeignLinesError     results.jsonl holds lines that are not this run's
-    ├── LaunchError                   a launched (torchrun, accelerate) eval cannot go on
-    ├── WriteError                    a file cannot be written (full disk, quota, read-only)
+    │   └── RunMismatchError          a run of other data, model or settings
+    │       └── ForeignLinesError     results.jsonl holds another run's lines
+    ├── LaunchError                   a torchrun/accelerate eval that cannot go on
+    ├── WriteError                    a write failed (full disk, quota, read-only)
     │   └── LinkRefusedError          a link, FIFO or device where we write a file
-    └── TrainError                    a training run cannot start (extra, config file, setting)
+    └── TrainError                    training cannot start (extra, config, setting)
 
 A failed model call (`ModelError`, `UserCodeError`) is recorded on its episode, never scored
 as a wrong answer, and retried by a rerun; `RunAbort` ends the run and keeps what finished.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from proactivebench.metrics import Summary
     from proactivebench.report import ReportOutcome
     from proactivebench.report.measures import Intervals
+    from proactivebench.report.worker import ReportWorker
     from proactivebench.runner import RunOutcome
 
 
@@ -180,6 +181,21 @@ def eval_command(
     if launch is not None:
         eval_launched(launch, out_dir, play, no_report, no_cache)
         return
+    # The report's builder and matplotlib are imported by a worker while the run plays, and
+    # the report written there at its end (`report.worker`); not for --no-report.
+    with report_worker(not no_report) as worker:
+        eval_played(play, out_dir, shard, no_report, no_cache, worker)
+
+
+def eval_played(
+    play: Callable[[Path, tuple[int, int] | None], RunOutcome],
+    out_dir: Path,
+    shard: str | None,
+    no_report: bool,
+    no_cache: bool,
+    worker: ReportWorker | None,
+) -> None:
+    """A plain `eval` (not launched): play, then tell the run and write its report."""
     outcome = play(out_dir, parse_shard(shard) if shard else None)
     if not outcome.played:
         out.print(
@@ -202,9 +218,22 @@ def eval_command(
         outcome.answers,
         no_report,
         no_cache,
+        worker,
     )
     if status != EXIT_OK:
         sys.exit(status)
+
+
+@contextlib.contextmanager
+def report_worker(wanted: bool) -> Iterator[ReportWorker | None]:
+    """A `ReportWorker` started now when a report will be written (`wanted`), ended after."""
+    if not wanted:
+        yield None
+        return
+    from proactivebench.report.worker import ReportWorker
+
+    with ReportWorker() as worker:
+        yield worker
 
 
 def eval_launched(
@@ -268,11 +297,15 @@ def tell_run(
     answers: int,
     no_report: bool,
     no_cache: bool = False,
+    worker: ReportWorker | None = None,
 ) -> int:
     """A finished run, as `eval` ends (plain or launched): the table (each rate with the ± of
     its 95 % interval), where the results are, how many answers the response cache gave, the
-    report, and why episodes failed; returns the exit status."""
-    intervals, warnings, report = measure_and_report(run_dir, not no_report, not no_cache)
+    report (by `worker` when one was started), and why episodes failed; returns the exit
+    status."""
+    intervals, warnings, report = measure_and_report(
+        run_dir, not no_report, not no_cache, worker
+    )
     out.print(summary_table(summary, intervals=intervals))
     out.print(f"results: {run_dir / 'results.jsonl'}")
     if cached:
@@ -297,22 +330,29 @@ def tell_table(summary: Summary, run_dir: Path) -> None:
 
 
 def measure_and_report(
-    run_dir: Path, write: bool, thumb_cache: bool = True
+    run_dir: Path, write: bool, thumb_cache: bool = True, worker: ReportWorker | None = None
 ) -> tuple[Intervals, list[str], ReportOutcome | None]:
     """Each rate's 95 % interval (the terminal's ±), the warnings that must not be missed,
     and, unless --no-report, the run's report (its thumbnails cached unless `thumb_cache` is
     off: --no-cache), which measures the run anyway: the terminal's ± and the report's
     intervals are the same numbers, computed once. A report or a finished run that nothing has
-    changed since tells what it remembered, without reading a line."""
+    changed since tells what it remembered, without reading a line. A `worker` writes the
+    report when one was started; when it could not, the report is written here and a warning
+    says why."""
     if not write:  # the run's measures alone: not the report's builder, plots and page
         from proactivebench.report.measures import run_warnings_and_intervals
 
         warnings, intervals = run_warnings_and_intervals(run_dir)
         return intervals, warnings, None
-    from proactivebench.report import write_report
-
     cache = "default" if thumb_cache else None
-    report = write_report([run_dir], if_changed=True, thumb_cache=cache)
+    if worker is not None:
+        report = worker.write(run_dir, if_changed=True, thumb_cache=cache)
+        if worker.trouble is not None:
+            print_warnings([f"{worker.trouble}; the report was written by this process"])
+    else:
+        from proactivebench.report import write_report
+
+        report = write_report([run_dir], if_changed=True, thumb_cache=cache)
     return report.intervals, report.warnings, report
 
 

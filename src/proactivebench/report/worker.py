@@ -1,0 +1,172 @@
+"""A run's report written by a process made ready while the run plays (`eval`).
+
+Writing a report in a fresh process first imports the report's builder (numpy, the tables,
+the page) and matplotlib: 0.7-0.9 s of CPU on the project machine, more than the writing
+itself, paid after the run's last answer. `ReportWorker` starts a process when the run
+starts, which imports all that while the run waits for its model, then waits for one
+request: write this run's report (`build.write_report`), and exits. The run's process only
+sends the request and reads back the outcome.
+
+The worker is a means, not a contract: the report it writes is the one this process would
+write (the same function, the same arguments). When it cannot (it died, was never ready, or
+failed other than by refusing the report's input) the report is written here, as without a
+worker, and `trouble` says why, for one warning. An input the report refuses (a
+`ProactiveBenchError`) is refused again here, so that its message and type are the builder's
+own.
+
+The worker starts by `spawn` (a fresh interpreter, never a fork of this process and its
+threads), ignores Ctrl-C (this process hears it) and ends on SIGTERM as on Ctrl-C (a report
+being staged is removed, `paths.staged_folder`); `close` ends it, and nothing outlives this
+process: an unclosed worker is ended when the interpreter exits, and a worker whose parent
+died reads the end of its pipe and exits. It is not a daemon, so that it may start the
+thumbnails' pool (`data.thumbnails`).
+
+This module imports only the standard library at the top: `eval --no-report` never imports
+it, and `eval` imports nothing of the report in its own process unless it falls back.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    from proactivebench.report.build import ReportOutcome
+
+#: Seconds `close` waits for a worker to end after SIGTERM before killing it.
+STOP_WAIT_S = 5.0
+
+
+class ReportWorker:
+    """One worker process, for one report (`write`); `close` it (or use it as a context)."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        from proactivebench.data.thumbnails import starting_workers
+
+        context = multiprocessing.get_context("spawn")
+        self._conn: Connection | None = None
+        self._process: BaseProcess | None = None
+        #: Why the last report was written in this process, not by the worker (None: it was not).
+        self.trouble: str | None = None
+        parent, child = context.Pipe()
+        try:
+            with starting_workers(context):  # a blank main module: nothing of ours re-imported
+                process = context.Process(target=serve, args=(child,), name="report-worker")
+                process.start()
+        except Exception as exc:  # no worker: the report is written here
+            parent.close()
+            self.trouble = f"the report's worker process did not start ({_said(exc)})"
+            return
+        finally:
+            child.close()
+        self._conn, self._process = parent, process
+        atexit.register(self.close)
+
+    def __enter__(self) -> ReportWorker:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @property
+    def process(self) -> BaseProcess | None:
+        """The worker process (None when it did not start); for tests."""
+        return self._process
+
+    def write(self, run_dir: str | Path, **options: Any) -> ReportOutcome:
+        """`write_report([run_dir], **options)` by the worker, or here when it cannot (see
+        the module's text); the worker ends after it. The outcome has no `measures` and no
+        `headline` (those stay in the worker: `eval` prints neither)."""
+        from proactivebench.errors import ProactiveBenchError
+
+        request = ([str(run_dir)], options)
+        try:
+            if self._conn is None:
+                raise ConnectionError(self.trouble or "no worker")
+            self._conn.send(request)
+            answer = self._conn.recv()
+        except (OSError, EOFError, ConnectionError) as exc:
+            answer = ("failed", f"the report's worker process ended ({_said(exc)})")
+        finally:
+            self.close()
+        kind, detail = answer
+        if kind == "written":
+            self.trouble = None
+            return detail  # type: ignore[no-any-return]
+        # Refused input is refused here again with the builder's own error; anything else is
+        # the worker's trouble, told once, and the report is written here all the same.
+        self.trouble = None if kind == "refused" else str(detail)
+        from proactivebench.report.build import write_report
+
+        try:
+            return write_report(request[0], **options)
+        except ProactiveBenchError:
+            self.trouble = None  # the input's error is what the user needs to read
+            raise
+
+    def close(self) -> None:
+        """End the worker (SIGTERM, then SIGKILL after `STOP_WAIT_S`), whatever it is doing;
+        idempotent."""
+        atexit.unregister(self.close)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.is_alive():
+            process.terminate()
+            process.join(STOP_WAIT_S)
+            if process.is_alive():
+                process.kill()
+        process.join()
+        process.close()
+
+
+def _said(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _stop(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(conn: Connection) -> None:
+    """The worker: import the builder and matplotlib, wait for one request, write the report,
+    send back the outcome (without measures and headline tables), and end. SIGTERM unwinds as
+    Ctrl-C would (a staged report is removed); the end of the pipe (the parent is gone) ends
+    it quietly."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        _serve(conn)
+    except (KeyboardInterrupt, EOFError, OSError):
+        pass
+    finally:
+        conn.close()
+
+
+def _serve(conn: Connection) -> None:
+    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.report import build, plots
+
+    plots.import_matplotlib()
+    run_dirs, options = conn.recv()
+    try:
+        outcome = build.write_report(run_dirs, **options)
+    except ProactiveBenchError as exc:
+        conn.send(("refused", _said(exc)))
+        return
+    except Exception as exc:  # told by the parent, which writes the report itself
+        conn.send(("failed", f"the report's worker process failed ({_said(exc)})"))
+        return
+    conn.send(("written", dataclasses.replace(outcome, measures=[], headline=[])))

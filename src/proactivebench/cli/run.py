@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +141,9 @@ def eval_command(
     options = parse_model_options(model_options)
     if endpoints:
         options["endpoints"] = endpoints
+    # A plain eval of many episodes has its report written by a worker process that gets
+    # ready while the run plays (`report.worker`); never for --no-report.
+    worker = report_worker(not no_report and launch is None)
 
     def play(run_dir: Path, part: tuple[int, int] | None, progress: bool = True) -> RunOutcome:
         # The judge first: one that cannot judge is refused before the model is loaded.
@@ -165,6 +168,8 @@ def eval_command(
             else contextlib.nullcontext((None, None)) as callbacks,
         ):
             on_start, on_result = callbacks
+            if worker is not None:
+                on_start = both(on_start, worker.on_start)
             return evaluate(
                 data_dir,
                 model,
@@ -181,9 +186,7 @@ def eval_command(
     if launch is not None:
         eval_launched(launch, out_dir, play, no_report, no_cache)
         return
-    # The report's builder and matplotlib are imported by a worker while the run plays, and
-    # the report written there at its end (`report.worker`); not for --no-report.
-    with report_worker(not no_report) as worker:
+    with worker if worker is not None else contextlib.nullcontext():
         eval_played(play, out_dir, shard, no_report, no_cache, worker)
 
 
@@ -224,16 +227,27 @@ def eval_played(
         sys.exit(status)
 
 
-@contextlib.contextmanager
-def report_worker(wanted: bool) -> Iterator[ReportWorker | None]:
-    """A `ReportWorker` started now when a report will be written (`wanted`), ended after."""
+def report_worker(wanted: bool) -> ReportWorker | None:
+    """An idle `ReportWorker` when a report will be written (`wanted`): its module only then
+    (`eval --no-report` imports nothing of the report)."""
     if not wanted:
-        yield None
-        return
+        return None
     from proactivebench.report.worker import ReportWorker
 
-    with ReportWorker() as worker:
-        yield worker
+    return ReportWorker()
+
+
+def both(
+    first: Callable[[int, int], None] | None, then: Callable[[int, int], None]
+) -> Callable[[int, int], None]:
+    """One `on_start` callback that calls `first` (if any), then `then`."""
+
+    def called(total: int, done: int) -> None:
+        if first is not None:
+            first(total, done)
+        then(total, done)
+
+    return called
 
 
 def eval_launched(

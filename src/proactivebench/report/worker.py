@@ -2,10 +2,11 @@
 
 Writing a report in a fresh process first imports the report's builder (numpy, the tables,
 the page) and matplotlib: 0.7-0.9 s of CPU on the project machine, more than the writing
-itself, paid after the run's last answer. `ReportWorker` starts a process when the run
-starts, which imports all that while the run waits for its model, then waits for one
-request: write this run's report (`build.write_report`), and exits. The run's process only
-sends the request and reads back the outcome.
+itself, paid after the run's last answer. `ReportWorker` starts a process when a run of
+`MIN_EPISODES` or more episodes to play starts (`on_start`), which imports all that while the
+run waits for its model, then waits for one request: write this run's report
+(`build.write_report`), and exits. The run's process only sends the request and reads back the
+outcome. A shorter run (a `--limit` trial, a test) writes its report itself, as before.
 
 The worker is a means, not a contract: the report it writes is the one this process would
 write (the same function, the same arguments). When it cannot (it died, was never ready, or
@@ -41,21 +42,42 @@ if TYPE_CHECKING:
 
 #: Seconds `close` waits for a worker to end after SIGTERM before killing it.
 STOP_WAIT_S = 5.0
+#: Episodes to play from which a worker is started (`ReportWorker.on_start`): a worker costs
+#: 0.7-0.9 s of CPU (its imports) and saves as much after the last answer; a run of fewer
+#: episodes may end before the worker is ready, and its report is written here as before.
+MIN_EPISODES = 100
 
 
 class ReportWorker:
-    """One worker process, for one report (`write`); `close` it (or use it as a context)."""
+    """At most one worker process, for one report (`write`); `close` it (or use it as a
+    context). Created idle: `start` (or `on_start`, the runner's callback, for a run of at
+    least `MIN_EPISODES` episodes to play) starts the process; without one, `write` writes
+    here."""
 
-    def __init__(self) -> None:
+    def __init__(self, min_episodes: int | None = None) -> None:
+        self.min_episodes = MIN_EPISODES if min_episodes is None else min_episodes
+        self._conn: Connection | None = None
+        self._process: BaseProcess | None = None
+        #: Why the last report was written in this process although a worker was started
+        #: (None: it was not).
+        self.trouble: str | None = None
+
+    def on_start(self, total: int, done: int) -> None:
+        """The runner's `on_start(total, done)`: a run of `min_episodes` or more episodes to
+        play starts the worker, which has the run's time to get ready."""
+        if total - done >= self.min_episodes:
+            self.start()
+
+    def start(self) -> None:
+        """Start the worker process, unless started already (a failure to start is noted in
+        `trouble`, and the report is written here)."""
         import multiprocessing
 
         from proactivebench.data.thumbnails import starting_workers
 
+        if self._process is not None:
+            return
         context = multiprocessing.get_context("spawn")
-        self._conn: Connection | None = None
-        self._process: BaseProcess | None = None
-        #: Why the last report was written in this process, not by the worker (None: it was not).
-        self.trouble: str | None = None
         parent, child = context.Pipe()
         try:
             with starting_workers(context):  # a blank main module: nothing of ours re-imported
@@ -88,22 +110,23 @@ class ReportWorker:
         from proactivebench.errors import ProactiveBenchError
 
         request = ([str(run_dir)], options)
-        try:
-            if self._conn is None:
-                raise ConnectionError(self.trouble or "no worker")
-            self._conn.send(request)
-            answer = self._conn.recv()
-        except (OSError, EOFError, ConnectionError) as exc:
-            answer = ("failed", f"the report's worker process ended ({_said(exc)})")
-        finally:
-            self.close()
+        if self._conn is None:  # never started (a short run), or it could not start
+            answer: tuple[str, Any] = ("failed", self.trouble)
+        else:
+            try:
+                self._conn.send(request)
+                answer = self._conn.recv()
+            except Exception as exc:  # EOF, a broken pipe, a request that does not pickle
+                answer = ("failed", f"the report's worker process ended ({_said(exc)})")
+            finally:
+                self.close()
         kind, detail = answer
         if kind == "written":
             self.trouble = None
             return detail  # type: ignore[no-any-return]
         # Refused input is refused here again with the builder's own error; anything else is
         # the worker's trouble, told once, and the report is written here all the same.
-        self.trouble = None if kind == "refused" else str(detail)
+        self.trouble = None if kind == "refused" or detail is None else str(detail)
         from proactivebench.report.build import write_report
 
         try:

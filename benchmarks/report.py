@@ -390,9 +390,12 @@ def same_report(one: Path, other: Path) -> list[str]:
             for p in [*root.glob("tables/*"), root / "report.md", root / "report.json"]
         }
     )
-    return [n for n in names if not (one / n).is_file() or (one / n).read_bytes() != (
-        (other / n).read_bytes() if (other / n).is_file() else None
-    )]
+    return [
+        n
+        for n in names
+        if not (one / n).is_file()
+        or (one / n).read_bytes() != ((other / n).read_bytes() if (other / n).is_file() else None)
+    ]
 
 
 def fixed_cost(
@@ -470,8 +473,11 @@ def fixed_cost(
         print(f"{label:42} {before:10.3f} {after:10.3f} {after / before:8.2f}x   {shown}")
     print(
         "reports of the same run: "
-        + (f"DIFFERENT: {', '.join(differences)}" if differences else "identical tables, "
-           "report.md and report.json")
+        + (
+            f"DIFFERENT: {', '.join(differences)}"
+            if differences
+            else "identical tables, report.md and report.json"
+        )
     )
 
 

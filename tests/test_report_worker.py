@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from clirun import eval_args, run_cli
 
+from clirun import eval_args, run_cli
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.report import build, worker
@@ -72,9 +72,7 @@ def test_the_worker_writes_the_report_this_process_would(played: Path, tmp_path:
     ]
 
 
-def test_a_worker_that_died_leaves_the_report_to_this_process(
-    played: Path, tmp_path: Path
-) -> None:
+def test_a_worker_that_died_leaves_the_report_to_this_process(played: Path, tmp_path: Path) -> None:
     with ReportWorker() as ahead:
         ahead.start()
         assert ahead.process is not None
@@ -109,9 +107,7 @@ def test_a_worker_that_fails_leaves_the_report_to_this_process(
     ahead._conn = ours  # the connection `start` would make, to the thread
     outcome = ahead.write(played, out_dir=tmp_path / "out", thumb_cache=None)
     serving.join()
-    assert ahead.trouble == (
-        "the report's worker process failed (RuntimeError: no memory left)"
-    )
+    assert ahead.trouble == ("the report's worker process failed (RuntimeError: no memory left)")
     assert outcome.measures and (tmp_path / "out" / "report.html").is_file()
     assert len(list((tmp_path / "out" / "plots").glob("*.png"))) == 3
 
@@ -122,8 +118,9 @@ def test_refused_input_is_the_builders_own_error(tmp_path: Path) -> None:
     with ReportWorker() as ahead:
         ahead.start()
         with pytest.raises(ProactiveBenchError) as there:
-            ahead.write(tmp_path / "no-run", out_dir=tmp_path / "b", thumb_cache=None,
-                        allow_empty=False)
+            ahead.write(
+                tmp_path / "no-run", out_dir=tmp_path / "b", thumb_cache=None, allow_empty=False
+            )
         assert ahead.trouble is None  # the input's error, not the worker's
     assert type(there.value) is type(here.value)
     assert str(there.value) == str(here.value)
@@ -211,16 +208,41 @@ def test_a_short_eval_writes_its_report_itself(
     assert (tmp_path / "run" / "report" / "report.html").is_file()
 
 
-_NO_REPORT = """
+_IMPORTED = """
 import multiprocessing, sys
 from proactivebench.cli import main
+if sys.argv[1] == "worker":
+    from proactivebench.report import worker
+    worker.MIN_EPISODES = 0
 try:
-    main(sys.argv[1:])
+    main(sys.argv[2:])
 except SystemExit as exit:
     assert not exit.code, exit.code
 print(sorted(m for m in sys.modules if m.startswith(("matplotlib", "proactivebench.report."))))
 print(multiprocessing.active_children())
 """
+
+
+def _imported_by_eval(way: str, *args: str) -> tuple[str, str]:
+    """`eval ARGS` in a process of its own (`way` "worker": every run has a worker): the
+    report's modules and matplotlib it imported, and its child processes left at the end."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-c", _IMPORTED, way, *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    modules, children = done.stdout.splitlines()[-2:]
+    return modules, children
+
+
+def test_eval_reads_the_workers_report_without_the_builder(
+    synth_test: Path, tmp_path: Path
+) -> None:
+    """The run's process imports neither the builder nor matplotlib (what the worker is
+    for): it reads back an outcome of builtins (`report.outcome`)."""
+    modules, children = _imported_by_eval("worker", *eval_args(synth_test, tmp_path / "run"))
+    assert "proactivebench.report.worker" in modules
+    assert "proactivebench.report.build" not in modules and "matplotlib" not in modules
+    assert children == "[]"
+    assert (tmp_path / "run" / "report" / "report.html").is_file()
 
 
 def test_eval_no_report_starts_no_worker(
@@ -240,12 +262,8 @@ def test_eval_no_report_starts_no_worker(
 def test_eval_no_report_imports_no_worker(synth_test: Path, tmp_path: Path) -> None:
     """In a process of its own: --no-report imports neither the worker's module nor the
     report's builder or matplotlib, and leaves no child process."""
-    command = [sys.executable, "-c", _NO_REPORT, *eval_args(synth_test, tmp_path / "run")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run(
-        [*command, "--no-report"], capture_output=True, text=True, check=True, env=env
-    )
-    modules, children = done.stdout.splitlines()[-2:]
+    args = eval_args(synth_test, tmp_path / "run", "--no-report")
+    modules, children = _imported_by_eval("plain", *args)
     assert "proactivebench.report.worker" not in modules and "matplotlib" not in modules
     assert "proactivebench.report.build" not in modules
     assert children == "[]"

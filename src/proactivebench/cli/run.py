@@ -317,9 +317,7 @@ def tell_run(
     its 95 % interval), where the results are, how many answers the response cache gave, the
     report (by `worker` when one was started), and why episodes failed; returns the exit
     status."""
-    intervals, warnings, report = measure_and_report(
-        run_dir, not no_report, not no_cache, worker
-    )
+    intervals, warnings, report = measure_and_report(run_dir, not no_report, not no_cache, worker)
     out.print(summary_table(summary, intervals=intervals))
     out.print(f"results: {run_dir / 'results.jsonl'}")
     if cached:

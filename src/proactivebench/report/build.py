@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +50,7 @@ from proactivebench.report.measures import (
     size_correlations,
     unreadable_warnings,
 )
+from proactivebench.report.outcome import ReportOutcome
 from proactivebench.report.published import PaperComparison, compare_with_paper
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, load_runs
@@ -83,29 +84,6 @@ REPORT_DIR = "report"
 REPORT_FORMAT = 2
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
-
-
-@dataclass
-class ReportOutcome:
-    out_dir: Path
-    files: list[Path] = field(default_factory=list)
-    #: What is missing and why (no matplotlib, images not found...).
-    notes: list[str] = field(default_factory=list)
-    #: Per scenario, too many unreadable answers.
-    warnings: list[str] = field(default_factory=list)
-    measures: list[RunMeasures] = field(default_factory=list)
-    #: The tables a terminal shows (`report` prints these, not the whole report.md): the
-    #: cross-run tables of several runs, or the one run's table, and any `--vs` comparison.
-    headline: list[Table] = field(default_factory=list)
-    #: The first run's intervals (what a terminal table shows as ±).
-    intervals: Intervals = field(default_factory=dict)
-    #: The report was up to date and left as it was (`if_changed`): `files`, `notes`,
-    #: `warnings` and `intervals` are those of when it was written; nothing was measured.
-    unchanged: bool = False
-
-    @property
-    def html(self) -> Path:
-        return self.out_dir / "report.html"
 
 
 def _images_of(runs: Sequence[Run], cache: ThumbCache | None) -> dict[str, Thumbnails | None]:

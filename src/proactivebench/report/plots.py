@@ -43,7 +43,7 @@ def import_matplotlib() -> None:
     """Import what drawing needs (`matplotlib.figure`, the Agg canvas: 0.3-0.4 s here) now,
     e.g. in a worker while a run plays (`report.worker`); nothing when it is not installed."""
     try:
-        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.backends.backend_agg
         import matplotlib.figure  # noqa: F401
     except ImportError:
         pass

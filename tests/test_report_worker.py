@@ -33,9 +33,11 @@ def played(tmp_path_factory: pytest.TempPathFactory, synth_test: Path) -> Path:
     return run
 
 
-#: The report's files that results decide (the PNGs are matplotlib's to draw).
-def _result_files(report: Path) -> dict[str, bytes]:
+def _result_files(report: Path, plots: bool = False) -> dict[str, bytes]:
+    """The report's files that results decide (`plots`: and its PNGs, which matplotlib
+    draws byte for byte alike from the same measures)."""
     names = [*sorted(report.glob("tables/*")), report / "report.md", report / "report.json"]
+    names += sorted(report.glob("plots/*.png")) if plots else []
     return {str(p.relative_to(report)): p.read_bytes() for p in names}
 
 
@@ -59,7 +61,9 @@ def test_the_worker_writes_the_report_this_process_would(played: Path, tmp_path:
     here = write_report([played], tmp_path / "here", thumb_cache=None)
     # Written by the worker: its measures stayed there (this process's outcome has them).
     assert outcome.measures == [] and here.measures
-    assert _result_files(tmp_path / "by-worker") == _result_files(tmp_path / "here")
+    assert _result_files(tmp_path / "by-worker", plots=True) == _result_files(
+        tmp_path / "here", plots=True
+    )
     assert sorted(p.name for p in (tmp_path / "by-worker" / "plots").iterdir()) == [
         "accuracy_vs_ps.png",
         "actions.png",
@@ -124,6 +128,53 @@ def test_refused_input_is_the_builders_own_error(tmp_path: Path) -> None:
         assert ahead.trouble is None  # the input's error, not the worker's
     assert type(there.value) is type(here.value)
     assert str(there.value) == str(here.value)
+
+
+_HELPED = """
+import json, os, signal, sys
+from multiprocessing import Pipe
+from pathlib import Path
+from proactivebench.report.build import write_report
+from proactivebench.report.worker import Drawer
+kill, out, runs = sys.argv[1] == "kill", Path(sys.argv[2]), sys.argv[3:]
+sizes = {"baseline:proactive": 7.0, "baseline:reactive": 13.0, "baseline:random": 34.0}
+write_report(runs, out / "here", thumb_cache=None, params=sizes)
+_, stands_for_the_parent = Pipe()
+drawer = Drawer(stands_for_the_parent)
+if kill:
+    os.kill(drawer.pid, signal.SIGKILL)
+try:
+    write_report(runs, out / "helped", thumb_cache=None, params=sizes, plot_helper=drawer.draw)
+finally:
+    drawer.close()
+print(json.dumps(drawer.drawn))
+"""
+
+
+@pytest.fixture(scope="module")
+def three_runs(tmp_path_factory: pytest.TempPathFactory, synth_test: Path) -> list[Path]:
+    root = tmp_path_factory.mktemp("three")
+    for name in ("proactive", "reactive", "random"):
+        evaluate(synth_test, load_model(f"baseline:{name}"), root / name)
+    return [root / name for name in ("proactive", "reactive", "random")]
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["drawn-by-the-drawer", "drawer-killed"])
+def test_plots_drawn_by_the_drawer_are_the_same(
+    three_runs: list[Path], tmp_path: Path, kill: bool
+) -> None:
+    """The worker's drawer (a fork, so in a process of its own here: one without threads)
+    draws the scatter and the size plot while the rest is drawn; a drawer that died leaves
+    them to be drawn here. The report is the same, PNGs included."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-c", _HELPED, "kill" if kill else "keep", str(tmp_path)]
+    done = subprocess.run(
+        [*command, *map(str, three_runs)], capture_output=True, text=True, check=True, env=env
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == ([] if kill else ["accuracy_vs_ps", "size"])
+    helped = _result_files(tmp_path / "helped", plots=True)
+    assert helped == _result_files(tmp_path / "here", plots=True)
+    assert {"plots/size.png", "plots/accuracy_vs_ps.png"} <= set(helped)
 
 
 def test_closing_ends_the_worker_whatever_it_does() -> None:

@@ -29,10 +29,12 @@ it, and `eval` imports nothing of the report in its own process unless it falls 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import os
 import signal
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
+    from proactivebench.report.build import PlotOutcome
+    from proactivebench.report.measures import RunMeasures
     from proactivebench.report.outcome import ReportOutcome
 
 #: Seconds `close` waits for a worker to end after SIGTERM before killing it.
@@ -192,15 +196,109 @@ def _serve(conn: Connection) -> None:
     from proactivebench.report import build, plots
 
     plots.import_matplotlib()
-    run_dirs, options = conn.recv()
+    drawer = Drawer(conn)  # forked now: it has the imports, and no thread exists yet
     try:
-        outcome = build.write_report(run_dirs, **options)
-    except ProactiveBenchError as exc:
-        conn.send(("refused", _said(exc)))
-        return
-    except Exception as exc:  # told by the parent, which writes the report itself
-        conn.send(("failed", f"the report's worker process failed ({_said(exc)})"))
-        return
+        run_dirs, options = conn.recv()
+        try:
+            outcome = build.write_report(run_dirs, **options, plot_helper=drawer.draw)
+        except ProactiveBenchError as exc:
+            conn.send(("refused", _said(exc)))
+            return
+        except Exception as exc:  # told by the parent, which writes the report itself
+            conn.send(("failed", f"the report's worker process failed ({_said(exc)})"))
+            return
+    finally:
+        drawer.close()
     # Builtins only: the parent reads it back without importing the builder (`report.outcome`).
     light = dataclasses.replace(outcome, measures=[], headline=[])
     conn.send(("written", light))
+
+
+class Drawer:
+    """A fork of the worker that draws some of the report's plots (`build.HELPED_PLOTS`)
+    while the worker draws the others and the tables: the drawing, two thirds of the report's
+    time, on two cores. Forked once the worker has imported matplotlib, before any thread
+    exists (the thumbnails' pool starts later), so it costs no import of its own. It draws
+    for one report, then ends; it ends too when the worker ends (the end of its pipe). When it
+    cannot draw (it died), the worker draws those plots itself."""
+
+    def __init__(self, worker_conn: Connection) -> None:
+        import multiprocessing
+
+        #: The plots it drew (for tests).
+        self.drawn: list[str] = []
+        self._conn: Connection | None = None
+        self._pid: int | None = None
+        if not sys.platform.startswith("linux"):  # fork is safe there; elsewhere, none
+            return
+        ours, theirs = multiprocessing.Pipe()
+        self._conn = ours
+        self._pid = os.fork()
+        if self._pid == 0:  # the drawer: nothing of the worker's pipes kept open
+            ours.close()
+            worker_conn.close()
+            try:
+                _draw(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+
+    def draw(
+        self, names: Sequence[str], all_measures: Sequence[RunMeasures], with_paper: bool
+    ) -> tuple[Sequence[str], Callable[[], dict[str, PlotOutcome]]]:
+        """The `build.PlotHelper`: send the plots to draw, with the measures they need."""
+        if self._conn is None:
+            return (), dict
+        try:
+            self._conn.send((list(names), [_drawn_from(m) for m in all_measures], with_paper))
+        except Exception:  # a drawer gone, measures that do not pickle: all drawn here
+            self.close()
+            return (), dict
+        return names, self._collect
+
+    @property
+    def pid(self) -> int | None:
+        """The drawer's process (None: none, or ended); for tests."""
+        return self._pid
+
+    def _collect(self) -> dict[str, PlotOutcome]:
+        try:
+            drawn: dict[str, PlotOutcome] = self._conn.recv() if self._conn is not None else {}
+        except Exception:  # it died: the worker draws them
+            drawn = {}
+        finally:
+            self.close()
+        self.drawn = list(drawn)
+        return drawn
+
+    def close(self) -> None:
+        """End the drawer (the end of its pipe; SIGTERM if it is still drawing) and reap it."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._pid:
+            pid, self._pid = self._pid, None
+            if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+                os.waitpid(pid, 0)
+
+
+def _drawn_from(measures: RunMeasures) -> RunMeasures:
+    """What the plots read of a run's measures: its rates and labels, not its result lines
+    (the first kept: `Run.oeg` reads it), which would cost more to send than to draw."""
+    run = dataclasses.replace(
+        measures.run, lines=measures.run.lines[:1], by_scenario={}, rejected=[]
+    )
+    return dataclasses.replace(measures, run=run)
+
+
+def _draw(conn: Connection) -> None:
+    """The drawer: one request of plots to draw, their outcomes sent back."""
+    from proactivebench.report.build import plot_outcome
+
+    try:
+        names, all_measures, with_paper = conn.recv()
+        conn.send({name: plot_outcome(name, all_measures, with_paper) for name in names})
+    except (KeyboardInterrupt, EOFError, OSError):
+        pass

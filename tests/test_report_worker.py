@@ -223,40 +223,40 @@ def starts(monkeypatch: pytest.MonkeyPatch) -> list[ReportWorker]:
     return started
 
 
-def test_eval_of_enough_episodes_has_its_report_written_by_the_worker(
+@pytest.mark.parametrize(
+    ("min_episodes", "extra", "started"),
+    [(7, (), True), (8, (), False), (0, ("--no-report",), False)],
+    ids=["7-episodes-of-7", "8-episodes-of-7", "no-report"],
+)
+def test_eval_starts_a_worker_for_enough_episodes_and_a_report(
     synth_test: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     starts: list[ReportWorker],
+    min_episodes: int,
+    extra: tuple[str, ...],
+    started: bool,
 ) -> None:
-    monkeypatch.setattr(worker, "MIN_EPISODES", 7)  # the 7 episodes of `synth_test`
-    code, text = run_cli(eval_args(synth_test, tmp_path / "run"), capsys)
+    """`synth_test` plays 7 episodes: a worker from `MIN_EPISODES` episodes to play on, and
+    never for --no-report; the report is the same however it is written."""
+    monkeypatch.setattr(worker, "MIN_EPISODES", min_episodes)
+    code, text = run_cli(eval_args(synth_test, tmp_path / "run", *extra), capsys)
     assert code == 0, text
-    assert len(starts) == 1 and starts[0].trouble is None and starts[0].process is None
     assert "warning" not in text
+    assert len(starts) == started
     report = tmp_path / "run" / "report"
+    if extra:
+        assert not report.exists()
+        return
+    if started:
+        assert starts[0].trouble is None and starts[0].process is None
     assert json.loads((report / "report.json").read_text())["runs"][0]["model"] == (
         "baseline:oracle"
     )
     assert len(list((report / "plots").glob("*.png"))) == 3
-    # The same files as this process writes of the same run.
     write_report([tmp_path / "run"], tmp_path / "here")
     assert _result_files(report) == _result_files(tmp_path / "here")
-
-
-def test_a_short_eval_writes_its_report_itself(
-    synth_test: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    starts: list[ReportWorker],
-) -> None:
-    monkeypatch.setattr(worker, "MIN_EPISODES", 8)  # one more than the run plays
-    code, text = run_cli(eval_args(synth_test, tmp_path / "run"), capsys)
-    assert code == 0, text
-    assert starts == []
-    assert (tmp_path / "run" / "report" / "report.html").is_file()
 
 
 _IMPORTED = """
@@ -294,20 +294,6 @@ def test_eval_reads_the_workers_report_without_the_builder(
     assert "proactivebench.report.build" not in modules and "matplotlib" not in modules
     assert children == "[]"
     assert (tmp_path / "run" / "report" / "report.html").is_file()
-
-
-def test_eval_no_report_starts_no_worker(
-    synth_test: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    starts: list[ReportWorker],
-) -> None:
-    monkeypatch.setattr(worker, "MIN_EPISODES", 0)  # any run would have one
-    code, text = run_cli(eval_args(synth_test, tmp_path / "run", "--no-report"), capsys)
-    assert code == 0, text
-    assert starts == []
-    assert not (tmp_path / "run" / "report").exists()
 
 
 def test_eval_no_report_imports_no_worker(synth_test: Path, tmp_path: Path) -> None:

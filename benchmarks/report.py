@@ -15,6 +15,19 @@ It also prints how long `eval` itself took and how long writing the report took.
 With `--official-size`, the images are first replaced by 640×480 photo-like JPEGs (as the
 official data's; `official_size.py`), which thumbnails decode at a quarter of their size.
 
+With `--fixed-cost` (issue 34, item 4), it measures what a report costs whatever the run's
+size, as a user waits for it, in fresh processes, this checkout against an earlier commit
+(`--baseline`, default `main`, checked out into a temporary git worktree): `proactivebench
+eval` of 7 × N synthetic samples with the openai backend against the fake server (50 ms,
+`--concurrency`, default 8, so that the run lasts seconds as a real one does), and then
+`proactivebench report RUN --out DIR`. It prints, as medians over rounds (the versions
+alternating) with the ratios now/baseline: the run (spawn to the last write of
+results.jsonl), the report's part of `eval` (the last write of results.jsonl to the last
+file of the report, and to the process's exit), `eval`'s wall time, and the `report`
+command's wall and CPU time. Both versions share one thumbnail cache, filled by a warm-up
+report, so that thumbnails are looked up, not made; it checks that both versions' reports
+of the same run have byte-identical tables, report.md and report.json.
+
 With `--side-by-side`, it measures instead what writing the report adds to a run, with the
 thumbnail code of before (commit 66fa9fe, kept here as `BeforeThumbnails`: every view decoded
 and shrunk one after another) and with today's (reduced-scale decoding, a process pool, the
@@ -26,6 +39,7 @@ figures are medians over the rounds, with the new/before ratios.
 
     python benchmarks/report.py [--per-scenario 500] [--repeats 5] [--keep DIR] [--official-size]
     python benchmarks/report.py --side-by-side [--per-scenario 60] [--rounds 5]
+    python benchmarks/report.py --fixed-cost [--baseline main] [--per-scenario 60] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -332,6 +346,141 @@ def side_by_side(per_scenario: int, rounds: int, latency: float, concurrency: in
         )
 
 
+# ----- --fixed-cost: the report's cost after the last answer, in fresh processes ------------
+
+
+def spawned(command: list[str], src: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """Run `python -m proactivebench COMMAND` with `src` first on the path: its start and end
+    (epoch seconds, to compare with files' modification times) and CPU time (its own and its
+    children's: a report's worker counts)."""
+    import subprocess
+
+    environment = {**env, "PYTHONPATH": str(src)}
+    started = time.time()
+    with tempfile.TemporaryFile() as messages:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "proactivebench", *command],
+            stdout=subprocess.DEVNULL,
+            stderr=messages,
+            env=environment,
+        )
+        before = os.times()
+        process.wait()
+        ended = time.time()
+        after = os.times()
+        if process.returncode != 0:
+            messages.seek(0)
+            sys.exit(f"{' '.join(command)} failed:\n{messages.read().decode(errors='replace')}")
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return started, ended, cpu
+
+
+def written_at(path: Path) -> float:
+    return path.stat().st_mtime_ns / 1e9
+
+
+def same_report(one: Path, other: Path) -> list[str]:
+    """Files of two reports of the same run that differ (tables, report.md, report.json)."""
+    names = sorted(
+        {
+            str(p.relative_to(root))
+            for root in (one, other)
+            for p in [*root.glob("tables/*"), root / "report.md", root / "report.json"]
+        }
+    )
+    return [
+        n
+        for n in names
+        if not (one / n).is_file()
+        or (one / n).read_bytes() != ((other / n).read_bytes() if (other / n).is_file() else None)
+    ]
+
+
+def fixed_cost(
+    baseline: str, per_scenario: int, rounds: int, latency: float, concurrency: int
+) -> None:
+    sys.path[:0] = [str(ROOT / "benchmarks")]
+    from throughput import MODEL, AnswerKeyRecorder, make_data
+    from versions import baseline_tree
+
+    from proactivebench.testing.server import ServerProcess
+
+    figures: dict[str, dict[str, list[float]]] = {"baseline": {}, "now": {}}
+    differences: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp, baseline_tree(baseline, Path(tmp)) as tree:
+        scratch = Path(tmp)
+        sources = {"baseline": tree / "src", "now": ROOT / "src"}
+        data, settings = make_data(scratch, per_scenario, "synthetic")
+        key = AnswerKeyRecorder()
+        evaluate(data, key, scratch / "key", settings, concurrency=8)
+        answers = scratch / "answers.json"
+        answers.write_text(json.dumps(key.answers))
+        # One thumbnail cache for all; compiled modules cached as on a user's machine.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PROACTIVEBENCH_CACHE"] = str(scratch / "cache")
+
+        def eval_and_report(version: str, name: str, kept: bool = True) -> None:
+            run = scratch / name / "run"
+            model = f"openai:{MODEL}@{server.url}"
+            command = ["eval", "--data", str(data), "--model", model, "--out", str(run)]
+            command += ["--cache", str(scratch / name / "responses.sqlite")]
+            started, ended, _ = spawned(
+                [*command, "--concurrency", str(concurrency)], sources[version], env
+            )
+            answered = written_at(run / "results.jsonl")
+            reported = written_at(run / "report" / build.BUILT_FROM)
+            spent = figures[version] if kept else {}
+            for label, value in (
+                ("run: spawn to the last answer written", answered - started),
+                ("eval: last answer to report written", reported - answered),
+                ("eval: last answer to exit", ended - answered),
+                ("eval: whole process", ended - started),
+            ):
+                spent.setdefault(label, []).append(value)
+            started, ended, cpu = spawned(
+                ["report", str(run), "--out", str(scratch / name / "again")],
+                sources[version],
+                env,
+            )
+            spent.setdefault("report RUN: whole process", []).append(ended - started)
+            spent.setdefault("report RUN: CPU (with children)", []).append(cpu)
+
+        with ServerProcess(latency=latency, answers=answers) as server:
+            for version in sources:  # warm-up: .pyc files, page cache, the thumbnail cache
+                eval_and_report(version, f"warm-up-{version}", kept=False)
+            for number in range(rounds):
+                order = list(sources) if number % 2 == 0 else list(sources)[::-1]
+                for version in order:
+                    eval_and_report(version, f"{version}-{number}")
+            # Both versions' reports of one run: the same bytes where results are concerned.
+            run = scratch / "now-0" / "run"
+            spawned(["report", str(run), "--out", str(scratch / "cmp")], sources["baseline"], env)
+            spawned(["report", str(run), "--out", str(scratch / "cmp-now")], sources["now"], env)
+            differences = same_report(scratch / "cmp", scratch / "cmp-now")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average at the end {load:.2f}; workload: 7 x "
+        f"{per_scenario} synthetic samples, openai backend, server {latency * 1000:.0f} ms, "
+        f"concurrency {concurrency}; {rounds} rounds alternating, medians (seconds)"
+    )
+    print(f"{'':42} {baseline:>10} {'now':>10} {'now/base':>9}   rounds (baseline | now)")
+    for label in figures["now"]:
+        old, new = figures["baseline"][label], figures["now"][label]
+        before, after = statistics.median(old), statistics.median(new)
+        shown = " ".join(f"{x:.2f}" for x in old) + " | " + " ".join(f"{x:.2f}" for x in new)
+        print(f"{label:42} {before:10.3f} {after:10.3f} {after / before:8.2f}x   {shown}")
+    print(
+        "reports of the same run: "
+        + (
+            f"DIFFERENT: {', '.join(differences)}"
+            if differences
+            else "identical tables, report.md and report.json"
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-scenario", type=int, default=None)
@@ -343,12 +492,26 @@ def main() -> None:
         action="store_true",
         help="The report's cost against a 50 ms run's, with the thumbnails of before and now.",
     )
+    parser.add_argument(
+        "--fixed-cost",
+        action="store_true",
+        help="The report's cost after the last answer and the report command's, in fresh "
+        "processes, against --baseline.",
+    )
+    parser.add_argument("--baseline", default="main", help="--fixed-cost: the commit before.")
     parser.add_argument("--rounds", type=int, default=5, help="--side-by-side: rounds.")
     parser.add_argument("--latency", type=float, default=0.05, help="--side-by-side: server s.")
-    parser.add_argument("--concurrency", type=int, default=64, help="--side-by-side.")
+    parser.add_argument(
+        "--concurrency", type=int, default=None, help="--side-by-side (64), --fixed-cost (8)."
+    )
     args = parser.parse_args()
+    if args.fixed_cost:
+        fixed_cost(
+            args.baseline, args.per_scenario or 60, args.rounds, args.latency, args.concurrency or 8
+        )
+        return
     if args.side_by_side:
-        side_by_side(args.per_scenario or 60, args.rounds, args.latency, args.concurrency)
+        side_by_side(args.per_scenario or 60, args.rounds, args.latency, args.concurrency or 64)
         return
     args.per_scenario = args.per_scenario or 500
 

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from proactivebench.metrics import Summary
     from proactivebench.report import ReportOutcome
     from proactivebench.report.measures import Intervals
+    from proactivebench.report.worker import ReportWorker
     from proactivebench.runner import RunOutcome
 
 
@@ -140,6 +141,9 @@ def eval_command(
     options = parse_model_options(model_options)
     if endpoints:
         options["endpoints"] = endpoints
+    # A plain eval of many episodes has its report written by a worker process that gets
+    # ready while the run plays (`report.worker`); never for --no-report.
+    worker = report_worker(not no_report and launch is None)
 
     def play(run_dir: Path, part: tuple[int, int] | None, progress: bool = True) -> RunOutcome:
         # The judge first: one that cannot judge is refused before the model is loaded.
@@ -164,6 +168,8 @@ def eval_command(
             else contextlib.nullcontext((None, None)) as callbacks,
         ):
             on_start, on_result = callbacks
+            if worker is not None:
+                on_start = both(on_start, worker.on_start)
             return evaluate(
                 data_dir,
                 model,
@@ -180,6 +186,19 @@ def eval_command(
     if launch is not None:
         eval_launched(launch, out_dir, play, no_report, no_cache)
         return
+    with worker if worker is not None else contextlib.nullcontext():
+        eval_played(play, out_dir, shard, no_report, no_cache, worker)
+
+
+def eval_played(
+    play: Callable[[Path, tuple[int, int] | None], RunOutcome],
+    out_dir: Path,
+    shard: str | None,
+    no_report: bool,
+    no_cache: bool,
+    worker: ReportWorker | None,
+) -> None:
+    """A plain `eval` (not launched): play, then tell the run and write its report."""
     outcome = play(out_dir, parse_shard(shard) if shard else None)
     if not outcome.played:
         out.print(
@@ -202,9 +221,33 @@ def eval_command(
         outcome.answers,
         no_report,
         no_cache,
+        worker,
     )
     if status != EXIT_OK:
         sys.exit(status)
+
+
+def report_worker(wanted: bool) -> ReportWorker | None:
+    """An idle `ReportWorker` when a report will be written (`wanted`): its module only then
+    (`eval --no-report` imports nothing of the report)."""
+    if not wanted:
+        return None
+    from proactivebench.report.worker import ReportWorker
+
+    return ReportWorker()
+
+
+def both(
+    first: Callable[[int, int], None] | None, then: Callable[[int, int], None]
+) -> Callable[[int, int], None]:
+    """One `on_start` callback that calls `first` (if any), then `then`."""
+
+    def called(total: int, done: int) -> None:
+        if first is not None:
+            first(total, done)
+        then(total, done)
+
+    return called
 
 
 def eval_launched(
@@ -268,11 +311,13 @@ def tell_run(
     answers: int,
     no_report: bool,
     no_cache: bool = False,
+    worker: ReportWorker | None = None,
 ) -> int:
     """A finished run, as `eval` ends (plain or launched): the table (each rate with the ± of
     its 95 % interval), where the results are, how many answers the response cache gave, the
-    report, and why episodes failed; returns the exit status."""
-    intervals, warnings, report = measure_and_report(run_dir, not no_report, not no_cache)
+    report (by `worker` when one was started), and why episodes failed; returns the exit
+    status."""
+    intervals, warnings, report = measure_and_report(run_dir, not no_report, not no_cache, worker)
     out.print(summary_table(summary, intervals=intervals))
     out.print(f"results: {run_dir / 'results.jsonl'}")
     if cached:
@@ -297,22 +342,29 @@ def tell_table(summary: Summary, run_dir: Path) -> None:
 
 
 def measure_and_report(
-    run_dir: Path, write: bool, thumb_cache: bool = True
+    run_dir: Path, write: bool, thumb_cache: bool = True, worker: ReportWorker | None = None
 ) -> tuple[Intervals, list[str], ReportOutcome | None]:
     """Each rate's 95 % interval (the terminal's ±), the warnings that must not be missed,
     and, unless --no-report, the run's report (its thumbnails cached unless `thumb_cache` is
     off: --no-cache), which measures the run anyway: the terminal's ± and the report's
     intervals are the same numbers, computed once. A report or a finished run that nothing has
-    changed since tells what it remembered, without reading a line."""
+    changed since tells what it remembered, without reading a line. A `worker` writes the
+    report when one was started; when it could not, the report is written here and a warning
+    says why."""
     if not write:  # the run's measures alone: not the report's builder, plots and page
         from proactivebench.report.measures import run_warnings_and_intervals
 
         warnings, intervals = run_warnings_and_intervals(run_dir)
         return intervals, warnings, None
-    from proactivebench.report import write_report
-
     cache = "default" if thumb_cache else None
-    report = write_report([run_dir], if_changed=True, thumb_cache=cache)
+    if worker is not None:
+        report = worker.write(run_dir, if_changed=True, thumb_cache=cache)
+        if worker.trouble is not None:
+            print_warnings([f"{worker.trouble}; the report was written by this process"])
+    else:
+        from proactivebench.report import write_report
+
+        report = write_report([run_dir], if_changed=True, thumb_cache=cache)
     return report.intervals, report.warnings, report
 
 

@@ -111,7 +111,7 @@ class Batch:
         self.chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
         context = _context()
         try:
-            with _starting_workers(context):  # the workers start as the chunks are submitted
+            with starting_workers(context):  # the workers start as the chunks are submitted
                 self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore)
                 self._futures = [self._pool.submit(_make_chunk, c, *self.args) for c in self.chunks]
         except Exception:  # a pool that cannot start: all made here
@@ -144,7 +144,7 @@ class Batch:
 
 
 @contextlib.contextmanager
-def _starting_workers(context: BaseContext) -> Iterator[None]:
+def starting_workers(context: BaseContext) -> Iterator[None]:
     """While workers are started:
 
     - a blank main module, which they have nothing to import from (multiprocessing reads the

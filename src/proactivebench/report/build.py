@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +50,7 @@ from proactivebench.report.measures import (
     size_correlations,
     unreadable_warnings,
 )
+from proactivebench.report.outcome import ReportOutcome
 from proactivebench.report.published import PaperComparison, compare_with_paper
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, load_runs
@@ -83,29 +84,6 @@ REPORT_DIR = "report"
 REPORT_FORMAT = 2
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
-
-
-@dataclass
-class ReportOutcome:
-    out_dir: Path
-    files: list[Path] = field(default_factory=list)
-    #: What is missing and why (no matplotlib, images not found...).
-    notes: list[str] = field(default_factory=list)
-    #: Per scenario, too many unreadable answers.
-    warnings: list[str] = field(default_factory=list)
-    measures: list[RunMeasures] = field(default_factory=list)
-    #: The tables a terminal shows (`report` prints these, not the whole report.md): the
-    #: cross-run tables of several runs, or the one run's table, and any `--vs` comparison.
-    headline: list[Table] = field(default_factory=list)
-    #: The first run's intervals (what a terminal table shows as ±).
-    intervals: Intervals = field(default_factory=dict)
-    #: The report was up to date and left as it was (`if_changed`): `files`, `notes`,
-    #: `warnings` and `intervals` are those of when it was written; nothing was measured.
-    unchanged: bool = False
-
-    @property
-    def html(self) -> Path:
-        return self.out_dir / "report.html"
 
 
 def _images_of(runs: Sequence[Run], cache: ThumbCache | None) -> dict[str, Thumbnails | None]:
@@ -174,6 +152,7 @@ def write_report(
     paper: bool = False,
     paper_model: str | None = None,
     layout: Layout | None = None,
+    plot_helper: PlotHelper | None = None,
 ) -> ReportOutcome:
     """Read `run_dirs` (and the `vs` run), and write the report into `out_dir` (default: the
     one run's `report/` folder).
@@ -191,7 +170,8 @@ def write_report(
     `paper_model` (which implies it) names the paper's model the runs evaluated. `layout`
     (`Layout`: a suite's report, `suite.write_suite_report`) orders the report as the paper
     is ordered, places each run beside the table its caller names, and adds its tables and
-    notes."""
+    notes. `plot_helper` draws some of the plots in another process meanwhile (`PlotHelper`,
+    `report.worker`): the report is the same."""
     if not run_dirs:
         raise ProactiveBenchError("report needs at least one run directory")
     if out_dir is None:
@@ -231,6 +211,7 @@ def write_report(
                 cache,
                 published,
                 layout,
+                plot_helper,
             )
         built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
         built.write(out, outcome.files)
@@ -357,6 +338,7 @@ def _write_report(
     cache: ThumbCache | None,
     published: PaperOptions | None = None,
     layout: Layout | None = None,
+    plot_helper: PlotHelper | None = None,
 ) -> ReportOutcome:
     runs = load_runs(run_dirs, params)
     if layout is not None:
@@ -406,7 +388,7 @@ def _write_report(
         tables = layout.arrange(tables)
         outcome.headline = [t for t in tables if t.key in layout.headline_keys(tables)]
     with _thumbnails(runs, cache) as thumbs:  # made by worker processes while plots are drawn
-        images = _plots(all_measures, outcome, with_paper=bool(papers))
+        images = _plots(all_measures, outcome, bool(papers), plot_helper)
         # Built whole in a stage beside `out`, then moved in: a failure (a full disk) leaves
         # the previous report as it was, never half of a new one.
         with staged_folder(out) as stage:
@@ -571,28 +553,70 @@ def _headline(tables: Sequence[Table], several: bool) -> list[Table]:
     return [*(cross if several and cross else runs), *papers, *compared]
 
 
-def _plots(
-    all_measures: Sequence[RunMeasures], outcome: ReportOutcome, with_paper: bool = False
-) -> dict[str, bytes]:
-    reason = plots.missing_reason()
-    if reason:
-        outcome.notes.append(reason)
-        return {}
-    images: dict[str, bytes] = {}
-    drawers = {
+#: A plot's outcome: its PNG, "none" (no such plot for these runs), or why it was not drawn
+#: (`plot_outcome`).
+PlotOutcome = tuple[str, Any]
+#: Draws some plots elsewhere (a process of `report.worker`): given the plots' names, the
+#: runs' measures and `with_paper`, it starts drawing the names it takes and returns them
+#: with a function that collects their outcomes (a name it could not draw is left out of
+#: what it collects, and drawn here).
+PlotHelper = Callable[
+    [Sequence[str], Sequence[RunMeasures], bool],
+    tuple[Sequence[str], Callable[[], dict[str, PlotOutcome]]],
+]
+#: The plots drawn by a `PlotHelper` when there is one (the others are drawn here
+#: meanwhile): about half of the drawing time each way.
+HELPED_PLOTS = ("accuracy_vs_ps", "size")
+
+
+#: The report's plots, in the order they are drawn and their notes told.
+PLOTS = ("scenarios", "accuracy_vs_ps", "actions", "size")
+
+
+def plot_outcome(name: str, all_measures: Sequence[RunMeasures], with_paper: bool) -> PlotOutcome:
+    """Draw one plot: ("png", bytes), ("none", None) where these runs have no such plot, or
+    ("failed", "Type: message") when drawing raised."""
+    drawers: dict[str, Callable[[Sequence[RunMeasures]], bytes | None]] = {
         "scenarios": plots.scenario_bars,
         "accuracy_vs_ps": partial(plots.accuracy_vs_ps, with_paper=with_paper),
         "actions": plots.action_bars,
         "size": partial(plots.size_plot, with_paper=with_paper),
     }
-    for name, draw in drawers.items():
-        try:
-            png = draw(all_measures)
-        except Exception as exc:
-            outcome.notes.append(f"plot {name} not drawn: {type(exc).__name__}: {exc}")
-            continue
-        if png is not None:
-            images[name] = png
+    try:
+        png = drawers[name](all_measures)
+    except Exception as exc:
+        return "failed", f"{type(exc).__name__}: {exc}"
+    return ("none", None) if png is None else ("png", png)
+
+
+def _plots(
+    all_measures: Sequence[RunMeasures],
+    outcome: ReportOutcome,
+    with_paper: bool = False,
+    helper: PlotHelper | None = None,
+) -> dict[str, bytes]:
+    """The report's plots (a `helper` draws some of them meanwhile), and a note for each one
+    not drawn: the same notes, in the same order, however they were drawn."""
+    reason = plots.missing_reason()
+    if reason:
+        outcome.notes.append(reason)
+        return {}
+    names = PLOTS
+    helped: Sequence[str] = ()
+    collect: Callable[[], dict[str, PlotOutcome]] = dict
+    if helper is not None:
+        helped, collect = helper([n for n in names if n in HELPED_PLOTS], all_measures, with_paper)
+    drawn = {n: plot_outcome(n, all_measures, with_paper) for n in names if n not in helped}
+    away = collect()
+    images: dict[str, bytes] = {}
+    for name in names:
+        kind, value = (
+            drawn.get(name) or away.get(name) or plot_outcome(name, all_measures, with_paper)
+        )
+        if kind == "failed":
+            outcome.notes.append(f"plot {name} not drawn: {value}")
+        elif kind == "png":
+            images[name] = value
     # Baselines (`baseline:...`) have no model size: a report of baselines only is told nothing
     # about the size plot it could never have.
     models = [m for m in all_measures if not m.run.model.startswith("baseline:")]

@@ -39,6 +39,16 @@ def missing_reason() -> str | None:
     return None
 
 
+def import_matplotlib() -> None:
+    """Import what drawing needs (`matplotlib.figure`, the Agg canvas: 0.3-0.4 s here) now,
+    e.g. in a worker while a run plays (`report.worker`); nothing when it is not installed."""
+    try:
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure  # noqa: F401
+    except ImportError:
+        pass
+
+
 #: Every text drawn literally: a `$` in a model's name is a dollar sign, never TeX math.
 _LITERAL_TEXT = {"text.parse_math": False, "text.usetex": False}
 

@@ -1,0 +1,41 @@
+"""What writing a report gives back (`ReportOutcome`), apart from the builder.
+
+Its own module, importing nothing of the report: the outcome of a report written by a worker
+process (`report.worker`) is read back in `eval`'s process without importing the builder,
+numpy or matplotlib there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proactivebench.report.measures import Intervals, RunMeasures
+    from proactivebench.report.tables import Table
+
+
+@dataclass
+class ReportOutcome:
+    """A report written (or found up to date): where, which files, and what to tell."""
+
+    out_dir: Path
+    files: list[Path] = field(default_factory=list)
+    #: What is missing and why (no matplotlib, images not found...).
+    notes: list[str] = field(default_factory=list)
+    #: Per scenario, too many unreadable answers.
+    warnings: list[str] = field(default_factory=list)
+    measures: list[RunMeasures] = field(default_factory=list)
+    #: The tables a terminal shows (`report` prints these, not the whole report.md): the
+    #: cross-run tables of several runs, or the one run's table, and any `--vs` comparison.
+    headline: list[Table] = field(default_factory=list)
+    #: The first run's intervals (what a terminal table shows as ±).
+    intervals: Intervals = field(default_factory=dict)
+    #: The report was up to date and left as it was (`if_changed`): `files`, `notes`,
+    #: `warnings` and `intervals` are those of when it was written; nothing was measured.
+    unchanged: bool = False
+
+    @property
+    def html(self) -> Path:
+        return self.out_dir / "report.html"

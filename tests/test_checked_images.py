@@ -323,3 +323,39 @@ def test_a_folders_rows_read_at_once_are_those_of_its_files(
     assert sorted(memory.recall(asked, under=inside)) == expected  # one path at a time
     monkeypatch.setattr("proactivebench.data.checked._RANGE_FROM", 1)
     assert sorted(memory.recall(asked, under=inside)) == expected  # the folder's range
+
+
+@pytest.mark.parametrize("seconds_a_read, pooled", [(0.0001, False), (0.002, True)])
+def test_headers_go_to_a_pool_only_when_the_disk_makes_each_read_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seconds_a_read: float, pooled: bool
+) -> None:
+    """Reading a header is Python work, which threads only take turns at: the headers are read
+    in the checking thread unless the first reads show a disk that waits (a network file
+    system), when the rest go to a pool. The clock the probe is timed by is made to say that
+    each read took `seconds_a_read`. Either way the same problems, in the data's order."""
+    from proactivebench.data import validate
+
+    data = rod_data(tmp_path / "data", per_scenario=12)
+    pngs = sorted((data / "Realistic-Occlusion-Dataset").rglob("*.png"))
+    assert len(pngs) > validate._PROBE + 8
+    for broken in (pngs[-5], pngs[-2]):  # read after the probe
+        broken.write_bytes(b"not an image")
+    readers: list[str] = []
+    real = images_module.opened_image
+
+    def counted(path, *args, **kwargs):
+        readers.append(threading.current_thread().name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(images_module, "opened_image", counted)
+    monkeypatch.setattr(images_module, "_GOOD_HEADERS", set())
+    monkeypatch.setattr(validate, "_clock", lambda: len(readers) * seconds_a_read)
+    with pytest.raises(DataErrors) as refused:
+        check(data, None)
+    here = threading.current_thread().name
+    assert readers[: validate._PROBE] == [here] * validate._PROBE
+    in_pool = [name for name in readers[validate._PROBE :] if name.startswith("image-check")]
+    assert len(in_pool) == (len(readers) - validate._PROBE if pooled else 0)
+    told = [str(problem) for problem in refused.value.problems]
+    assert len(told) == 2 and all("not a readable image" in t for t in told)
+    assert [pngs[-5].name in told[0], pngs[-2].name in told[1]] == [True, True]

@@ -172,7 +172,9 @@ class DataChecks:
             if self._passed:  # a later run of the engine: what passed is not looked at again
                 passed = self._passed
                 shows = [
-                    (e, ps) for e, ps in shows if any((where, max_bytes, p) not in passed for p in ps)
+                    (e, ps)
+                    for e, ps in shows
+                    if any((where, max_bytes, p) not in passed for p in ps)
                 ]
             # Images that passed before, unchanged since, cost an `lstat` each; the others
             # are walked (their folders listed) and their headers read.

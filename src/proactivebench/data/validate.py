@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat as kinds
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,7 +35,7 @@ from proactivebench.data.layout import (
     scenario_file,
     scenarios_present,
 )
-from proactivebench.errors import DataError, ImageError, ProactiveBenchError
+from proactivebench.errors import DataError, ProactiveBenchError
 from proactivebench.records import Source, record_warnings
 from proactivebench.registry import make_episode
 from proactivebench.scenarios import Episode
@@ -116,7 +116,9 @@ def remembered(
         wrapped = f"/{relative.replace(os.sep, '/')}/"
         if "//" in wrapped or "/./" in wrapped or "/../" in wrapped:
             continue
-        candidates[relative] = inside + (relative if os.sep == "/" else relative.replace("/", os.sep))
+        candidates[relative] = inside + (
+            relative if os.sep == "/" else relative.replace("/", os.sep)
+        )
     if memory is not None:
         recall_headers(memory.recall(list(candidates.values()), under=inside))
     if not any_header_passed():  # a first run: nothing to look up
@@ -139,9 +141,7 @@ def remembered(
         return known
 
     in_plain_folders = {
-        relative: path
-        for relative, path in candidates.items()
-        if plain(path.rpartition(os.sep)[0])
+        relative: path for relative, path in candidates.items() if plain(path.rpartition(os.sep)[0])
     }
     return passed_unchanged(in_plain_folders, max_bytes)
 
@@ -157,10 +157,10 @@ def check_image_contents(
     """Every image file must be one Pillow can read, within the size cap and Pillow's pixel
     limit: its header (cheap), or with `decode` its pixels too (slow: every image is decoded).
 
-    Headers are read in this thread, or by a pool of threads when the disk makes each read
-    wait (a network file system: `_read_headers`), each version of a file once per process, and once for all processes with `memory`:
-    a version an earlier run found good is only `stat`ed. The problems come in the order of
-    `images`, whichever thread found them."""
+    Headers are read in this thread, or by a pool of threads on a network file system, where
+    each read waits (`_read_headers`); each version of a file once per process, and once for
+    all processes with `memory`: a version an earlier run found good is only `stat`ed. The
+    problems come in the order of `images`, whichever thread found them."""
     if decode:
         return [p for p in map(partial(_decoded, guard, max_bytes), images) if p is not None]
     paths: list[str] = []
@@ -172,41 +172,82 @@ def check_image_contents(
     # Those that passed before cost a `stat` each, here; a task of the pool would cost more.
     known = [_header(guard, max_bytes, False, item) for item in images]
     unread = [item for item, found in zip(images, known, strict=True) if found is None]
-    read = iter(_read_headers(partial(_header, guard, max_bytes, True), unread))
+    pooled = len(unread) >= _POOL_FROM and on_network_file_system(guard.root)
+    read = iter(_read_headers(partial(_header, guard, max_bytes, True), unread, pooled))
     found = [done if done is not None else next(read) for done in known]
     if memory is not None:
         memory.remember(version for _, version in found if version is not None)
     return [problem for problem, _ in found if problem is not None]
 
 
-#: Headers read in the caller's thread first, to tell a disk that answers at once from one
-#: that makes each read wait (`_read_headers`).
-_PROBE = 32
-#: A mean read slower than this (s) is the disk's waiting, not Pillow's parsing (about 0.05 ms
-#: a header from a local disk here, 0.2 ms cold): the rest of the reads go to a pool.
-_SLOW_READ_S = 0.0005
-#: Threads reading headers on such a disk: their waits overlap.
+#: From this many headers to read, a pool is worth starting on a network file system.
+_POOL_FROM = 64
+#: File systems whose reads wait on a network (or on a user-space server): their headers are
+#: read by a pool, whose waits overlap (`_read_headers`). Any "fuse." type counts too.
+NETWORK_FILE_SYSTEMS = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "ceph",
+        "glusterfs",
+        "9p",
+        "afs",
+        "fuse",
+        "fuseblk",
+        "virtiofs",
+        "panfs",
+        "wekafs",
+        "orangefs",
+    }
+)
+#: Threads reading headers there.
 _THREADS = 8
-#: The clock `_read_headers` times the probe by (a test slows it down).
-_clock = time.perf_counter
+#: Where the mounted file systems are listed (Linux).
+_MOUNTS = "/proc/self/mounts"
 
 
-def _read_headers(check: Callable[[Item], Found | None], images: list[Item]) -> list[Found]:
-    """`check` of each image, in order. In the caller's thread while reads are quick: parsing
-    a header is Python under the GIL, so on a local disk, warm or cold, threads only take turns
-    (a pool of 8 took twice as long as one thread here). When the first `_PROBE` reads show a
-    disk that waits (a network file system, `_SLOW_READ_S`), the rest are read by a pool, in
-    slices (a task costs more than a small file's header)."""
-    start = _clock()
-    probed = [_found(check(item)) for item in images[:_PROBE]]
-    rest = images[_PROBE:]
-    if not rest or (_clock() - start) / len(probed) <= _SLOW_READ_S:
-        return probed + [_found(check(item)) for item in rest]
-    size = -(-len(rest) // (_THREADS * 4))
-    slices = [rest[i : i + size] for i in range(0, len(rest), size)]
+def _read_headers(
+    check: Callable[[Item], Found | None], images: list[Item], pooled: bool
+) -> list[Found]:
+    """`check` of each image, in order: in the caller's thread, or with `pooled` by a pool of
+    threads, in slices (a task costs more than a small file's header). Parsing a header is
+    Python work under the GIL, so on a local disk, warm or cold, threads only take turns (a
+    pool of eight took twice as long as one thread on the project machine); only a disk that
+    makes each read wait gains from them (`on_network_file_system`)."""
+    if not pooled:
+        return [_found(check(item)) for item in images]
+    size = -(-len(images) // (_THREADS * 4))
+    slices = [images[i : i + size] for i in range(0, len(images), size)]
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="image-check") as pool:
         done = pool.map(lambda part: [_found(check(item)) for item in part], slices)
-        return probed + [found for part in done for found in part]
+        return [found for part in done for found in part]
+
+
+def on_network_file_system(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` lies on a file system of `NETWORK_FILE_SYSTEMS` (the mount holding its
+    real path, from the system's list of mounts); False where that list cannot be read."""
+    real = os.path.realpath(path)
+    try:
+        with open(_MOUNTS, "rb") as mounts:
+            table = [line.split() for line in mounts]
+    except OSError:
+        return False
+    best, kind = "", ""
+    for fields in table:
+        if len(fields) < 3:
+            continue
+        # Spaces and other bytes of a mount point are written as octal escapes (\040).
+        point = os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), fields[1]))
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fields[2].decode("ascii", "replace")
+    return kind in NETWORK_FILE_SYSTEMS or kind.startswith("fuse.")
 
 
 def _found(found: Found | None) -> Found:

@@ -406,3 +406,34 @@ def test_headers_go_to_a_pool_only_on_a_network_file_system(
     told = [str(problem) for problem in refused.value.problems]
     assert len(told) == 2 and all("not a readable image" in t for t in told)
     assert [pngs[3].name in told[0], pngs[-2].name in told[1]] == [True, True]
+
+
+@pytest.mark.parametrize("kind, pooled", [("xfs", False), ("lustre", True)])
+def test_a_reruns_stats_go_to_a_pool_only_on_a_network_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, pooled: bool
+) -> None:
+    """A rerun `stat`s each image it remembers: in the checking thread, or on a network file
+    system (where each `stat` waits on the server) by a pool; what passed is the same."""
+    from proactivebench.data import validate
+
+    data = rod_data(tmp_path / "data", per_scenario=12)
+    memory = CheckedImages(tmp_path / "cache" / NAME)
+    monkeypatch.setattr(images_module, "_GOOD_HEADERS", set())
+    check(data, memory)  # the first run: every header read and remembered
+    monkeypatch.setattr(validate, "_MOUNTS", str(mounts(tmp_path, f"{data.resolve()} {kind}")))
+    monkeypatch.setattr(images_module, "_GOOD_HEADERS", set())  # a new process
+    statted: list[tuple[str, int]] = []
+    real = validate.passed_unchanged
+
+    def counted(paths, max_bytes):
+        statted.append((threading.current_thread().name, len(paths)))
+        return real(paths, max_bytes)
+
+    monkeypatch.setattr(validate, "passed_unchanged", counted)
+    opened: list[str] = []
+    monkeypatch.setattr(images_module, "opened_image", lambda path, *a, **k: opened.append(path))
+    check(data, memory)
+    assert opened == []  # all remembered, all unchanged: nothing read
+    in_pool = sum(n for name, n in statted if name.startswith("image-check"))
+    assert sum(n for _, n in statted) >= validate._POOL_FROM
+    assert in_pool == (sum(n for _, n in statted) if pooled else 0)

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from proactivebench.data.images import (
     DEFAULT_MAX_IMAGE_MB,
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 #: An image to check: its path relative to the data dir, and the record that first shows it.
 Item = tuple[str, Source]
 Found = tuple[DataError | None, HeaderVersion | None]
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 #: What is wrong with an image path, by the kind `PathGuard.kind` finds.
 _KIND_PROBLEMS = {
@@ -105,7 +107,8 @@ def remembered(
 ) -> set[str]:
     """The images (paths under the data dir `root`) that, as they are now, passed the checks
     of `walk_images` and `check_image_contents` before (in this process, or in an earlier one
-    with `memory`): one `lstat` each, nothing listed or read. Only a plain path counts: its
+    with `memory`): one `lstat` each (by a pool of threads on a network file system, where each
+    waits on the server), nothing listed or read. Only a plain path counts: its
     folder its own real path (no link on the way, nothing leaving the data dir) and the file a
     regular one, not a link, within the size cap, of a version whose header passed under
     today's pixel limit. Any other image is for the walk and the header check, as always."""
@@ -143,7 +146,13 @@ def remembered(
     in_plain_folders = {
         relative: path for relative, path in candidates.items() if plain(path.rpartition(os.sep)[0])
     }
-    return passed_unchanged(in_plain_folders, max_bytes)
+    if len(in_plain_folders) < _POOL_FROM or not on_network_file_system(inside):
+        return passed_unchanged(in_plain_folders, max_bytes)
+    # On a network file system each `lstat` waits on the server: threads overlap the waits.
+    parts = _in_pool(
+        lambda part: [passed_unchanged(dict(part), max_bytes)], list(in_plain_folders.items())
+    )
+    return set().union(*parts)
 
 
 def check_image_contents(
@@ -222,11 +231,16 @@ def _read_headers(
     makes each read wait gains from them (`on_network_file_system`)."""
     if not pooled:
         return [_found(check(item)) for item in images]
-    size = -(-len(images) // (_THREADS * 4))
-    slices = [images[i : i + size] for i in range(0, len(images), size)]
+    return _in_pool(lambda part: [_found(check(item)) for item in part], images)
+
+
+def _in_pool(work: Callable[[list[_T]], list[_R]], items: list[_T]) -> list[_R]:
+    """`work` over `items` by a pool of `_THREADS` threads, in slices (a task costs more than
+    one small file's read or `stat`): the results of the slices, in order."""
+    size = -(-len(items) // (_THREADS * 4))
+    slices = [items[i : i + size] for i in range(0, len(items), size)]
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="image-check") as pool:
-        done = pool.map(lambda part: [_found(check(item)) for item in part], slices)
-        return [found for part in done for found in part]
+        return [found for part in pool.map(work, slices) for found in part]
 
 
 def on_network_file_system(path: str | os.PathLike[str]) -> bool:

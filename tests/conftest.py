@@ -46,19 +46,22 @@ def synth_test(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def fake_server(tmp_path_factory: pytest.TempPathFactory):
     """The fake OpenAI-compatible server of docs/testing.md, started from that page's
-    `<!-- recipe: fake-server (background) -->` block, as a user starts it in another shell:
-    served for the whole session (the recipes and the docs' runnable commands use its URL,
-    http://127.0.0.1:8011/v1, as written). Yields the URL it prints."""
+    `<!-- recipe: fake-server (background) -->` block, as a user starts it in another shell,
+    but on a free port (`--port 0` for the docs' `--port 8011`: another test session on the
+    machine may hold that one): served for the whole session. Yields the URL it prints, where
+    the tests point the docs' commands (`docblocks.run_block(..., server=URL)`)."""
     import subprocess
 
-    from docblocks import DOCS, blocks, environment
+    from docblocks import DOCS, DOCS_PORT, blocks, environment
 
     (recipe,) = [
         b for b in blocks(DOCS / "testing.md") if b.kind == "recipe" and b.name == "fake-server"
     ]
     assert recipe.background, "the server recipe serves until Ctrl-C: mark it (background)"
+    docs_port = f"--port {DOCS_PORT}"
+    assert docs_port in recipe.body, f"{recipe.where} serves at {docs_port}, as the pages say"
     server = subprocess.Popen(
-        ["bash", "-c", f"exec {recipe.body}"],
+        ["bash", "-c", f"exec {recipe.body.replace(docs_port, '--port 0')}"],
         cwd=tmp_path_factory.mktemp("server"),
         env=environment(),
         stdin=subprocess.DEVNULL,
@@ -72,7 +75,7 @@ def fake_server(tmp_path_factory: pytest.TempPathFactory):
         if not line.startswith("URL "):
             server.kill()
             rest = server.stdout.read()
-            pytest.fail(f"the fake server did not start (port taken?):\n{line}{rest}")
+            pytest.fail(f"the fake server did not start:\n{line}{rest}")
         yield line.split()[1]
     finally:
         server.terminate()

@@ -37,6 +37,12 @@ FENCE = re.compile(
 )
 MARK = re.compile(r"<!-- (?P<kind>runnable|not-run|recipe|file)(?::[ ]*(?P<arg>.*?))?[ ]*-->")
 BACKGROUND = " (background)"
+#: Where the docs' fake server serves (docs/testing.md starts it with `--port 8011`): the pages'
+#: commands use this URL as written. The tests serve on a free port instead and point the
+#: commands there (`run_block(..., server=URL)`), so that two test sessions on one machine never
+#: fight over the docs' port.
+DOCS_PORT = 8011
+DOCS_URL = f"http://127.0.0.1:{DOCS_PORT}/v1"
 
 
 @dataclass(frozen=True)
@@ -110,14 +116,26 @@ def environment() -> dict[str, str]:
     return env
 
 
+def served_at(text: str, server: str | None) -> str:
+    """`text` (a block's body) with the docs' server URL (`DOCS_URL`) replaced by `server`, the
+    URL the test's own fake server serves at; as written when `server` is None."""
+    return text if server is None else text.replace(DOCS_URL, server)
+
+
 def run_block(
-    block: Block, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
+    block: Block,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    server: str | None = None,
 ) -> str:
-    """Run a block as written in `cwd`: bash through `bash -e`, Python through this
-    interpreter. Fails (with the block's place and output) on a non-zero exit or a traceback."""
-    command = ["bash", "-e", "-c", block.body]
+    """Run a block as written in `cwd` (with `server`, the docs' server URL pointed there):
+    bash through `bash -e`, Python through this interpreter. Fails (with the block's place and
+    output) on a non-zero exit or a traceback."""
+    body = served_at(block.body, server)
+    command = ["bash", "-e", "-c", body]
     if block.lang == "python":
-        command = [sys.executable, "-c", block.body]
+        command = [sys.executable, "-c", body]
     done = subprocess.run(
         command,
         cwd=cwd,

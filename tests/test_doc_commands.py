@@ -5,9 +5,9 @@ page (README.md, docs/*.md), its `<!-- runnable -->` blocks run in order, as wri
 fresh directory of their own (a later block uses what an earlier one made: the synthetic data,
 a run). What the test provides, and nothing more:
 
-- the fake OpenAI-compatible server of docs/testing.md, serving at http://127.0.0.1:8011/v1 (the
-  session's `fake_server` fixture, started from that page's server recipe), which the pages use
-  in place of a real server;
+- the fake OpenAI-compatible server of docs/testing.md, which the pages use in place of a real
+  server (the session's `fake_server` fixture, started from that page's server recipe on a free
+  port: the blocks' http://127.0.0.1:8011/v1 is pointed there, the one change made to them);
 - the `<!-- file: NAME -->` blocks before a runnable block on the same page, written to NAME;
 - the environment of tests/docblocks.py: this interpreter's `proactivebench` and `python` first
   on PATH, this checkout's package first on PYTHONPATH, `HF_HUB_OFFLINE=1`, `COLUMNS=200`, and
@@ -26,7 +26,16 @@ from pathlib import Path
 
 import pytest
 
-from docblocks import COMMAND_LANGUAGES, ROOT, all_blocks, blocks, pages, run_block
+from docblocks import (
+    COMMAND_LANGUAGES,
+    DOCS_URL,
+    ROOT,
+    all_blocks,
+    blocks,
+    pages,
+    run_block,
+    served_at,
+)
 
 #: Pages with runnable blocks, each run as one test.
 RUNNABLE_PAGES = [p for p in pages() if any(b.kind == "runnable" for b in blocks(p))]
@@ -68,9 +77,10 @@ def test_the_pages_have_runnable_commands() -> None:
 def test_the_runnable_commands_of_a_page_run_as_written(
     page: Path, fake_server: str, tmp_path: Path
 ) -> None:
-    assert fake_server == "http://127.0.0.1:8011/v1"
+    assert fake_server != DOCS_URL  # a port of the test's own: the rewriting is exercised
     for block in blocks(page):
         if block.kind == "file":
-            (tmp_path / block.arg).write_text(block.body + "\n", encoding="utf-8")
+            body = served_at(block.body, fake_server)
+            (tmp_path / block.arg).write_text(body + "\n", encoding="utf-8")
         elif block.kind == "runnable":
-            run_block(block, tmp_path, timeout=300)
+            run_block(block, tmp_path, timeout=300, server=fake_server)

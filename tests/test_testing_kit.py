@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from docblocks import DOCS, Block, blocks, environment, run_block
+from docblocks import DOCS, DOCS_URL, Block, blocks, environment, run_block
 
 PAGE = DOCS / "testing.md"
 #: One recipe per path of issue 33 item 3, and the server they share.
@@ -30,9 +30,13 @@ def recipes() -> dict[str, Block]:
 
 
 def run_recipe(
-    name: str, cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
+    name: str,
+    cwd: Path,
+    timeout: float = 600,
+    env: dict[str, str] | None = None,
+    server: str | None = None,
 ) -> str:
-    return run_block(recipes()[name], cwd, env=env, timeout=timeout)
+    return run_block(recipes()[name], cwd, env=env, timeout=timeout, server=server)
 
 
 def summary(run_dir: Path) -> dict:
@@ -44,13 +48,17 @@ def test_the_testing_page_has_one_recipe_per_path() -> None:
 
 
 def test_the_fake_server_recipe_serves_the_url_the_other_recipes_use(fake_server: str) -> None:
-    assert fake_server == "http://127.0.0.1:8011/v1"
+    """The page's server recipe serves at the URL the other recipes use (the tests serve the
+    same recipe on a free port, `fake_server`, and point the recipes there)."""
+    assert "--port 8011" in recipes()["fake-server"].body
+    assert DOCS_URL == "http://127.0.0.1:8011/v1"
+    assert fake_server.startswith("http://127.0.0.1:") and fake_server.endswith("/v1")
     for name in ("openai", "inspect", "verifiers"):
-        assert fake_server in recipes()[name].body
+        assert DOCS_URL in recipes()[name].body
 
 
 def test_openai_recipe(fake_server: str, tmp_path: Path) -> None:
-    run_recipe("openai", tmp_path)
+    run_recipe("openai", tmp_path, server=fake_server)
     lines = (tmp_path / "runs/fake/results.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 14  # 2 samples of each of the 7 scenarios
     assert summary(tmp_path / "runs/fake")["average"]["errors"] == 0
@@ -72,8 +80,8 @@ def test_inspect_recipe_equals_the_openai_recipe(fake_server: str, tmp_path: Pat
     # and `inspect eval proactivebench/proactivebench` finds no task.
     as_installed = environment()
     as_installed["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-    run_recipe("inspect", tmp_path, env=as_installed)
-    run_recipe("openai", tmp_path)
+    run_recipe("inspect", tmp_path, env=as_installed, server=fake_server)
+    run_recipe("openai", tmp_path, server=fake_server)
     ours, theirs = summary(tmp_path / "runs/fake"), summary(tmp_path / "runs/inspect-fake")
     for scenario, row in ours["scenarios"].items():
         for key in ("n", "accuracy", "ps_rate"):
@@ -127,7 +135,7 @@ def test_verifiers_recipe(fake_server: str, tmp_path: Path) -> None:
         "UV_OFFLINE": "1",
         "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
     }
-    run_block(recipes()["verifiers"], tmp_path, env=env)
+    run_block(recipes()["verifiers"], tmp_path, env=env, server=fake_server)
     (traces,) = tmp_path.glob("outputs/*/traces.jsonl")
     episodes = [json.loads(line) for line in traces.read_text(encoding="utf-8").splitlines()]
     assert len(episodes) == 14  # 2 samples of each of the 7 scenarios

@@ -56,6 +56,38 @@ _KIND_PROBLEMS = {
     "other": "not a file",
 }
 
+#: From this many headers to read (or remembered images to `stat`), a pool is worth starting on
+#: a network file system.
+_POOL_FROM = 64
+#: File systems whose reads wait on a network (or on a user-space server): their headers are
+#: read by a pool, whose waits overlap (`_read_headers`). Any "fuse." type counts too.
+NETWORK_FILE_SYSTEMS = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "ceph",
+        "glusterfs",
+        "9p",
+        "afs",
+        "fuse",
+        "fuseblk",
+        "virtiofs",
+        "panfs",
+        "wekafs",
+        "orangefs",
+    }
+)
+#: Threads reading headers (or taking `stat`s) there.
+_THREADS = 8
+#: Where the mounted file systems are listed (Linux).
+_MOUNTS = "/proc/self/mounts"
+
 
 @dataclass
 class ImageWalk:
@@ -187,38 +219,6 @@ def check_image_contents(
     if memory is not None:
         memory.remember(version for _, version in found if version is not None)
     return [problem for problem, _ in found if problem is not None]
-
-
-#: From this many headers to read, a pool is worth starting on a network file system.
-_POOL_FROM = 64
-#: File systems whose reads wait on a network (or on a user-space server): their headers are
-#: read by a pool, whose waits overlap (`_read_headers`). Any "fuse." type counts too.
-NETWORK_FILE_SYSTEMS = frozenset(
-    {
-        "nfs",
-        "nfs4",
-        "cifs",
-        "smb3",
-        "smbfs",
-        "lustre",
-        "gpfs",
-        "beegfs",
-        "ceph",
-        "glusterfs",
-        "9p",
-        "afs",
-        "fuse",
-        "fuseblk",
-        "virtiofs",
-        "panfs",
-        "wekafs",
-        "orangefs",
-    }
-)
-#: Threads reading headers there.
-_THREADS = 8
-#: Where the mounted file systems are listed (Linux).
-_MOUNTS = "/proc/self/mounts"
 
 
 def _read_headers(

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -27,6 +31,9 @@ from proactivebench.prompting import user_turn
 from proactivebench.registry import make_episode, paper_scenarios
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
+
+#: How long a wait on a condition may last before the run counts as hung (generous: load).
+HANG_BOUND_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -351,3 +358,46 @@ def test_a_module_that_exits_at_import_is_a_clear_error(data: Path, tmp_path: Pa
     code, text = run_cli(args, capsys)
     assert code != 0 and "Traceback" not in text
     assert f"importing {str(module)!r} failed: SystemExit: the code called sys.exit(0)" in text
+
+
+def test_sigterm_stops_a_run_whose_sync_agent_never_returns(data: Path, tmp_path: Path) -> None:
+    """A sync function stuck in a call (a dead API without a timeout, a deadlock) runs in a
+    worker thread no one can stop: SIGTERM (or Ctrl-C) must still end the run with its message
+    and exit code, not wait on that thread at the exit. The function is told to block only
+    after it wrote its marker, so the signal reaches a run whose call is stuck."""
+    marker = tmp_path / "stuck"
+    module = write_module(
+        tmp_path,
+        f"""
+import threading
+from pathlib import Path
+
+def answer(messages, observation):
+    Path({str(marker)!r}).touch()
+    threading.Event().wait()  # never set: the call never returns
+""",
+    )
+    env = dict(os.environ, PROACTIVEBENCH_CACHE=str(tmp_path / "cache"), PYTHONUNBUFFERED="1")
+    args = eval_args(data, tmp_path / "run", "--no-cache", "--no-report", "--scenarios", "ROD")
+    args[args.index("baseline:oracle")] = f"python:{module}:answer"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "proactivebench", *args], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        # On the condition, never a clock; the bound only ends a run that never got there.
+        deadline = time.monotonic() + HANG_BOUND_S
+        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists() and process.poll() is None, "the function was never called"
+        process.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = process.communicate(timeout=HANG_BOUND_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail("after SIGTERM the run waits for ever on the stuck call")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 143, stderr.decode()
+    assert "interrupted; rerun the same command to resume" in stderr.decode()

@@ -294,3 +294,23 @@ def test_what_an_openai_body_adds_to_the_messages_is_in_the_key() -> None:
     # Neither: the key of the messages and decoding alone, as before.
     plain = load_model(spec, reasoning=False)
     assert key(reasoning=False) == request_key(plain.cache_name, request, None)
+
+
+def test_merge_names_a_file_given_as_a_run_and_a_run_json_that_is_no_file(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """What `merge` is handed in place of a run directory is named for what it is: a file is
+    not a run directory, and a folder in run.json's place cannot be read (no errno, no Python
+    repr of the path)."""
+    first = _shard(data, tmp_path / "s0", "0/2", capsys)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("hello\n")
+    code, text = run_cli(["merge", str(first), str(a_file), "--out", str(tmp_path / "m")], capsys)
+    assert code == 1, text
+    assert f"error: {a_file} is not a run directory (a file, not a folder)\n" in text, text
+    odd = tmp_path / "odd"
+    (odd / "run.json").mkdir(parents=True)
+    code, text = run_cli(["merge", str(first), str(odd), "--out", str(tmp_path / "m")], capsys)
+    assert code == 1, text
+    expected = f"error: cannot read {odd / 'run.json'}: not a regular file (a FIFO, device or folder)"
+    assert expected in text and "Errno" not in text and "PosixPath" not in text, text

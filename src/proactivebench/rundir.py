@@ -464,7 +464,13 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
         config = loads(read_file(path).decode("utf-8"))
     except FileNotFoundError:
         raise NotARunDirError(f"{run_dir} is not a run directory (no {RUN_CONFIG})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except NotADirectoryError:  # a file given where a run directory was meant
+        raise NotARunDirError(f"{run_dir} is not a run directory (a file, not a folder)") from None
+    except OSError as exc:  # a folder or FIFO in run.json's place, no permission
+        raise DamagedRunError(
+            f"cannot read {path}: {exc.strerror or exc}; move it away to start the run afresh"
+        ) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DamagedRunError(
             f"{path} is damaged ({exc}); move it away to start the run afresh"
         ) from None

@@ -190,6 +190,9 @@ def test_empty_and_unreadable_images_are_caught(tmp_path: Path, capsys) -> None:
     code, text = run_cli(["data", "validate", str(data)], capsys)
     fails_clearly(code, text, "image file is empty (0 bytes): ROD/0/0.png")
     assert "not a readable image: ROD/0/1.png" in text and "ROD/0/2.png" not in text
+    # Pillow's words without its repr of the file object ("<_io.BufferedReader name=7>").
+    assert "ROD/0/1.png (cannot identify image file: not an image Pillow can read)" in text
+    assert "BufferedReader" not in text
     code, text = run_cli(["data", "validate", str(data), "--decode"], capsys)
     fails_clearly(code, text, "cannot decode: ROD/0/2.png")
     # A run checks every image before it starts (existence, size, header).

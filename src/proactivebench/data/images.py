@@ -72,6 +72,10 @@ INLINE_BYTES = 1 << 20
 REDUCING_GAP = 2
 
 
+#: Why a file whose format Pillow does not recognise is refused (text, HTML, a damaged header).
+_UNIDENTIFIED = "cannot identify image file: not an image Pillow can read"
+
+
 class UnreadableImage(ImageError):
     """A file Pillow cannot read or decode; `reason` is Pillow's word for it."""
 
@@ -252,6 +256,8 @@ def opened_image(
         raise ImageError(f"image {name} is above Pillow's pixel limit: {exc}") from None
     except FileNotFoundError:
         raise ImageError(f"image not found: {name}") from None
+    except Image.UnidentifiedImageError:  # its message is the repr of our open file object
+        raise UnreadableImage(name, _UNIDENTIFIED) from None
     except Exception as exc:  # Pillow's errors for broken files are of many kinds
         raise UnreadableImage(name, str(exc) or type(exc).__name__) from None
 

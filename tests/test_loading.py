@@ -157,6 +157,12 @@ def test_unknown_model_and_missing_dir(tmp_path, capsys) -> None:
     assert code != 0 and "unknown model kind 'gpt'" in text
     code, text = run_cli(eval_args(tmp_path / "nowhere", tmp_path / "r"), capsys)
     assert code != 0 and "data directory not found" in text
+    # A file given as --data is named for what it is, not as missing.
+    (tmp_path / "records.jsonl").write_text("{}\n")
+    code, text = run_cli(eval_args(tmp_path / "records.jsonl", tmp_path / "r"), capsys)
+    assert code == 1 and "records.jsonl: not a data directory (a file, not a folder)" in text, text
+    code, text = run_cli(["data", "validate", str(tmp_path / "records.jsonl")], capsys)
+    assert code == 1 and "records.jsonl: not a data directory (a file, not a folder)" in text, text
 
 
 def test_real_process_exit_code_and_no_traceback(tmp_path: Path) -> None:

@@ -45,6 +45,8 @@ def scenarios_present(data_dir: Path) -> list[str]:
     scenario from the run unsaid, and reading it could wait forever.
     """
     if not data_dir.is_dir():
+        if data_dir.exists():
+            raise DataError("not a data directory (a file, not a folder)", path=str(data_dir))
         raise DataError("data directory not found", path=str(data_dir))
     known = by_stem()
     for path in sorted(data_dir.glob(f"*{SUFFIX}")):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -132,6 +135,55 @@ def test_replay_reproduces_a_hand_made_script(data: Path, tmp_path: Path) -> Non
     assert first["prompt"] == "What object is behind the blocks?"
     assert first["options"][:2] == ["Move the blocks to the left.", "Move the blocks to the right."]
     assert second["verdict"] == "correct"
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (
+            b'{"scenario": "ROD", "sample_id": 0, "answers": ["B"]}\n'
+            b'{"scenario": "ROD", "sample_id": 1, "answers": ["\xff"]}\n',
+            # 49 characters before it: the offset counts from 0
+            "answers.jsonl:2: not UTF-8 text (byte 0xff at 49)",
+        ),
+        (
+            b'{"scenario": "ROD", "sample_id": 0, "answers": ["B"',
+            # the line's 51 characters, then the end where a ',' was due: column 52
+            "answers.jsonl:1: invalid JSON: Expecting ',' delimiter: column 52",
+        ),
+    ],
+    ids=["not-utf-8", "torn"],
+)
+def test_a_replay_file_that_cannot_be_read_is_one_clear_error(
+    data: Path, tmp_path: Path, capsys, content: bytes, said: str
+) -> None:
+    """A replay script is read by the rule of the record files: the line and the byte that is
+    not UTF-8 (no traceback), the column where its JSON breaks."""
+    script = tmp_path / "answers.jsonl"
+    script.write_bytes(content)
+    args = eval_args(data, tmp_path / "run")
+    args[args.index("baseline:oracle")] = f"replay:{script}"
+    code, text = run_cli(args, capsys)
+    assert code == 1 and said in text and "Traceback" not in text, text
+
+
+def test_a_fifo_as_the_replay_file_is_refused_not_waited_on(data: Path, tmp_path: Path) -> None:
+    """A FIFO in the script's place is refused at once: reading it would wait for a writer
+    that never comes. In a process of its own, so that a regression fails instead of hanging."""
+    fifo = tmp_path / "answers.jsonl"
+    os.mkfifo(fifo)
+    args = eval_args(data, tmp_path / "run")
+    args[args.index("baseline:oracle")] = f"replay:{fifo}"
+    env = dict(os.environ, PROACTIVEBENCH_CACHE=str(tmp_path / "cache"))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "proactivebench", *args],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail("eval waits for ever on a FIFO given as replay:FILE")
+    assert done.returncode == 1, done.stderr
+    assert "answers.jsonl: cannot read replay file: not a regular file" in done.stderr
 
 
 def test_coco_trace_records_the_crop(data: Path, tmp_path: Path) -> None:

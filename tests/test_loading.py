@@ -81,7 +81,7 @@ def test_every_malformed_record_is_located(tmp_path: Path) -> None:
     )
     name = "Realistic-Occlusion-Dataset_preprocessed.jsonl"
     expected = [
-        (":2:", "invalid JSON"),
+        (":2:", "invalid JSON: Expecting property name enclosed in double quotes: column 2"),
         (":3: field 'answer'", "missing"),
         (":4: field 'num_images'", "expected an integer"),
         (":5: field 'first_image'", "must be a frame 0..num_images-1"),

@@ -66,9 +66,9 @@ def loads(data: str | bytes) -> Any:
     try:
         value = json.loads(text)
     except RecursionError:
-        raise json.JSONDecodeError(f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0) from None
+        raise RefusedJSON(f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0) from None
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
-        raise json.JSONDecodeError(f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0)
+        raise RefusedJSON(f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0)
     if _SURROGATE_SOURCE.search(text) is None:
         return value
     return storable_json(value)
@@ -82,8 +82,23 @@ def loads_body(data: bytes, charset: str | None) -> Any:
         try:
             codecs.lookup(charset)
         except LookupError:
-            raise json.JSONDecodeError(f"unknown charset {charset[:40]!r}", "", 0) from None
+            raise RefusedJSON(f"unknown charset {charset[:40]!r}", "", 0) from None
     return loads(decode(data, charset))
+
+
+class RefusedJSON(json.JSONDecodeError):
+    """JSON that parses but is refused as a whole (too deep, an unknown charset): no place in
+    the text is to blame."""
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """Why a line is not JSON, with the column where it breaks (`json`'s own message ends
+    on "starting at" or names line 1 of the line): "Expecting ',' delimiter: column 51"."""
+    if isinstance(exc, RefusedJSON):
+        return exc.msg
+    if exc.lineno == 1:
+        return f"{exc.msg}: column {exc.colno}"
+    return f"{exc.msg}: line {exc.lineno} column {exc.colno}"
 
 
 def _depth(value: Any) -> int:

@@ -10,18 +10,16 @@ only their paths checked.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proactivebench.data.jsonl import json_lines
 from proactivebench.data.sample_filter import SampleFilter
 from proactivebench.errors import DataError, DataErrors
-from proactivebench.paths import open_to_read
 from proactivebench.records import Record, Source, parse_record, record_warnings
 from proactivebench.registry import by_stem, lookup, scenario, scenario_names
-from proactivebench.texts import loads
 
 SUFFIX = "_preprocessed.jsonl"
 #: Written by the synthetic generator; its presence means the official id filter does not apply.
@@ -96,40 +94,30 @@ def read_records(path: Path, short: str) -> tuple[list[Record], list[DataError]]
     seen: dict[int, int] = {}
     record_type = scenario(short).record_type
     try:
-        handle = open_to_read(path)
-    except OSError as exc:
-        return [], [DataError(f"cannot read: {exc.strerror}", path=str(path))]
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            source = Source(str(path), number)
-            try:
-                obj = loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                message = f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at {exc.start})"
-                problems.append(DataError(message, path=str(path), line=number))
-                continue
-            except json.JSONDecodeError as exc:
-                problems.append(DataError(f"invalid JSON: {exc.msg}", path=str(path), line=number))
-                continue
-            try:
-                record = parse_record(record_type, obj, source)
-            except DataError as exc:
-                problems.append(exc)
-                continue
-            if record.id in seen:
-                problems.append(
-                    DataError(
-                        f"duplicate id {record.id} (first on line {seen[record.id]})",
-                        path=str(path),
-                        line=number,
-                        field="id",
-                    )
+        lines = list(json_lines(path))
+    except DataError as exc:
+        return [], [exc]
+    for number, obj in lines:
+        if isinstance(obj, DataError):
+            problems.append(obj)
+            continue
+        try:
+            record = parse_record(record_type, obj, Source(str(path), number))
+        except DataError as exc:
+            problems.append(exc)
+            continue
+        if record.id in seen:
+            problems.append(
+                DataError(
+                    f"duplicate id {record.id} (first on line {seen[record.id]})",
+                    path=str(path),
+                    line=number,
+                    field="id",
                 )
-                continue
-            seen[record.id] = number
-            records.append(record)
+            )
+            continue
+        seen[record.id] = number
+        records.append(record)
     return records, problems
 
 

@@ -7,36 +7,27 @@ Other keys are ignored, so a results file of another tool can be replayed after 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proactivebench.data.jsonl import json_lines
 from proactivebench.errors import DataError, DataErrors
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
 from proactivebench.registry import lookup, scenario_names
-from proactivebench.texts import loads
 
 
 def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:
     """Parse and validate a replay file; every problem is reported with its line."""
     scripts: dict[tuple[str, int], list[str]] = {}
     problems: list[DataError] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DataError(f"cannot read replay file: {exc.strerror}", path=str(path)) from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, obj in json_lines(path, "cannot read replay file"):
 
         def problem(msg: str, field: str | None = None, n: int = number) -> None:
             problems.append(DataError(msg, path=str(path), line=n, field=field))
 
-        try:
-            obj = loads(line)
-        except json.JSONDecodeError as exc:
-            problem(f"invalid JSON: {exc.msg}")
+        if isinstance(obj, DataError):
+            problems.append(obj)
             continue
         if not isinstance(obj, dict):
             problem("expected a JSON object")

@@ -144,6 +144,27 @@ def test_options_through_load_model() -> None:
         load_model("openai:m", colour="red")
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://[::1/v1", "endpoint 'http://[::1/v1' is not a valid URL: Invalid IPv6 URL"),
+        (
+            "http://127.0.0.1:99999/v1",
+            "endpoint 'http://127.0.0.1:99999/v1' is not a valid URL: Port out of range 0-65535",
+        ),
+        ("http://127.0.0.1:x/v1", "endpoint 'http://127.0.0.1:x/v1' is not a valid URL: Port"),
+        ("http:///v1", "endpoint 'http:///v1' names no host"),
+    ],
+)
+def test_a_malformed_server_url_is_refused_when_the_model_is_loaded(url: str, said: str) -> None:
+    """In the spec or in --endpoints, a URL that cannot be requested is one clear error
+    before the run, not a traceback (an IPv6 bracket left open) nor an unreachable server."""
+    for spec, options in ((f"openai:m@{url}", {}), ("openai:m@http://a:1/v1", {"endpoints": url})):
+        with pytest.raises(ModelSpecError) as info:
+            load_model(spec, **options)
+        assert str(info.value).startswith(said), str(info.value)
+
+
 def test_retry_after_seconds_and_http_date() -> None:
     now = time.time()
     date = email.utils.formatdate(now + 30, usegmt=True)

@@ -151,6 +151,13 @@ def normalize_base_url(url: str) -> str:
         url = url[: -len(suffix)]
     if not url.startswith(("http://", "https://")):
         raise ModelSpecError(f"endpoint {url!r} is not an http:// or https:// URL")
+    try:  # every later look at the URL (its origin, proxy, credentials) takes it apart again
+        parts = urllib.parse.urlsplit(url)
+        _ = parts.port  # a port that is no number, or out of range, raises only when read
+    except ValueError as exc:
+        raise ModelSpecError(f"endpoint {url!r} is not a valid URL: {exc}") from None
+    if not parts.hostname:
+        raise ModelSpecError(f"endpoint {url!r} names no host")
     return url
 
 

@@ -165,6 +165,25 @@ def test_a_malformed_server_url_is_refused_when_the_model_is_loaded(url: str, sa
         assert str(info.value).startswith(said), str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("model", "the spec names the model"),
+        ("messages", "the episode makes the messages"),
+        ("stream", "the answer is read as one JSON body"),
+    ],
+)
+def test_extra_body_may_not_replace_what_the_request_is(key: str, why: str) -> None:
+    """`extra_body` is merged over the request's body: a `model` there would send every
+    request to another model than the one run.json names, `messages` would replace the
+    episode's, and `stream` would turn each answer into events read as malformed JSON."""
+    with pytest.raises(ModelSpecError) as info:
+        load_model("openai:m@http://a:1/v1", extra_body={"top_k": 5, key: "x"})
+    assert str(info.value) == f"openai option extra_body may not set {key!r}: {why}"
+    model = load_model("openai:m@http://a:1/v1", extra_body={"top_k": 5})
+    assert isinstance(model, Resilient) and model.inner.extra_body == {"top_k": 5}
+
+
 def test_retry_after_seconds_and_http_date() -> None:
     now = time.time()
     date = email.utils.formatdate(now + 30, usegmt=True)

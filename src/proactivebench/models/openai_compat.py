@@ -457,7 +457,7 @@ class OpenAICompatible(Model):
         self.max_response_bytes = int(_positive("max_response_bytes", max_response_bytes))
         if balance not in BALANCING:
             raise ModelSpecError(f"unknown balancing {balance!r}; choose from {BALANCING}")
-        self.extra_body = dict(extra_body or {})
+        self.extra_body = _extra_body(extra_body)
         #: A reasoning model (OpenAI's o-series, GPT-5) takes `max_completion_tokens` and only
         #: its default temperature, and spends hidden tokens before it answers.
         self.reasoning = is_reasoning_model(model) if reasoning is None else bool(reasoning)
@@ -836,6 +836,25 @@ def _endpoint_list(base_url: str | None, endpoints: str | Sequence[str] | None) 
         urls.extend(endpoints)
     normalized = list(dict.fromkeys(normalize_base_url(u) for u in urls))
     return normalized or [DEFAULT_BASE_URL]
+
+
+#: Keys of the body that `extra_body` may not set, and why: what the request is.
+_OWN_KEYS = {
+    "model": "the spec names the model",
+    "messages": "the episode makes the messages",
+    "stream": "the answer is read as one JSON body",
+}
+
+
+def _extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
+    """`extra_body`, merged over each request's body: refused where it would send the
+    request to another model than run.json names, replace the episode's messages, or make
+    the answer a stream of events."""
+    extra = dict(extra_body or {})
+    for key, why in _OWN_KEYS.items():
+        if key in extra:
+            raise ModelSpecError(f"openai option extra_body may not set {key!r}: {why}")
+    return extra
 
 
 def _image_format(name: str) -> str:

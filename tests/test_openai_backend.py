@@ -28,7 +28,12 @@ from clirun import run_cli
 from handmade import coco, full_dataset, rod, write_dataset
 from proactivebench.data.images import ImageStore, apply_view
 from proactivebench.data.layout import load_dataset
-from proactivebench.errors import ModelError, ModelSpecError, ProactiveBenchError
+from proactivebench.errors import (
+    CredentialsMissingError,
+    ModelError,
+    ModelSpecError,
+    ProactiveBenchError,
+)
 from proactivebench.models import load_model, openai_compat, resilient
 from proactivebench.models.base import ChatRequest, Decoding
 from proactivebench.models.openai_compat import (
@@ -182,6 +187,29 @@ def test_extra_body_may_not_replace_what_the_request_is(key: str, why: str) -> N
     assert str(info.value) == f"openai option extra_body may not set {key!r}: {why}"
     model = load_model("openai:m@http://a:1/v1", extra_body={"top_k": 5})
     assert isinstance(model, Resilient) and model.inner.extra_body == {"top_k": 5}
+
+
+def test_a_model_name_holding_an_address_that_is_no_url_is_pointed_out(monkeypatch) -> None:
+    """`openai:m@localhost:8000/v1` (no scheme) is the model "m@localhost:8000/v1" of the
+    hosted API, since model names may hold '@': the refusal for a missing key says what
+    was taken for the name, instead of suggesting `openai:m@localhost:8000/v1@http://...`."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = load_model("openai:m@localhost:8000/v1")
+    with pytest.raises(CredentialsMissingError) as info:
+        model.inner._check_key()
+    assert str(info.value) == (
+        "openai:m@localhost:8000/v1 goes to the hosted API at https://api.openai.com/v1 (no "
+        "server URL given: 'localhost:8000/v1' after '@' is no http:// or https:// URL, so it "
+        "was taken as part of the model name 'm@localhost:8000/v1') and $OPENAI_API_KEY is not "
+        "set: set it, or name your server, e.g. openai:m@http://localhost:8000/v1"
+    )
+    with pytest.raises(CredentialsMissingError) as info:
+        load_model("openai:gpt-4o").inner._check_key()
+    assert str(info.value) == (
+        "openai:gpt-4o goes to the hosted API at https://api.openai.com/v1 (no server URL "
+        "given) and $OPENAI_API_KEY is not set: set it, or name your server, e.g. "
+        "openai:gpt-4o@http://127.0.0.1:8000/v1"
+    )
 
 
 def test_retry_after_seconds_and_http_date() -> None:

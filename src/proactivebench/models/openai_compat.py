@@ -528,10 +528,19 @@ class OpenAICompatible(Model):
         hosted = [u for u in self.urls if urllib.parse.urlsplit(u).hostname == host]
         keyed = self._api_key or any(k.lower() == "authorization" for k in self._headers)
         if hosted and not keyed:
+            given, example = "no server URL given", f"{self.model}@http://127.0.0.1:8000/v1"
+            name, at, address = self.model.rpartition("@")
+            if at and name and address:  # `m@host:port`: an address without its scheme?
+                given += (
+                    f": {address!r} after '@' is no http:// or https:// URL, so it was taken "
+                    f"as part of the model name {self.model!r}"
+                )
+                scheme = "://" in address  # another scheme (ftp://): no guess at the address
+                example = f"{name}@http://{'127.0.0.1:8000/v1' if scheme else address}"
             raise CredentialsMissingError(
-                f"{self.name} goes to the hosted API at {hosted[0]} (no server URL given) and "
+                f"{self.name} goes to the hosted API at {hosted[0]} ({given}) and "
                 f"${self.api_key_env} is not set: set it, or name your server, e.g. "
-                f"openai:{self.model}@http://127.0.0.1:8000/v1"
+                f"openai:{example}"
             )
 
     async def aclose(self) -> None:

@@ -314,3 +314,15 @@ def test_merge_names_a_file_given_as_a_run_and_a_run_json_that_is_no_file(
     assert code == 1, text
     expected = f"error: cannot read {odd / 'run.json'}: not a regular file (a FIFO, device or folder)"
     assert expected in text and "Errno" not in text and "PosixPath" not in text, text
+
+
+def test_a_shard_beyond_the_samples_says_so(data: Path, tmp_path: Path, capsys) -> None:
+    """More shards than samples (a Slurm array larger than a --limit trial): an empty shard
+    names itself and how many samples there are to split, not only the record files."""
+    args = eval_args(data, tmp_path / "s", "--scenarios", "ROD", "--limit", "2", "--shard", "2/3")
+    code, text = run_cli(args, capsys)
+    assert code == 1, text
+    assert (
+        "nothing to play: shard 2/3 holds no sample (the selection has 2 samples for 3 "
+        "shards: use at most 2 shards)"
+    ) in text, text

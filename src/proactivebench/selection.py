@@ -71,6 +71,23 @@ def select_records(
     return chosen
 
 
+def _nothing_selected(
+    root: Path, dataset: Dataset, settings: EvalSettings, shard: tuple[int, int] | None
+) -> str:
+    """Why no episode was chosen: a shard past the selection's samples (more shards than
+    samples) says so, since the record files hold samples for the other shards."""
+    whole = len(select_records(dataset, settings.limit, subset=settings.subset))
+    if shard is not None and whole:
+        index, count = shard
+        samples = f"{whole} sample" + ("s" if whole > 1 else "")
+        return (
+            f"nothing to play: shard {index}/{count} holds no sample (the selection has "
+            f"{samples} for {count} shards: use at most {whole} shards)"
+        )
+    where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
+    return f"nothing to play: no sample selected from {where}"
+
+
 @dataclass
 class Chosen:
     """The episodes of a run, checked against the data before anything is asked."""
@@ -96,8 +113,7 @@ def choose_episodes(
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard, subset=settings.subset)
     if not records:
-        where = ", ".join(str(scenario_file(root, s)) for s in dataset.records) or str(root)
-        raise NothingToDoError(f"nothing to play: no sample selected from {where}")
+        raise NothingToDoError(_nothing_selected(root, dataset, settings, shard))
     _warn_unplayable(dataset, records)
     _warn_emptied(dataset, settings)
     _check_demonstrations(dataset, records, settings.icl)

@@ -327,6 +327,22 @@ def test_retries_exhausted_raise_a_clear_model_error(data: Path) -> None:
     assert "no message content" in str(error) and error.endpoint == fake.url
 
 
+def test_a_body_cut_short_is_said_in_words_not_as_aiohttp_reprs(data: Path) -> None:
+    """A response whose body ends before its Content-Length (the fake's "drop": 10 of 44
+    bytes) fails with aiohttp's words for it, not the repr of its inner exception, whose
+    "400" reads as an HTTP status the server never sent."""
+    with FakeOpenAI(schedule=["drop"]) as fake:
+        model = backend(fake.url, max_retries=0)
+        with pytest.raises(ModelError) as info:
+            generate(model, data, [first_request(data)])
+    said = str(info.value)
+    assert said.endswith(
+        "connection dropped: Not enough data to satisfy content length header (received 10 "
+        "of 44 bytes)."
+    ), said
+    assert "<" not in said and "400" not in said
+
+
 def test_an_unreachable_server_ends_the_run_before_it_starts(data: Path, tmp_path: Path) -> None:
     from proactivebench.errors import RunAbort
 

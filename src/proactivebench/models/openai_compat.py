@@ -391,7 +391,7 @@ class _Session:
         except aiohttp.ClientConnectorError as exc:
             raise _TransportError(f"cannot connect (server down or unreachable?): {exc}") from None
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
-            raise _TransportError(f"connection dropped: {exc or type(exc).__name__}") from None
+            raise _TransportError(f"connection dropped: {_dropped(exc)}") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise _TransportError(f"{type(exc).__name__}: {exc}") from None
 
@@ -411,6 +411,16 @@ class _Session:
 
     async def aclose(self) -> None:
         await self.session.close()
+
+
+def _dropped(exc: BaseException) -> str:
+    """aiohttp's words for a connection that ended early: a body cut short wraps the repr of
+    the parser's error (`<ContentLengthError: 400, message='...'>`, whose 400 is no HTTP
+    status), so that error's own message is taken."""
+    message = getattr(exc.__cause__, "message", None)
+    if isinstance(message, str) and message:
+        return message
+    return str(exc) or type(exc).__name__
 
 
 class _TransportError(Exception):

@@ -665,3 +665,28 @@ def test_a_judge_failing_on_some_lines_keeps_their_verdicts(
     others = [line for sample, line in lines.items() if sample != failing]
     assert {line["settings"]["judge"]["judge"] for line in others} == {f"{named}:flaky"}
     assert f"{named}:flaky" in (run / "run.json").read_text()
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (
+            ["--mode", "oeg"],
+            "error: open-ended generation needs a judge: add --judge SPEC (--mode oeg)",
+        ),
+        (
+            ["--judge", "JUDGE"],
+            "error: multiple choice takes no judge: --judge is for --mode oeg or oeg-multiturn",
+        ),
+    ],
+    ids=["oeg-without-judge", "mcqa-with-judge"],
+)
+def test_a_judge_missing_or_out_of_place_is_told_apart(
+    data: Path, tmp_path: Path, capsys, extra: list[str], said: str
+) -> None:
+    """The refusal says which of the two mistakes was made, not both at once."""
+    (tmp_path / "x.py").write_text("def f(messages, observation):\n    return '1,0'\n")
+    args = ["eval", "--data", str(data), "--out", str(tmp_path / "run"), "--no-report"]
+    extra = [f"python:{tmp_path / 'x.py'}:f" if word == "JUDGE" else word for word in extra]
+    code, text = run_cli([*args, "--model", "baseline:oracle", *extra], capsys)
+    assert code == 1 and said in text, text

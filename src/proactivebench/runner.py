@@ -319,9 +319,13 @@ async def aevaluate(
     at once with one `engine` share its cache and its limit on requests in flight)."""
     settings = settings or EvalSettings()
     engine = _engine_of(engine, options, concurrency, cache)
-    if settings.judged != (judge is not None):
+    if settings.judged and judge is None:
         raise SettingsError(
-            "open-ended generation needs a judge (--judge SPEC); multiple choice takes none"
+            f"open-ended generation needs a judge: add --judge SPEC (--mode {settings.mode})"
+        )
+    if judge is not None and not settings.judged:
+        raise SettingsError(
+            "multiple choice takes no judge: --judge is for --mode oeg or oeg-multiturn"
         )
     with engine.claim(Path(out_dir)):
         finished = _finished(data_dir, model, out_dir, settings, shard, judge)

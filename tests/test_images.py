@@ -31,6 +31,25 @@ def test_crop_then_resize(store: ImageStore) -> None:
     assert store.image(View("a.png", (0, 0, 20, 10), 5)).size == (10, 5)
 
 
+def test_a_resize_above_pillows_pixel_limit_is_refused_not_allocated(
+    store: ImageStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--resize-short-edge scales up as well as down: a 40x30 image at a short edge of 3,000
+    would be 4,000x3,000 = 12 million pixels. Above Pillow's pixel limit (lowered here to
+    10 million; 89.5 million by default: 268 MB of RGB each) the view is refused with what
+    to change, instead of the memory being taken (or a MemoryError called a decode fault)."""
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 10_000_000)
+    assert store.image(View("a.png", resize_short_edge=2_000)).size == (2_666, 2_000)
+    with pytest.raises(ImageError) as info:
+        store.image(View("a.png", resize_short_edge=3_000))
+    assert str(info.value) == (
+        "image a.png at a short edge of 3000 pixels would be 4000x3000 pixels, above "
+        "Pillow's pixel limit of 10,000,000 (Image.MAX_IMAGE_PIXELS): lower --resize-short-edge"
+    )
+    with pytest.raises(ImageError, match="lower --resize-short-edge"):
+        store.data_url(View("a.png", resize_short_edge=3_000), "JPEG", 90)
+
+
 def test_data_url_is_encoded_once_and_decodes_to_the_view(store, monkeypatch) -> None:
     calls = []
     encode = store.encoded

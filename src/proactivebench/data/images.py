@@ -268,12 +268,31 @@ def view_size(size: tuple[int, int], short_edge: int) -> tuple[int, int]:
     return int(size[0] * scale), int(size[1] * scale)
 
 
+def _resized(size: tuple[int, int], view: View) -> tuple[int, int]:
+    """`view_size` for the view's `resize_short_edge`, refused above Pillow's pixel limit:
+    the option scales up as well as down, and a large short edge would take the memory of a
+    decompression bomb (a 4:3 image at 60,000 pixels: 14 GB of RGB) before any check of the
+    file's own size could see it."""
+    from PIL import Image
+
+    assert view.resize_short_edge
+    width, height = view_size(size, view.resize_short_edge)
+    limit = Image.MAX_IMAGE_PIXELS
+    if limit and width * height > limit:
+        raise ImageError(
+            f"image {view.image} at a short edge of {view.resize_short_edge} pixels would be "
+            f"{width}x{height} pixels, above Pillow's pixel limit of {limit:,} "
+            "(Image.MAX_IMAGE_PIXELS): lower --resize-short-edge"
+        )
+    return width, height
+
+
 def apply_view(image: Image.Image, view: View) -> Image.Image:
     """Crop (a PIL box, as the protocol's COCO transform), then scale the short edge."""
     if view.crop is not None:
         image = image.crop(view.crop)
     if view.resize_short_edge:
-        image = image.resize(view_size(image.size, view.resize_short_edge))
+        image = image.resize(_resized(image.size, view))
     return image
 
 
@@ -283,7 +302,7 @@ def decode_view(raw: Image.Image, view: View) -> Image.Image:
     RGB file is not copied for a conversion it does not need."""
     target = None
     if view.crop is None and view.resize_short_edge:
-        target = view_size(raw.size, view.resize_short_edge)
+        target = _resized(raw.size, view)
         raw.draft(None, (REDUCING_GAP * target[0], REDUCING_GAP * target[1]))
     raw.load()
     image = raw if raw.mode == "RGB" else raw.convert("RGB")

@@ -322,6 +322,17 @@ def test_model_options_are_typed_and_checked(data: Path, tmp_path: Path, capsys)
     assert code != 0 and "take no options" in text
     code, text = run_cli(eval_args(data, tmp_path / "r", "--model-option", "novalue"), capsys)
     assert code != 0 and "KEY=VALUE" in text
+    # The seed is the run's (--seed), not a backend option: one usage error, no traceback
+    # (load_model was handed it twice), for the model and the judge alike.
+    said = "is not a backend option: the run's --seed seeds the model and the judge"
+    for flag, extra in (("--model-option", []), ("--judge-option", ["--mode", "oeg"])):
+        args = eval_args(data, tmp_path / "r", flag, "seed=5", *extra)
+        args[args.index("baseline:oracle")] = "python:json:dumps"
+        if flag == "--judge-option":
+            args += ["--judge", "python:json:dumps"]
+        code, text = run_cli(args, capsys)
+        assert code == 2 and f"Invalid value for {flag}: seed {said}" in text, text
+        assert "Traceback" not in text
 
 
 def test_a_full_disk_ends_the_run_with_a_clear_error(

@@ -312,7 +312,9 @@ def test_merge_names_a_file_given_as_a_run_and_a_run_json_that_is_no_file(
     (odd / "run.json").mkdir(parents=True)
     code, text = run_cli(["merge", str(first), str(odd), "--out", str(tmp_path / "m")], capsys)
     assert code == 1, text
-    expected = f"error: cannot read {odd / 'run.json'}: not a regular file (a FIFO, device or folder)"
+    expected = (
+        f"error: cannot read {odd / 'run.json'}: not a regular file (a FIFO, device or folder)"
+    )
     assert expected in text and "Errno" not in text and "PosixPath" not in text, text
 
 

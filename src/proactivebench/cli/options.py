@@ -158,20 +158,35 @@ def decoding_of(
     return with_overrides(base, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
 
 
-def parse_model_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+def parse_model_options(
+    pairs: tuple[str, ...], param_hint: str = "--model-option"
+) -> dict[str, Any]:
     """`KEY=VALUE` pairs -> keyword options; values that parse as JSON are typed (8, true)."""
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key.strip():
-            raise click.BadParameter(
-                f"expected KEY=VALUE, got {pair!r}", param_hint="--model-option"
-            )
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint=param_hint)
         try:
             value = loads(raw)
         except json.JSONDecodeError:
             value = raw
         options[key.strip().replace("-", "_")] = value
+    return options
+
+
+#: What a run gives every backend it loads, so that no `--model-option` or `--judge-option`
+#: may: `load_model` would be handed it twice.
+RUN_GIVEN = {"seed": "the run's --seed seeds the model and the judge"}
+
+
+def backend_options(pairs: tuple[str, ...], param_hint: str = "--model-option") -> dict[str, Any]:
+    """`parse_model_options` of a backend's options (`--model-option`, `--judge-option`),
+    without what the run gives the backend itself (`RUN_GIVEN`)."""
+    options = parse_model_options(pairs, param_hint)
+    for key, why in RUN_GIVEN.items():
+        if key in options:
+            raise click.BadParameter(f"{key} is not a backend option: {why}", param_hint=param_hint)
     return options
 
 
@@ -266,7 +281,7 @@ def make_judge(
         return None
     decoding = with_overrides(oeg_decoding(), max_tokens=max_tokens, temperature=temperature)
     try:
-        model = load_model(spec, seed=seed, **parse_model_options(options))
+        model = load_model(spec, seed=seed, **backend_options(options, "--judge-option"))
     except ModelSpecError as exc:  # say it is the judge's (--judge, --judge-option)
         raise ModelSpecError(f"judge {spec}: {exc}") from None
     return Judge(model, votes=votes, decoding=decoding)

@@ -19,6 +19,7 @@ import click
 from rich.markup import escape
 
 from proactivebench.cli.options import (
+    backend_options,
     cache_options,
     data_option,
     decoding_of,
@@ -26,7 +27,6 @@ from proactivebench.cli.options import (
     judge_options,
     make_judge,
     open_cache,
-    parse_model_options,
     parse_shard,
     setting_options,
 )
@@ -138,7 +138,7 @@ def eval_command(
     settings = EvalSettings(decoding=decoding, **run_settings)
     # The run's seed also seeds the model (random baselines, sampling) and the judge.
     seed = settings.seed
-    options = parse_model_options(model_options)
+    options = backend_options(model_options)
     if endpoints:
         options["endpoints"] = endpoints
     # A plain eval of many episodes has its report written by a worker process that gets

@@ -37,6 +37,7 @@ def json_lines(
                 message = f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at {exc.start})"
                 yield number, DataError(message, path=where, line=number)
             except json.JSONDecodeError as exc:
-                yield number, DataError(f"invalid JSON: {json_problem(exc)}", path=where, line=number)
+                message = f"invalid JSON: {json_problem(exc)}"
+                yield number, DataError(message, path=where, line=number)
             else:
                 yield number, value

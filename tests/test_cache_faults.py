@@ -131,6 +131,46 @@ def test_damage_found_during_the_run_never_fails_an_episode(
     assert again.calls == 0
 
 
+@pytest.mark.parametrize(
+    ("text", "usage"),
+    [
+        ("A", "{not json"),
+        ("A", "[1, 2]"),
+        ("A", '{"prompt_tokens": "many"}'),
+        (b"\xff\x00", None),
+        (None, None),
+    ],
+    ids=["usage-not-json", "usage-not-an-object", "usage-not-counts", "text-a-blob", "no-text"],
+)
+def test_a_damaged_entry_is_asked_again_never_an_episode_error(
+    data: Path, tmp_path: Path, caplog, text: object, usage: str | None
+) -> None:
+    """An entry whose fields SQLite reads but we cannot use (written by hand, another tool,
+    a damaged page SQLite does not notice) is a miss: the model is asked and its answer
+    replaces the entry; one warning names the cache. Not an episode error, which the next
+    rerun would find again in the same entry."""
+    path = tmp_path / "cache.sqlite"
+    evaluate(data, Counting(), tmp_path / "first", cache=ResponseCache(path))
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA ignore_check_constraints = ON")
+        entries = db.execute("SELECT count(*) FROM responses").fetchone()[0]
+        db.execute("DROP TABLE IF EXISTS spoiled")
+        db.execute("CREATE TABLE spoiled AS SELECT key, created FROM responses")
+        db.execute("DROP TABLE responses")  # text NOT NULL: a table without it holds a NULL
+        db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, text, usage TEXT, created REAL)")
+        db.execute("INSERT INTO responses SELECT key, ?, ?, created FROM spoiled", (text, usage))
+    model = Counting()
+    outcome = evaluate(data, model, tmp_path / "second", cache=ResponseCache(path))
+    assert not outcome.errors and model.calls == entries
+    assert all(r["correct"] is not None for r in read_results(tmp_path / "second/results.jsonl"))
+    warnings = cache_warnings(caplog)
+    assert len(warnings) == 1 and str(path) in warnings[0], warnings
+    assert "entries it cannot use" in warnings[0], warnings
+    again = Counting()  # the answers asked again took the damaged entries' places
+    evaluate(data, again, tmp_path / "third", cache=ResponseCache(path))
+    assert again.calls == 0
+
+
 # ----- a busy cache ------------------------------------------------------------------------------
 
 

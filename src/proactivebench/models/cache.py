@@ -252,8 +252,19 @@ class ResponseCache:
                     return None
         if row is None:
             return None
-        usage = json.loads(row[1]) if row[1] else None
-        return Completion(text=row[0], usage=usage, cached=True)
+        completion = _completion(*row)
+        if completion is None:  # asked again: its answer replaces the entry
+            with self._lock:
+                told = "unusable" not in self._told
+                self._told.add("unusable")
+            if told:
+                log.warning(
+                    "the response cache %s holds entries it cannot use (an answer that is not "
+                    "text, or token counts that are not JSON counts; shown once): those "
+                    "requests are asked again, and their answers replace them",
+                    self.path,
+                )
+        return completion
 
     def put(self, key: str, completion: Completion) -> None:
         usage = dumps(completion.usage) if completion.usage else None
@@ -289,6 +300,26 @@ class ResponseCache:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def _completion(text: Any, usage: Any) -> Completion | None:
+    """A cached answer from its row, or None for a row we did not write as it is (the text
+    a blob or NULL, the usage not a JSON object of counts): a cache only saves model calls,
+    so such an entry is a miss, never an episode's error."""
+    if not isinstance(text, str) or not (usage is None or isinstance(usage, str)):
+        return None
+    counts = None
+    if usage:
+        try:
+            counts = json.loads(usage)
+        except ValueError:
+            return None
+        well_formed = isinstance(counts, dict) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in counts.values()
+        )
+        if not well_formed:
+            return None
+    return Completion(text=text, usage=counts, cached=True)
 
 
 @dataclass

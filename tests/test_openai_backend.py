@@ -48,7 +48,13 @@ from proactivebench.rundir import latest_results, read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import View
 from proactivebench.settings import EvalSettings
-from proactivebench.testing.server import FAULTS, FakeOpenAI, closed_port_url, decode_data_url
+from proactivebench.testing.server import (
+    FAULTS,
+    FakeOpenAI,
+    Raw,
+    closed_port_url,
+    decode_data_url,
+)
 from resultlines import comparable
 
 FAST = RetryPolicy(max_retries=6, base_delay=0.02, max_delay=1.0)
@@ -249,6 +255,28 @@ def test_request_body_usage_and_latency(data: Path, server: FakeOpenAI) -> None:
         completion.usage["prompt_tokens"] + completion.usage["completion_tokens"]
     )
     assert completion.latency_s >= 0.01
+
+
+def test_token_counts_keep_only_whole_numbers_of_tokens(data: Path) -> None:
+    """What a server reports as usage is kept where it is a count (an integer >= 0): a
+    negative number, a text, a fraction or a flag would be summed into the report's token
+    totals as they are."""
+    usage = {
+        "prompt_tokens": 12,
+        "completion_tokens": -5,
+        "total_tokens": "7",
+        "cached_tokens": 1.5,
+        "flag": True,
+        "completion_tokens_details": {"reasoning_tokens": -1},
+    }
+    answer = {"choices": [{"message": {"content": "A"}}], "usage": usage}
+
+    def raw(path: str, body: dict[str, Any]) -> Raw:
+        return Raw(json.dumps(answer).encode(), headers={"Content-Type": "application/json"})
+
+    with FakeOpenAI(raw=raw) as fake:
+        (completion,) = generate(backend(fake.url), data, [first_request(data)])
+    assert completion.text == "A" and completion.usage == {"prompt_tokens": 12}
 
 
 def test_greedy_50_tokens_by_default(data: Path, tmp_path: Path, server: FakeOpenAI) -> None:

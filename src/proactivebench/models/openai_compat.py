@@ -796,12 +796,18 @@ def _usage(data: dict[str, Any]) -> dict[str, int] | None:
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return None
-    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    counts = {k: v for k, v in usage.items() if _is_count(v)}
     details = usage.get("completion_tokens_details")
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    if isinstance(reasoning, int) and not isinstance(reasoning, bool):
+    if _is_count(reasoning):
         counts["reasoning_tokens"] = reasoning
     return counts or None
+
+
+def _is_count(value: Any) -> bool:
+    """A number of tokens: an integer >= 0 (not a flag, a fraction or a text), since the
+    report sums them."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _error_detail(response: _Response, limit: int = 300) -> str:

@@ -342,6 +342,39 @@ class OwnStop(BaseException):
             assert not error and result["correct"] is True
 
 
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_a_cancelled_error_of_the_agents_own_is_an_episode_error(
+    data: Path, tmp_path: Path, capsys, kind: str, ORACLE: str
+) -> None:
+    """`asyncio.CancelledError` raised by the function itself (a library it calls that was
+    cancelled inside, a timeout of its own) while the run is not stopping is the function's
+    failure, as any other exception: its episode is an error and the run goes on. It ended
+    the run with a traceback."""
+    module = write_module(
+        tmp_path,
+        ORACLE
+        + f"""
+import asyncio
+
+{kind} answer(messages, observation):
+    if observation.scenario == "QD":
+        raise asyncio.CancelledError("gave up")
+    return best(observation)
+""",
+    )
+    args = eval_args(data, tmp_path / "run", "--no-cache", "--no-report")
+    args[args.index("baseline:oracle")] = f"python:{module}:answer"
+    code, text = run_cli(args, capsys)
+    assert code == 3, text  # the run went on to its end: episodes in error
+    results = outcomes(tmp_path / "run")
+    assert len(results) == 15
+    for (scenario, _), result in results.items():
+        if scenario == "QD":
+            assert result["error"].startswith("CancelledError: gave up (at "), result
+        else:
+            assert "error" not in result and result["correct"] is True
+
+
 def test_ctrl_c_in_an_agent_still_stops_the_run(data: Path, tmp_path: Path) -> None:
     module = write_module(
         tmp_path, "def answer(messages, observation):\n    raise KeyboardInterrupt\n"

@@ -205,6 +205,13 @@ RETRYABLE = (TimeoutError, ConnectionError)
 STOPS_THE_RUN = (KeyboardInterrupt, asyncio.CancelledError)
 
 
+def _stopping() -> bool:
+    """Whether the task is being cancelled (the run stops: Ctrl-C, SIGTERM), as opposed to a
+    `CancelledError` the user's code raised of its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _described(exc: BaseException) -> str:
     """`Type: message`; a `SystemExit` says it came from `sys.exit` (its message is only the
     exit status)."""
@@ -301,6 +308,10 @@ class PythonCallable(Model):
                 )
             if raised is None and inspect.isawaitable(text):  # a sync wrapper's coroutine
                 text = await text
+        except asyncio.CancelledError as exc:
+            if _stopping():
+                raise
+            raised = exc  # the function's own (a library it calls, cancelled inside)
         except STOPS_THE_RUN:
             raise
         except BaseException as exc:  # SystemExit included: see STOPS_THE_RUN
@@ -345,7 +356,7 @@ class PythonCallable(Model):
                 return self.fn(messages, request.observation), None
             with self._lock:
                 return self.fn(messages, request.observation), None
-        except STOPS_THE_RUN:
+        except KeyboardInterrupt:  # a CancelledError in this thread is the function's own
             raise
         except BaseException as exc:  # SystemExit included: see STOPS_THE_RUN
             return None, exc

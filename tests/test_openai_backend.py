@@ -279,6 +279,36 @@ def test_token_counts_keep_only_whole_numbers_of_tokens(data: Path) -> None:
     assert completion.text == "A" and completion.usage == {"prompt_tokens": 12}
 
 
+def test_an_answer_cut_off_before_any_text_is_not_asked_again(data: Path) -> None:
+    """A reasoning model behind vLLM's reasoning parser that spends the whole token limit
+    thinking answers `content: null`, `finish_reason: "length"`: the same request gets the
+    same answer, so it is not retried (it was, six times with backoff), and the error says
+    what to change."""
+    answer = {
+        "choices": [
+            {
+                "message": {"content": None, "reasoning_content": "Let me think about"},
+                "finish_reason": "length",
+            }
+        ]
+    }
+
+    def raw(path: str, body: dict[str, Any]) -> Raw:
+        return Raw(json.dumps(answer).encode(), headers={"Content-Type": "application/json"})
+
+    with FakeOpenAI(raw=raw) as fake:
+        with pytest.raises(ModelError) as info:
+            generate(backend(fake.url, max_retries=3), data, [first_request(data)])
+        asked = len(fake.chat_requests)
+    assert asked == 1 and not info.value.retryable
+    assert str(info.value) == (
+        f"openai:{MODEL}: {fake.url} answered HTTP 200 with no text: the generation reached "
+        "its token limit (finish_reason 'length') before any answer; a reasoning model may "
+        "spend it all thinking: raise --max-tokens (--judge-max-tokens for a "
+        "judge) (not retried)"
+    )
+
+
 def test_greedy_50_tokens_by_default(data: Path, tmp_path: Path, server: FakeOpenAI) -> None:
     evaluate(data, backend(server.url), tmp_path, concurrency=4)
     bodies = [r.body for r in server.chat_requests]

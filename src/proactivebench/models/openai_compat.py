@@ -787,6 +787,14 @@ def _content(data: Any) -> str | _Failure:
         texts = [p.get("text") for p in content if isinstance(p, dict)]
         if texts and all(isinstance(t, str) for t in texts):
             return "".join(t for t in texts if isinstance(t, str))
+    if content is None and isinstance(first, dict) and first.get("finish_reason") == "length":
+        # What the same request will get again (vLLM's reasoning parser cut off mid-thought).
+        return _Failure(
+            "HTTP 200 with no text: the generation reached its token limit (finish_reason "
+            "'length') before any answer; a reasoning model may spend it all thinking: raise "
+            "--max-tokens (--judge-max-tokens for a judge)",
+            retryable=False,
+        )
     return _Failure("response has no message content", retryable=True)
 
 

@@ -217,6 +217,9 @@ def answer(messages, observation):
         ("python:json:no_such_function", "has no attribute 'no_such_function'"),
         ("python:json:__doc__", "is not callable"),
         ("python:json", "needs MODULE:FUNCTION"),
+        # There, but no file of Python code: named for what it is, not "not found".
+        ("python:/dev/null:answer", r"python model file /dev/null is not a regular file"),
+        ("python:/tmp/:answer", r"python model file /tmp is not a regular file"),
     ],
 )
 def test_bad_specs_are_clear_errors(spec: str, message: str) -> None:

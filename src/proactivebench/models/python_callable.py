@@ -88,6 +88,8 @@ def _is_file_target(target: str) -> bool:
 def _import_file(path: Path) -> Any:
     """Import a Python file as a module of its own, named after a hash of its location."""
     if not path.is_file():
+        if path.exists():  # a folder, a device, a FIFO (importing one would wait on it)
+            raise ModelSpecError(f"python model file {path} is not a regular file")
         raise ModelSpecError(f"python model file not found: {path}")
     digest = sha256(str(path.resolve()).encode()).hexdigest()[:8]
     name = f"_proactivebench_user_{path.stem}_{digest}"

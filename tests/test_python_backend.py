@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -25,6 +26,7 @@ from proactivebench.data.layout import load_dataset
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest
+from proactivebench.models.daemon_threads import DaemonThreads
 from proactivebench.models.python_callable import PythonCallable
 from proactivebench.models.resilient import Resilient
 from proactivebench.prompting import user_turn
@@ -394,6 +396,37 @@ def test_a_module_that_exits_at_import_is_a_clear_error(data: Path, tmp_path: Pa
     code, text = run_cli(args, capsys)
     assert code != 0 and "Traceback" not in text
     assert f"importing {str(module)!r} failed: SystemExit: the code called sys.exit(0)" in text
+
+
+def test_daemon_threads_are_reused_and_a_stuck_call_holds_up_no_other() -> None:
+    """Calls one after another take the same thread; a call that never returns keeps its
+    thread, and the next call gets another one instead of waiting behind it."""
+    pool = DaemonThreads(f"test-{uuid.uuid4().hex[:8]}")
+    stuck, entered = threading.Event(), threading.Event()
+
+    def never_returns() -> None:
+        entered.set()
+        stuck.wait()
+
+    def ours() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == pool.name]
+
+    async def calls() -> list[str]:
+        done = [await pool.run(lambda: threading.current_thread().name) for _ in range(20)]
+        waiting = asyncio.ensure_future(pool.run(never_returns))
+        await asyncio.to_thread(entered.wait)
+        # The bound only ends a wait that would never end: a pool that queued it behind.
+        done.append(await asyncio.wait_for(pool.run(lambda: "after the stuck one"), HANG_BOUND_S))
+        waiting.cancel()
+        return done
+
+    try:
+        done = asyncio.run(calls())
+        assert done[-1] == "after the stuck one" and set(done[:-1]) == {pool.name}
+        assert len(ours()) == 2  # the first (reused 20 times, then stuck) and one more
+        assert all(t.daemon for t in ours())
+    finally:
+        stuck.set()
 
 
 def test_sigterm_stops_a_run_whose_sync_agent_never_returns(data: Path, tmp_path: Path) -> None:

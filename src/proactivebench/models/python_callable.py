@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import dataclasses
 import functools
 import importlib
@@ -62,10 +61,11 @@ import traceback
 from collections.abc import Callable, Sequence
 from hashlib import sha256
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from proactivebench.errors import ModelSpecError, UserCodeError
 from proactivebench.models.base import ChatRequest, Completion, Model
+from proactivebench.models.daemon_threads import DaemonThreads
 from proactivebench.prompting import map_image_parts
 
 log = logging.getLogger(__name__)
@@ -226,39 +226,9 @@ def _ours(filename: str) -> bool:
     return filename == __file__ or filename.startswith(_STDLIB)
 
 
-_T = TypeVar("_T")
-
-
-async def _in_a_thread_of_its_own(call: Callable[[], _T]) -> _T:
-    """`call()` in a new daemon thread, awaited: the user's sync function, which may never
-    return (an API called without a timeout, a deadlock). Not `asyncio.to_thread`: the
-    default executor's threads are joined when the event loop closes and again when the
-    interpreter exits, so a call stuck there kept Ctrl-C and SIGTERM from ending the run.
-    A daemon thread is left behind instead; what it returns after the run is dropped. What
-    `call` raises is raised here (Ctrl-C in the function too, which stops the run)."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[_T] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if future.done():  # the awaiting episode was cancelled (Ctrl-C)
-            return
-        if error is None:
-            future.set_result(value)
-        else:
-            future.set_exception(error)
-
-    def target() -> None:
-        value, error = None, None
-        try:
-            value = context.run(call)
-        except BaseException as exc:  # handed to the awaiting coroutine, whatever it is
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=target, name="proactivebench-python-model", daemon=True).start()
-    return await future
+#: Where sync functions run: daemon threads, so that a call that never returns cannot keep
+#: Ctrl-C or SIGTERM from ending the run (see `daemon_threads`).
+_THREADS = DaemonThreads("proactivebench-python-model")
 
 
 class PythonCallable(Model):
@@ -305,9 +275,8 @@ class PythonCallable(Model):
             if self.is_async:
                 text = await self.fn(messages, request.observation)
             else:
-                text, raised = await _in_a_thread_of_its_own(
-                    functools.partial(self._call_sync, messages, request)
-                )
+                call = functools.partial(self._call_sync, messages, request)
+                text, raised = await _THREADS.run(call)
             if raised is None and inspect.isawaitable(text):  # a sync wrapper's coroutine
                 text = await text
         except asyncio.CancelledError as exc:

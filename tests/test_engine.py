@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from clirun import run_cli
-from proactivebench import EvalSettings, RunOptions, aevaluate, evaluate, load_model
+from proactivebench import EvalSettings, RunOptions, aevaluate, evaluate, load_model, scheduler
 from proactivebench.data.synth import generate
 from proactivebench.engine import RunEngine
 from proactivebench.errors import SettingsError
@@ -40,6 +41,29 @@ def test_eval_keeps_concurrency_episodes_in_flight(data: Path, tmp_path: Path, c
         assert code == 0, text
         assert fake.peak_in_flight == 3
     assert len(read_results(tmp_path / "run" / "results.jsonl")) == 8
+
+
+def test_a_concurrency_above_the_episodes_starts_a_worker_per_episode(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--concurrency bounds the episodes in flight; it is not a number of workers to start
+    whatever there is to play: 10,000,000 for 21 episodes took 165 s and 9.8 GB before the
+    first one. Here 100,000 for 8 episodes: the scheduler starts 8 workers, its answer
+    server and its writer, and nothing else."""
+    started: list[str] = []
+    create_task = asyncio.create_task
+
+    def counted(coroutine: Any, **options: Any) -> asyncio.Task[Any]:
+        started.append(coroutine.__qualname__)
+        return create_task(coroutine, **options)
+
+    monkeypatch.setattr(scheduler.asyncio, "create_task", counted)
+    options = RunOptions(concurrency=100_000)
+    evaluate(data, load_model("baseline:oracle"), tmp_path / "run", options=options)
+    assert len(read_results(tmp_path / "run" / "results.jsonl")) == 8
+    assert sorted(started) == sorted(
+        ["Batcher.serve", "Scheduler._writer", *["Scheduler._worker"] * 8]
+    ), started
 
 
 def test_runs_of_one_engine_share_its_limit_on_requests(data: Path, tmp_path: Path) -> None:

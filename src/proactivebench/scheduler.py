@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from proactivebench.errors import WriteError
@@ -90,12 +90,14 @@ class Scheduler(Generic[Item]):
         self.finished: asyncio.Queue[Result] = asyncio.Queue()
 
     async def run(self, episodes: Iterable[Item]) -> None:
-        pending = iter(episodes)
+        items = episodes if isinstance(episodes, Sized) else list(episodes)
+        pending = iter(items)
         server = asyncio.create_task(self.batcher.serve())
         committer = asyncio.create_task(self._writer())
-        workers = [
-            asyncio.create_task(self._worker(pending)) for _ in range(self.episodes_in_flight)
-        ]
+        # No more workers than items: the bound is on episodes in flight, and a worker per
+        # unit of a huge --concurrency (10,000,000) took minutes and gigabytes to start.
+        count = min(self.episodes_in_flight, len(items))
+        workers = [asyncio.create_task(self._worker(pending)) for _ in range(count)]
         joiner: asyncio.Future[Any] | None = None
         try:
             await self._until_done(set(workers), committer)

@@ -283,6 +283,27 @@ def test_run_json_records_what_a_reasoning_model_was_sent(
     assert model.endpoints == ["http://10.0.0.1:8000/v1?x=1"]
 
 
+def test_run_json_records_the_extra_body_each_invocation_sent(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """`extra_body` changes what a server answers (`top_k`, a chat template's switches) but is
+    not part of the run's identity: each invocation's provenance entry records the one it
+    sent, so that a run resumed with another is told by its run.json. None sent: no key."""
+    run = tmp_path / "run"
+    with ServerProcess() as server:
+        spec = f"openai:m@{server.url}"
+        for limit, extra in (("1", '{"top_k": 3}'), ("2", '{"top_k": 5}'), ("3", None)):
+            args = eval_args(data, run, "--no-cache", "--no-report", "--limit", limit)
+            args[args.index("baseline:oracle")] = spec
+            if extra is not None:
+                args += ["--model-option", f"extra_body={extra}"]
+            code, text = run_cli(args, capsys)
+            assert code == 0, text
+    entries = json.loads((run / "run.json").read_text())["provenance"]
+    assert [e.get("extra_body") for e in entries] == [{"top_k": 3}, {"top_k": 5}, None]
+    assert "extra_body" not in entries[2]
+
+
 # ----- item 18: a finished run -------------------------------------------------------------------
 
 

@@ -56,9 +56,11 @@ class Provenance:
         if model is not None and decoding is not None:
             self.entry["endpoints"] = model.endpoints
             self.entry["decoding_sent"] = model.sent_decoding(decoding)
+            self.entry.update(model.sent_extras())
         if judge is not None:
             self.entry["judge_endpoints"] = judge.model.endpoints
             self.entry["judge_decoding_sent"] = judge.model.sent_decoding(judge.decoding)
+            self.entry.update({f"judge_{k}": v for k, v in judge.model.sent_extras().items()})
         self._software = False
 
     def stamped(self) -> dict[str, Any]:

@@ -151,6 +151,12 @@ class Model(abc.ABC):
         provenance): by default all of them; a backend that drops or renames some says so."""
         return decoding.as_dict()
 
+    def sent_extras(self) -> dict[str, Any]:
+        """What else this backend sends that may change its answers but is not part of the
+        run's identity (an `openai` model's `extra_body`), for run.json's provenance entry
+        of each invocation; most backends: nothing."""
+        return {}
+
     @property
     def endpoints(self) -> list[str]:
         """Where requests go (run.json's provenance, never with a credential); none for
@@ -211,6 +217,9 @@ class ModelWrapper(Model):
 
     def sent_decoding(self, decoding: Decoding) -> dict[str, Any]:
         return self.inner.sent_decoding(decoding)
+
+    def sent_extras(self) -> dict[str, Any]:
+        return self.inner.sent_extras()
 
     @property
     def endpoints(self) -> list[str]:

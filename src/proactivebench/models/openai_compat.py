@@ -580,6 +580,10 @@ class OpenAICompatible(Model):
             sent.update(self.request_settings())
         return sent
 
+    def sent_extras(self) -> dict[str, Any]:
+        """`extra_body`, when there is one (each invocation's provenance entry)."""
+        return {"extra_body": self.extra_body} if self.extra_body else {}
+
     def request_settings(self) -> dict[str, Any]:
         """How a reasoning model's requests are shaped (recorded in run.json)."""
         if not self.reasoning:

@@ -52,6 +52,21 @@ def test_scenario_selection(tmp_path: Path) -> None:
         load_dataset(tmp_path, "XYZ")
 
 
+def test_a_byte_order_mark_before_the_first_record_is_dropped(tmp_path: Path) -> None:
+    """A record file saved "UTF-8 with BOM" (Windows editors) loads as without it, as a
+    server's answer does: the mark is no character of the first record. One anywhere else is
+    still refused, with where."""
+    path = tmp_path / "Realistic-Occlusion-Dataset_preprocessed.jsonl"
+    records = [json.dumps(rod(0)), json.dumps(rod(1))]
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(records).encode() + b"\n")
+    assert [r.id for r in load_dataset(tmp_path, all_samples=True).records["ROD"]] == [0, 1]
+    path.write_bytes(("\n".join(records) + "\n\ufeff" + json.dumps(rod(2)) + "\n").encode())
+    with pytest.raises(DataErrors) as info:
+        load_dataset(tmp_path, all_samples=True)
+    (problem,) = info.value.problems
+    assert str(problem).endswith(":3: invalid JSON: Unexpected UTF-8 BOM: column 1"), problem
+
+
 def _problems(tmp_path: Path, lines: list[str]) -> list[str]:
     path = tmp_path / "Realistic-Occlusion-Dataset_preprocessed.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -96,9 +96,10 @@ def json_problem(exc: json.JSONDecodeError) -> str:
     on "starting at" or names line 1 of the line): "Expecting ',' delimiter: column 51"."""
     if isinstance(exc, RefusedJSON):
         return exc.msg
+    message = exc.msg.removesuffix(" (decode using utf-8-sig)")  # advice to programmers
     if exc.lineno == 1:
-        return f"{exc.msg}: column {exc.colno}"
-    return f"{exc.msg}: line {exc.lineno} column {exc.colno}"
+        return f"{message}: column {exc.colno}"
+    return f"{message}: line {exc.lineno} column {exc.colno}"
 
 
 def _depth(value: Any) -> int:

@@ -1,11 +1,13 @@
 """The lines of a JSONL file a user gives (a scenario's records, a `replay:` script), each read
 by one rule: the file through `paths.open_to_read` (a FIFO or folder in its place is refused,
-never waited on), each line as UTF-8 (the byte that is not, and where), then as JSON (the
-column where it breaks), so that every such file's problems name the file, the line and why.
+never waited on), each line as UTF-8 (the byte that is not, and where; a byte order mark
+before the first line dropped), then as JSON (the column where it breaks), so that every
+such file's problems name the file, the line and why.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Iterator
@@ -29,6 +31,8 @@ def json_lines(
         raise DataError(f"{cannot_read}: {exc.strerror or exc}", path=where) from None
     with handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:  # "UTF-8 with BOM" (Windows editors): no character of a record
+                raw = raw.removeprefix(codecs.BOM_UTF8)
             if not raw.strip():
                 continue
             try:

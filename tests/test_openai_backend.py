@@ -195,6 +195,28 @@ def test_extra_body_may_not_replace_what_the_request_is(key: str, why: str) -> N
     assert isinstance(model, Resilient) and model.inner.extra_body == {"top_k": 5}
 
 
+@pytest.mark.parametrize(
+    ("headers", "said"),
+    [
+        ({"X-A": "a\nb"}, "header 'X-A' has a control character in its value"),
+        ({"X-A": "a\x00"}, "header 'X-A' has a control character in its value"),
+        ({"X A": "b"}, "'X A' is no header name"),
+        ({"": "b"}, "'' is no header name"),
+        ({"Content-Length": "5"}, "header 'Content-Length' is the request's own"),
+        ({"transfer-encoding": "chunked"}, "header 'transfer-encoding' is the request's own"),
+    ],
+)
+def test_headers_that_cannot_be_sent_as_given_are_refused(headers: dict, said: str) -> None:
+    """What `headers` holds goes onto every request as it is: a line break in a value (a
+    traceback from aiohttp, "header injection"), a name that is no HTTP token (the server's
+    400 on every request) or the body's own framing are refused when the model is loaded."""
+    with pytest.raises(ModelSpecError) as info:
+        load_model("openai:m@http://a:1/v1", headers=headers)
+    assert str(info.value) == f"openai option headers: {said}", str(info.value)
+    model = load_model("openai:m@http://a:1/v1", headers={"X-Tenant": "é ok", "Host": "h"})
+    assert isinstance(model, Resilient) and model.inner._headers["X-Tenant"] == "é ok"
+
+
 def test_a_model_name_holding_an_address_that_is_no_url_is_pointed_out(monkeypatch) -> None:
     """`openai:m@localhost:8000/v1` (no scheme) is the model "m@localhost:8000/v1" of the
     hosted API, since model names may hold '@': the refusal for a missing key says what

@@ -476,7 +476,7 @@ class OpenAICompatible(Model):
         if cache_scope not in CACHE_SCOPES:
             raise ModelSpecError(f"unknown cache_scope {cache_scope!r}; choose from {CACHE_SCOPES}")
         self.cache_scope = cache_scope
-        self._headers = dict(headers or {})
+        self._headers = _headers(headers)
         # Read once and kept private: never part of `name`, `repr`, messages or logs.
         self._api_key = os.environ.get(api_key_env) or None
         if self._api_key:
@@ -892,6 +892,29 @@ def _extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
         if key in extra:
             raise ModelSpecError(f"openai option extra_body may not set {key!r}: {why}")
     return extra
+
+
+#: An HTTP header name (RFC 9110 `token`).
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+#: Headers that frame the body, which the transport writes.
+_FRAMING = {"content-length", "transfer-encoding"}
+
+
+def _headers(headers: dict[str, str] | None) -> dict[str, str]:
+    """`headers`, refused where it could not go onto a request as given: a name that is no
+    HTTP token, a control character in a value (a line break would start another header),
+    or the body's framing, which is the request's own."""
+    checked = dict(headers or {})
+    for name, value in checked.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise ModelSpecError(f"openai option headers: {name!r} is no header name")
+        if name.lower() in _FRAMING:
+            raise ModelSpecError(f"openai option headers: header {name!r} is the request's own")
+        if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
+            raise ModelSpecError(
+                f"openai option headers: header {name!r} has a control character in its value"
+            )
+    return checked
 
 
 def _image_format(name: str) -> str:

@@ -554,6 +554,26 @@ def _leaks(key: str, *places: Path) -> list[str]:
     return found
 
 
+def test_a_key_read_with_its_line_ending_is_sent_without_it(data: Path, monkeypatch) -> None:
+    """A key read from a file saved with Windows line ends (`export KEY=$(cat key.txt)` keeps
+    the carriage return) is sent without the whitespace around it; it was a traceback from
+    aiohttp on every request ("Forbidden control character"). A control character inside
+    the key is refused when the model is loaded, without showing the key."""
+    monkeypatch.setenv("MY_KEY", " sk-abc\r")
+    with FakeOpenAI(api_key="sk-abc") as fake:
+        model = load_model(f"openai:{MODEL}@{fake.url}", api_key_env="MY_KEY")
+        (completion,) = generate(model, data, [first_request(data)])
+        assert {r.headers.get("authorization") for r in fake.chat_requests} == {"Bearer sk-abc"}
+    assert completion.text
+    monkeypatch.setenv("MY_KEY", "sk-a\nbc")
+    with pytest.raises(ModelSpecError) as info:
+        load_model("openai:m@http://a:1/v1", api_key_env="MY_KEY")
+    assert str(info.value) == (
+        "$MY_KEY holds a control character (a line break?) inside the key, which cannot be "
+        "sent in a header"
+    )
+
+
 def test_api_key_is_sent_as_bearer_and_written_nowhere(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog, monkeypatch
 ) -> None:

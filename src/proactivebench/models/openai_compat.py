@@ -478,7 +478,7 @@ class OpenAICompatible(Model):
         self.cache_scope = cache_scope
         self._headers = _headers(headers)
         # Read once and kept private: never part of `name`, `repr`, messages or logs.
-        self._api_key = os.environ.get(api_key_env) or None
+        self._api_key = _api_key(api_key_env)
         if self._api_key:
             for url in self.urls:
                 if _plain_http_elsewhere(url):
@@ -892,6 +892,20 @@ def _extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
         if key in extra:
             raise ModelSpecError(f"openai option extra_body may not set {key!r}: {why}")
     return extra
+
+
+def _api_key(variable: str) -> str | None:
+    """The key in `$variable`, without the whitespace around it (a key file saved with
+    Windows line ends leaves a carriage return in `$(cat key.txt)`), or None when unset; one
+    with a control character inside is refused, since no header can carry it (the key
+    itself is never shown)."""
+    key = (os.environ.get(variable) or "").strip()
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise ModelSpecError(
+            f"${variable} holds a control character (a line break?) inside the key, which "
+            "cannot be sent in a header"
+        )
+    return key or None
 
 
 #: An HTTP header name (RFC 9110 `token`).

@@ -70,7 +70,17 @@ def test_cache_naming_a_directory(data: Path, tmp_path: Path, capsys) -> None:
     args = eval_args(data, tmp_path / "run", "--cache", str(cache))
     # A model that uses the cache (never called: the cache cannot be opened).
     code, text = run_cli(with_python_model(args, tmp_path, "    return 'A'\n"), capsys)
-    fails_clearly(code, text, f"cannot open the response cache {cache}")
+    fails_clearly(code, text, f"cannot open the response cache {cache}: it is a folder")
+    # A file where its folder should be (PROACTIVEBENCH_CACHE naming a file): said so,
+    # without an errno or Python's repr of the path.
+    in_a_file = tmp_path / "a-file" / "responses.sqlite"
+    (tmp_path / "a-file").write_text("not a folder")
+    args = eval_args(data, tmp_path / "run", "--cache", str(in_a_file))
+    code, text = run_cli(with_python_model(args, tmp_path, "    return 'A'\n"), capsys)
+    fails_clearly(
+        code, text, f"cannot open the response cache {in_a_file}: {tmp_path / 'a-file'} is a file"
+    )
+    assert "Errno" not in text
 
 
 def test_a_corrupt_run_json(data: Path, tmp_path: Path, capsys) -> None:

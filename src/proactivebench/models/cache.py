@@ -135,8 +135,8 @@ class ResponseCache:
             self._open(check=True)
         except (OSError, sqlite3.Error) as exc:
             raise ProactiveBenchError(
-                f"cannot open the response cache {self.path}: {exc} (choose another --cache, "
-                "or --no-cache)"
+                f"cannot open the response cache {self.path}: {_why_not(self.path, exc)} "
+                "(choose another --cache, or --no-cache)"
             ) from None
 
     def _open(self, check: bool) -> None:
@@ -320,6 +320,19 @@ def _completion(text: Any, usage: Any) -> Completion | None:
         if not well_formed:
             return None
     return Completion(text=text, usage=counts, cached=True)
+
+
+def _why_not(path: Path, exc: OSError | sqlite3.Error) -> str:
+    """Why the cache at `path` cannot be opened, in words: a folder in its place, a file in
+    the place of one of its folders (SQLite and `mkdir` say neither plainly)."""
+    if path.is_dir():
+        return "it is a folder"
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        return f"{blocking} is a file, not a folder"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
 
 
 @dataclass

@@ -201,9 +201,11 @@ _STDLIB = os.path.dirname(os.__file__) + os.sep
 RETRYABLE = (TimeoutError, ConnectionError)
 
 #: What user code may raise that stops the run as it would anywhere else: Ctrl-C, and the
-#: cancellation asyncio stops a task with. Anything else it raises, a `SystemExit` (`sys.exit`,
-#: `exit()`) or another `BaseException` included, is the function's failure: an episode error,
-#: or a refused spec at import, never the tool ending silently with exit 0.
+#: cancellation asyncio stops a task with (a `CancelledError` the function raises while its
+#: task is not being cancelled is its own failure: `_stopping`). Anything else it raises, a
+#: `SystemExit` (`sys.exit`, `exit()`) or another `BaseException` included, is the function's
+#: failure: an episode error, or a refused spec at import, never the tool ending silently with
+#: exit 0.
 STOPS_THE_RUN = (KeyboardInterrupt, asyncio.CancelledError)
 
 

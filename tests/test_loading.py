@@ -45,6 +45,33 @@ def test_manifest_turns_the_id_filter_off(tmp_path: Path) -> None:
     assert [r.id for r in load_dataset(tmp_path).records["ROD"]] == [1000]
 
 
+def test_a_scenario_the_official_filter_empties_is_told_not_dropped_unsaid(
+    tmp_path: Path, capsys, caplog
+) -> None:
+    """Data in the official layout without our manifest (made by hand, or a synthetic set
+    whose synth_manifest.json was lost) gets the official test filter: a scenario whose ids
+    are none of the official ones would leave the run with no word but the table's "average
+    of 6". The run says so; a run of that scenario alone says why nothing is played."""
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0)], "VSOD": [vsod(1000)]})
+    code, text = run_cli(eval_args(data, tmp_path / "run", "--no-report"), capsys)
+    assert code == 0, text
+    said = [r.getMessage() for r in caplog.records if "official test filter" in r.getMessage()]
+    assert said == [
+        "the official test filter keeps no sample of VSOD here (none of its ids is an official "
+        "test id): left out of the run; --all-samples plays every sample"
+    ], said
+    args = eval_args(data, tmp_path / "vsod", "--scenarios", "VSOD", "--no-report")
+    code, text = run_cli(args, capsys)
+    assert (
+        code == 1
+        and (
+            "nothing to play: the official test filter keeps no sample of VSOD here (none of its "
+            "ids is an official test id); --all-samples plays every sample"
+        )
+        in text
+    ), text
+
+
 def test_scenario_selection(tmp_path: Path) -> None:
     full_dataset(tmp_path)
     assert list(load_dataset(tmp_path, "coco, rod").records) == ["COCO", "ROD"]

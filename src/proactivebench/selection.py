@@ -77,6 +77,9 @@ def _nothing_selected(
     """Why no episode was chosen: a shard past the selection's samples (more shards than
     samples) says so, since the record files hold samples for the other shards."""
     whole = len(select_records(dataset, settings.limit, subset=settings.subset))
+    if not whole and dataset.emptied_by_official_filter:
+        what, way_out = _official_emptied(dataset)
+        return f"nothing to play: {what}; {way_out}"
     if shard is not None and whole:
         index, count = shard
         samples = f"{whole} sample" + ("s" if whole > 1 else "")
@@ -254,6 +257,20 @@ def _warn_emptied(dataset: Dataset, settings: EvalSettings) -> None:
             settings.sample_filter.path,
             ", ".join(emptied),
         )
+    if dataset.emptied_by_official_filter:
+        log.warning("%s: left out of the run; %s", *_official_emptied(dataset))
+
+
+def _official_emptied(dataset: Dataset) -> tuple[str, str]:
+    """What the official test filter did to the scenarios it left without a sample (data
+    not made by our generator, whose ids are none of the official ones), and the way out."""
+    names = dataset.emptied_by_official_filter
+    ids = "none of its ids is" if len(names) == 1 else "none of their ids is"
+    return (
+        f"the official test filter keeps no sample of {', '.join(names)} here ({ids} an "
+        "official test id)",
+        "--all-samples plays every sample",
+    )
 
 
 def _warn_unplayable(dataset: Dataset, records: list[Record]) -> None:

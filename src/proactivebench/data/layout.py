@@ -139,6 +139,8 @@ class Dataset:
     synthetic: bool
     #: Records that load and play but cannot be played in full (`records.record_warnings`).
     warnings: list[DataError] = field(default_factory=list)
+    #: Scenarios whose records the official test filter kept none of (short names).
+    emptied_by_official_filter: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.records.values())
@@ -161,6 +163,7 @@ def load_dataset(
     synthetic = is_synthetic(root)
     records: dict[str, list[Record]] = {}
     problems: list[DataError] = []
+    emptied: list[str] = []
     for short in chosen:
         found, bad = read_records(scenario_file(root, short), short)
         problems.extend(bad)
@@ -169,12 +172,15 @@ def load_dataset(
             keep = sample_filter.kept(scenario(short).strings.stem, short, covered)
             found = [r for r in found if r.id in keep]
         elif not (all_samples or synthetic):
+            had = bool(found)
             found = apply_official_filter(found, short)
+            if had and not found:
+                emptied.append(short)
         records[short] = found
     if problems:
         raise DataErrors(problems)
     warnings = [w for found in records.values() for r in found for w in record_warnings(r)]
-    return Dataset(root=root, records=records, synthetic=synthetic, warnings=warnings)
+    return Dataset(root, records, synthetic, warnings, emptied_by_official_filter=emptied)
 
 
 class PathGuard:

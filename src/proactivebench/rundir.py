@@ -35,7 +35,7 @@ from proactivebench.errors import (
     WriteError,
 )
 from proactivebench.metrics import Summary, summarize
-from proactivebench.paths import open_to_write, read_file, refuse_link, write_whole
+from proactivebench.paths import open_to_read, open_to_write, read_file, refuse_link, write_whole
 from proactivebench.registry import scenario_names
 from proactivebench.results import (
     EpisodeResult,
@@ -544,6 +544,7 @@ def merge_runs(
     for run in map(Path, run_dirs):
         config = read_run_config(run)
         history += provenance_of(config)
+        _tell_if_killed(run, provenance_of(config), out_dir)
         config = without_provenance(config)
         shards.append((run, config.pop(SHARD, None)))
         if identity is None:
@@ -582,6 +583,41 @@ def merge_runs(
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))
         write_summary(out, summary)
     return summary
+
+
+def _tell_if_killed(
+    run: Path, entries: list[dict[str, Any]], out_dir: str | os.PathLike[str]
+) -> None:
+    """Warn when shard `run` was stopped outright (killed: no end time in its last
+    provenance entry, or a torn last line): it may lack the episodes it had in flight, which
+    no merge can name, so the merged run must not pass for a whole one unsaid."""
+    signs = []
+    if entries and entries[-1].get("ended") is None:
+        signs.append("run.json: its last invocation has no end time")
+    if _ends_torn(run / RESULTS):
+        signs.append("results.jsonl: its last line is cut off")
+    if signs:
+        log.warning(
+            "%s stopped before it ended (%s): the merged run may lack episodes it had in "
+            "flight; `proactivebench eval ... --out %s` plays what is missing",
+            run,
+            "; ".join(signs),
+            out_dir,
+        )
+
+
+def _ends_torn(path: Path) -> bool:
+    """Whether the file's last line has no newline yet (a write cut short), read from its
+    last byte; False for a file that is missing, empty or cannot be read."""
+    try:
+        with open_to_read(path) as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return False
+            f.seek(size - 1)
+            return f.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 def write_results(path: Path, lines: Iterable[dict[str, Any]]) -> None:

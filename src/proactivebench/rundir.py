@@ -438,6 +438,16 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
     return previous
 
 
+def refuse_orphan_lines(out_dir: Path) -> None:
+    """A results file with lines but no run.json says nothing of whose they are (another
+    model's, other settings): a new run (or a judged copy) must not adopt them as its own."""
+    if read_results(out_dir / RESULTS):
+        raise ForeignLinesError(
+            f"{out_dir / RESULTS} has result lines but {out_dir} has no {RUN_CONFIG}: whose "
+            "run they are cannot be told. Move results.jsonl away, or use another --out"
+        )
+
+
 def write_run_config(
     out_dir: Path, identity: dict[str, Any], provenance: list[dict[str, Any]]
 ) -> None:

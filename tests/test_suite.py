@@ -132,6 +132,11 @@ def test_paper_suite_is_the_papers_list() -> None:
         ),
         ('[[experiment]]\npaper = "x"\n', "experiment 1: 'id' must be a name"),
         ('[[experiment]]\nid = "../up"\n', "experiment 1: 'id' must be a name"),
+        # OUT/report and OUT/suite.json are the suite's own: an experiment there would mix
+        # its run with the suite's report or list (a case-blind file system: any case).
+        ('[[experiment]]\nid = "report"\n', "experiment 1: 'id' 'report' is taken"),
+        ('[[experiment]]\nid = "Report"\n', "experiment 1: 'id' 'Report' is taken"),
+        ('[[experiment]]\nid = "suite.json"\n', "experiment 1: 'id' 'suite.json' is taken"),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
         ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
         ("id = ", "is not TOML"),

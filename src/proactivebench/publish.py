@@ -33,7 +33,7 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, PushError
 from proactivebench.metrics import Metric, headline_metrics
-from proactivebench.rundir import RESULTS, RUN_CONFIG, SUMMARY, read_run_config
+from proactivebench.rundir import REPORT_DIR, RESULTS, RUN_CONFIG, SUMMARY, read_run_config
 from proactivebench.suite import is_suite_dir, read_suite_record
 from proactivebench.texts import dumps, loads
 
@@ -41,8 +41,8 @@ REPO_TYPE = "dataset"
 CARD = "README.md"
 RUNS = "runs"
 REPORTS = "reports"
-#: A run's own report folder (`report.REPORT_DIR`), pushed with the run.
-RUN_REPORT = "report"
+#: A run's own report folder, pushed with the run.
+RUN_REPORT = REPORT_DIR
 #: What marks a directory as a report of `report` (no run.json beside).
 REPORT_FILES = ("report.json", "report.html")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")

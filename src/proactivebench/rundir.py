@@ -58,6 +58,9 @@ RUN_CONFIG = "run.json"
 #: The run.json key of what is recorded about the run but is not its identity (never compared
 #: on resume or merge): one entry per invocation that wrote results (`provenance`).
 PROVENANCE = "provenance"
+#: Where `eval` and a one-run `report` put a run's report: inside the run directory (a suite
+#: puts the report of its experiments in OUT/REPORT_DIR too).
+REPORT_DIR = "report"
 #: The note of a complete run (`FinishedRun`): hidden, as the lock is; not part of any contract.
 FINISHED = ".finished.json"
 

@@ -33,6 +33,7 @@ from proactivebench.models.cache import ResponseCache
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
+from proactivebench.rundir import REPORT_DIR
 from proactivebench.runner import RunOutcome, aevaluate
 from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
 from proactivebench.texts import dumps, loads
@@ -47,6 +48,9 @@ ID, PAPER, PUBLISHED = "id", "paper", "published"
 SUITE_RECORD = "suite.json"
 #: An experiment's id names its run directory: a plain name.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+#: What the suite itself writes in OUT beside the experiments' run directories: no id's, in
+#: any case (a file system that ignores case, macOS's and Windows', would mix them).
+RESERVED_IDS = (REPORT_DIR, SUITE_RECORD)
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,11 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
         raise SuiteFileError(
             f"{where}: 'id' must be a name of letters, digits, '-', '_' or '.' (it names the "
             f"run directory), got {ident!r}"
+        )
+    if ident.casefold() in RESERVED_IDS:
+        raise SuiteFileError(
+            f"{where}: 'id' {ident!r} is taken: OUT/{ident} is the suite's own (the report of "
+            f"every experiment, the list of them); choose another id"
         )
     where = f"{where} ({ident!r})"
     paper = entry.get(PAPER, "")

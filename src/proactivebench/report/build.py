@@ -70,6 +70,7 @@ from proactivebench.report.text import markdown as md
 from proactivebench.report.thumbcache import ThumbCache
 from proactivebench.report.thumbs import Thumbnails, start_all
 from proactivebench.rundir import (
+    REPORT_DIR,
     RESULTS,
     RUN_CONFIG,
     RunLock,
@@ -77,8 +78,6 @@ from proactivebench.rundir import (
 )
 from proactivebench.texts import dumps, loads
 
-#: Where `eval` and a one-run `report` put the report: inside the run directory.
-REPORT_DIR = "report"
 #: The report's format: raise it when the same runs give other report files, so that reports
 #: written before are rewritten by the next `eval` rather than left alone as up to date.
 REPORT_FORMAT = 2

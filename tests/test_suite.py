@@ -150,6 +150,26 @@ def test_a_bad_suite_file_is_one_error_naming_the_entry_and_key(text: str, messa
     assert message in str(caught.value)
 
 
+def test_a_choice_that_leaves_nothing_to_run_is_an_error_before_anything_is_written(
+    tmp_path: Path, data: Path, capsys
+) -> None:
+    """`--only`/`--skip` that leave no experiment, or only open-ended ones without --judge,
+    would end with nothing done: refused (exit 1; a text naming no id, exit 2), nothing in
+    OUT."""
+    args = ["paper", "--data", str(data), "--model", "baseline:oracle", "--out", str(tmp_path)]
+    for extra, code_wanted, message in [
+        (["--only", "mcqa", "--skip", "mcqa"], 1, "--skip leaves out every one --only names"),
+        (["--skip", ",".join(e.id for e in paper_suite().experiments)], 1, "every one it holds"),
+        (["--only", "oeg,oeg-hint"], 1, "every experiment chosen (oeg, oeg-hint) is open-ended"),
+        (["--only", " , "], 2, "Invalid value for --only: names no experiment: ' , '"),
+        (["--skip", ","], 2, "Invalid value for --skip: names no experiment: ','"),
+    ]:
+        code, text = run_cli([*args, *extra], capsys)
+        assert (code, "Traceback" in text) == (code_wanted, False), text
+        assert message in " ".join(text.split())
+        assert not list(tmp_path.iterdir())
+
+
 def test_a_bad_suite_file_on_the_command_line(tmp_path: Path, data: Path, capsys) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[[experiment]]\nid = "x"\nhint = 1\n')

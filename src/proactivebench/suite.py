@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proactivebench.engine import RunEngine
-from proactivebench.errors import ProactiveBenchError, SettingsError, SuiteFileError
+from proactivebench.errors import (
+    NothingToDoError,
+    ProactiveBenchError,
+    SettingsError,
+    SuiteFileError,
+)
 from proactivebench.judge import Judge
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.cache import ResponseCache
@@ -78,7 +83,8 @@ class Suite:
 
     def chosen(self, only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Experiment]:
         """The experiments `only` names (all when empty) without those `skip` names; an id
-        the suite does not hold is refused, naming the ids it does."""
+        the suite does not hold is refused, naming the ids it does, and so is a choice that
+        leaves none."""
         ids = [e.id for e in self.experiments]
         unknown = [i for i in [*only, *skip] if i not in ids]
         if unknown:
@@ -86,7 +92,13 @@ class Suite:
                 f"{self.path} has no experiment {', '.join(map(repr, unknown))}; its "
                 f"experiments: {', '.join(ids)}"
             )
-        return [e for e in self.experiments if (not only or e.id in only) and e.id not in skip]
+        chosen = [e for e in self.experiments if (not only or e.id in only) and e.id not in skip]
+        if not chosen:
+            raise NothingToDoError(
+                f"no experiment of {self.path} is left to run: --skip leaves out every one "
+                f"{'--only names' if only else 'it holds'}"
+            )
+        return chosen
 
 
 def paper_suite() -> Suite:

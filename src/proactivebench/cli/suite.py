@@ -41,6 +41,7 @@ from proactivebench.cli.output import (
     print_error,
     print_report_outcome,
 )
+from proactivebench.errors import NothingToDoError
 from proactivebench.models import SPEC_HELP, load_model
 from proactivebench.settings import RunOptions
 
@@ -113,8 +114,13 @@ def _local(spec: str) -> bool:
     return spec.startswith("hf:")
 
 
-def _ids(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def _ids(text: str, flag: str) -> list[str]:
+    """The ids of `--only` / `--skip`; a text that names none (`--only ,`) is a mistake, not
+    "all"."""
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if text.strip() and not ids:
+        raise click.BadParameter(f"names no experiment: {text!r}", param_hint=flag)
+    return ids
 
 
 def run_command(
@@ -142,7 +148,12 @@ def run_command(
     one failed or left episodes in error."""
     from proactivebench.suite import run_suite
 
-    experiments = suite.chosen(_ids(only), _ids(skip))
+    experiments = suite.chosen(_ids(only, "--only"), _ids(skip, "--skip"))
+    if judge_spec is None and all(e.judged for e in experiments):
+        raise NothingToDoError(
+            f"every experiment chosen ({', '.join(e.id for e in experiments)}) is open-ended "
+            "and needs a judge: pass --judge SPEC"
+        )
     backend = parse_model_options(model_options)
 
     def judge() -> Any:

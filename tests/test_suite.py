@@ -236,6 +236,7 @@ def test_paper_runs_every_experiment_and_a_rerun_asks_nothing(
         listed = (out / "report" / "report.md").read_text()
         ends = [line.rsplit("/", 1)[-1] for line in listed.splitlines() if line.startswith("- **")]
         assert ends[:11] == [e.id for e in paper_suite().experiments]
+        assert "open-ended rows: cp (%) and ps (%) of the judge's verdicts" in text
         asked, saved = saved_line(text)
         assert saved > 0  # unfiltered plays mcqa's episodes (synthetic data has no filter)
         assert asked >= first  # the judge's requests are asked too, not of the server
@@ -370,6 +371,7 @@ def test_suite_file_on_the_command_line_reads_the_users_list(
     args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
     code, text = run_cli([*args, "--out", str(tmp_path / "o"), "--limit", "3"], capsys)
     assert code == 0, text
+    assert "open-ended rows" not in text  # no row to explain: no caption saying there is
     # The file's limit (1) stands under a larger --limit: the command caps, never raises.
     played = episodes_once(tmp_path / "o" / "two-rod")
     assert len(played) == 1 and next(iter(played))[0] == "ROD"

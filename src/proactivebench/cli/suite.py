@@ -273,10 +273,11 @@ def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: 
 
 def experiments_table(entries: list[ExperimentOutcome]) -> Table:
     """Experiment, episodes, the average accuracy and ps rate (open-ended: the average cp and
-    ps, in %), and how it ended."""
+    ps, in %, which a caption says when such a row holds them), and how it ended."""
+    oeg = any(e.outcome is not None and e.outcome.summary.oeg for e in entries)
     table = Table(
         title="experiments",
-        caption="open-ended rows: cp (%) and ps (%) of the judge's verdicts",
+        caption="open-ended rows: cp (%) and ps (%) of the judge's verdicts" if oeg else None,
         caption_justify="left",
     )
     for heading in ("experiment", "episodes", "accuracy (avg)", "ps rate (avg)", "status"):

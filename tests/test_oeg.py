@@ -381,11 +381,8 @@ def test_judge_out_never_replaces_another_run(data: Path, tmp_path: Path, capsys
     run (here a multiple-choice run of the oracle), or lines of no known run, is refused and
     left byte for byte; a DIR an earlier judging of RUN wrote is judged again."""
     run, mcqa, orphan, copy = (tmp_path / name for name in ("run", "mcqa", "orphan", "copy"))
-    code, text = run_cli(
-        ["eval", "--data", str(data), "--model", "baseline:oracle"]
-        + ["--scenarios", "ROD", "--out", str(mcqa), "--no-report"],
-        capsys,
-    )
+    args = ["eval", "--data", str(data), "--model", "baseline:oracle", "--scenarios", "ROD"]
+    code, text = run_cli([*args, "--out", str(mcqa), "--no-report"], capsys)
     assert code == 0, text
     orphan.mkdir()
     (orphan / "results.jsonl").write_bytes((mcqa / "results.jsonl").read_bytes())

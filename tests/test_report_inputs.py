@@ -228,6 +228,25 @@ def test_empty_runs_are_said_to_be_empty(tmp_path: Path, capsys) -> None:
     ]
 
 
+def test_a_run_whose_every_line_is_left_out_is_not_said_to_be_empty(tmp_path: Path, capsys) -> None:
+    """run.json edited by hand (hint: true over plain lines): every line is left out, and the
+    message says so, naming the first, instead of calling a file of three lines empty."""
+    lines = [{**episode("QD", i, "first"), "settings": {"hint": False}} for i in range(3)]
+    edited = make_run(tmp_path, "edited", lines, settings={"hint": False})
+    config = json.loads((edited / "run.json").read_text())
+    (edited / "run.json").write_text(json.dumps({**config, "settings": {"hint": True}}))
+    why = (
+        f"(all 3 lines of results.jsonl are left out, the first as {edited / 'results.jsonl'}:1:"
+        " played with other settings than the run's: hint: False (run.json: True)"
+    )
+    code, text = run_cli(["report", str(edited)], capsys)
+    assert code == 1 and "is empty" not in text
+    assert f"error: nothing to report: no episode in {edited} {why}" in " ".join(text.split())
+    full = make_run(tmp_path, "full", seven(), model="full")
+    outcome = write_report([edited, full], tmp_path / "o")
+    assert any(w.startswith(f"{edited} holds no episodes {why}") for w in outcome.warnings)
+
+
 def test_show_of_an_open_ended_episode_gives_its_image_and_judge_outputs(
     tmp_path: Path, capsys
 ) -> None:

@@ -349,11 +349,11 @@ def _write_report(
         base.label += " (--vs)"
     empty = [r for r in runs if not r.lines]
     if empty and len(empty) == len(runs) and not allow_empty:
-        names = ", ".join(str(r.run_dir) for r in empty)
-        raise NothingToDoError(f"nothing to report: no episode in {names} (results.jsonl is empty)")
+        told = "; ".join(f"no episode in {r.run_dir} ({_emptiness(r)})" for r in empty)
+        raise NothingToDoError(f"nothing to report: {told}")
     outcome = ReportOutcome(out_dir=out)
     outcome.warnings += [
-        f"{r.run_dir} holds no episodes (results.jsonl is empty): its row is all —" for r in empty
+        f"{r.run_dir} holds no episodes ({_emptiness(r)}): its row is all —" for r in empty
     ]
     outcome.warnings += [line for r in [*runs, *([base] if base else [])] for line in r.rejected]
     all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
@@ -484,6 +484,20 @@ def _remove_stale(out: Path, written: Sequence[Path]) -> None:
             for path in sorted((out / folder).glob(pattern)):
                 if path.is_file() and path.resolve() not in kept:
                     path.unlink(missing_ok=True)
+
+
+def _emptiness(run: Run) -> str:
+    """Why a run has no episode to count: its results file is empty, or every line of it was
+    left out (another run's settings, not a result line...: the first is named)."""
+    if not run.rejected:
+        return "results.jsonl is empty"
+    many = len(run.rejected)
+    every = (
+        "the only line of results.jsonl is"
+        if many == 1
+        else f"all {many} lines of results.jsonl are"
+    )
+    return f"{every} left out, the first as {run.rejected[0]}"
 
 
 def _unique_keys(tables: list[Table]) -> list[Table]:

@@ -236,7 +236,7 @@ def test_a_run_whose_every_line_is_left_out_is_not_said_to_be_empty(tmp_path: Pa
     config = json.loads((edited / "run.json").read_text())
     (edited / "run.json").write_text(json.dumps({**config, "settings": {"hint": True}}))
     why = (
-        f"(all 3 lines of results.jsonl are left out, the first as {edited / 'results.jsonl'}:1:"
+        f"(3 lines of results.jsonl are left out, the first as {edited / 'results.jsonl'}:1:"
         " played with other settings than the run's: hint: False (run.json: True)"
     )
     code, text = run_cli(["report", str(edited)], capsys)
@@ -245,6 +245,10 @@ def test_a_run_whose_every_line_is_left_out_is_not_said_to_be_empty(tmp_path: Pa
     full = make_run(tmp_path, "full", seven(), model="full")
     outcome = write_report([edited, full], tmp_path / "o")
     assert any(w.startswith(f"{edited} holds no episodes {why}") for w in outcome.warnings)
+    # `show` of an episode whose line was left out says so, not only that there is none.
+    code, text = run_cli(["show", str(edited), "QD", "0"], capsys)
+    told = f"error: {edited} has no episode of scenario 'QD' (none); {why[1:]}"
+    assert code == 1 and told in " ".join(text.split())
 
 
 def test_show_of_an_open_ended_episode_gives_its_image_and_judge_outputs(

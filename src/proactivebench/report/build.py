@@ -489,15 +489,7 @@ def _remove_stale(out: Path, written: Sequence[Path]) -> None:
 def _emptiness(run: Run) -> str:
     """Why a run has no episode to count: its results file is empty, or every line of it was
     left out (another run's settings, not a result line...: the first is named)."""
-    if not run.rejected:
-        return "results.jsonl is empty"
-    many = len(run.rejected)
-    every = (
-        "the only line of results.jsonl is"
-        if many == 1
-        else f"all {many} lines of results.jsonl are"
-    )
-    return f"{every} left out, the first as {run.rejected[0]}"
+    return run.left_out() or "results.jsonl is empty"
 
 
 def _unique_keys(tables: list[Table]) -> list[Table]:

@@ -73,6 +73,17 @@ class Run:
     def scenarios(self) -> list[str]:
         return list(self.by_scenario)
 
+    def left_out(self) -> str | None:
+        """How many lines of results.jsonl no count holds (another run's settings, not a
+        result line...), naming the first; None when every line counts. Said wherever an
+        episode is looked for and not found, so that a file whose lines were all left out is
+        never taken for an empty one."""
+        if not self.rejected:
+            return None
+        many = len(self.rejected)
+        lines = "1 line of results.jsonl is" if many == 1 else f"{many} lines of results.jsonl are"
+        return f"{lines} left out, the first as {self.rejected[0]}"
+
 
 def load_run(run_dir: str | Path) -> Run:
     """Read a run directory (run.json and results.jsonl), or say clearly why it is not one."""

@@ -398,6 +398,36 @@ def test_a_failed_experiment_is_named_and_the_others_finish(
     assert not (tmp_path / "o" / "too-many" / "results.jsonl").exists()
 
 
+def test_an_experiment_edited_in_the_file_is_refused_and_its_record_kept(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """An id whose settings changed in the file since its run is refused by its run directory
+    (exit 1); suite.json goes on describing the run OUT holds (plain, the report's
+    reference), not the edited entry, while the other experiments' entries are renewed."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text('[[experiment]]\nid = "a"\n[[experiment]]\nid = "b"\nhint = true\n')
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    args += ["--out", str(out), "--no-report"]
+    code, text = run_cli([*args, "--limit", "1"], capsys)
+    assert code == 0, text
+    mine.write_text(
+        '[[experiment]]\nid = "a"\nreference = true\n'
+        '[[experiment]]\nid = "b"\nhint = true\npaper = "mine"\n'
+    )
+    code, text = run_cli([*args, "--limit", "2"], capsys)
+    assert code == 1 and "a failed: " in text and "settings.reference: false → true" in text
+    assert json.loads((out / "suite.json").read_text()) == {
+        "experiments": [
+            {"id": "a", "paper": "", "published": None, "plain": True},
+            {"id": "b", "paper": "mine", "published": None, "plain": False},
+        ],
+        "limit": 2,
+    }
+    # Refused alone: what the file held before, limit included, stays as it was.
+    code, text = run_cli([*args, "--limit", "3", "--only", "a"], capsys)
+    assert code == 1 and json.loads((out / "suite.json").read_text())["limit"] == 2
+
+
 # ----- one request asked once -------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ from proactivebench.engine import RunEngine
 from proactivebench.errors import (
     NothingToDoError,
     ProactiveBenchError,
+    RunMismatchError,
     SettingsError,
     SuiteFileError,
 )
@@ -281,7 +282,7 @@ async def run_suite(
     the others go on. Cancelled (Ctrl-C), every run keeps what it wrote, as `eval` does."""
     engine = RunEngine(options, cache)
     root = Path(out_dir)
-    record_suite(root, experiments, limit)
+    before = record_suite(root, experiments, limit)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     shared: list[Model] = []
     make_model = _maker(model, shared)
@@ -308,15 +309,23 @@ async def run_suite(
                 on_start=lambda total, done: on_start(experiment.id, total, done),
                 on_result=lambda result: on_result(experiment.id, result),
             )
+        except RunMismatchError as exc:  # OUT/<id> holds a run of other settings: not this one
+            entry.status, entry.reason = FAILED, str(exc)
+            refused.append(experiment)
+            return
         except ProactiveBenchError as exc:
             entry.status, entry.reason = FAILED, str(exc)
             return
         entry.outcome = outcome
         entry.status = EPISODE_ERRORS if outcome.errors else DONE
 
+    refused: list[Experiment] = []
     try:
         await asyncio.gather(*(one(entry) for entry in outcomes))
     finally:
+        if refused:  # suite.json describes the runs OUT holds: theirs as they were
+            accepted = [e for e in experiments if e not in refused]
+            record_suite(root, accepted, limit if accepted else before.get("limit"), before)
         for kept in shared:
             await kept.aclose()
         for entry in outcomes:
@@ -326,11 +335,17 @@ async def run_suite(
     return SuiteOutcome(outcomes)
 
 
-def record_suite(out_dir: Path, experiments: Sequence[Experiment], limit: int | None) -> None:
+def record_suite(
+    out_dir: Path,
+    experiments: Sequence[Experiment],
+    limit: int | None,
+    before: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
-    invocation (`--only`) are kept, those played now replace theirs."""
-    before = read_suite_record(out_dir)
+    invocation (`--only`) are kept, those played now replace theirs. `before`: the record to
+    add them to (default: the one there now); returns the one there was."""
+    before = read_suite_record(out_dir) if before is None else before
     entries = {e["id"]: e for e in before.get("experiments", [])}
     for experiment in experiments:
         entries[experiment.id] = {
@@ -342,6 +357,7 @@ def record_suite(out_dir: Path, experiments: Sequence[Experiment], limit: int | 
     record = {"experiments": list(entries.values()), "limit": limit}
     out_dir.mkdir(parents=True, exist_ok=True)
     write_whole(out_dir / SUITE_RECORD, dumps(record, indent=2) + "\n")
+    return before
 
 
 def is_suite_dir(path: str | os.PathLike[str]) -> bool:

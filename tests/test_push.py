@@ -283,3 +283,16 @@ def test_bad_input_is_one_line(
     code, text = run_cli(["push", str(target), *args], capsys)
     assert code == 1, text
     assert wanted in text and "Traceback" not in text
+
+
+def test_a_directory_named_twice_is_pushed_once(runs: Path) -> None:
+    """`push RUN RUN/ ./RUN` (a shell glob, a pasted list) is one run: planned, counted and
+    given a section in the card once, as for a suite's output or a report named again."""
+    from proactivebench.publish import dataset_card, plan_push
+
+    run, suite = runs / "run-a", runs / "suite"
+    again = [run, f"{run}/", Path(os.path.relpath(run)), suite, suite / ".." / "suite"]
+    plan = plan_push(again)
+    assert [r.repo_path for r in plan.runs] == ["runs/run-a", "runs/suite/mcqa", "runs/suite/hint"]
+    assert plan.reports == ["reports/suite"]
+    assert dataset_card(plan, REPO).count("## `runs/run-a`") == 1

@@ -97,10 +97,14 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
     if not paths:
         raise PushError("nothing to push: name run directories, suite outputs or reports")
     plan = PushPlan()
+    seen: set[Path] = set()
     for given in paths:
         path = Path(given)
         if not path.is_dir() or path.is_symlink():
             raise PushError(f"{path} is not a directory: name a run, a suite's output or a report")
+        if path.resolve() in seen:  # named again (RUN and RUN/): pushed, counted and carded once
+            continue
+        seen.add(path.resolve())
         name = path.resolve().name
         if (path / RUN_CONFIG).is_file():
             _add_run(plan, path, f"{RUNS}/{name}")

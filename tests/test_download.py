@@ -86,6 +86,8 @@ class StandIn:
         self.log: list[Request] = []
         self.faults: dict[str, list[Fault]] = {}
         self.etags: dict[str, str] = {}
+        #: What to send instead of the JSON of a "tree" or "revision" answer (a proxy's page...).
+        self.garbage: dict[str, bytes] = {}
         self.server, self.endpoint = start(_Handler, self)
 
     def close(self) -> None:
@@ -181,7 +183,9 @@ class StandIn:
             h.close_connection = True  # the client went away (killed): nothing to answer
 
     def json(self, h: BaseHTTPRequestHandler, obj: Any, body: bool) -> None:
-        payload = json.dumps(obj).encode()
+        path = urlsplit(h.path).path
+        kind = "tree" if "/tree/" in path else "revision"
+        payload = self.garbage[kind] if kind in self.garbage else json.dumps(obj).encode()
         h.send_response(200)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(payload)))
@@ -431,6 +435,29 @@ def test_unreachable_endpoint(tmp_path: Path) -> None:
     result = download(f"http://127.0.0.1:{port}", tmp_path / "hf", "--dir", tmp_path / "data")
     assert_clean_failure(result, f"error: cannot reach http://127.0.0.1:{port}")
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        ("tree", b"<html>sign in to the network</html>"),
+        ("tree", b'{"not": "a list"}'),
+        ("tree", b'[{"type": "file", "path": "test/a.jsonl", "size": "big"}]'),
+        ("revision", b"<html>sign in to the network</html>"),
+        ("revision", b'["a list"]'),
+    ],
+)
+def test_an_answer_that_is_not_the_hubs_is_one_line(
+    hub: StandIn, tmp_path: Path, kind: str, body: bytes
+) -> None:
+    """A proxy's page or JSON of another shape where the Hub's listing or revision info should
+    be: one line naming the endpoint, exit 1, nothing written; never a traceback."""
+    make_repo(hub.root)
+    hub.garbage[kind] = body
+    result = download(hub.endpoint, tmp_path / "hf", "--dir", tmp_path / "data")
+    assert_clean_failure(result, f"error: {hub.endpoint} sent an answer that is not the Hub's")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not list((tmp_path / "data").glob("*.jsonl"))
 
 
 def test_unknown_repo_and_revision(hub: StandIn, tmp_path: Path) -> None:

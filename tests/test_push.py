@@ -261,6 +261,28 @@ def test_missing_repo_without_permission_to_create_is_one_line(
     assert hub.repos == {} and hub.commits == []
 
 
+@pytest.mark.parametrize(
+    ("route", "body", "what"),
+    [
+        ("/api/repos/create", b"<html>sign in to the network</html>", "the repo"),
+        ("/api/repos/create", b'{"no": "url"}', "the repo"),
+        ("/tree/", b'{"not": "a list"}', "the files of"),
+        ("/commit/", b"[1]", "the commit to"),
+    ],
+)
+def test_an_answer_that_is_not_the_hubs_is_one_line(
+    hub: UploadHub, runs: Path, tmp_path: Path, route: str, body: bytes, what: str
+) -> None:
+    """A proxy's page or JSON of another shape where the Hub's answer should be (creating the
+    repo, listing its files, the commit): one line naming the endpoint, not a traceback."""
+    hub.garbage[route] = body
+    done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert_one_line_failure(
+        done, f"{hub.endpoint} sent an answer that is not the Hub's for {what}", "HF_ENDPOINT"
+    )
+    assert hub.commits == []
+
+
 def test_unreachable_hub_is_one_line(runs: Path, tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

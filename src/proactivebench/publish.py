@@ -22,6 +22,7 @@ naming the repo and what to do (`hf auth login`, HF_TOKEN, the network).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError, PushError
+from proactivebench.errors import ProactiveBenchError, PushError, not_the_hubs
 from proactivebench.metrics import Metric, headline_metrics
 from proactivebench.rundir import REPORT_DIR, RESULTS, RUN_CONFIG, SUMMARY, read_run_config
 from proactivebench.suite import is_suite_dir, read_suite_record
@@ -307,13 +308,17 @@ def push(
     named = [run.repo_path for run in plan.runs] + plan.reports
     message = "proactivebench push: " + ", ".join(named)
     with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
-        url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+        with _hub_answer(f"the repo {repo_id}"):
+            url = api.create_repo(
+                repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True
+            )
         card = dataset_card(plan, repo_id, _earlier_runs(api, repo_id, plan))
         operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
         operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
-        commit = api.create_commit(
-            repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
-        )
+        with _hub_answer(f"the commit to {repo_id}"):
+            commit = api.create_commit(
+                repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
+            )
     return PushOutcome(
         url=str(url),
         commit=str(commit.oid),
@@ -330,7 +335,8 @@ def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
     import tempfile
 
     pushed = {run.repo_path for run in plan.runs}
-    held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+    with _hub_answer(f"the files of {repo_id}"):
+        held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
     suffix = f"/{RUN_CONFIG}"
     earlier = []
     with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
@@ -338,7 +344,10 @@ def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
         def fetch(repo_path: str) -> Any:
             if repo_path not in held:
                 return None
-            local = api.hf_hub_download(repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch)
+            with _hub_answer(f"{repo_id}/{repo_path}"):
+                local = api.hf_hub_download(
+                    repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch
+                )
             try:
                 return loads(Path(local).read_bytes().decode("utf-8"))
             except ValueError:
@@ -357,6 +366,20 @@ def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
                     PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
                 )
     return earlier
+
+
+@contextmanager
+def _hub_answer(what: str) -> Iterator[None]:
+    """Around one huggingface_hub call: an answer about `what` that is not the Hub's (a
+    proxy's HTML page, JSON of another shape) fails inside the library as a JSONDecodeError,
+    TypeError, KeyError or AttributeError, told as one `PushError` naming the endpoint (a
+    ValueError of the library's own checks is `_hub_errors`' to tell)."""
+    from huggingface_hub import constants
+
+    try:
+        yield
+    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
+        raise PushError(not_the_hubs(constants.ENDPOINT, what, exc)) from None
 
 
 @contextmanager

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
-from proactivebench.errors import DownloadError
+from proactivebench.errors import DownloadError, not_the_hubs
 from proactivebench.paths import cache_root, open_to_write, refuse_link, write_whole
 from proactivebench.texts import dumps, loads
 
@@ -184,10 +184,7 @@ def _hub_answer(what: str) -> Iterator[None]:
     except errors.HFValidationError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise DownloadError(
-            f"{_endpoint()} sent an answer that is not the Hub's for {what} "
-            f"({type(exc).__name__}: {exc}); check HF_ENDPOINT, or a proxy in the way"
-        ) from None
+        raise DownloadError(not_the_hubs(_endpoint(), what, exc)) from None
 
 
 def _resolve_commit(repo_id: str, revision: str, token: str | bool | None) -> str:

@@ -376,6 +376,25 @@ def test_judge_takes_the_run_lock_of_the_directory_it_writes(
     assert entries[-1]["judge_endpoints"] == [fake.url] and entries[-1]["ended"]
 
 
+def test_judge_refuses_lines_that_are_not_the_runs(data: Path, tmp_path: Path, capsys) -> None:
+    """run.json edited by hand (hint: true over lines played without): judging would stamp
+    the new verdicts' lines with settings they were not played with. Refused as eval's resume
+    refuses, naming the lines; the run is left byte for byte."""
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run, scenarios=("ROD",))
+        config = json.loads((run / "run.json").read_text())
+        config["settings"]["hint"] = True
+        (run / "run.json").write_text(json.dumps(config))
+        before = {p.name: p.read_bytes() for p in run.iterdir()}
+        code, text = run_cli(judge_args(run, fake.url, "j2"), capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"cannot judge {run}: its results hold lines that are not this run's" in text
+    played = "played with other settings than the run's: hint: False (run.json: True)"
+    assert f"{run / 'results.jsonl'}:1: {played}" in text
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
 def test_judge_out_never_replaces_another_run(data: Path, tmp_path: Path, capsys) -> None:
     """`judge RUN --out DIR` writes DIR's run.json and results.jsonl: a DIR holding another
     run (here a multiple-choice run of the oracle), or lines of no known run, is refused and

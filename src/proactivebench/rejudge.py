@@ -36,11 +36,12 @@ from proactivebench.rundir import (
     RUN_CONFIG,
     ResultsFile,
     identity_differences,
-    latest_results,
     provenance_of,
     read_results,
     read_run_config,
     refuse_orphan_lines,
+    refuse_rejected,
+    run_lines,
     without_provenance,
     write_results,
     write_run_config,
@@ -126,7 +127,15 @@ def rejudge(
         identity = read_run_config(run)
         multiturn = identity.get("settings", {}).get("mode") == "oeg-multiturn"
         way = MULTITURN if multiturn else ONE_TURN
-        lines = latest_results(read_results(run / RESULTS))
+        # The lines as every reader that counts takes them: one played with other settings
+        # than run.json's (a hand edit) would otherwise be judged and stamped with them.
+        found = run_lines(run, identity)
+        refuse_rejected(
+            found.rejected,
+            f"cannot judge {run}: its results hold lines that are not this run's. Move them "
+            f"out of {run / RESULTS}, or mend {run / RUN_CONFIG}",
+        )
+        lines = found.lines
         if not lines or not all(is_oeg_line(line) != multiturn for line in lines):
             raise NothingToDoError(
                 f"{run} holds no open-ended (--mode oeg or oeg-multiturn) results to judge"

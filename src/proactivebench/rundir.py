@@ -210,7 +210,7 @@ def run_lines(
     `run.json` (`config`). `known(scenario, sample_id)` says whether the data holds an
     episode; without it, only a scenario the benchmark does not have is refused.
 
-    Every reader that counts (eval's resume and table, report, merge) takes its lines from
+    Every reader that counts (eval's resume and table, judge, report, merge) takes its lines from
     here, so that a line pasted from another run or hand-edited is left out by all of them
     alike, and named."""
     path = run_dir / RESULTS

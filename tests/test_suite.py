@@ -552,3 +552,26 @@ def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path
             for r in results(tmp_path / "separate" / ident)
         }
         assert ours == theirs and len(ours) == 7 * LIMIT
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{broken", "not JSON: Expecting property name"),
+        ('{"experiments": [{"id": "../elsewhere"}]}', "not a list of experiments, each with an id"),
+    ],
+)
+def test_a_damaged_suite_json_is_named_not_taken_for_a_run_without_run_json(
+    tmp_path: Path, capsys, text: str, why: str
+) -> None:
+    """`report OUT` and `push OUT` of a suite's output whose suite.json is damaged say so,
+    instead of "OUT is not a run directory (no run.json)"."""
+    from proactivebench.errors import DamagedRunError
+    from proactivebench.publish import plan_push
+
+    (tmp_path / "suite.json").write_text(text)
+    code, output = run_cli(["report", str(tmp_path)], capsys)
+    told = f"error: {tmp_path / 'suite.json'} is damaged ({why}"
+    assert code == 1 and told in " ".join(output.split()) and "no run.json" not in output
+    with pytest.raises(DamagedRunError, match=r"suite\.json is damaged"):
+        plan_push([tmp_path])

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from proactivebench.engine import RunEngine
 from proactivebench.errors import (
+    DamagedRunError,
     NothingToDoError,
     ProactiveBenchError,
     RunMismatchError,
@@ -361,23 +362,40 @@ def record_suite(
 
 
 def is_suite_dir(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` holds a suite's experiments (its `suite.json`) rather than one run."""
+    """Whether `path` holds a suite's experiments (its `suite.json`) rather than one run; a
+    `suite.json` there (and no run.json) that is not one is refused by name, rather than
+    `path` being taken for a run directory without a run.json."""
     root = Path(path)
-    return not (root / "run.json").exists() and bool(read_suite_record(root))
+    if (root / "run.json").exists():
+        return False
+    record, problem = _suite_record(root)
+    if problem is not None and (root / SUITE_RECORD).exists():
+        raise DamagedRunError(
+            f"{root / SUITE_RECORD} is damaged ({problem}); run the suite's command (paper or "
+            f"suite) again to write it, or name its experiments' run directories"
+        )
+    return bool(record)
 
 
 def read_suite_record(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """`suite.json` of a suite's output, or {} when there is none (or it is not ours)."""
+    return _suite_record(Path(out_dir))[0]
+
+
+def _suite_record(out_dir: Path) -> tuple[dict[str, Any], str | None]:
+    """`suite.json` of `out_dir`, or {} and why it is none."""
     try:
-        record = loads(read_file(Path(out_dir) / SUITE_RECORD).decode("utf-8"))
-    except (OSError, ValueError):
-        return {}
+        record = loads(read_file(out_dir / SUITE_RECORD).decode("utf-8"))
+    except OSError as exc:
+        return {}, exc.strerror or str(exc)
+    except ValueError as exc:
+        return {}, f"not JSON: {exc}"
     entries = record.get("experiments") if isinstance(record, dict) else None
     if not isinstance(entries, list) or not all(
         isinstance(e, dict) and isinstance(e.get(ID), str) and _ID.fullmatch(e[ID]) for e in entries
     ):
-        return {}
-    return record
+        return {}, "not a list of experiments, each with an id that names a folder"
+    return record, None
 
 
 def _plain(settings: EvalSettings) -> bool:

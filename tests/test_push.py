@@ -318,3 +318,18 @@ def test_a_directory_named_twice_is_pushed_once(runs: Path) -> None:
     assert [r.repo_path for r in plan.runs] == ["runs/run-a", "runs/suite/mcqa", "runs/suite/hint"]
     assert plan.reports == ["reports/suite"]
     assert dataset_card(plan, REPO).count("## `runs/run-a`") == 1
+
+
+def test_a_run_still_being_written_is_not_pushed(runs: Path) -> None:
+    """A run another process holds (an eval still appending its results) would be published
+    half-written: refused, naming the process; once it is released, pushed."""
+    from clirun import held_by_another_process
+    from proactivebench.errors import PushError
+    from proactivebench.publish import plan_push
+
+    with held_by_another_process(runs / "run-a") as pid:
+        with pytest.raises(PushError, match=rf"run-a is in use by another run \(PID {pid}\)"):
+            plan_push([runs / "run-a"])
+        with pytest.raises(PushError, match=r"in use by another run"):
+            plan_push([runs / "suite", runs / "run-a"])
+    assert [r.repo_path for r in plan_push([runs / "run-a"]).runs] == ["runs/run-a"]

@@ -34,7 +34,14 @@ from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, PushError, not_the_hubs
 from proactivebench.metrics import Metric, headline_metrics
-from proactivebench.rundir import REPORT_DIR, RESULTS, RUN_CONFIG, SUMMARY, read_run_config
+from proactivebench.rundir import (
+    REPORT_DIR,
+    RESULTS,
+    RUN_CONFIG,
+    SUMMARY,
+    RunLock,
+    read_run_config,
+)
 from proactivebench.suite import is_suite_dir, read_suite_record
 from proactivebench.texts import dumps, loads
 
@@ -123,6 +130,11 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
 
 def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
     config = read_run_config(run_dir)
+    holder = RunLock.holder(run_dir)
+    if holder is not None:  # its results are still being appended: a half-written run
+        raise PushError(
+            f"{run_dir} is in use by another run (PID {holder}): push it once that run ends"
+        )
     if not (run_dir / RESULTS).is_file():
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
     for name in (RUN_CONFIG, RESULTS, SUMMARY):

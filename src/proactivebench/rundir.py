@@ -385,6 +385,26 @@ class RunLock:
         lock.release()
         self._clean_up()
 
+    @staticmethod
+    def holder(run_dir: Path) -> str | None:
+        """The PID of another process holding `run_dir` (a run still writing it), or None: for
+        a reader that must not take a run half-written (`push`). Looked at, never taken: a
+        directory it cannot lock (read-only) is taken as free."""
+        from filelock import FileLock, Timeout
+
+        if RunLock._held.get(Path(run_dir).resolve()) or not (run_dir / ".lock").is_file():
+            return None
+        lock = FileLock(run_dir / ".lock", timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            pid_file = run_dir / ".lock.pid"
+            return pid_file.read_text().strip() if pid_file.is_file() else "unknown"
+        except OSError:
+            return None
+        lock.release()
+        return None
+
     def _clean_up(self) -> None:
         """A directory this lock created and no run was started in (bad data, nothing to play,
         a failed start) is removed again: no empty run dir is left behind."""

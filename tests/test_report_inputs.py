@@ -17,6 +17,7 @@ import pytest
 from clirun import run_cli
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.report import plots, write_report
+from proactivebench.report import text as text_formats
 from proactivebench.stats import bootstrap_mean
 from test_report import episode, make_run, oeg_line
 
@@ -36,6 +37,26 @@ def test_dollar_signs_in_names_are_drawn_as_text(tmp_path: Path) -> None:
     assert not [n for n in outcome.notes if "not drawn" in n]
     for name in ("scenarios", "accuracy_vs_ps", "size"):
         assert (tmp_path / "out" / "plots" / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_name_a_spreadsheet_would_run_as_a_formula_stays_text_in_the_csv(
+    tmp_path: Path,
+) -> None:
+    """A model named `=HYPERLINK(...)` (a run.json from elsewhere) is a formula to a
+    spreadsheet opening the CSV: its cell starts with `'`, so it shows as text; numbers that
+    start with '-' (a difference) stay numbers."""
+    evil = '=HYPERLINK("http://x.example","click")'
+    runs = [
+        make_run(tmp_path, "a", seven(), model=evil),
+        make_run(tmp_path, "b", seven("wrong"), model="@SUM(A1)"),
+    ]
+    write_report(runs, tmp_path / "out", vs=runs[1])
+    rows = list(csv.reader(io.StringIO((tmp_path / "out/tables/cross-accuracy.csv").read_text())))
+    assert [row[0] for row in rows[1:]] == [f"'{evil}", "'@SUM(A1)"]
+    vs = list(csv.reader(io.StringIO((tmp_path / "out/tables/vs-accuracy.csv").read_text())))
+    assert vs[1][0] == f"'{evil}" and float(vs[1][1]) == 100.0
+    assert text_formats.csv_cell("-0.5") == "-0.5" and text_formats.csv_cell("-x") == "'-x"
+    assert text_formats.csv_cell("+hint") == "'+hint" and text_formats.csv_cell("a=b") == "a=b"
 
 
 def test_a_failing_plot_costs_only_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -385,3 +385,21 @@ def test_the_viewer_reads_each_answer_to_its_options_once_and_right() -> None:
     assert _chosen("A", ("hat", "tree")) == 0
     info = _chosen.cache_info()
     assert (info.hits, info.misses) == (2, 5)
+
+
+def test_out_may_be_the_current_folder_or_its_parent(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report RUN --out .` (and `..`, `./`): the report is built beside the folder the path
+    leads to and moved in, as for any --out; `--out /` is one error. Never a traceback."""
+    run = make_run(tmp_path, "run", seven())
+    here = tmp_path / "here" / "deeper"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    for out, folder in ((".", here), ("./", here), ("..", here.parent)):
+        code, text = run_cli(["report", str(run), "--out", out], capsys)
+        assert code == 0, text
+        assert (folder / "report.html").is_file() and (folder / "tables").is_dir()
+    assert not [p for p in tmp_path.rglob(".*partial*")]
+    code, text = run_cli(["report", str(run), "--out", "/"], capsys)
+    assert code == 1 and "error: cannot write /" in text and "Traceback" not in text

@@ -411,3 +411,30 @@ def test_a_negative_seed_is_a_usage_error_not_a_traceback(
     assert code == 2
     assert "Invalid value for '--seed': -1 is not in the range x>=0" in text
     assert "Traceback" not in text and not (tmp_path / "out").exists()
+
+
+def test_an_interrupted_generation_adds_nothing(tmp_path: Path) -> None:
+    """Ctrl-C after the first scenarios: neither a new folder nor an earlier data set gains a
+    half of a set (a run would take ROD alone for the whole); no stage is left beside."""
+
+    def stop_after(samples: int) -> Callable[[int], None]:
+        done = [0]
+
+        def progress(n: int) -> None:
+            done[0] += n
+            if done[0] == samples:
+                raise KeyboardInterrupt
+
+        return progress
+
+    new = tmp_path / "new"
+    with pytest.raises(KeyboardInterrupt):
+        generate(new, per_scenario=2, progress=stop_after(5))
+    assert not new.exists()
+    old = tmp_path / "old"
+    generate(old, per_scenario=1, scenarios=["QD"])
+    before = {p: p.read_bytes() for p in old.rglob("*") if p.is_file()}
+    with pytest.raises(KeyboardInterrupt):
+        generate(old, per_scenario=2, seed=3, progress=stop_after(5))
+    assert {p: p.read_bytes() for p in old.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]

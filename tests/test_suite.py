@@ -416,6 +416,7 @@ def test_an_experiment_edited_in_the_file_is_refused_and_its_record_kept(
     )
     code, text = run_cli([*args, "--limit", "2"], capsys)
     assert code == 1 and "a failed: " in text and "settings.reference: false → true" in text
+    assert "failed: a; the others are intact. Mend what the error above says" in text
     assert json.loads((out / "suite.json").read_text()) == {
         "experiments": [
             {"id": "a", "paper": "", "published": None, "plain": True},

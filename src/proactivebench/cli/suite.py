@@ -262,7 +262,11 @@ def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: 
     if outcome.failed:
         failed = ", ".join(e.experiment.id for e in outcome.failed)
         console.print(
-            escape(f"failed: {failed}; the others are intact. Rerun the same command to resume"),
+            escape(
+                f"failed: {failed}; the others are intact. Mend what the error above says (a "
+                "server that did not answer, settings changed since the run), then rerun the "
+                "same command to resume"
+            ),
             highlight=False,
         )
         return EXIT_ERROR

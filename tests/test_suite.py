@@ -419,8 +419,8 @@ def test_an_experiment_edited_in_the_file_is_refused_and_its_record_kept(
     assert "failed: a; the others are intact. Mend what the error above says" in text
     assert json.loads((out / "suite.json").read_text()) == {
         "experiments": [
-            {"id": "a", "paper": "", "published": None, "plain": True},
-            {"id": "b", "paper": "mine", "published": None, "plain": False},
+            {"id": "a", "paper": "", "published": None, "plain": True, "limit": 1},
+            {"id": "b", "paper": "mine", "published": None, "plain": False, "limit": 2},
         ],
         "limit": 2,
     }
@@ -588,3 +588,27 @@ def test_a_suites_output_among_runs_is_named_as_a_suite(tmp_path: Path, capsys) 
     for args in ([str(out), str(run)], [str(run), "--vs", str(out)]):
         code, text = run_cli(["report", *args, "--out", str(tmp_path / "r")], capsys)
         assert code == 1 and told in " ".join(text.split()) and "no run.json" not in text
+
+
+def test_a_report_of_runs_any_of_which_is_partial_says_so(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """`--limit 1`, then `--only a` without a limit: b still holds one episode per scenario,
+    so the record's limit stays 1 and the report says it is partial (it said nothing once the
+    last invocation had no --limit). A suite file's own `limit` counts as --limit does."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text(
+        '[[experiment]]\nid = "a"\n[[experiment]]\nid = "b"\nhint = true\n'
+        '[[experiment]]\nid = "c"\nreference = true\nlimit = 2\n'
+    )
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    args += ["--out", str(out)]
+    code, text = run_cli([*args, "--limit", "1", "--only", "a,b"], capsys)
+    assert code == 0, text
+    code, text = run_cli([*args, "--only", "a,c"], capsys)
+    assert code == 0, text
+    record = json.loads((out / "suite.json").read_text())
+    assert {e["id"]: e["limit"] for e in record["experiments"]} == {"a": None, "b": 1, "c": 2}
+    assert record["limit"] == 2
+    assert "Partial: played with --limit 2" in (out / "report" / "report.md").read_text()
+    assert len(episodes_once(out / "b")) == 7 and len(episodes_once(out / "c")) == 14

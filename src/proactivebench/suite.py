@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 ID, PAPER, PUBLISHED = "id", "paper", "published"
 #: What `run_suite` records in OUT of the experiments it played there (`report OUT` reads it).
 SUITE_RECORD = "suite.json"
+#: suite.json's key of the episodes per scenario a run was played with (None: all).
+LIMIT = "limit"
 #: An experiment's id names its run directory: a plain name.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 #: What the suite itself writes in OUT beside the experiments' run directories: no id's, in
@@ -326,7 +328,7 @@ async def run_suite(
     finally:
         if refused:  # suite.json describes the runs OUT holds: theirs as they were
             accepted = [e for e in experiments if e not in refused]
-            record_suite(root, accepted, limit if accepted else before.get("limit"), before)
+            record_suite(root, accepted, limit, before)
         for kept in shared:
             await kept.aclose()
         for entry in outcomes:
@@ -345,20 +347,38 @@ def record_suite(
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
     invocation (`--only`) are kept, those played now replace theirs. `before`: the record to
-    add them to (default: the one there now); returns the one there was."""
+    add them to (default: the one there now); returns the one there was.
+
+    Each entry keeps the limit its run was played with (episodes per scenario; None: all),
+    the larger of an earlier invocation's and this one's (a run only grows), and the record's
+    `limit` is the largest of them: a report of runs of which any is partial says so, whatever
+    the last invocation's --limit (or a suite file's own `limit`)."""
     before = read_suite_record(out_dir) if before is None else before
-    entries = {e["id"]: e for e in before.get("experiments", [])}
+    # Entries written before they kept their own limit: the record's was theirs.
+    entries = {e["id"]: {LIMIT: before.get(LIMIT), **e} for e in before.get("experiments", [])}
     for experiment in experiments:
+        played = capped(experiment.settings, limit).limit
+        if (out_dir / experiment.id / "run.json").is_file() and experiment.id in entries:
+            played = _larger(entries[experiment.id].get(LIMIT), played)
         entries[experiment.id] = {
             ID: experiment.id,
             PAPER: experiment.paper,
             PUBLISHED: experiment.published,
             "plain": _plain(experiment.settings),
+            LIMIT: played,
         }
-    record = {"experiments": list(entries.values()), "limit": limit}
+    limits = [e[LIMIT] for e in entries.values() if isinstance(e.get(LIMIT), int)]
+    record = {"experiments": list(entries.values()), LIMIT: max(limits, default=None)}
     out_dir.mkdir(parents=True, exist_ok=True)
     write_whole(out_dir / SUITE_RECORD, dumps(record, indent=2) + "\n")
     return before
+
+
+def _larger(first: Any, second: int | None) -> int | None:
+    """Two limits on one run directory, one after the other: what it holds (None: all)."""
+    if not isinstance(first, int) or second is None:
+        return None
+    return max(first, second)
 
 
 def is_suite_dir(path: str | os.PathLike[str]) -> bool:

@@ -145,3 +145,23 @@ def test_a_smaller_limit_never_makes_the_summary_a_subsets(
     assert "this selection chose 1 of the run's 2 episodes" in text
     rod_row = next(row for row in text.splitlines() if row.strip("│┃ ").startswith("ROD"))
     assert rod_row.split("│")[2].strip() == "2"  # the table's n: the whole run, as summary.json
+
+
+def test_token_counts_of_the_wrong_shape_are_named_not_a_traceback(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A turn's `usage` that is not an object (a hand edit; no backend writes one) is a line
+    the report leaves out and names; it was an AttributeError while summing token counts."""
+    from proactivebench.results import shape_problem
+
+    run = tmp_path / "run"
+    first = abstain_run(data, run, capsys)[0]
+    turn = {**first["trace"][0], "usage": "x"}
+    number = append(run, {**first, "trace": [turn]})
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0 and "Traceback" not in text
+    why = "turn 1: usage must be an object of token counts, not 'x'"
+    assert f"results.jsonl:{number}: not a result line ({why}); not counted" in text
+    oeg = {"scenario": "QD", "sample_id": 0, "prompt": "What?", "usage": [3]}
+    assert shape_problem(oeg) == "usage must be an object of token counts, not [3]"
+    assert shape_problem({**oeg, "usage": {"prompt_tokens": 3}}) is None

@@ -303,6 +303,15 @@ def shape_problem(line: Any) -> str | None:
     return _oeg_problem(line) if is_oeg_line(line) else _mcqa_problem(line)
 
 
+def _usage_problem(request: dict[str, Any], where: str = "") -> str | None:
+    """A request's token counts are an object (count by kind) or absent: the report sums them
+    by kind."""
+    usage = request.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        return f"{where}usage must be an object of token counts, not {_shown(usage)}"
+    return None
+
+
 def _mcqa_problem(line: dict[str, Any]) -> str | None:
     turns = line.get("num_turns", 0)
     if not _is_int(turns) or not 0 <= turns <= MAX_TURNS:
@@ -315,6 +324,10 @@ def _mcqa_problem(line: dict[str, Any]) -> str | None:
     trace = line.get("trace", [])
     if not isinstance(trace, list) or not all(isinstance(t, dict) for t in trace):
         return f"trace must be a list of turns (objects), not {_shown(trace)}"
+    for number, turn in enumerate(trace, 1):
+        problem = _usage_problem(turn, f"turn {number}: ")
+        if problem is not None:
+            return problem
     return None
 
 
@@ -339,7 +352,7 @@ def _oeg_problem(line: dict[str, Any]) -> str | None:
         value = line.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
             return f"{key} must be a list of {kind.__name__}, not {_shown(value)}"
-    return None
+    return _usage_problem(line)
 
 
 def settings_problem(line: dict[str, Any], settings: dict[str, Any]) -> str | None:

@@ -147,21 +147,38 @@ def test_a_smaller_limit_never_makes_the_summary_a_subsets(
     assert rod_row.split("│")[2].strip() == "2"  # the table's n: the whole run, as summary.json
 
 
-def test_token_counts_of_the_wrong_shape_are_named_not_a_traceback(
-    data: Path, tmp_path: Path, capsys
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("usage", "x", "usage must be an object of token counts, not 'x'"),
+        ("image", 5, "image must be a path (text), not 5"),
+        ("crop", "zz", "crop must be four numbers (left, top, right, bottom), not 'zz'"),
+        ("crop", [1, 2], "crop must be four numbers"),
+        ("crop", [1, 2, 3, True], "crop must be four numbers"),
+        ("resize_short_edge", 0, "resize_short_edge must be a whole number >= 1, not 0"),
+    ],
+)
+def test_a_turn_field_the_report_reads_of_the_wrong_shape_is_named_not_a_traceback(
+    data: Path, tmp_path: Path, capsys, field: str, value: object, why: str
 ) -> None:
-    """A turn's `usage` that is not an object (a hand edit; no backend writes one) is a line
-    the report leaves out and names; it was an AttributeError while summing token counts."""
+    """A turn's token counts or view fields of a shape no writer gives them (a hand edit)
+    make a line the report leaves out and names; they were an AttributeError while summing
+    token counts, a TypeError while making a thumbnail."""
     from proactivebench.results import shape_problem
 
     run = tmp_path / "run"
     first = abstain_run(data, run, capsys)[0]
-    turn = {**first["trace"][0], "usage": "x"}
+    turn = {**first["trace"][0], field: value}
     number = append(run, {**first, "trace": [turn]})
     code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
     assert code == 0 and "Traceback" not in text
-    why = "turn 1: usage must be an object of token counts, not 'x'"
-    assert f"results.jsonl:{number}: not a result line ({why}); not counted" in text
-    oeg = {"scenario": "QD", "sample_id": 0, "prompt": "What?", "usage": [3]}
-    assert shape_problem(oeg) == "usage must be an object of token counts, not [3]"
-    assert shape_problem({**oeg, "usage": {"prompt_tokens": 3}}) is None
+    assert f"results.jsonl:{number}: not a result line (turn 1: {why}" in " ".join(text.split())
+    # The open-ended line is its own turn; a demonstration's turns are turns too.
+    oeg = {"scenario": "QD", "sample_id": 0, "prompt": "What?", field: value}
+    assert (shape_problem(oeg) or "").startswith(why)
+    shown = {**first, "demonstrations": [{"sample_id": 3, "turns": [turn]}]}
+    assert (shape_problem(shown) or "").startswith(f"demonstration 1: {why}")
+    assert shape_problem({**first, "demonstrations": [5]}) == (
+        "demonstrations must be a list of objects, not [5]"
+    )
+    assert shape_problem({**first, "demonstrations": [{"turns": first["trace"]}]}) is None

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
 from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
+from proactivebench.models import SPEC_KIND
 from proactivebench.paper import paper_model_named, recognise_model
 from proactivebench.paths import (
     open_to_write,
@@ -622,9 +623,9 @@ def _plots(
             outcome.notes.append(f"plot {name} not drawn: {value}")
         elif kind == "png":
             images[name] = value
-    # Baselines (`baseline:...`) have no model size: a report of baselines only is told nothing
-    # about the size plot it could never have.
-    models = [m for m in all_measures if not m.run.model.startswith("baseline:")]
+    # Baselines and people (`baseline:...`, `human:...`) have no model size: a report of them
+    # only is told nothing about the size plot it could never have.
+    models = [m for m in all_measures if _sized(m.run.model)]
     if (
         "size" not in images
         and len(all_measures) > 1
@@ -636,6 +637,13 @@ def _plots(
             "(give them with --params NAME=7B; one point per model)"
         )
     return images
+
+
+def _sized(model: str) -> bool:
+    """Whether a run's model spec is of a kind that has a parameter count (`SpecKind.sized`;
+    a spec of no known kind may well have one)."""
+    kind = SPEC_KIND.get(model.partition(":")[0])
+    return kind is None or kind.sized
 
 
 def _markdown(

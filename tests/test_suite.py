@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import ctrl_c_as_in_a_terminal, run_cli
+from clirun import ctrl_c_as_in_a_terminal, eval_args, run_cli
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.errors import ModelError, SettingsError, SuiteFileError
@@ -612,3 +612,30 @@ def test_a_report_of_runs_any_of_which_is_partial_says_so(
     assert record["limit"] == 2
     assert "Partial: played with --limit 2" in (out / "report" / "report.md").read_text()
     assert len(episodes_once(out / "b")) == 7 and len(episodes_once(out / "c")) == 14
+
+
+def test_what_would_fail_every_experiment_is_refused_once_before_anything_is_written(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A data directory that is not there (or holds no record file), an --out that is a file
+    or a run directory: one error before anything is written. Before, each experiment failed
+    alone ("the others are intact" of none), a suite.json was left in a new OUT, a FileExistsError
+    traceback came of a file, and a run directory got experiments inside and the suite's
+    report over its own."""
+    run = tmp_path / "run"
+    code, text = run_cli(eval_args(data, run, "--scenarios", "ROD", "--no-report"), capsys)
+    assert code == 0, text
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = ["paper", "--model", "baseline:oracle", "--only", "mcqa,hint"]
+    for data_dir, out, told in [
+        (tmp_path / "nowhere", tmp_path / "o", "nowhere: data directory not found"),
+        (empty, tmp_path / "o", "empty: no '*_preprocessed.jsonl' files found"),
+        (data, run / "results.jsonl", "as a suite's output: it is a file"),
+        (data, run, f"{run} is a run directory ({run / 'run.json'}), not a suite's output"),
+    ]:
+        code, text = run_cli([*args, "--data", str(data_dir), "--out", str(out)], capsys)
+        assert code == 1 and "Traceback" not in text and told in " ".join(text.split()), text
+        assert not (tmp_path / "o").exists()
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before

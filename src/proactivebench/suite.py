@@ -25,9 +25,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from proactivebench.data.layout import parse_scenario_names
 from proactivebench.engine import RunEngine
 from proactivebench.errors import (
     DamagedRunError,
+    NotARunDirError,
     NothingToDoError,
     ProactiveBenchError,
     RunMismatchError,
@@ -40,7 +42,7 @@ from proactivebench.models.cache import ResponseCache
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
-from proactivebench.rundir import REPORT_DIR
+from proactivebench.rundir import REPORT_DIR, RUN_CONFIG
 from proactivebench.runner import RunOutcome, aevaluate
 from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
 from proactivebench.texts import dumps, loads
@@ -285,6 +287,7 @@ async def run_suite(
     the others go on. Cancelled (Ctrl-C), every run keeps what it wrote, as `eval` does."""
     engine = RunEngine(options, cache)
     root = Path(out_dir)
+    refuse_before_running(Path(data_dir), root)
     before = record_suite(root, experiments, limit)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     shared: list[Model] = []
@@ -338,6 +341,20 @@ async def run_suite(
     return SuiteOutcome(outcomes)
 
 
+def refuse_before_running(data_dir: Path, out_dir: Path) -> None:
+    """What would fail every experiment alike, refused once before anything is written: data
+    that is not a data directory, an OUT that is a file, or a run directory (its report
+    folder would take the suite's report, its folder the experiments')."""
+    parse_scenario_names(None, data_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotARunDirError(f"cannot use {out_dir} as a suite's output: it is a file")
+    if (out_dir / RUN_CONFIG).exists():
+        raise RunMismatchError(
+            f"{out_dir} is a run directory ({out_dir / RUN_CONFIG}), not a suite's output: it "
+            "would hold the experiments' run directories and their report; use another --out"
+        )
+
+
 def record_suite(
     out_dir: Path,
     experiments: Sequence[Experiment],
@@ -358,7 +375,7 @@ def record_suite(
     entries = {e["id"]: {LIMIT: before.get(LIMIT), **e} for e in before.get("experiments", [])}
     for experiment in experiments:
         played = capped(experiment.settings, limit).limit
-        if (out_dir / experiment.id / "run.json").is_file() and experiment.id in entries:
+        if (out_dir / experiment.id / RUN_CONFIG).is_file() and experiment.id in entries:
             played = _larger(entries[experiment.id].get(LIMIT), played)
         entries[experiment.id] = {
             ID: experiment.id,
@@ -386,7 +403,7 @@ def is_suite_dir(path: str | os.PathLike[str]) -> bool:
     `suite.json` there (and no run.json) that is not one is refused by name, rather than
     `path` being taken for a run directory without a run.json."""
     root = Path(path)
-    if (root / "run.json").exists():
+    if (root / RUN_CONFIG).exists():
         return False
     record, problem = _suite_record(root)
     if problem is not None and (root / SUITE_RECORD).exists():

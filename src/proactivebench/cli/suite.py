@@ -146,9 +146,11 @@ def run_command(
 ) -> None:
     """Play the chosen experiments of `suite`, then tell and report them; exits non-zero when
     one failed or left episodes in error."""
-    from proactivebench.suite import run_suite
+    from proactivebench.suite import refuse_before_running, run_suite
 
     experiments = suite.chosen(_ids(only, "--only"), _ids(skip, "--skip"))
+    # Before a model is made (a local one takes minutes to load), what would fail them all.
+    refuse_before_running(data_dir, out_dir)
     if judge_spec is None and all(e.judged for e in experiments):
         raise NothingToDoError(
             f"every experiment chosen ({', '.join(e.id for e in experiments)}) is open-ended "

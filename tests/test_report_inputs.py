@@ -403,3 +403,23 @@ def test_out_may_be_the_current_folder_or_its_parent(
     assert not [p for p in tmp_path.rglob(".*partial*")]
     code, text = run_cli(["report", str(run), "--out", "/"], capsys)
     assert code == 1 and "error: cannot write /" in text and "Traceback" not in text
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_results_file_that_is_no_file_is_named_not_said_missing(
+    tmp_path: Path, capsys, kind: str
+) -> None:
+    """A folder or FIFO where results.jsonl should be: `report`, `show` and `push` say it is
+    not a regular file (never open it: a FIFO waits forever), not "no results.jsonl yet"."""
+    from proactivebench.publish import plan_push
+
+    run = make_run(tmp_path, "run", seven())
+    results = run / "results.jsonl"
+    results.unlink()
+    results.mkdir() if kind == "folder" else os.mkfifo(results)
+    told = f"error: cannot read {results}: not a regular file (a FIFO, device or folder)"
+    for args in (["report", str(run)], ["show", str(run), "QD", "0"]):
+        code, text = run_cli(args, capsys)
+        assert code == 1 and told in text and "yet" not in text, text
+    with pytest.raises(ProactiveBenchError, match="not a regular file"):
+        plan_push([run])

@@ -40,6 +40,7 @@ from proactivebench.rundir import (
     RUN_CONFIG,
     SUMMARY,
     RunLock,
+    has_results,
     read_run_config,
 )
 from proactivebench.suite import is_suite_dir, read_suite_record
@@ -135,7 +136,7 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
         raise PushError(
             f"{run_dir} is in use by another run (PID {holder}): push it once that run ends"
         )
-    if not (run_dir / RESULTS).is_file():
+    if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
     for name in (RUN_CONFIG, RESULTS, SUMMARY):
         if _plain_file(run_dir / name):

@@ -151,6 +151,18 @@ class ResultsFile:
             self._fd = None
 
 
+def has_results(run_dir: Path) -> bool:
+    """Whether `run_dir` holds a results file. One there that is not a regular file (a
+    folder, a FIFO, a broken link) is refused by name: never taken for "no results yet", nor
+    opened (a FIFO would wait forever)."""
+    path = run_dir / RESULTS
+    if not path.exists() and not path.is_symlink():
+        return False
+    if not path.is_file():
+        raise DamagedRunError(f"cannot read {path}: not a regular file (a FIFO, device or folder)")
+    return True
+
+
 def read_results(path: Path) -> list[dict[str, Any]]:
     """The complete lines of a results file, as JSON objects.
 

@@ -22,7 +22,7 @@ from proactivebench.errors import (
 )
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import RESULTS, read_run_config, run_lines
+from proactivebench.rundir import RESULTS, has_results, read_run_config, run_lines
 from proactivebench.texts import shown_json
 
 
@@ -92,7 +92,7 @@ def load_run(run_dir: str | Path) -> Run:
         raise NotARunDirError(f"{path} is not a run directory (a file, not a folder)")
     config = read_run_config(path)
     _check_config(path, config)
-    if not (path / RESULTS).is_file():
+    if not has_results(path):
         raise NothingToDoError(f"{path} has no {RESULTS} yet: nothing to report")
     found = run_lines(path, config)
     lines = sorted(found.lines, key=result_order)

@@ -38,6 +38,7 @@ from proactivebench.data.download import (
     STATE_DIR,
     DownloadError,
     default_data_dir,
+    download_dataset,
     extract_archive,
 )
 from standin_http import QuietHandler, git_sha1, start, stop
@@ -543,3 +544,14 @@ def test_a_link_inside_the_data_dir_cannot_lead_out(tmp_path: Path) -> None:
     with pytest.raises(DownloadError, match="leads outside the data directory"):
         extract_archive(archive, root, "a.zip")
     assert list(outside.iterdir()) == []
+
+
+def test_a_data_dir_that_is_or_lies_in_a_file_is_named(tmp_path: Path) -> None:
+    """`--dir FILE` (or a folder under a file): one line naming the file, before any request;
+    it was "disk error: Not a directory: FILE/.proactivebench/partial"."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for target in (afile, afile / "sub"):
+        with pytest.raises(DownloadError, match=rf"as the data directory: {afile} is a file$"):
+            download_dataset(target)
+    assert afile.read_text() == "x"

@@ -624,6 +624,9 @@ def download_dataset(
     """
     root = Path(data_dir) if data_dir is not None else default_data_dir()
     revision = revision or "main"
+    for folder in (root, *root.parents):  # told by name, not as "disk error: Not a directory"
+        if folder.is_file():
+            raise DownloadError(f"cannot use {root} as the data directory: {folder} is a file")
     with _hub_errors(repo_id, revision):
         state = _State(root)
         state.make()

@@ -196,16 +196,9 @@ class UploadHub:
         url = f"{self.endpoint}/datasets/{repo_id}/commit/{repo.sha}"
         return self.send(h, 200, {"commitUrl": url, "commitOid": repo.sha})
 
-    def send(
-        self,
-        h: BaseHTTPRequestHandler,
-        status: int,
-        obj: Any,
-        *,
-        code: str | None = None,
-        message: str | None = None,
-    ) -> None:
-        self.send_bytes(h, status, json.dumps(obj).encode(), code=code, message=message)
+    def send(self, h: BaseHTTPRequestHandler, status: int, obj: Any, **headers: str | None) -> None:
+        """`obj` as JSON; `code` and `message` as in `send_bytes`."""
+        self.send_bytes(h, status, json.dumps(obj).encode(), **headers)
 
     def send_bytes(
         self,

@@ -423,3 +423,25 @@ def test_a_results_file_that_is_no_file_is_named_not_said_missing(
         assert code == 1 and told in text and "yet" not in text, text
     with pytest.raises(ProactiveBenchError, match="not a regular file"):
         plan_push([run])
+
+
+@pytest.mark.parametrize(
+    ("settings", "told"),
+    [
+        ({"mode": 5}, "setting 'mode' must be a text, not 5"),
+        ({"icl": "3"}, "setting 'icl' must be a whole number, not \"3\""),
+        ({"icl": True}, "setting 'icl' must be a whole number, not true"),
+        ({"hint": 1}, "setting 'hint' must be true or false, not 1"),
+    ],
+)
+def test_a_run_setting_of_the_wrong_type_in_run_json_is_named(
+    tmp_path: Path, capsys, settings: dict, told: str
+) -> None:
+    """run.json edited by hand with a setting of another type than its declaration's: one
+    error naming the file and the setting (`mode: 5` was an AttributeError while labelling)."""
+    run = make_run(tmp_path, "run", seven(), settings=settings)
+    code, text = run_cli(["report", str(run)], capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"error: {run / 'run.json'} is damaged: {told}" in text
+    fine = make_run(tmp_path, "fine", seven(), settings={"icl": 3, "resize_short_edge": None})
+    assert write_report([fine]).out_dir == fine / "report"

@@ -623,13 +623,13 @@ def _plots(
             outcome.notes.append(f"plot {name} not drawn: {value}")
         elif kind == "png":
             images[name] = value
-    # Baselines and people (`baseline:...`, `human:...`) have no model size: a report of them
-    # only is told nothing about the size plot it could never have.
-    models = [m for m in all_measures if _sized(m.run.model)]
+    # Baselines and people (`baseline:...`, `human:...`) have no model size, and the runs of
+    # one model (a suite's experiments) are one point: a report that could never have a size
+    # plot is told nothing about it.
+    models = {m.run.model for m in all_measures if _sized(m.run.model)}
     if (
         "size" not in images
-        and len(all_measures) > 1
-        and models
+        and len(models) > 1
         and not any(n.startswith("plot size") for n in outcome.notes)
     ):
         outcome.notes.append(

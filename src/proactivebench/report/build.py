@@ -81,7 +81,8 @@ from proactivebench.texts import dumps, loads
 
 #: The report's format: raise it when the same runs give other report files, so that reports
 #: written before are rewritten by the next `eval` rather than left alone as up to date.
-REPORT_FORMAT = 2
+#: 3: no size-plot note for runs of one model or of people; CSV text cells kept from formulas.
+REPORT_FORMAT = 3
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
 

@@ -403,6 +403,12 @@ def test_out_may_be_the_current_folder_or_its_parent(
     assert not [p for p in tmp_path.rglob(".*partial*")]
     code, text = run_cli(["report", str(run), "--out", "/"], capsys)
     assert code == 1 and "error: cannot write /" in text and "Traceback" not in text
+    # A file on the way is named (mkdir said "File exists" of a folder that did not).
+    (here / "afile").write_text("x")
+    for out in ("afile", "afile/sub"):
+        code, text = run_cli(["report", str(run), "--out", out], capsys)
+        told = f"error: cannot write {out}: {here / 'afile'} is a file, not a folder"
+        assert code == 1 and told in " ".join(text.split()), text
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo"])

@@ -183,6 +183,9 @@ def staged_folder(folder: Path) -> Iterator[Path]:
     whole = Path(os.path.abspath(folder))  # "." has no name to put a stage beside
     if not whole.name:
         raise WriteError(folder, OSError(errno.EISDIR, "the root is no folder to build in"))
+    blocker = next((p for p in (whole, *whole.parents) if p.is_file()), None)
+    if blocker is not None:  # named, rather than as mkdir's "File exists" or "Not a directory"
+        raise WriteError(folder, OSError(errno.ENOTDIR, f"{blocker} is a file, not a folder"))
     try:
         whole.parent.mkdir(parents=True, exist_ok=True)
         stage = whole.with_name(f".{whole.name}.partial-{os.getpid()}-{secrets.token_hex(4)}")

@@ -137,6 +137,11 @@ def test_paper_suite_is_the_papers_list() -> None:
         ('[[experiment]]\nid = "report"\n', "experiment 1: 'id' 'report' is taken"),
         ('[[experiment]]\nid = "Report"\n', "experiment 1: 'id' 'Report' is taken"),
         ('[[experiment]]\nid = "suite.json"\n', "experiment 1: 'id' 'suite.json' is taken"),
+        # A scenario no one registered: refused when the file is read, before any run starts.
+        (
+            '[[experiment]]\nid = "a"\nscenarios = ["ROD", "XYZ"]\n',
+            "experiment 1 ('a'): setting 'scenarios': unknown scenario 'XYZ'; choose from ROD",
+        ),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
         ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
         ("id = ", "is not TOML"),

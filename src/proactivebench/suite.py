@@ -42,6 +42,7 @@ from proactivebench.models.cache import ResponseCache
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
+from proactivebench.registry import lookup, scenario_names
 from proactivebench.rundir import REPORT_DIR, RUN_CONFIG
 from proactivebench.runner import RunOutcome, aevaluate
 from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
@@ -188,6 +189,14 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
         settings = EvalSettings(**values)
     except SettingsError as exc:  # a combination of settings (e.g. --icl with --reference)
         raise SuiteFileError(f"{where}: {exc}") from None
+    # Known when the file is read (scenarios registered from Python included), not only
+    # when the experiment starts, after the others began.
+    unknown = [name for name in settings.scenarios or () if lookup(name) is None]
+    if unknown:
+        raise SuiteFileError(
+            f"{where}: setting 'scenarios': unknown scenario {unknown[0]!r}; choose from "
+            f"{', '.join(scenario_names())}"
+        )
     return Experiment(ident, paper, settings, published)
 
 

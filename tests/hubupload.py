@@ -76,6 +76,9 @@ class UploadHub:
         self.requests: list[str] = []
         self.may_create = True
         self.validated: list[dict[str, Any]] = []
+        #: A body sent (200, as JSON) instead of the answer to a request whose path holds the
+        #: key: a proxy's page or JSON of another shape where the Hub's answer should be.
+        self.garbage: dict[str, bytes] = {}
         self.lock = threading.Lock()
         self.server, self.endpoint = start(_Handler, self)
 
@@ -93,6 +96,9 @@ class UploadHub:
                     {"error": "Invalid credentials in Authorization header"},
                     message="Invalid credentials in Authorization header",
                 )
+            for key, junk in self.garbage.items():
+                if key in path:
+                    return self.send_bytes(h, 200, junk)
             if h.command == "POST" and path == "/api/repos/create":
                 return self.create(h, json.loads(body or b"{}"))
             if h.command == "POST" and path == "/api/validate-yaml":
@@ -190,16 +196,19 @@ class UploadHub:
         url = f"{self.endpoint}/datasets/{repo_id}/commit/{repo.sha}"
         return self.send(h, 200, {"commitUrl": url, "commitOid": repo.sha})
 
-    def send(
+    def send(self, h: BaseHTTPRequestHandler, status: int, obj: Any, **headers: str | None) -> None:
+        """`obj` as JSON; `code` and `message` as in `send_bytes`."""
+        self.send_bytes(h, status, json.dumps(obj).encode(), **headers)
+
+    def send_bytes(
         self,
         h: BaseHTTPRequestHandler,
         status: int,
-        obj: Any,
+        payload: bytes,
         *,
         code: str | None = None,
         message: str | None = None,
     ) -> None:
-        payload = json.dumps(obj).encode()
         h.send_response(status)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(payload)))

@@ -169,6 +169,23 @@ def test_plain_progress_lines_say_how_long_the_rest_takes() -> None:
     assert [duration(s) for s in (44.6, 200, 7500)] == ["45s", "3m20s", "2h05m"]
 
 
+def test_plain_progress_lines_count_in_whole_numbers() -> None:
+    """A count of a million or more is written whole (1234567/7000000), not in the exponent
+    form of Python's `g` (1.23457e+06/7e+06), which also rounds it."""
+    import io
+
+    from rich.console import Console
+
+    from proactivebench.cli.output import LineProgress
+
+    sink = io.StringIO()
+    progress = LineProgress(console=Console(file=sink, width=200), get_time=lambda: 1.0)
+    with progress:
+        task = progress.add_task("synth test", total=7_000_000)
+        progress.advance(task, 1_234_567)
+    assert sink.getvalue().splitlines()[0].startswith("synth test: 1234567/7000000 (18%)")
+
+
 def test_the_episode_rate_is_worked_out_when_shown() -> None:
     """eval's progress shows episodes/s as of when a line is printed, not as of the last time
     the rate was stored (it is no longer stored per episode)."""

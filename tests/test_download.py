@@ -38,6 +38,7 @@ from proactivebench.data.download import (
     STATE_DIR,
     DownloadError,
     default_data_dir,
+    download_dataset,
     extract_archive,
 )
 from standin_http import QuietHandler, git_sha1, start, stop
@@ -86,6 +87,8 @@ class StandIn:
         self.log: list[Request] = []
         self.faults: dict[str, list[Fault]] = {}
         self.etags: dict[str, str] = {}
+        #: What to send instead of the JSON of a "tree" or "revision" answer (a proxy's page...).
+        self.garbage: dict[str, bytes] = {}
         self.server, self.endpoint = start(_Handler, self)
 
     def close(self) -> None:
@@ -181,7 +184,9 @@ class StandIn:
             h.close_connection = True  # the client went away (killed): nothing to answer
 
     def json(self, h: BaseHTTPRequestHandler, obj: Any, body: bool) -> None:
-        payload = json.dumps(obj).encode()
+        path = urlsplit(h.path).path
+        kind = "tree" if "/tree/" in path else "revision"
+        payload = self.garbage[kind] if kind in self.garbage else json.dumps(obj).encode()
         h.send_response(200)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(payload)))
@@ -433,6 +438,29 @@ def test_unreachable_endpoint(tmp_path: Path) -> None:
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        ("tree", b"<html>sign in to the network</html>"),
+        ("tree", b'{"not": "a list"}'),
+        ("tree", b'[{"type": "file", "path": "test/a.jsonl", "size": "big"}]'),
+        ("revision", b"<html>sign in to the network</html>"),
+        ("revision", b'["a list"]'),
+    ],
+)
+def test_an_answer_that_is_not_the_hubs_is_one_line(
+    hub: StandIn, tmp_path: Path, kind: str, body: bytes
+) -> None:
+    """A proxy's page or JSON of another shape where the Hub's listing or revision info should
+    be: one line naming the endpoint, exit 1, nothing written; never a traceback."""
+    make_repo(hub.root)
+    hub.garbage[kind] = body
+    result = download(hub.endpoint, tmp_path / "hf", "--dir", tmp_path / "data")
+    assert_clean_failure(result, f"error: {hub.endpoint} sent an answer that is not the Hub's")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not list((tmp_path / "data").glob("*.jsonl"))
+
+
 def test_unknown_repo_and_revision(hub: StandIn, tmp_path: Path) -> None:
     make_repo(hub.root)
     data = tmp_path / "data"
@@ -516,3 +544,14 @@ def test_a_link_inside_the_data_dir_cannot_lead_out(tmp_path: Path) -> None:
     with pytest.raises(DownloadError, match="leads outside the data directory"):
         extract_archive(archive, root, "a.zip")
     assert list(outside.iterdir()) == []
+
+
+def test_a_data_dir_that_is_or_lies_in_a_file_is_named(tmp_path: Path) -> None:
+    """`--dir FILE` (or a folder under a file): one line naming the file, before any request;
+    it was "disk error: Not a directory: FILE/.proactivebench/partial"."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for target in (afile, afile / "sub"):
+        with pytest.raises(DownloadError, match=rf"as the data directory: {afile} is a file$"):
+            download_dataset(target)
+    assert afile.read_text() == "x"

@@ -204,6 +204,28 @@ def test_nothing_written_when_a_run_is_refused(
         compute_filter([write_run(tmp_path / "empty", "E", [])])
 
 
+def test_out_is_written_only_over_an_earlier_filter_file(
+    pool: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out` naming a run's results.jsonl (a slip of the shell's completion) must not turn
+    the run's results into a filter: refused, the file left byte for byte; a filter file
+    written before is written again."""
+    results = pool[0] / "results.jsonl"
+    before = results.read_bytes()
+    args = ["data", "filter", *map(str, pool), "--out"]
+    code, output = run_cli([*args, str(results)], capsys)
+    assert code == 1 and "Traceback" not in output
+    assert f"{results}: not a filter file: not JSON" in output
+    assert "written only over an earlier filter file; name a new file" in " ".join(output.split())
+    assert results.read_bytes() == before
+    target = tmp_path / "f.json"
+    for _ in range(2):
+        code, output = run_cli([*args, str(target)], capsys)
+        assert code == 0, output
+    write_filter(pool, tmp_path / "g.json")
+    assert target.read_bytes() == (tmp_path / "g.json").read_bytes()
+
+
 # ----- eval --filter ----------------------------------------------------------------------------
 
 

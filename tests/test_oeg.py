@@ -376,6 +376,54 @@ def test_judge_takes_the_run_lock_of_the_directory_it_writes(
     assert entries[-1]["judge_endpoints"] == [fake.url] and entries[-1]["ended"]
 
 
+def test_judge_refuses_lines_that_are_not_the_runs(data: Path, tmp_path: Path, capsys) -> None:
+    """run.json edited by hand (hint: true over lines played without): judging would stamp
+    the new verdicts' lines with settings they were not played with. Refused as eval's resume
+    refuses, naming the lines; the run is left byte for byte."""
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run, scenarios=("ROD",))
+        config = json.loads((run / "run.json").read_text())
+        config["settings"]["hint"] = True
+        (run / "run.json").write_text(json.dumps(config))
+        before = {p.name: p.read_bytes() for p in run.iterdir()}
+        code, text = run_cli(judge_args(run, fake.url, "j2"), capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"cannot judge {run}: its results hold lines that are not this run's" in text
+    played = "played with other settings than the run's: hint: False (run.json: True)"
+    assert f"{run / 'results.jsonl'}:1: {played}" in text
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+def test_judge_out_never_replaces_another_run(data: Path, tmp_path: Path, capsys) -> None:
+    """`judge RUN --out DIR` writes DIR's run.json and results.jsonl: a DIR holding another
+    run (here a multiple-choice run of the oracle), or lines of no known run, is refused and
+    left byte for byte; a DIR an earlier judging of RUN wrote is judged again."""
+    run, mcqa, orphan, copy = (tmp_path / name for name in ("run", "mcqa", "orphan", "copy"))
+    args = ["eval", "--data", str(data), "--model", "baseline:oracle", "--scenarios", "ROD"]
+    code, text = run_cli([*args, "--out", str(mcqa), "--no-report"], capsys)
+    assert code == 0, text
+    orphan.mkdir()
+    (orphan / "results.jsonl").write_bytes((mcqa / "results.jsonl").read_bytes())
+    files = {d: {p.name: p.read_bytes() for p in d.iterdir()} for d in (mcqa, orphan)}
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run, scenarios=("ROD",))
+        code, text = run_cli(judge_args(run, fake.url, "j2", "--out", str(mcqa)), capsys)
+        assert code == 1 and "Traceback" not in text
+        assert f"{mcqa} holds another run than {run}" in " ".join(text.split())
+        assert 'model: "baseline:oracle" → "openai:tested"' in text
+        code, text = run_cli(judge_args(run, fake.url, "j2", "--out", str(orphan)), capsys)
+        assert code == 1 and "has result lines but" in " ".join(text.split())
+        assert {d: {p.name: p.read_bytes() for p in d.iterdir()} for d in files} == files
+        # Into a new directory, then again there with the same judge and with another.
+        for name in ("j2", "j2", "j3"):
+            code, text = run_cli(judge_args(run, fake.url, name, "--out", str(copy)), capsys)
+            assert code == 0, text
+    config = json.loads((copy / "run.json").read_text())
+    assert config["settings"]["judge"]["judge"] == "openai:j3"
+    assert len(read_results(copy / "results.jsonl")) == 2
+
+
 @pytest.mark.parametrize("spec", ["baseline:oracle", "baseline:random"])
 def test_a_judge_that_cannot_judge_is_refused_before_the_model_is_loaded(
     data: Path, tmp_path: Path, capsys, spec: str

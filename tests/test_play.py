@@ -20,6 +20,7 @@ import pytest
 from clirun import run_cli
 from humanplayer import Person, json_keys, never_sent, output_of, play_process, states
 from proactivebench.data.synth import generate
+from proactivebench.registry import paper_scenarios
 from scripted import direct_run, lines, scripts
 
 #: The fields of a turn the page is sent: what a model is shown, and opaque ids.
@@ -77,6 +78,8 @@ def test_a_person_plays_like_the_replay_of_their_letters(
         assert {p["scenario"]: (p["done"], p["total"]) for p in final["progress"]} == {
             s: (1, 1) for s, _, _ in scripts(synth_test)
         }
+        # The bars in the one scenario order of every table, whatever the session's hashes.
+        assert [p["scenario"] for p in final["progress"]] == list(paper_scenarios())
         person.quit()
         text = output_of(process)
     assert process.returncode == 0, text

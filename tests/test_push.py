@@ -261,6 +261,28 @@ def test_missing_repo_without_permission_to_create_is_one_line(
     assert hub.repos == {} and hub.commits == []
 
 
+@pytest.mark.parametrize(
+    ("route", "body", "what"),
+    [
+        ("/api/repos/create", b"<html>sign in to the network</html>", "the repo"),
+        ("/api/repos/create", b'{"no": "url"}', "the repo"),
+        ("/tree/", b'{"not": "a list"}', "the files of"),
+        ("/commit/", b"[1]", "the commit to"),
+    ],
+)
+def test_an_answer_that_is_not_the_hubs_is_one_line(
+    hub: UploadHub, runs: Path, tmp_path: Path, route: str, body: bytes, what: str
+) -> None:
+    """A proxy's page or JSON of another shape where the Hub's answer should be (creating the
+    repo, listing its files, the commit): one line naming the endpoint, not a traceback."""
+    hub.garbage[route] = body
+    done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert_one_line_failure(
+        done, f"{hub.endpoint} sent an answer that is not the Hub's for {what}", "HF_ENDPOINT"
+    )
+    assert hub.commits == []
+
+
 def test_unreachable_hub_is_one_line(runs: Path, tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
@@ -283,3 +305,31 @@ def test_bad_input_is_one_line(
     code, text = run_cli(["push", str(target), *args], capsys)
     assert code == 1, text
     assert wanted in text and "Traceback" not in text
+
+
+def test_a_directory_named_twice_is_pushed_once(runs: Path) -> None:
+    """`push RUN RUN/ ./RUN` (a shell glob, a pasted list) is one run: planned, counted and
+    given a section in the card once, as for a suite's output or a report named again."""
+    from proactivebench.publish import dataset_card, plan_push
+
+    run, suite = runs / "run-a", runs / "suite"
+    again = [run, f"{run}/", Path(os.path.relpath(run)), suite, suite / ".." / "suite"]
+    plan = plan_push(again)
+    assert [r.repo_path for r in plan.runs] == ["runs/run-a", "runs/suite/mcqa", "runs/suite/hint"]
+    assert plan.reports == ["reports/suite"]
+    assert dataset_card(plan, REPO).count("## `runs/run-a`") == 1
+
+
+def test_a_run_still_being_written_is_not_pushed(runs: Path) -> None:
+    """A run another process holds (an eval still appending its results) would be published
+    half-written: refused, naming the process; once it is released, pushed."""
+    from clirun import held_by_another_process
+    from proactivebench.errors import PushError
+    from proactivebench.publish import plan_push
+
+    with held_by_another_process(runs / "run-a") as pid:
+        with pytest.raises(PushError, match=rf"run-a is in use by another run \(PID {pid}\)"):
+            plan_push([runs / "run-a"])
+        with pytest.raises(PushError, match=r"in use by another run"):
+            plan_push([runs / "suite", runs / "run-a"])
+    assert [r.repo_path for r in plan_push([runs / "run-a"]).runs] == ["runs/run-a"]

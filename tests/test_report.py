@@ -785,7 +785,17 @@ def test_a_report_of_baselines_says_nothing_of_the_size_plot(tmp_path: Path) -> 
     outcome = write_report([one, two], tmp_path / "b" / "out")
     assert not any("size plot" in n for n in outcome.notes), outcome.notes
     assert "size plot" not in (tmp_path / "b" / "out" / "report.html").read_text()
+    # People (`play`'s runs) have no size either: annotators and baselines, told nothing.
+    alice = make_run(tmp_path / "h", "alice", lines, model="human:alice")
+    outcome = write_report([alice, one], tmp_path / "h" / "out")
+    assert not any("size plot" in n for n in outcome.notes), outcome.notes
     one = make_run(tmp_path / "m", "a", lines, model="org/a")
     two = make_run(tmp_path / "m", "b", lines, model="org/b")
     outcome = write_report([one, two], tmp_path / "m" / "out")
     assert any(n.startswith("size plot skipped") for n in outcome.notes)
+    outcome = write_report([alice, one, two], tmp_path / "m" / "out2")
+    assert any(n.startswith("size plot skipped") for n in outcome.notes)
+    # Runs of one model (a suite's experiments: plain, hint...) are one point: nothing said.
+    hint = make_run(tmp_path / "m", "a-hint", lines, model="org/a", settings={"hint": True})
+    outcome = write_report([one, hint], tmp_path / "m" / "out3")
+    assert not any("size plot" in n for n in outcome.notes), outcome.notes

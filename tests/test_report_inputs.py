@@ -17,6 +17,7 @@ import pytest
 from clirun import run_cli
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.report import plots, write_report
+from proactivebench.report import text as text_formats
 from proactivebench.stats import bootstrap_mean
 from test_report import episode, make_run, oeg_line
 
@@ -36,6 +37,26 @@ def test_dollar_signs_in_names_are_drawn_as_text(tmp_path: Path) -> None:
     assert not [n for n in outcome.notes if "not drawn" in n]
     for name in ("scenarios", "accuracy_vs_ps", "size"):
         assert (tmp_path / "out" / "plots" / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_name_a_spreadsheet_would_run_as_a_formula_stays_text_in_the_csv(
+    tmp_path: Path,
+) -> None:
+    """A model named `=HYPERLINK(...)` (a run.json from elsewhere) is a formula to a
+    spreadsheet opening the CSV: its cell starts with `'`, so it shows as text; numbers that
+    start with '-' (a difference) stay numbers."""
+    evil = '=HYPERLINK("http://x.example","click")'
+    runs = [
+        make_run(tmp_path, "a", seven(), model=evil),
+        make_run(tmp_path, "b", seven("wrong"), model="@SUM(A1)"),
+    ]
+    write_report(runs, tmp_path / "out", vs=runs[1])
+    rows = list(csv.reader(io.StringIO((tmp_path / "out/tables/cross-accuracy.csv").read_text())))
+    assert [row[0] for row in rows[1:]] == [f"'{evil}", "'@SUM(A1)"]
+    vs = list(csv.reader(io.StringIO((tmp_path / "out/tables/vs-accuracy.csv").read_text())))
+    assert vs[1][0] == f"'{evil}" and float(vs[1][1]) == 100.0
+    assert text_formats.csv_cell("-0.5") == "-0.5" and text_formats.csv_cell("-x") == "'-x"
+    assert text_formats.csv_cell("+hint") == "'+hint" and text_formats.csv_cell("a=b") == "a=b"
 
 
 def test_a_failing_plot_costs_only_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -228,6 +249,29 @@ def test_empty_runs_are_said_to_be_empty(tmp_path: Path, capsys) -> None:
     ]
 
 
+def test_a_run_whose_every_line_is_left_out_is_not_said_to_be_empty(tmp_path: Path, capsys) -> None:
+    """run.json edited by hand (hint: true over plain lines): every line is left out, and the
+    message says so, naming the first, instead of calling a file of three lines empty."""
+    lines = [{**episode("QD", i, "first"), "settings": {"hint": False}} for i in range(3)]
+    edited = make_run(tmp_path, "edited", lines, settings={"hint": False})
+    config = json.loads((edited / "run.json").read_text())
+    (edited / "run.json").write_text(json.dumps({**config, "settings": {"hint": True}}))
+    why = (
+        f"(3 lines of results.jsonl are left out, the first as {edited / 'results.jsonl'}:1:"
+        " played with other settings than the run's: hint: False (run.json: True)"
+    )
+    code, text = run_cli(["report", str(edited)], capsys)
+    assert code == 1 and "is empty" not in text
+    assert f"error: nothing to report: no episode in {edited} {why}" in " ".join(text.split())
+    full = make_run(tmp_path, "full", seven(), model="full")
+    outcome = write_report([edited, full], tmp_path / "o")
+    assert any(w.startswith(f"{edited} holds no episodes {why}") for w in outcome.warnings)
+    # `show` of an episode whose line was left out says so, not only that there is none.
+    code, text = run_cli(["show", str(edited), "QD", "0"], capsys)
+    told = f"error: {edited} has no episode of scenario 'QD' (none); {why[1:]}"
+    assert code == 1 and told in " ".join(text.split())
+
+
 def test_show_of_an_open_ended_episode_gives_its_image_and_judge_outputs(
     tmp_path: Path, capsys
 ) -> None:
@@ -341,3 +385,69 @@ def test_the_viewer_reads_each_answer_to_its_options_once_and_right() -> None:
     assert _chosen("A", ("hat", "tree")) == 0
     info = _chosen.cache_info()
     assert (info.hits, info.misses) == (2, 5)
+
+
+def test_out_may_be_the_current_folder_or_its_parent(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report RUN --out .` (and `..`, `./`): the report is built beside the folder the path
+    leads to and moved in, as for any --out; `--out /` is one error. Never a traceback."""
+    run = make_run(tmp_path, "run", seven())
+    here = tmp_path / "here" / "deeper"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    for out, folder in ((".", here), ("./", here), ("..", here.parent)):
+        code, text = run_cli(["report", str(run), "--out", out], capsys)
+        assert code == 0, text
+        assert (folder / "report.html").is_file() and (folder / "tables").is_dir()
+    assert not [p for p in tmp_path.rglob(".*partial*")]
+    code, text = run_cli(["report", str(run), "--out", "/"], capsys)
+    assert code == 1 and "error: cannot write /" in text and "Traceback" not in text
+    # A file on the way is named (mkdir said "File exists" of a folder that did not).
+    (here / "afile").write_text("x")
+    for out in ("afile", "afile/sub"):
+        code, text = run_cli(["report", str(run), "--out", out], capsys)
+        told = f"error: cannot write {out}: {here / 'afile'} is a file, not a folder"
+        assert code == 1 and told in " ".join(text.split()), text
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_results_file_that_is_no_file_is_named_not_said_missing(
+    tmp_path: Path, capsys, kind: str
+) -> None:
+    """A folder or FIFO where results.jsonl should be: `report`, `show` and `push` say it is
+    not a regular file (never open it: a FIFO waits forever), not "no results.jsonl yet"."""
+    from proactivebench.publish import plan_push
+
+    run = make_run(tmp_path, "run", seven())
+    results = run / "results.jsonl"
+    results.unlink()
+    results.mkdir() if kind == "folder" else os.mkfifo(results)
+    told = f"error: cannot read {results}: not a regular file (a FIFO, device or folder)"
+    for args in (["report", str(run)], ["show", str(run), "QD", "0"]):
+        code, text = run_cli(args, capsys)
+        assert code == 1 and told in text and "yet" not in text, text
+    with pytest.raises(ProactiveBenchError, match="not a regular file"):
+        plan_push([run])
+
+
+@pytest.mark.parametrize(
+    ("settings", "told"),
+    [
+        ({"mode": 5}, "setting 'mode' must be a text, not 5"),
+        ({"icl": "3"}, "setting 'icl' must be a whole number, not \"3\""),
+        ({"icl": True}, "setting 'icl' must be a whole number, not true"),
+        ({"hint": 1}, "setting 'hint' must be true or false, not 1"),
+    ],
+)
+def test_a_run_setting_of_the_wrong_type_in_run_json_is_named(
+    tmp_path: Path, capsys, settings: dict, told: str
+) -> None:
+    """run.json edited by hand with a setting of another type than its declaration's: one
+    error naming the file and the setting (`mode: 5` was an AttributeError while labelling)."""
+    run = make_run(tmp_path, "run", seven(), settings=settings)
+    code, text = run_cli(["report", str(run)], capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"error: {run / 'run.json'} is damaged: {told}" in text
+    fine = make_run(tmp_path, "fine", seven(), settings={"icl": 3, "resize_short_edge": None})
+    assert write_report([fine]).out_dir == fine / "report"

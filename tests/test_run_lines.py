@@ -145,3 +145,40 @@ def test_a_smaller_limit_never_makes_the_summary_a_subsets(
     assert "this selection chose 1 of the run's 2 episodes" in text
     rod_row = next(row for row in text.splitlines() if row.strip("│┃ ").startswith("ROD"))
     assert rod_row.split("│")[2].strip() == "2"  # the table's n: the whole run, as summary.json
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("usage", "x", "usage must be an object of token counts, not 'x'"),
+        ("image", 5, "image must be a path (text), not 5"),
+        ("crop", "zz", "crop must be four numbers (left, top, right, bottom), not 'zz'"),
+        ("crop", [1, 2], "crop must be four numbers"),
+        ("crop", [1, 2, 3, True], "crop must be four numbers"),
+        ("resize_short_edge", 0, "resize_short_edge must be a whole number >= 1, not 0"),
+    ],
+)
+def test_a_turn_field_the_report_reads_of_the_wrong_shape_is_named_not_a_traceback(
+    data: Path, tmp_path: Path, capsys, field: str, value: object, why: str
+) -> None:
+    """A turn's token counts or view fields of a shape no writer gives them (a hand edit)
+    make a line the report leaves out and names; they were an AttributeError while summing
+    token counts, a TypeError while making a thumbnail."""
+    from proactivebench.results import shape_problem
+
+    run = tmp_path / "run"
+    first = abstain_run(data, run, capsys)[0]
+    turn = {**first["trace"][0], field: value}
+    number = append(run, {**first, "trace": [turn]})
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0 and "Traceback" not in text
+    assert f"results.jsonl:{number}: not a result line (turn 1: {why}" in " ".join(text.split())
+    # The open-ended line is its own turn; a demonstration's turns are turns too.
+    oeg = {"scenario": "QD", "sample_id": 0, "prompt": "What?", field: value}
+    assert (shape_problem(oeg) or "").startswith(why)
+    shown = {**first, "demonstrations": [{"sample_id": 3, "turns": [turn]}]}
+    assert (shape_problem(shown) or "").startswith(f"demonstration 1: {why}")
+    assert shape_problem({**first, "demonstrations": [5]}) == (
+        "demonstrations must be a list of objects, not [5]"
+    )
+    assert shape_problem({**first, "demonstrations": [{"turns": first["trace"]}]}) is None

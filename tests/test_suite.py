@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import ctrl_c_as_in_a_terminal, run_cli
+from clirun import ctrl_c_as_in_a_terminal, eval_args, run_cli
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.errors import ModelError, SettingsError, SuiteFileError
@@ -132,6 +132,16 @@ def test_paper_suite_is_the_papers_list() -> None:
         ),
         ('[[experiment]]\npaper = "x"\n', "experiment 1: 'id' must be a name"),
         ('[[experiment]]\nid = "../up"\n', "experiment 1: 'id' must be a name"),
+        # OUT/report and OUT/suite.json are the suite's own: an experiment there would mix
+        # its run with the suite's report or list (a case-blind file system: any case).
+        ('[[experiment]]\nid = "report"\n', "experiment 1: 'id' 'report' is taken"),
+        ('[[experiment]]\nid = "Report"\n', "experiment 1: 'id' 'Report' is taken"),
+        ('[[experiment]]\nid = "suite.json"\n', "experiment 1: 'id' 'suite.json' is taken"),
+        # A scenario no one registered: refused when the file is read, before any run starts.
+        (
+            '[[experiment]]\nid = "a"\nscenarios = ["ROD", "XYZ"]\n',
+            "experiment 1 ('a'): setting 'scenarios': unknown scenario 'XYZ'; choose from ROD",
+        ),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
         ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
         ("id = ", "is not TOML"),
@@ -143,6 +153,26 @@ def test_a_bad_suite_file_is_one_error_naming_the_entry_and_key(text: str, messa
         parse_suite(text, "mine.toml")
     assert str(caught.value).startswith("mine.toml")
     assert message in str(caught.value)
+
+
+def test_a_choice_that_leaves_nothing_to_run_is_an_error_before_anything_is_written(
+    tmp_path: Path, data: Path, capsys
+) -> None:
+    """`--only`/`--skip` that leave no experiment, or only open-ended ones without --judge,
+    would end with nothing done: refused (exit 1; a text naming no id, exit 2), nothing in
+    OUT."""
+    args = ["paper", "--data", str(data), "--model", "baseline:oracle", "--out", str(tmp_path)]
+    for extra, code_wanted, message in [
+        (["--only", "mcqa", "--skip", "mcqa"], 1, "--skip leaves out every one --only names"),
+        (["--skip", ",".join(e.id for e in paper_suite().experiments)], 1, "every one it holds"),
+        (["--only", "oeg,oeg-hint"], 1, "every experiment chosen (oeg, oeg-hint) is open-ended"),
+        (["--only", " , "], 2, "Invalid value for --only: names no experiment: ' , '"),
+        (["--skip", ","], 2, "Invalid value for --skip: names no experiment: ','"),
+    ]:
+        code, text = run_cli([*args, *extra], capsys)
+        assert (code, "Traceback" in text) == (code_wanted, False), text
+        assert message in " ".join(text.split())
+        assert not list(tmp_path.iterdir())
 
 
 def test_a_bad_suite_file_on_the_command_line(tmp_path: Path, data: Path, capsys) -> None:
@@ -211,6 +241,7 @@ def test_paper_runs_every_experiment_and_a_rerun_asks_nothing(
         listed = (out / "report" / "report.md").read_text()
         ends = [line.rsplit("/", 1)[-1] for line in listed.splitlines() if line.startswith("- **")]
         assert ends[:11] == [e.id for e in paper_suite().experiments]
+        assert "open-ended rows: cp (%) and ps (%) of the judge's verdicts" in text
         asked, saved = saved_line(text)
         assert saved > 0  # unfiltered plays mcqa's episodes (synthetic data has no filter)
         assert asked >= first  # the judge's requests are asked too, not of the server
@@ -345,6 +376,7 @@ def test_suite_file_on_the_command_line_reads_the_users_list(
     args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
     code, text = run_cli([*args, "--out", str(tmp_path / "o"), "--limit", "3"], capsys)
     assert code == 0, text
+    assert "open-ended rows" not in text  # no row to explain: no caption saying there is
     # The file's limit (1) stands under a larger --limit: the command caps, never raises.
     played = episodes_once(tmp_path / "o" / "two-rod")
     assert len(played) == 1 and next(iter(played))[0] == "ROD"
@@ -369,6 +401,37 @@ def test_a_failed_experiment_is_named_and_the_others_finish(
     for ident in ("plain", "hint"):
         assert len(episodes_once(tmp_path / "o" / ident)) == 7 * PER_SCENARIO
     assert not (tmp_path / "o" / "too-many" / "results.jsonl").exists()
+
+
+def test_an_experiment_edited_in_the_file_is_refused_and_its_record_kept(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """An id whose settings changed in the file since its run is refused by its run directory
+    (exit 1); suite.json goes on describing the run OUT holds (plain, the report's
+    reference), not the edited entry, while the other experiments' entries are renewed."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text('[[experiment]]\nid = "a"\n[[experiment]]\nid = "b"\nhint = true\n')
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    args += ["--out", str(out), "--no-report"]
+    code, text = run_cli([*args, "--limit", "1"], capsys)
+    assert code == 0, text
+    mine.write_text(
+        '[[experiment]]\nid = "a"\nreference = true\n'
+        '[[experiment]]\nid = "b"\nhint = true\npaper = "mine"\n'
+    )
+    code, text = run_cli([*args, "--limit", "2"], capsys)
+    assert code == 1 and "a failed: " in text and "settings.reference: false → true" in text
+    assert "failed: a; the others are intact. Mend what the error above says" in text
+    assert json.loads((out / "suite.json").read_text()) == {
+        "experiments": [
+            {"id": "a", "paper": "", "published": None, "plain": True, "limit": 1},
+            {"id": "b", "paper": "mine", "published": None, "plain": False, "limit": 2},
+        ],
+        "limit": 2,
+    }
+    # Refused alone: what the file held before, limit included, stays as it was.
+    code, text = run_cli([*args, "--limit", "3", "--only", "a"], capsys)
+    assert code == 1 and json.loads((out / "suite.json").read_text())["limit"] == 2
 
 
 # ----- one request asked once -------------------------------------------------------------------
@@ -495,3 +558,89 @@ def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path
             for r in results(tmp_path / "separate" / ident)
         }
         assert ours == theirs and len(ours) == 7 * LIMIT
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{broken", "not JSON: Expecting property name"),
+        ('{"experiments": [{"id": "../elsewhere"}]}', "not a list of experiments, each with an id"),
+    ],
+)
+def test_a_damaged_suite_json_is_named_not_taken_for_a_run_without_run_json(
+    tmp_path: Path, capsys, text: str, why: str
+) -> None:
+    """`report OUT` and `push OUT` of a suite's output whose suite.json is damaged say so,
+    instead of "OUT is not a run directory (no run.json)"."""
+    from proactivebench.errors import DamagedRunError
+    from proactivebench.publish import plan_push
+
+    (tmp_path / "suite.json").write_text(text)
+    code, output = run_cli(["report", str(tmp_path)], capsys)
+    told = f"error: {tmp_path / 'suite.json'} is damaged ({why}"
+    assert code == 1 and told in " ".join(output.split()) and "no run.json" not in output
+    with pytest.raises(DamagedRunError, match=r"suite\.json is damaged"):
+        plan_push([tmp_path])
+
+
+def test_a_suites_output_among_runs_is_named_as_a_suite(tmp_path: Path, capsys) -> None:
+    """`report OUT RUN` (or `--vs OUT`) with a suite's output OUT: told that OUT holds
+    experiments and how to report them, not that it "is not a run directory (no run.json)"."""
+    out, run = tmp_path / "paper", tmp_path / "run"
+    out.mkdir()
+    (out / "suite.json").write_text('{"experiments": [{"id": "mcqa"}, {"id": "hint"}]}')
+    told = f"error: {out} holds a suite's experiments (mcqa, hint), not one run: report it alone"
+    for args in ([str(out), str(run)], [str(run), "--vs", str(out)]):
+        code, text = run_cli(["report", *args, "--out", str(tmp_path / "r")], capsys)
+        assert code == 1 and told in " ".join(text.split()) and "no run.json" not in text
+
+
+def test_a_report_of_runs_any_of_which_is_partial_says_so(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """`--limit 1`, then `--only a` without a limit: b still holds one episode per scenario,
+    so the record's limit stays 1 and the report says it is partial (it said nothing once the
+    last invocation had no --limit). A suite file's own `limit` counts as --limit does."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text(
+        '[[experiment]]\nid = "a"\n[[experiment]]\nid = "b"\nhint = true\n'
+        '[[experiment]]\nid = "c"\nreference = true\nlimit = 2\n'
+    )
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    args += ["--out", str(out)]
+    code, text = run_cli([*args, "--limit", "1", "--only", "a,b"], capsys)
+    assert code == 0, text
+    code, text = run_cli([*args, "--only", "a,c"], capsys)
+    assert code == 0, text
+    record = json.loads((out / "suite.json").read_text())
+    assert {e["id"]: e["limit"] for e in record["experiments"]} == {"a": None, "b": 1, "c": 2}
+    assert record["limit"] == 2
+    assert "Partial: played with --limit 2" in (out / "report" / "report.md").read_text()
+    assert len(episodes_once(out / "b")) == 7 and len(episodes_once(out / "c")) == 14
+
+
+def test_what_would_fail_every_experiment_is_refused_once_before_anything_is_written(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A data directory that is not there (or holds no record file), an --out that is a file
+    or a run directory: one error before anything is written. Before, each experiment failed
+    alone ("the others are intact" of none), a suite.json was left in a new OUT, a FileExistsError
+    traceback came of a file, and a run directory got experiments inside and the suite's
+    report over its own."""
+    run = tmp_path / "run"
+    code, text = run_cli(eval_args(data, run, "--scenarios", "ROD", "--no-report"), capsys)
+    assert code == 0, text
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = ["paper", "--model", "baseline:oracle", "--only", "mcqa,hint"]
+    for data_dir, out, told in [
+        (tmp_path / "nowhere", tmp_path / "o", "nowhere: data directory not found"),
+        (empty, tmp_path / "o", "empty: no '*_preprocessed.jsonl' files found"),
+        (data, run / "results.jsonl", "as a suite's output: it is a file"),
+        (data, run, f"{run} is a run directory ({run / 'run.json'}), not a suite's output"),
+    ]:
+        code, text = run_cli([*args, "--data", str(data_dir), "--out", str(out)], capsys)
+        assert code == 1 and "Traceback" not in text and told in " ".join(text.split()), text
+        assert not (tmp_path / "o").exists()
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from clirun import run_cli
 from proactivebench import registry
 from proactivebench.data.synth import MANIFEST_NAME, generate, make_sample, objects
 from proactivebench.data.synth.common import Sample
@@ -397,3 +398,43 @@ def test_committed_scenario_figures_are_what_make_figures_draws(short: str) -> N
     assert drawn.shape == committed.shape, stale
     # Equal but for text antialiasing, should another Pillow draw the captions a bit apart.
     assert np.abs(drawn - committed).mean() < 1.0, stale
+
+
+@pytest.mark.parametrize("command", [["data", "synth", "--out", "OUT"], ["demo"]])
+def test_a_negative_seed_is_a_usage_error_not_a_traceback(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The generator takes seeds >= 0: `--seed -1` is refused where it enters, naming the flag,
+    before anything is generated."""
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in command]
+    code, text = run_cli([*args, "--seed", "-1"], capsys)
+    assert code == 2
+    assert "Invalid value for '--seed': -1 is not in the range x>=0" in text
+    assert "Traceback" not in text and not (tmp_path / "out").exists()
+
+
+def test_an_interrupted_generation_adds_nothing(tmp_path: Path) -> None:
+    """Ctrl-C after the first scenarios: neither a new folder nor an earlier data set gains a
+    half of a set (a run would take ROD alone for the whole); no stage is left beside."""
+
+    def stop_after(samples: int) -> Callable[[int], None]:
+        done = [0]
+
+        def progress(n: int) -> None:
+            done[0] += n
+            if done[0] == samples:
+                raise KeyboardInterrupt
+
+        return progress
+
+    new = tmp_path / "new"
+    with pytest.raises(KeyboardInterrupt):
+        generate(new, per_scenario=2, progress=stop_after(5))
+    assert not new.exists()
+    old = tmp_path / "old"
+    generate(old, per_scenario=1, scenarios=["QD"])
+    before = {p: p.read_bytes() for p in old.rglob("*") if p.is_file()}
+    with pytest.raises(KeyboardInterrupt):
+        generate(old, per_scenario=2, seed=3, progress=stop_after(5))
+    assert {p: p.read_bytes() for p in old.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]

@@ -221,6 +221,16 @@ def episode_error(exc: Exception) -> str:
     return storable(f"{type(exc).__name__}: {exc}")
 
 
+def not_the_hubs(endpoint: str, what: str, exc: BaseException) -> str:
+    """The one line for an answer of `endpoint` about `what` that huggingface_hub could not
+    read (a proxy's or a captive portal's HTML page, JSON of another shape: it fails inside
+    the library as a ValueError, TypeError, KeyError...): `data download`'s and `push`'s."""
+    return storable(
+        f"{endpoint} sent an answer that is not the Hub's for {what} "
+        f"({type(exc).__name__}: {exc}); check HF_ENDPOINT, or a proxy in the way"
+    )
+
+
 #: The errors of a disk that takes no more: full, over quota, a file-size limit, read-only.
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 

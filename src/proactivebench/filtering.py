@@ -23,7 +23,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import NothingToDoError, RunMismatchError, SettingsError
+from proactivebench.data.sample_filter import read_sample_filter
+from proactivebench.errors import DataError, NothingToDoError, RunMismatchError, SettingsError
 from proactivebench.paths import write_whole
 from proactivebench.protocol import FILTER_IDS
 from proactivebench.registry import scenario, scenario_rank
@@ -158,10 +159,27 @@ def write_filter(
     at_least: float = PAPER_AT_LEAST,
 ) -> ComputedFilter:
     """Compute the filter of `run_dirs` and write it to `out` whole (nothing is written when a
-    run is refused)."""
+    run is refused, or when `out` holds a file that is not a filter file)."""
+    _refuse_other_file(Path(out))
     computed = compute_filter(run_dirs, at_least)
     write_whole(out, dumps(computed.document(), indent=2) + "\n")
     return computed
+
+
+def _refuse_other_file(out: Path) -> None:
+    """`out` may be new or an earlier filter file (written again); any other file there (a
+    run's results.jsonl, a record file, a typo's victim) would be lost: refused, unread
+    further, naming why it is not a filter file."""
+    if not out.exists():
+        return
+    try:
+        read_sample_filter(out)
+    except DataError as exc:
+        raise DataError(
+            f"{exc.message}: the filter is written only over an earlier filter file; name a "
+            "new file",
+            path=str(out),
+        ) from None
 
 
 def _check_comparable(

@@ -177,11 +177,18 @@ def staged_folder(folder: Path) -> Iterator[Path]:
     """A folder to build `folder`'s new contents in (beside it, on the same disk): when the
     block ends without an error they are moved into `folder` (renames, which take no space;
     files of `folder` not rebuilt are left), otherwise the stage is removed and `folder` is as
-    it was. What fails to be written raises `WriteError` naming the file.
+    it was. What fails to be written raises `WriteError` naming the file. `folder` may be
+    given as `.` or `..` (its name is then the one the path leads to).
     """
+    whole = Path(os.path.abspath(folder))  # "." has no name to put a stage beside
+    if not whole.name:
+        raise WriteError(folder, OSError(errno.EISDIR, "the root is no folder to build in"))
+    blocker = next((p for p in (whole, *whole.parents) if p.is_file()), None)
+    if blocker is not None:  # named, rather than as mkdir's "File exists" or "Not a directory"
+        raise WriteError(folder, OSError(errno.ENOTDIR, f"{blocker} is a file, not a folder"))
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        stage = folder.with_name(f".{folder.name}.partial-{os.getpid()}-{secrets.token_hex(4)}")
+        whole.parent.mkdir(parents=True, exist_ok=True)
+        stage = whole.with_name(f".{whole.name}.partial-{os.getpid()}-{secrets.token_hex(4)}")
         stage.mkdir()
     except OSError as exc:
         raise WriteError(folder, exc) from None

@@ -22,6 +22,7 @@ naming the repo and what to do (`hf auth login`, HF_TOKEN, the network).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -31,9 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError, PushError
+from proactivebench.errors import ProactiveBenchError, PushError, not_the_hubs
 from proactivebench.metrics import Metric, headline_metrics
-from proactivebench.rundir import RESULTS, RUN_CONFIG, SUMMARY, read_run_config
+from proactivebench.rundir import (
+    REPORT_DIR,
+    RESULTS,
+    RUN_CONFIG,
+    SUMMARY,
+    RunLock,
+    has_results,
+    read_run_config,
+)
 from proactivebench.suite import is_suite_dir, read_suite_record
 from proactivebench.texts import dumps, loads
 
@@ -41,8 +50,8 @@ REPO_TYPE = "dataset"
 CARD = "README.md"
 RUNS = "runs"
 REPORTS = "reports"
-#: A run's own report folder (`report.REPORT_DIR`), pushed with the run.
-RUN_REPORT = "report"
+#: A run's own report folder, pushed with the run.
+RUN_REPORT = REPORT_DIR
 #: What marks a directory as a report of `report` (no run.json beside).
 REPORT_FILES = ("report.json", "report.html")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -97,10 +106,14 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
     if not paths:
         raise PushError("nothing to push: name run directories, suite outputs or reports")
     plan = PushPlan()
+    seen: set[Path] = set()
     for given in paths:
         path = Path(given)
         if not path.is_dir() or path.is_symlink():
             raise PushError(f"{path} is not a directory: name a run, a suite's output or a report")
+        if path.resolve() in seen:  # named again (RUN and RUN/): pushed, counted and carded once
+            continue
+        seen.add(path.resolve())
         name = path.resolve().name
         if (path / RUN_CONFIG).is_file():
             _add_run(plan, path, f"{RUNS}/{name}")
@@ -118,7 +131,12 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
 
 def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
     config = read_run_config(run_dir)
-    if not (run_dir / RESULTS).is_file():
+    holder = RunLock.holder(run_dir)
+    if holder is not None:  # its results are still being appended: a half-written run
+        raise PushError(
+            f"{run_dir} is in use by another run (PID {holder}): push it once that run ends"
+        )
+    if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
     for name in (RUN_CONFIG, RESULTS, SUMMARY):
         if _plain_file(run_dir / name):
@@ -303,13 +321,17 @@ def push(
     named = [run.repo_path for run in plan.runs] + plan.reports
     message = "proactivebench push: " + ", ".join(named)
     with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
-        url = api.create_repo(repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+        with _hub_answer(f"the repo {repo_id}"):
+            url = api.create_repo(
+                repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True
+            )
         card = dataset_card(plan, repo_id, _earlier_runs(api, repo_id, plan))
         operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
         operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
-        commit = api.create_commit(
-            repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
-        )
+        with _hub_answer(f"the commit to {repo_id}"):
+            commit = api.create_commit(
+                repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
+            )
     return PushOutcome(
         url=str(url),
         commit=str(commit.oid),
@@ -326,7 +348,8 @@ def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
     import tempfile
 
     pushed = {run.repo_path for run in plan.runs}
-    held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+    with _hub_answer(f"the files of {repo_id}"):
+        held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
     suffix = f"/{RUN_CONFIG}"
     earlier = []
     with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
@@ -334,7 +357,10 @@ def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
         def fetch(repo_path: str) -> Any:
             if repo_path not in held:
                 return None
-            local = api.hf_hub_download(repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch)
+            with _hub_answer(f"{repo_id}/{repo_path}"):
+                local = api.hf_hub_download(
+                    repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch
+                )
             try:
                 return loads(Path(local).read_bytes().decode("utf-8"))
             except ValueError:
@@ -353,6 +379,20 @@ def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
                     PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
                 )
     return earlier
+
+
+@contextmanager
+def _hub_answer(what: str) -> Iterator[None]:
+    """Around one huggingface_hub call: an answer about `what` that is not the Hub's (a
+    proxy's HTML page, JSON of another shape) fails inside the library as a JSONDecodeError,
+    TypeError, KeyError or AttributeError, told as one `PushError` naming the endpoint (a
+    ValueError of the library's own checks is `_hub_errors`' to tell)."""
+    from huggingface_hub import constants
+
+    try:
+        yield
+    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
+        raise PushError(not_the_hubs(constants.ENDPOINT, what, exc)) from None
 
 
 @contextmanager

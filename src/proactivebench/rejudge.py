@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.engine import Provenance, RunEngine
-from proactivebench.errors import NothingToDoError
+from proactivebench.errors import NothingToDoError, RunMismatchError
 from proactivebench.judge import Judge, judged_settings
 from proactivebench.metrics import Summary, is_unjudged, summarize
 from proactivebench.models.base import ChatRequest, Completion
@@ -33,11 +33,15 @@ from proactivebench.play import Result
 from proactivebench.results import is_oeg_line, result_key, result_order
 from proactivebench.rundir import (
     RESULTS,
+    RUN_CONFIG,
     ResultsFile,
-    latest_results,
+    identity_differences,
     provenance_of,
     read_results,
     read_run_config,
+    refuse_orphan_lines,
+    refuse_rejected,
+    run_lines,
     without_provenance,
     write_results,
     write_run_config,
@@ -123,7 +127,15 @@ def rejudge(
         identity = read_run_config(run)
         multiturn = identity.get("settings", {}).get("mode") == "oeg-multiturn"
         way = MULTITURN if multiturn else ONE_TURN
-        lines = latest_results(read_results(run / RESULTS))
+        # The lines as every reader that counts takes them: one played with other settings
+        # than run.json's (a hand edit) would otherwise be judged and stamped with them.
+        found = run_lines(run, identity)
+        refuse_rejected(
+            found.rejected,
+            f"cannot judge {run}: its results hold lines that are not this run's. Move them "
+            f"out of {run / RESULTS}, or mend {run / RUN_CONFIG}",
+        )
+        lines = found.lines
         if not lines or not all(is_oeg_line(line) != multiturn for line in lines):
             raise NothingToDoError(
                 f"{run} holds no open-ended (--mode oeg or oeg-multiturn) results to judge"
@@ -131,6 +143,8 @@ def rejudge(
         played = {result_key(line): line for line in lines}
         settings = judged_settings(identity.get("settings", {}), judge)
         identity = {**identity, "settings": settings}
+        if out.resolve() != run.resolve():
+            _refuse_another_run(out, run, without_provenance(identity))
         so_far = read_results(out / JUDGED_SO_FAR)
         lines, before = _judged_before(lines, so_far, settings, way.needs)
         todo = [line for line in lines if way.needs(line, settings)]
@@ -183,6 +197,32 @@ def rejudge(
         write_summary(out, outcome.summary)
         (out / JUDGED_SO_FAR).unlink(missing_ok=True)
     return outcome
+
+
+def _refuse_another_run(out: Path, run: Path, identity: dict[str, Any]) -> None:
+    """`out` (another directory than `run`) may hold nothing yet, an interrupted judging's
+    journal, or `run` judged there before (by any judge: judging it again replaces its
+    verdicts, as in place). Another run's directory, or result lines of no known run, would
+    lose their run.json and results: refused, naming what differs."""
+    if not (out / RUN_CONFIG).exists():
+        refuse_orphan_lines(out)
+        return
+    held = without_provenance(read_run_config(out))
+    if _without_judge(held) != _without_judge(identity):
+        changes = "; ".join(identity_differences(_without_judge(held), _without_judge(identity)))
+        raise RunMismatchError(
+            f"{out} holds another run than {run} ({out / RUN_CONFIG}: {changes}); judging "
+            "would replace its results. Give --out a new directory (or the one an earlier "
+            "judging of this run wrote)"
+        )
+
+
+def _without_judge(identity: dict[str, Any]) -> dict[str, Any]:
+    """A run's identity less its judge: what a judged copy shares with the run it copies."""
+    settings = identity.get("settings")
+    if not isinstance(settings, dict):
+        return identity
+    return {**identity, "settings": {k: v for k, v in settings.items() if k != "judge"}}
 
 
 def _judged_by(line: dict[str, Any], settings: dict[str, Any]) -> bool:

@@ -11,6 +11,7 @@ episode was played and scored with the whole text.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -279,6 +280,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _shown(value: Any) -> str:
     """A field's value for a message: short, whatever it holds."""
     text = repr(value)
@@ -303,6 +308,45 @@ def shape_problem(line: Any) -> str | None:
     return _oeg_problem(line) if is_oeg_line(line) else _mcqa_problem(line)
 
 
+def _request_problem(request: dict[str, Any], where: str = "") -> str | None:
+    """What the report reads of one request (a turn, an open-ended line): its token counts, an
+    object (count by kind) or absent, which it sums by kind; and the view it showed, whose
+    thumbnail it makes: the image a path (text), the crop four numbers, the resize a count."""
+    usage = request.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        return f"{where}usage must be an object of token counts, not {_shown(usage)}"
+    image = request.get("image")
+    if image is not None and not isinstance(image, str):
+        return f"{where}image must be a path (text), not {_shown(image)}"
+    crop = request.get("crop")
+    if crop is not None and not (
+        isinstance(crop, list) and len(crop) == 4 and all(_is_finite(c) for c in crop)
+    ):
+        return f"{where}crop must be four numbers (left, top, right, bottom), not {_shown(crop)}"
+    resize = request.get("resize_short_edge")
+    if resize is not None and not (_is_int(resize) and resize >= 1):
+        return f"{where}resize_short_edge must be a whole number >= 1, not {_shown(resize)}"
+    return None
+
+
+def _demonstrations_problem(line: dict[str, Any]) -> str | None:
+    """In-context demonstrations: a list of objects whose turns are requests as above."""
+    demos = line.get("demonstrations")
+    if demos is None:
+        return None
+    if not isinstance(demos, list) or not all(isinstance(d, dict) for d in demos):
+        return f"demonstrations must be a list of objects, not {_shown(demos)}"
+    for number, demo in enumerate(demos, 1):
+        turns = demo.get("turns") or []
+        if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+            return f"demonstration {number}: turns must be a list of objects, not {_shown(turns)}"
+        for turn in turns:
+            problem = _request_problem(turn, f"demonstration {number}: ")
+            if problem is not None:
+                return problem
+    return None
+
+
 def _mcqa_problem(line: dict[str, Any]) -> str | None:
     turns = line.get("num_turns", 0)
     if not _is_int(turns) or not 0 <= turns <= MAX_TURNS:
@@ -315,7 +359,11 @@ def _mcqa_problem(line: dict[str, Any]) -> str | None:
     trace = line.get("trace", [])
     if not isinstance(trace, list) or not all(isinstance(t, dict) for t in trace):
         return f"trace must be a list of turns (objects), not {_shown(trace)}"
-    return None
+    for number, turn in enumerate(trace, 1):
+        problem = _request_problem(turn, f"turn {number}: ")
+        if problem is not None:
+            return problem
+    return _demonstrations_problem(line)
 
 
 #: OEG fields a summary counts: the judge's 0/1 verdicts.
@@ -339,7 +387,7 @@ def _oeg_problem(line: dict[str, Any]) -> str | None:
         value = line.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
             return f"{key} must be a list of {kind.__name__}, not {_shown(value)}"
-    return None
+    return _request_problem(line)
 
 
 def settings_problem(line: dict[str, Any], settings: dict[str, Any]) -> str | None:

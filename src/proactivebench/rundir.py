@@ -58,6 +58,9 @@ RUN_CONFIG = "run.json"
 #: The run.json key of what is recorded about the run but is not its identity (never compared
 #: on resume or merge): one entry per invocation that wrote results (`provenance`).
 PROVENANCE = "provenance"
+#: Where `eval` and a one-run `report` put a run's report: inside the run directory (a suite
+#: puts the report of its experiments in OUT/REPORT_DIR too).
+REPORT_DIR = "report"
 #: The note of a complete run (`FinishedRun`): hidden, as the lock is; not part of any contract.
 FINISHED = ".finished.json"
 
@@ -148,6 +151,18 @@ class ResultsFile:
             self._fd = None
 
 
+def has_results(run_dir: Path) -> bool:
+    """Whether `run_dir` holds a results file. One there that is not a regular file (a
+    folder, a FIFO, a broken link) is refused by name: never taken for "no results yet", nor
+    opened (a FIFO would wait forever)."""
+    path = run_dir / RESULTS
+    if not path.exists() and not path.is_symlink():
+        return False
+    if not path.is_file():
+        raise DamagedRunError(f"cannot read {path}: not a regular file (a FIFO, device or folder)")
+    return True
+
+
 def read_results(path: Path) -> list[dict[str, Any]]:
     """The complete lines of a results file, as JSON objects.
 
@@ -207,7 +222,7 @@ def run_lines(
     `run.json` (`config`). `known(scenario, sample_id)` says whether the data holds an
     episode; without it, only a scenario the benchmark does not have is refused.
 
-    Every reader that counts (eval's resume and table, report, merge) takes its lines from
+    Every reader that counts (eval's resume and table, judge, report, merge) takes its lines from
     here, so that a line pasted from another run or hand-edited is left out by all of them
     alike, and named."""
     path = run_dir / RESULTS
@@ -382,6 +397,26 @@ class RunLock:
         lock.release()
         self._clean_up()
 
+    @staticmethod
+    def holder(run_dir: Path) -> str | None:
+        """The PID of another process holding `run_dir` (a run still writing it), or None: for
+        a reader that must not take a run half-written (`push`). Looked at, never taken: a
+        directory it cannot lock (read-only) is taken as free."""
+        from filelock import FileLock, Timeout
+
+        if RunLock._held.get(Path(run_dir).resolve()) or not (run_dir / ".lock").is_file():
+            return None
+        lock = FileLock(run_dir / ".lock", timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            pid_file = run_dir / ".lock.pid"
+            return pid_file.read_text().strip() if pid_file.is_file() else "unknown"
+        except OSError:
+            return None
+        lock.release()
+        return None
+
     def _clean_up(self) -> None:
         """A directory this lock created and no run was started in (bad data, nothing to play,
         a failed start) is removed again: no empty run dir is left behind."""
@@ -436,6 +471,16 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
             "--out to start a new run, or the same options to resume"
         )
     return previous
+
+
+def refuse_orphan_lines(out_dir: Path) -> None:
+    """A results file with lines but no run.json says nothing of whose they are (another
+    model's, other settings): a new run (or a judged copy) must not adopt them as its own."""
+    if read_results(out_dir / RESULTS):
+        raise ForeignLinesError(
+            f"{out_dir / RESULTS} has result lines but {out_dir} has no {RUN_CONFIG}: whose "
+            "run they are cannot be told. Move results.jsonl away, or use another --out"
+        )
 
 
 def write_run_config(

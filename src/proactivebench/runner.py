@@ -23,7 +23,7 @@ from typing import Any
 
 from proactivebench.data.layout import Dataset, read_records, scenario_file
 from proactivebench.engine import Provenance, RunEngine
-from proactivebench.errors import ForeignLinesError, ProactiveBenchError, SettingsError
+from proactivebench.errors import ProactiveBenchError, SettingsError
 from proactivebench.judge import Judge, judged_settings
 from proactivebench.metrics import ScenarioScore, Summary, summarize
 from proactivebench.models.base import Model
@@ -45,6 +45,7 @@ from proactivebench.rundir import (
     merge_runs,
     provenance_of,
     read_results,
+    refuse_orphan_lines,
     refuse_rejected,
     run_lines,
     write_run_config,
@@ -162,7 +163,7 @@ async def _prepare(
     previous = check_run_dir(out, identity)
     known = _held_by(root, chosen.dataset)
     if previous is None:
-        _refuse_orphan_lines(out)
+        refuse_orphan_lines(out)
         lines: list[dict[str, Any]] = []
     else:
         found = run_lines(out, identity, known)
@@ -183,16 +184,6 @@ async def _prepare(
     history = provenance_of(previous) if previous is not None else []
     records = chosen.dataset.records
     return _Run(chosen.episodes, todo, model, out, records, judge, identity, history, stamp, known)
-
-
-def _refuse_orphan_lines(out: Path) -> None:
-    """A results file with lines but no run.json says nothing of whose they are (another
-    model's, other settings): a new run must not adopt them as its own."""
-    if read_results(out / RESULTS):
-        raise ForeignLinesError(
-            f"{out / RESULTS} has result lines but {out} has no {RUN_CONFIG}: whose run they "
-            "are cannot be told. Move results.jsonl away, or use another --out"
-        )
 
 
 def _held_by(root: Path, dataset: Dataset) -> Callable[[str, int], bool]:

@@ -25,14 +25,25 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from proactivebench.data.layout import parse_scenario_names
 from proactivebench.engine import RunEngine
-from proactivebench.errors import ProactiveBenchError, SettingsError, SuiteFileError
+from proactivebench.errors import (
+    DamagedRunError,
+    NotARunDirError,
+    NothingToDoError,
+    ProactiveBenchError,
+    RunMismatchError,
+    SettingsError,
+    SuiteFileError,
+)
 from proactivebench.judge import Judge
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.cache import ResponseCache
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
+from proactivebench.registry import lookup, scenario_names
+from proactivebench.rundir import REPORT_DIR, RUN_CONFIG
 from proactivebench.runner import RunOutcome, aevaluate
 from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
 from proactivebench.texts import dumps, loads
@@ -45,8 +56,13 @@ if TYPE_CHECKING:
 ID, PAPER, PUBLISHED = "id", "paper", "published"
 #: What `run_suite` records in OUT of the experiments it played there (`report OUT` reads it).
 SUITE_RECORD = "suite.json"
+#: suite.json's key of the episodes per scenario a run was played with (None: all).
+LIMIT = "limit"
 #: An experiment's id names its run directory: a plain name.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+#: What the suite itself writes in OUT beside the experiments' run directories: no id's, in
+#: any case (a file system that ignores case, macOS's and Windows', would mix them).
+RESERVED_IDS = (REPORT_DIR, SUITE_RECORD)
 
 
 @dataclass(frozen=True)
@@ -74,7 +90,8 @@ class Suite:
 
     def chosen(self, only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Experiment]:
         """The experiments `only` names (all when empty) without those `skip` names; an id
-        the suite does not hold is refused, naming the ids it does."""
+        the suite does not hold is refused, naming the ids it does, and so is a choice that
+        leaves none."""
         ids = [e.id for e in self.experiments]
         unknown = [i for i in [*only, *skip] if i not in ids]
         if unknown:
@@ -82,7 +99,13 @@ class Suite:
                 f"{self.path} has no experiment {', '.join(map(repr, unknown))}; its "
                 f"experiments: {', '.join(ids)}"
             )
-        return [e for e in self.experiments if (not only or e.id in only) and e.id not in skip]
+        chosen = [e for e in self.experiments if (not only or e.id in only) and e.id not in skip]
+        if not chosen:
+            raise NothingToDoError(
+                f"no experiment of {self.path} is left to run: --skip leaves out every one "
+                f"{'--only names' if only else 'it holds'}"
+            )
+        return chosen
 
 
 def paper_suite() -> Suite:
@@ -132,6 +155,11 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
             f"{where}: 'id' must be a name of letters, digits, '-', '_' or '.' (it names the "
             f"run directory), got {ident!r}"
         )
+    if ident.casefold() in RESERVED_IDS:
+        raise SuiteFileError(
+            f"{where}: 'id' {ident!r} is taken: OUT/{ident} is the suite's own (the report of "
+            f"every experiment, the list of them); choose another id"
+        )
     where = f"{where} ({ident!r})"
     paper = entry.get(PAPER, "")
     if not isinstance(paper, str):
@@ -161,6 +189,14 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
         settings = EvalSettings(**values)
     except SettingsError as exc:  # a combination of settings (e.g. --icl with --reference)
         raise SuiteFileError(f"{where}: {exc}") from None
+    # Known when the file is read (scenarios registered from Python included), not only
+    # when the experiment starts, after the others began.
+    unknown = [name for name in settings.scenarios or () if lookup(name) is None]
+    if unknown:
+        raise SuiteFileError(
+            f"{where}: setting 'scenarios': unknown scenario {unknown[0]!r}; choose from "
+            f"{', '.join(scenario_names())}"
+        )
     return Experiment(ident, paper, settings, published)
 
 
@@ -260,7 +296,8 @@ async def run_suite(
     the others go on. Cancelled (Ctrl-C), every run keeps what it wrote, as `eval` does."""
     engine = RunEngine(options, cache)
     root = Path(out_dir)
-    record_suite(root, experiments, limit)
+    refuse_before_running(Path(data_dir), root)
+    before = record_suite(root, experiments, limit)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     shared: list[Model] = []
     make_model = _maker(model, shared)
@@ -287,15 +324,23 @@ async def run_suite(
                 on_start=lambda total, done: on_start(experiment.id, total, done),
                 on_result=lambda result: on_result(experiment.id, result),
             )
+        except RunMismatchError as exc:  # OUT/<id> holds a run of other settings: not this one
+            entry.status, entry.reason = FAILED, str(exc)
+            refused.append(experiment)
+            return
         except ProactiveBenchError as exc:
             entry.status, entry.reason = FAILED, str(exc)
             return
         entry.outcome = outcome
         entry.status = EPISODE_ERRORS if outcome.errors else DONE
 
+    refused: list[Experiment] = []
     try:
         await asyncio.gather(*(one(entry) for entry in outcomes))
     finally:
+        if refused:  # suite.json describes the runs OUT holds: theirs as they were
+            accepted = [e for e in experiments if e not in refused]
+            record_suite(root, accepted, limit, before)
         for kept in shared:
             await kept.aclose()
         for entry in outcomes:
@@ -305,42 +350,98 @@ async def run_suite(
     return SuiteOutcome(outcomes)
 
 
-def record_suite(out_dir: Path, experiments: Sequence[Experiment], limit: int | None) -> None:
+def refuse_before_running(data_dir: Path, out_dir: Path) -> None:
+    """What would fail every experiment alike, refused once before anything is written: data
+    that is not a data directory, an OUT that is a file, or a run directory (its report
+    folder would take the suite's report, its folder the experiments')."""
+    parse_scenario_names(None, data_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotARunDirError(f"cannot use {out_dir} as a suite's output: it is a file")
+    if (out_dir / RUN_CONFIG).exists():
+        raise RunMismatchError(
+            f"{out_dir} is a run directory ({out_dir / RUN_CONFIG}), not a suite's output: it "
+            "would hold the experiments' run directories and their report; use another --out"
+        )
+
+
+def record_suite(
+    out_dir: Path,
+    experiments: Sequence[Experiment],
+    limit: int | None,
+    before: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
-    invocation (`--only`) are kept, those played now replace theirs."""
-    before = read_suite_record(out_dir)
-    entries = {e["id"]: e for e in before.get("experiments", [])}
+    invocation (`--only`) are kept, those played now replace theirs. `before`: the record to
+    add them to (default: the one there now); returns the one there was.
+
+    Each entry keeps the limit its run was played with (episodes per scenario; None: all),
+    the larger of an earlier invocation's and this one's (a run only grows), and the record's
+    `limit` is the largest of them: a report of runs of which any is partial says so, whatever
+    the last invocation's --limit (or a suite file's own `limit`)."""
+    before = read_suite_record(out_dir) if before is None else before
+    # Entries written before they kept their own limit: the record's was theirs.
+    entries = {e["id"]: {LIMIT: before.get(LIMIT), **e} for e in before.get("experiments", [])}
     for experiment in experiments:
+        played = capped(experiment.settings, limit).limit
+        if (out_dir / experiment.id / RUN_CONFIG).is_file() and experiment.id in entries:
+            played = _larger(entries[experiment.id].get(LIMIT), played)
         entries[experiment.id] = {
             ID: experiment.id,
             PAPER: experiment.paper,
             PUBLISHED: experiment.published,
             "plain": _plain(experiment.settings),
+            LIMIT: played,
         }
-    record = {"experiments": list(entries.values()), "limit": limit}
+    limits = [e[LIMIT] for e in entries.values() if isinstance(e.get(LIMIT), int)]
+    record = {"experiments": list(entries.values()), LIMIT: max(limits, default=None)}
     out_dir.mkdir(parents=True, exist_ok=True)
     write_whole(out_dir / SUITE_RECORD, dumps(record, indent=2) + "\n")
+    return before
+
+
+def _larger(first: Any, second: int | None) -> int | None:
+    """Two limits on one run directory, one after the other: what it holds (None: all)."""
+    if not isinstance(first, int) or second is None:
+        return None
+    return max(first, second)
 
 
 def is_suite_dir(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` holds a suite's experiments (its `suite.json`) rather than one run."""
+    """Whether `path` holds a suite's experiments (its `suite.json`) rather than one run; a
+    `suite.json` there (and no run.json) that is not one is refused by name, rather than
+    `path` being taken for a run directory without a run.json."""
     root = Path(path)
-    return not (root / "run.json").exists() and bool(read_suite_record(root))
+    if (root / RUN_CONFIG).exists():
+        return False
+    record, problem = _suite_record(root)
+    if problem is not None and (root / SUITE_RECORD).exists():
+        raise DamagedRunError(
+            f"{root / SUITE_RECORD} is damaged ({problem}); run the suite's command (paper or "
+            f"suite) again to write it, or name its experiments' run directories"
+        )
+    return bool(record)
 
 
 def read_suite_record(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """`suite.json` of a suite's output, or {} when there is none (or it is not ours)."""
+    return _suite_record(Path(out_dir))[0]
+
+
+def _suite_record(out_dir: Path) -> tuple[dict[str, Any], str | None]:
+    """`suite.json` of `out_dir`, or {} and why it is none."""
     try:
-        record = loads(read_file(Path(out_dir) / SUITE_RECORD).decode("utf-8"))
-    except (OSError, ValueError):
-        return {}
+        record = loads(read_file(out_dir / SUITE_RECORD).decode("utf-8"))
+    except OSError as exc:
+        return {}, exc.strerror or str(exc)
+    except ValueError as exc:
+        return {}, f"not JSON: {exc}"
     entries = record.get("experiments") if isinstance(record, dict) else None
     if not isinstance(entries, list) or not all(
         isinstance(e, dict) and isinstance(e.get(ID), str) and _ID.fullmatch(e[ID]) for e in entries
     ):
-        return {}
-    return record
+        return {}, "not a list of experiments, each with an id that names a folder"
+    return record, None
 
 
 def _plain(settings: EvalSettings) -> bool:

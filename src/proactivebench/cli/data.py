@@ -43,7 +43,7 @@ def data_group() -> None:
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="Seed of the generator: the same seed, size and split always write the same files.",

@@ -26,7 +26,7 @@ from proactivebench.metrics import Summary
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(min=0),
     default=0,
     show_default=True,
     help="Seed of the synthetic data and of the random baselines; each seed and size is "

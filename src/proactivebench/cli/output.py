@@ -251,10 +251,16 @@ class LineProgress(Progress):
         remaining = task.time_remaining
         eta = f", about {duration(remaining)} left" if remaining and done < total else ""
         line = (
-            f"{task.description}: {done:g}/{total:g} "
+            f"{task.description}: {_count(done)}/{_count(total)} "
             f"({100 * done / total:.0f}%){fields}, {task.elapsed or 0:.0f}s{eta}"
         )
         self.console.print(printable(line), markup=False, highlight=False)
+
+
+def _count(value: float) -> str:
+    """A progress count as people read it: whole numbers whole at any size (`g` would write
+    1234567 as 1.23457e+06), a fraction with its digits."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def duration(seconds: float) -> str:

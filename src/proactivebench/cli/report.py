@@ -96,7 +96,7 @@ def report_command(
     directory of a suite (`proactivebench paper --out OUT`) gives its report laid out as the
     paper."""
     from proactivebench.report import write_report
-    from proactivebench.suite import is_suite_dir, write_suite_report
+    from proactivebench.suite import is_suite_dir, read_suite_record, write_suite_report
 
     if len(run_dirs) == 1 and is_suite_dir(run_dirs[0]):
         if vs_dir is not None or params:
@@ -112,6 +112,14 @@ def report_command(
             paper_model=paper_model,
         )
     else:
+        for given in [*run_dirs, *([vs_dir] if vs_dir is not None else [])]:
+            if is_suite_dir(given):  # its experiments are runs; it is not one
+                ids = ", ".join(e["id"] for e in read_suite_record(given)["experiments"])
+                raise ProactiveBenchError(
+                    f"{given} holds a suite's experiments ({ids}), not one run: report it "
+                    f"alone (`report {given}`), or name its experiments' run directories "
+                    f"({Path(given) / 'ID'})"
+                )
         outcome = write_report(
             list(run_dirs),
             out_dir,

@@ -41,6 +41,7 @@ from proactivebench.cli.output import (
     print_error,
     print_report_outcome,
 )
+from proactivebench.errors import NothingToDoError
 from proactivebench.models import SPEC_HELP, load_model
 from proactivebench.settings import RunOptions
 
@@ -113,8 +114,13 @@ def _local(spec: str) -> bool:
     return spec.startswith("hf:")
 
 
-def _ids(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def _ids(text: str, flag: str) -> list[str]:
+    """The ids of `--only` / `--skip`; a text that names none (`--only ,`) is a mistake, not
+    "all"."""
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if text.strip() and not ids:
+        raise click.BadParameter(f"names no experiment: {text!r}", param_hint=flag)
+    return ids
 
 
 def run_command(
@@ -140,9 +146,16 @@ def run_command(
 ) -> None:
     """Play the chosen experiments of `suite`, then tell and report them; exits non-zero when
     one failed or left episodes in error."""
-    from proactivebench.suite import run_suite
+    from proactivebench.suite import refuse_before_running, run_suite
 
-    experiments = suite.chosen(_ids(only), _ids(skip))
+    experiments = suite.chosen(_ids(only, "--only"), _ids(skip, "--skip"))
+    # Before a model is made (a local one takes minutes to load), what would fail them all.
+    refuse_before_running(data_dir, out_dir)
+    if judge_spec is None and all(e.judged for e in experiments):
+        raise NothingToDoError(
+            f"every experiment chosen ({', '.join(e.id for e in experiments)}) is open-ended "
+            "and needs a judge: pass --judge SPEC"
+        )
     backend = parse_model_options(model_options)
 
     def judge() -> Any:
@@ -251,7 +264,11 @@ def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: 
     if outcome.failed:
         failed = ", ".join(e.experiment.id for e in outcome.failed)
         console.print(
-            escape(f"failed: {failed}; the others are intact. Rerun the same command to resume"),
+            escape(
+                f"failed: {failed}; the others are intact. Mend what the error above says (a "
+                "server that did not answer, settings changed since the run), then rerun the "
+                "same command to resume"
+            ),
             highlight=False,
         )
         return EXIT_ERROR
@@ -262,10 +279,11 @@ def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: 
 
 def experiments_table(entries: list[ExperimentOutcome]) -> Table:
     """Experiment, episodes, the average accuracy and ps rate (open-ended: the average cp and
-    ps, in %), and how it ended."""
+    ps, in %, which a caption says when such a row holds them), and how it ended."""
+    oeg = any(e.outcome is not None and e.outcome.summary.oeg for e in entries)
     table = Table(
         title="experiments",
-        caption="open-ended rows: cp (%) and ps (%) of the judge's verdicts",
+        caption="open-ended rows: cp (%) and ps (%) of the judge's verdicts" if oeg else None,
         caption_justify="left",
     )
     for heading in ("experiment", "episodes", "accuracy (avg)", "ps rate (avg)", "status"):

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
-from proactivebench.errors import DownloadError
+from proactivebench.errors import DownloadError, not_the_hubs
 from proactivebench.paths import cache_root, open_to_write, refuse_link, write_whole
 from proactivebench.texts import dumps, loads
 
@@ -171,14 +171,32 @@ def _endpoint() -> str:
     return constants.ENDPOINT
 
 
+@contextmanager
+def _hub_answer(what: str) -> Iterator[None]:
+    """huggingface_hub reading the Hub's answer about `what`: a body that is not the Hub's (a
+    proxy's or a captive portal's HTML page, JSON of another shape) fails inside the library
+    as a ValueError, TypeError, KeyError or AttributeError, told here as one `DownloadError`
+    naming the endpoint. The library's own errors (HTTP statuses, a bad repo id) pass on."""
+    from huggingface_hub import errors
+
+    try:
+        yield
+    except errors.HFValidationError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise DownloadError(not_the_hubs(_endpoint(), what, exc)) from None
+
+
 def _resolve_commit(repo_id: str, revision: str, token: str | bool | None) -> str:
     """Pin the revision to one commit, so every file comes from the same snapshot."""
     from huggingface_hub import HfApi
 
-    info = HfApi().dataset_info(repo_id, revision=revision, token=token)
-    if not info.sha:
+    with _hub_answer(f"revision {revision!r} of {repo_id}"):
+        info = HfApi().dataset_info(repo_id, revision=revision, token=token)
+        sha = info.sha
+    if not sha:
         raise DownloadError(f"{_endpoint()} did not say which commit {revision!r} of {repo_id} is")
-    return info.sha
+    return sha
 
 
 def _list_test_files(repo_id: str, commit: str, token: str | bool | None) -> list[tuple[str, int]]:
@@ -186,15 +204,22 @@ def _list_test_files(repo_id: str, commit: str, token: str | bool | None) -> lis
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoFile
 
-    tree = HfApi().list_repo_tree(
-        repo_id,
-        path_in_repo=REMOTE_FOLDER,
-        recursive=True,
-        revision=commit,
-        repo_type=REPO_TYPE,
-        token=token,
-    )
-    return sorted((entry.path, entry.size) for entry in tree if isinstance(entry, RepoFile))
+    with _hub_answer(f"the files of {repo_id}/{REMOTE_FOLDER}"):
+        tree = HfApi().list_repo_tree(
+            repo_id,
+            path_in_repo=REMOTE_FOLDER,
+            recursive=True,
+            revision=commit,
+            repo_type=REPO_TYPE,
+            token=token,
+        )
+        files = [(e.path, e.size) for e in tree if isinstance(e, RepoFile)]
+        for path, size in files:  # what the sizes and names are used for needs these types
+            if not isinstance(path, str) or isinstance(size, bool) or not isinstance(size, int):
+                raise TypeError(f"a file of path {path!r} and size {size!r}")
+            if size < 0:
+                raise ValueError(f"a file of path {path!r} and size {size!r}")
+    return sorted(files)
 
 
 def _describe(
@@ -599,6 +624,9 @@ def download_dataset(
     """
     root = Path(data_dir) if data_dir is not None else default_data_dir()
     revision = revision or "main"
+    for folder in (root, *root.parents):  # told by name, not as "disk error: Not a directory"
+        if folder.is_file():
+            raise DownloadError(f"cannot use {root} as the data directory: {folder} is a file")
     with _hub_errors(repo_id, revision):
         state = _State(root)
         state.make()

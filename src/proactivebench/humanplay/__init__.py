@@ -28,6 +28,7 @@ from proactivebench.errors import ProactiveBenchError
 from proactivebench.humanplay.app import PlayState, make_app
 from proactivebench.models.human import Human
 from proactivebench.play import Result
+from proactivebench.registry import scenario_order
 from proactivebench.results import result_key
 from proactivebench.rundir import RESULTS, RunLock, latest_results, read_results
 from proactivebench.runner import RunOutcome, aevaluate
@@ -65,7 +66,8 @@ def outcome_of(result: Result) -> dict[str, Any]:
 
 def _progress(state: PlayState, data_dir: Path, out_dir: Path, settings: EvalSettings) -> None:
     """Episodes chosen and finished per scenario (the run's selection, read again: cheap next
-    to a person's time)."""
+    to a person's time), the scenarios in their one order, as every table shows them (not a
+    set's, which changes from one session to the next)."""
     dataset = load_dataset(
         data_dir,
         settings.scenarios,
@@ -74,7 +76,8 @@ def _progress(state: PlayState, data_dir: Path, out_dir: Path, settings: EvalSet
     )
     picked = select_records(dataset, settings.limit, subset=settings.subset)
     chosen = {(r.scenario, r.id) for r in picked}
-    state.totals = Counter(scenario for scenario, _ in chosen)
+    state.totals = Counter({s: 0 for s in scenario_order(s for s, _ in chosen)})
+    state.totals.update(scenario for scenario, _ in chosen)
     for line in latest_results(read_results(out_dir / RESULTS)):
         if not line.get("error") and result_key(line) in chosen:
             state.done[line["scenario"]] += 1

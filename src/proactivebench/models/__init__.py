@@ -33,6 +33,9 @@ class SpecKind:
     options: bool = True
     #: The extra whose packages it needs, if any.
     extra: str | None = None
+    #: Whether its runs are of a model with a parameter count (a point of the report's size
+    #: plot): not a baseline policy nor a person, whose reports say nothing of sizes.
+    sized: bool = True
 
 
 def _baseline(rest: str, seed: int, options: dict[str, Any]) -> Model:
@@ -74,6 +77,7 @@ SPEC_KINDS: tuple[SpecKind, ...] = (
         "a built-in baseline policy (reads the episode's answer key)",
         _baseline,
         options=False,
+        sized=False,
     ),
     SpecKind("replay", "replay:FILE", "answers replayed from a JSONL file", _replay, options=False),
     SpecKind(
@@ -104,6 +108,7 @@ SPEC_KINDS: tuple[SpecKind, ...] = (
         "a person, who plays in the browser (`proactivebench play --annotator NAME`)",
         None,
         options=False,
+        sized=False,
     ),
 )
 SPEC_KIND = {k.kind: k for k in SPEC_KINDS}

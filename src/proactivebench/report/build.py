@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
 from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
+from proactivebench.models import SPEC_KIND
 from proactivebench.paper import paper_model_named, recognise_model
 from proactivebench.paths import (
     open_to_write,
@@ -70,6 +71,7 @@ from proactivebench.report.text import markdown as md
 from proactivebench.report.thumbcache import ThumbCache
 from proactivebench.report.thumbs import Thumbnails, start_all
 from proactivebench.rundir import (
+    REPORT_DIR,
     RESULTS,
     RUN_CONFIG,
     RunLock,
@@ -77,11 +79,10 @@ from proactivebench.rundir import (
 )
 from proactivebench.texts import dumps, loads
 
-#: Where `eval` and a one-run `report` put the report: inside the run directory.
-REPORT_DIR = "report"
 #: The report's format: raise it when the same runs give other report files, so that reports
 #: written before are rewritten by the next `eval` rather than left alone as up to date.
-REPORT_FORMAT = 2
+#: 3: no size-plot note for runs of one model or of people; CSV text cells kept from formulas.
+REPORT_FORMAT = 3
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
 
@@ -350,11 +351,11 @@ def _write_report(
         base.label += " (--vs)"
     empty = [r for r in runs if not r.lines]
     if empty and len(empty) == len(runs) and not allow_empty:
-        names = ", ".join(str(r.run_dir) for r in empty)
-        raise NothingToDoError(f"nothing to report: no episode in {names} (results.jsonl is empty)")
+        told = "; ".join(f"no episode in {r.run_dir} ({_emptiness(r)})" for r in empty)
+        raise NothingToDoError(f"nothing to report: {told}")
     outcome = ReportOutcome(out_dir=out)
     outcome.warnings += [
-        f"{r.run_dir} holds no episodes (results.jsonl is empty): its row is all —" for r in empty
+        f"{r.run_dir} holds no episodes ({_emptiness(r)}): its row is all —" for r in empty
     ]
     outcome.warnings += [line for r in [*runs, *([base] if base else [])] for line in r.rejected]
     all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
@@ -487,6 +488,12 @@ def _remove_stale(out: Path, written: Sequence[Path]) -> None:
                     path.unlink(missing_ok=True)
 
 
+def _emptiness(run: Run) -> str:
+    """Why a run has no episode to count: its results file is empty, or every line of it was
+    left out (another run's settings, not a result line...: the first is named)."""
+    return run.left_out() or "results.jsonl is empty"
+
+
 def _unique_keys(tables: list[Table]) -> list[Table]:
     """Table keys name files: two runs whose labels slug alike get `-2`, `-3`..."""
     seen: set[str] = set()
@@ -617,13 +624,13 @@ def _plots(
             outcome.notes.append(f"plot {name} not drawn: {value}")
         elif kind == "png":
             images[name] = value
-    # Baselines (`baseline:...`) have no model size: a report of baselines only is told nothing
-    # about the size plot it could never have.
-    models = [m for m in all_measures if not m.run.model.startswith("baseline:")]
+    # Baselines and people (`baseline:...`, `human:...`) have no model size, and the runs of
+    # one model (a suite's experiments) are one point: a report that could never have a size
+    # plot is told nothing about it.
+    models = {m.run.model for m in all_measures if _sized(m.run.model)}
     if (
         "size" not in images
-        and len(all_measures) > 1
-        and models
+        and len(models) > 1
         and not any(n.startswith("plot size") for n in outcome.notes)
     ):
         outcome.notes.append(
@@ -631,6 +638,13 @@ def _plots(
             "(give them with --params NAME=7B; one point per model)"
         )
     return images
+
+
+def _sized(model: str) -> bool:
+    """Whether a run's model spec is of a kind that has a parameter count (`SpecKind.sized`;
+    a spec of no known kind may well have one)."""
+    kind = SPEC_KIND.get(model.partition(":")[0])
+    return kind is None or kind.sized
 
 
 def _markdown(

@@ -22,7 +22,8 @@ from proactivebench.errors import (
 )
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import RESULTS, read_run_config, run_lines
+from proactivebench.rundir import RESULTS, has_results, read_run_config, run_lines
+from proactivebench.settings import EvalSettings, declared
 from proactivebench.texts import shown_json
 
 
@@ -73,6 +74,17 @@ class Run:
     def scenarios(self) -> list[str]:
         return list(self.by_scenario)
 
+    def left_out(self) -> str | None:
+        """How many lines of results.jsonl no count holds (another run's settings, not a
+        result line...), naming the first; None when every line counts. Said wherever an
+        episode is looked for and not found, so that a file whose lines were all left out is
+        never taken for an empty one."""
+        if not self.rejected:
+            return None
+        many = len(self.rejected)
+        lines = "1 line of results.jsonl is" if many == 1 else f"{many} lines of results.jsonl are"
+        return f"{lines} left out, the first as {self.rejected[0]}"
+
 
 def load_run(run_dir: str | Path) -> Run:
     """Read a run directory (run.json and results.jsonl), or say clearly why it is not one."""
@@ -81,7 +93,7 @@ def load_run(run_dir: str | Path) -> Run:
         raise NotARunDirError(f"{path} is not a run directory (a file, not a folder)")
     config = read_run_config(path)
     _check_config(path, config)
-    if not (path / RESULTS).is_file():
+    if not has_results(path):
         raise NothingToDoError(f"{path} has no {RESULTS} yet: nothing to report")
     found = run_lines(path, config)
     lines = sorted(found.lines, key=result_order)
@@ -102,16 +114,35 @@ _CONFIG_TYPES: dict[str, tuple[type, ...]] = {
 
 def _check_config(path: Path, config: Mapping[str, Any]) -> None:
     """One clear error naming run.json and the field when a field has the wrong shape (a
-    hand-edited or foreign file), rather than a failure deep inside the report."""
+    hand-edited or foreign file), rather than a failure deep inside the report: the fields
+    the report reads, and each run setting of a flag, count or text declared in
+    `settings.EvalSettings` (labels and the paper's tables read them by that type)."""
     for key, types in _CONFIG_TYPES.items():
         value = config.get(key)
         if value is not None and not isinstance(value, types):
             kind = "an object" if types == (dict,) else "a string"
-            shown = visible(shown_json(value))
-            shown = shown if len(shown) <= 60 else shown[:57] + "..."
             raise DamagedRunError(
-                f"{path / 'run.json'} is damaged: {key!r} must be {kind}, not {shown}"
+                f"{path / 'run.json'} is damaged: {key!r} must be {kind}, not {_short(value)}"
             )
+    declared_types = {s.name: s.base_type for s in declared(EvalSettings)}
+    for key, value in (config.get("settings") or {}).items():
+        wanted = declared_types.get(key)
+        if value is None or wanted not in _SETTING_KINDS:
+            continue
+        if isinstance(value, bool) != (wanted is bool) or not isinstance(value, wanted):
+            raise DamagedRunError(
+                f"{path / 'run.json'} is damaged: setting {key!r} must be "
+                f"{_SETTING_KINDS[wanted]}, not {_short(value)}"
+            )
+
+
+#: The setting types whose values run.json holds as JSON of one type: how to name each.
+_SETTING_KINDS: dict[Any, str] = {bool: "true or false", int: "a whole number", str: "a text"}
+
+
+def _short(value: Any) -> str:
+    shown = visible(shown_json(value))
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _unique_labels(runs: Sequence[Run]) -> list[str]:

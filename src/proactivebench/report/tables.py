@@ -343,12 +343,12 @@ def to_csv(table: Table) -> str:
         header += [f"{name} {p}" if p != "value" else name for p in parts] if parts else [name]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([text_formats.visible(h) for h in header])
+    writer.writerow([text_formats.csv_cell(h) for h in header])
     for row in table.rows:
         out: list[object] = []
         for cell, parts in zip(row, widths, strict=True):
             if not parts:
-                out.append(text_formats.visible(cell.text))
+                out.append(text_formats.csv_cell(cell.text))
                 continue
             for part in parts:
                 number = getattr(cell, part)

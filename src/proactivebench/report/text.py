@@ -1,6 +1,7 @@
 """Names and other strings from files (model names, run directories, settings) made inert
-for each output format: control characters shown as escapes (`\\x1b`, `\\n`), and the
-characters that Markdown, HTML inside Markdown and LaTeX would read as markup escaped.
+for each output format: control characters shown as escapes (`\\x1b`, `\\n`), the
+characters that Markdown, HTML inside Markdown and LaTeX would read as markup escaped, and a
+CSV cell a spreadsheet would read as a formula kept as text.
 
 A model's name is data; no report format may let it format, link or run anything.
 """
@@ -11,7 +12,7 @@ import re
 
 from proactivebench.escapes import visible
 
-__all__ = ["latex", "markdown", "visible"]
+__all__ = ["csv_cell", "latex", "markdown", "visible"]
 
 
 #: Characters Markdown may read as emphasis, code, links, headings, lists or tables.
@@ -51,3 +52,21 @@ _LATEX_SPECIAL = {
 def latex(text: str) -> str:
     """`text` as LaTeX that typesets it literally (controls shown as escapes first)."""
     return "".join(_LATEX_SPECIAL.get(c, c) for c in visible(text))
+
+
+#: What a spreadsheet takes as the start of a formula in a CSV cell (controls are already
+#: shown as escapes by `visible`, so a tab or carriage return cannot start one).
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def csv_cell(text: str) -> str:
+    """A CSV text cell that a spreadsheet shows as text: controls visible, and a text that
+    would start a formula (a model named `=HYPERLINK(...)`, `@SUM(...)`) given a leading `'`,
+    which spreadsheets read as "this is text"; a number (`-0.5`) is left as it is."""
+    shown = visible(text)
+    if shown.startswith(_FORMULA_START):
+        try:
+            float(shown)
+        except ValueError:
+            return "'" + shown
+    return shown

@@ -45,17 +45,21 @@ END_REASONS = {
 def find_episode(run_dir: Path, scenario: str, sample_id: int) -> dict[str, Any]:
     """The latest result line of one episode of a run, or a clear error."""
     run = load_run(run_dir)
+    left_out = run.left_out()
+    also = f"; {left_out}" if left_out else ""
     lines = run.by_scenario.get(scenario)
     if lines is None:
         known = ", ".join(run.by_scenario) or "none"
-        raise ProactiveBenchError(f"{run_dir} has no episode of scenario {scenario!r} ({known})")
+        raise ProactiveBenchError(
+            f"{run_dir} has no episode of scenario {scenario!r} ({known}){also}"
+        )
     for line in lines:
         if line["sample_id"] == sample_id:
             return line
     ids = [x["sample_id"] for x in lines]
     raise ProactiveBenchError(
         f"{run_dir} has no {scenario} episode with sample id {sample_id} "
-        f"({len(ids)} episodes, ids {min(ids)}..{max(ids)})"
+        f"({len(ids)} episodes, ids {min(ids)}..{max(ids)}){also}"
     )
 
 

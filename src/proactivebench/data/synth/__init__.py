@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from proactivebench.data.synth.common import Sample
-from proactivebench.paths import write_whole
+from proactivebench.paths import staged_folder, write_whole
 from proactivebench.registry import scenario, scenario_names, scenario_rank
 from proactivebench.texts import dumps
 
@@ -101,34 +101,37 @@ def generate(
     paper's seven first). `progress`, if
     given, is called with the number of samples just finished (1 after each sample), e.g.
     `lambda n: bar.update(task, advance=n)`. Files of an earlier run in `out_dir` are
-    overwritten; nothing else is deleted.
+    overwritten; nothing else is deleted. The files are made in a stage beside `out_dir` and
+    moved in at the end (`paths.staged_folder`): an interrupted generation (Ctrl-C, a full
+    disk) adds nothing, rather than leaving a data set of its first scenarios that a run
+    would take for the whole.
     """
     out = Path(out_dir)
     shorts = list(generatable() if scenarios is None else dict.fromkeys(scenarios))
     _check(seed, split, shorts)
     if isinstance(per_scenario, bool) or not isinstance(per_scenario, int) or per_scenario < 0:
         raise ValueError(f"per_scenario must be a non-negative integer, got {per_scenario!r}")
-    out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
-    for short in shorts:
-        lines = []
-        for index in range(per_scenario):
-            sample = make_sample(short, index, seed=seed, split=split)
-            for relative, image in sample.images.items():
-                save_png(image, out / relative)
-            lines.append(dumps(sample.record, ensure_ascii=False) + "\n")
-            if progress is not None:
-                progress(1)
-        write_whole(out / scenario(short).strings.dataset_file, "".join(lines))
-        counts[short] = per_scenario
-    manifest: dict[str, Any] = {
-        "generator": GENERATOR,
-        "version": VERSION,
-        "seed": seed,
-        "split": split,
-        "counts": counts,
-    }
-    write_whole(out / MANIFEST_NAME, dumps(manifest, indent=2) + "\n")
+    with staged_folder(out) as stage:
+        for short in shorts:
+            lines = []
+            for index in range(per_scenario):
+                sample = make_sample(short, index, seed=seed, split=split)
+                for relative, image in sample.images.items():
+                    save_png(image, stage / relative)
+                lines.append(dumps(sample.record, ensure_ascii=False) + "\n")
+                if progress is not None:
+                    progress(1)
+            write_whole(stage / scenario(short).strings.dataset_file, "".join(lines))
+            counts[short] = per_scenario
+        manifest: dict[str, Any] = {
+            "generator": GENERATOR,
+            "version": VERSION,
+            "seed": seed,
+            "split": split,
+            "counts": counts,
+        }
+        write_whole(stage / MANIFEST_NAME, dumps(manifest, indent=2) + "\n")
     return manifest
 
 

@@ -98,6 +98,13 @@ def test_retries_stop_at_max_retries_with_one_clear_error() -> None:
     assert model.stats == {"requests": 0, "attempts": 3, "retries": 2, "failures": 1}
 
 
+def test_without_retries_the_error_counts_one_attempt() -> None:
+    inner = Scripted(transient("HTTP 503 Service Unavailable"))
+    with pytest.raises(ModelError) as info:
+        ask(Resilient(inner, retry=NO_WAIT, max_retries=0))
+    assert str(info.value).startswith("fake:scripted: gave up after 1 attempt; last at ")
+
+
 def test_a_failure_the_backend_calls_final_is_raised_at_once_as_it_is() -> None:
     refusal = ModelError("fake: http://fake/v1 answered HTTP 400 (not retried)", retryable=False)
     bug = KeyError("no such thing")

@@ -195,7 +195,8 @@ class Resilient(ModelWrapper):
         where = f" at {endpoint}" if endpoint else ""
         reason = failure_reason(last)
         return ModelError(
-            f"{self.name}: gave up after {attempts} attempts; last{where}: {reason}",
+            f"{self.name}: gave up after {attempts} attempt{'' if attempts == 1 else 's'}; "
+            f"last{where}: {reason}",
             endpoint=endpoint,
             status=last.status if isinstance(last, ModelError) else None,
             retryable=True,

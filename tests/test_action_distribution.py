@@ -318,7 +318,7 @@ def test_summary_json_and_report_json_hold_the_same_numbers(tmp_path: Path) -> N
     # The run's actions table, a row per scenario and the average.
     rows = (out.out_dir / "tables" / "actions-base.csv").read_text().splitlines()
     assert rows[0].split(",")[:4] == ["scenario", "n", "errors", "category % (turns)"]
-    assert rows[1].startswith("ROD,6.0,0,33.333333,44.444444,11.111111,11.111111,")
+    assert rows[1].startswith("ROD,6,0,33.333333,44.444444,11.111111,11.111111,")
     # The run's own table keeps its columns: the distribution has its own.
     assert "category % (turns)" not in (out.out_dir / "tables" / "run-base.csv").read_text()
     assert (out.out_dir / "plots" / "actions.png").is_file()

@@ -154,6 +154,7 @@ def test_report_files_show_dashes_and_what_the_average_covers(run: Path) -> None
     rows = list(csv.DictReader(io.StringIO((out / "tables" / "run-m.csv").read_text())))
     rod = rows[0]
     assert rod["scenario"] == "ROD" and float(rod["accuracy %"]) == 50.0
+    assert rod["n"].isdigit()  # a count is written as one (2, not 2.0)
     assert float(rod["accuracy % low"]) <= 50.0 <= float(rod["accuracy % high"])
     assert rows[1]["accuracy %"] == ""  # VSOD: no value, not 0
     latex = (out / "tables" / "run-m.tex").read_text()

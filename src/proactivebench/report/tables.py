@@ -321,7 +321,10 @@ def _yours(table: Table, index: int) -> bool:
 
 def _csvnumber_text(part: str, number: float) -> float | str:
     """Values and bounds to 6 decimals; p-values to 3 significant digits, so that a tiny
-    p-value stays a number (5.66e-15), not 0."""
+    p-value stays a number (5.66e-15), not 0; a count (n) as the whole number it is (2, not
+    2.0)."""
+    if isinstance(number, int) and not isinstance(number, bool):
+        return number
     return f"{number:.3g}" if part == "p" else round(float(number), 6)
 
 

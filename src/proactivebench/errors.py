@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from proactivebench.texts import storable
 
@@ -221,14 +223,30 @@ def episode_error(exc: Exception) -> str:
     return storable(f"{type(exc).__name__}: {exc}")
 
 
-def not_the_hubs(endpoint: str, what: str, exc: BaseException) -> str:
-    """The one line for an answer of `endpoint` about `what` that huggingface_hub could not
-    read (a proxy's or a captive portal's HTML page, JSON of another shape: it fails inside
-    the library as a ValueError, TypeError, KeyError...): `data download`'s and `push`'s."""
-    return storable(
-        f"{endpoint} sent an answer that is not the Hub's for {what} "
-        f"({type(exc).__name__}: {exc}); check HF_ENDPOINT, or a proxy in the way"
-    )
+@contextmanager
+def hub_answer(
+    endpoint: str,
+    what: str,
+    error: type[ProactiveBenchError],
+    kinds: tuple[type[Exception], ...],
+    passes: tuple[type[Exception], ...] = (),
+) -> Iterator[None]:
+    """Around one huggingface_hub call (`data download`'s, `push`'s): an answer of `endpoint`
+    about `what` that is not the Hub's (a proxy's or a captive portal's HTML page, JSON of
+    another shape) fails inside the library as one of `kinds` (a ValueError, TypeError,
+    KeyError...), told as one `error` line naming the endpoint; `passes` (the library's own
+    errors among those kinds) go on as they are."""
+    try:
+        yield
+    except passes:
+        raise
+    except kinds as exc:
+        raise error(
+            storable(
+                f"{endpoint} sent an answer that is not the Hub's for {what} "
+                f"({type(exc).__name__}: {exc}); check HF_ENDPOINT, or a proxy in the way"
+            )
+        ) from None
 
 
 #: The errors of a disk that takes no more: full, over quota, a file-size limit, read-only.

@@ -27,12 +27,12 @@ import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError, PushError, not_the_hubs
+from proactivebench.errors import ProactiveBenchError, PushError, hub_answer
 from proactivebench.metrics import Metric, headline_metrics
 from proactivebench.rundir import (
     REPORT_DIR,
@@ -381,18 +381,15 @@ def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
     return earlier
 
 
-@contextmanager
-def _hub_answer(what: str) -> Iterator[None]:
-    """Around one huggingface_hub call: an answer about `what` that is not the Hub's (a
-    proxy's HTML page, JSON of another shape) fails inside the library as a JSONDecodeError,
-    TypeError, KeyError or AttributeError, told as one `PushError` naming the endpoint (a
-    ValueError of the library's own checks is `_hub_errors`' to tell)."""
+def _hub_answer(what: str) -> AbstractContextManager[None]:
+    """Around one huggingface_hub call (`errors.hub_answer`): an answer about `what` that is
+    not the Hub's fails inside the library as a JSONDecodeError, TypeError, KeyError or
+    AttributeError, told as one `PushError` (a ValueError of the library's own checks is
+    `_hub_errors`' to tell)."""
     from huggingface_hub import constants
 
-    try:
-        yield
-    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
-        raise PushError(not_the_hubs(constants.ENDPOINT, what, exc)) from None
+    kinds = (json.JSONDecodeError, TypeError, KeyError, AttributeError)
+    return hub_answer(constants.ENDPOINT, what, PushError, kinds)
 
 
 @contextmanager

@@ -26,7 +26,7 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from proactivebench.data.layout import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
-from proactivebench.errors import DownloadError, not_the_hubs
+from proactivebench.errors import DownloadError, hub_answer
 from proactivebench.paths import cache_root, open_to_write, refuse_link, write_whole
 from proactivebench.texts import dumps, loads
 
@@ -171,20 +171,15 @@ def _endpoint() -> str:
     return constants.ENDPOINT
 
 
-@contextmanager
-def _hub_answer(what: str) -> Iterator[None]:
-    """huggingface_hub reading the Hub's answer about `what`: a body that is not the Hub's (a
-    proxy's or a captive portal's HTML page, JSON of another shape) fails inside the library
-    as a ValueError, TypeError, KeyError or AttributeError, told here as one `DownloadError`
-    naming the endpoint. The library's own errors (HTTP statuses, a bad repo id) pass on."""
+def _hub_answer(what: str) -> AbstractContextManager[None]:
+    """huggingface_hub reading the Hub's answer about `what` (`errors.hub_answer`): a body
+    that is not the Hub's fails inside the library as a ValueError, TypeError, KeyError or
+    AttributeError, told as one `DownloadError`. The library's own errors (HTTP statuses, a
+    bad repo id) pass on."""
     from huggingface_hub import errors
 
-    try:
-        yield
-    except errors.HFValidationError:
-        raise
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise DownloadError(not_the_hubs(_endpoint(), what, exc)) from None
+    kinds = (ValueError, TypeError, KeyError, AttributeError)
+    return hub_answer(_endpoint(), what, DownloadError, kinds, (errors.HFValidationError,))
 
 
 def _resolve_commit(repo_id: str, revision: str, token: str | bool | None) -> str:

@@ -331,6 +331,26 @@ def test_an_answer_cut_off_before_any_text_is_not_asked_again(data: Path) -> Non
     )
 
 
+def test_a_refusal_is_the_models_answer_and_not_asked_again(data: Path, tmp_path: Path) -> None:
+    """OpenAI's hosted models may refuse with `content: null` and the refusal's text in
+    `refusal`: that is the model's answer (the reader finds no option in it), recorded as
+    such; it was retried as 'no message content' until the episode failed, and a rerun asked
+    again for the same refusal."""
+    refusal = "I'm sorry, I can't help with that."
+    answer = {"choices": [{"message": {"content": None, "refusal": refusal}}]}
+
+    def raw(path: str, body: dict[str, Any]) -> Raw:
+        return Raw(json.dumps(answer).encode(), headers={"Content-Type": "application/json"})
+
+    with FakeOpenAI(raw=raw) as fake:
+        (completion,) = generate(backend(fake.url, max_retries=3), data, [first_request(data)])
+        assert completion.text == refusal and len(fake.chat_requests) == 1
+        evaluate(data, backend(fake.url, max_retries=3), tmp_path, concurrency=2)
+    lines = read_results(tmp_path / "results.jsonl")
+    assert lines and not any("error" in line for line in lines)
+    assert all(turn["answer"] == refusal for line in lines for turn in line["trace"])
+
+
 def test_greedy_50_tokens_by_default(data: Path, tmp_path: Path, server: FakeOpenAI) -> None:
     evaluate(data, backend(server.url), tmp_path, concurrency=4)
     bodies = [r.body for r in server.chat_requests]

@@ -776,7 +776,9 @@ class OpenAICompatible(Model):
 
 
 def _content(data: Any) -> str | _Failure:
-    """The first choice's text; a string or a list of text parts (some servers send those)."""
+    """The first choice's text; a string or a list of text parts (some servers send those).
+    A refusal (`content` null, `refusal` text: OpenAI's hosted models) is the model's answer as
+    any other text it answers with: asked again, the same request gets the same refusal."""
     if not isinstance(data, dict):
         return _Failure("response is not a JSON object", retryable=True)
     choices = data.get("choices")
@@ -791,6 +793,9 @@ def _content(data: Any) -> str | _Failure:
         texts = [p.get("text") for p in content if isinstance(p, dict)]
         if texts and all(isinstance(t, str) for t in texts):
             return "".join(t for t in texts if isinstance(t, str))
+    refusal = message.get("refusal") if isinstance(message, dict) else None
+    if content is None and isinstance(refusal, str) and refusal:
+        return refusal
     if content is None and isinstance(first, dict) and first.get("finish_reason") == "length":
         # What the same request will get again (vLLM's reasoning parser cut off mid-thought).
         return _Failure(

@@ -468,6 +468,11 @@ def test_unknown_repo_and_revision(hub: StandIn, tmp_path: Path) -> None:
     assert_clean_failure(missing, "dataset nobody/nothing not found")
     revision = download(hub.endpoint, tmp_path / "hf", "--dir", data, "--revision", "v9")
     assert_clean_failure(revision, "revision 'v9' not found in dataset")
+    # An empty one (`--revision "$REV"`, REV unset) is refused, not taken for main.
+    for empty in ("", " "):
+        result = download(hub.endpoint, tmp_path / "hf", "--dir", data, "--revision", empty)
+        assert_clean_failure(result, f"revision {empty!r} names no branch, tag or commit")
+    assert not data.exists() or not list(data.glob("*.jsonl"))
 
 
 def test_corrupt_archive_is_reported_and_deleted(hub: StandIn, tmp_path: Path) -> None:

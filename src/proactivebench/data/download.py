@@ -618,7 +618,13 @@ def download_dataset(
     problems are returned in the report (the data may be usable apart from them).
     """
     root = Path(data_dir) if data_dir is not None else default_data_dir()
-    revision = revision or "main"
+    if revision is None:
+        revision = "main"
+    elif not revision.strip():  # `--revision "$REV"` with REV unset: not a wish for main
+        raise DownloadError(
+            f"revision {revision!r} names no branch, tag or commit: name one, or leave it out "
+            "for main"
+        )
     for folder in (root, *root.parents):  # told by name, not as "disk error: Not a directory"
         if folder.is_file():
             raise DownloadError(f"cannot use {root} as the data directory: {folder} is a file")

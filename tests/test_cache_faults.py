@@ -19,6 +19,7 @@ from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.cache import WRITE_GROUP, ResponseCache
 from proactivebench.rundir import read_results
 from proactivebench.runner import evaluate
+from sqlitefiles import FOREIGN, damage_schema
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +98,37 @@ def test_a_damaged_cache_is_set_aside_named_and_the_run_goes_on(
     assert code == 0 and "came from the response cache" in text and not cache_warnings(caplog)
 
 
-def test_a_file_that_is_no_database_is_set_aside_too(tmp_path: Path, caplog) -> None:
+def test_a_database_damaged_at_its_start_is_set_aside_too(tmp_path: Path, caplog) -> None:
     cache = tmp_path / "cache.sqlite"
-    cache.write_bytes(b"not a database at all" * 500)
+    fill(cache, rows=3)
+    damage_schema(cache)
     opened = ResponseCache(cache)
     opened.put("k", Completion("v"))
     assert opened.get("k") == Completion("v", cached=True)
     opened.close()
     assert len(cache_warnings(caplog)) == 1
     assert any(p.name.startswith("cache.sqlite.damaged-") for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kind", sorted(FOREIGN))
+def test_a_file_of_something_else_is_refused_and_left_as_it_is(
+    data: Path, tmp_path: Path, capsys, kind: str
+) -> None:
+    """`--cache RUN/results.jsonl` by a slip, or another program's database: the file was
+    taken for a damaged cache, renamed aside and a database put in its place (a run's
+    results.jsonl among them), or got our table and WAL mode. Now the run is refused before
+    it starts, naming the file, which is left byte for byte with nothing beside it."""
+    folder = tmp_path / "theirs"
+    folder.mkdir()
+    given = folder / "given"
+    FOREIGN[kind](given)
+    before = given.read_bytes()
+    module = agent(tmp_path, "A")
+    code, text = run_cli(python_eval(data, tmp_path / "run", module, given), capsys)
+    assert code != 0 and "Traceback" not in text, text
+    assert f"cannot open the response cache {given}: it is" in text and "left as it is" in text
+    assert given.read_bytes() == before and [p.name for p in folder.iterdir()] == ["given"]
+    assert not (tmp_path / "run" / "results.jsonl").exists()
 
 
 def test_damage_found_during_the_run_never_fails_an_episode(

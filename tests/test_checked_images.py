@@ -36,6 +36,7 @@ from proactivebench.selection import DataChecks, choose_episodes
 from proactivebench.settings import EvalSettings
 from proactivebench.suite import parse_suite, run_suite
 from proactivebench.testing.server import FakeOpenAI
+from sqlitefiles import FOREIGN, damage_schema
 
 
 @pytest.fixture
@@ -281,10 +282,28 @@ def test_a_damaged_memory_is_told_removed_and_the_run_checks_itself(
     data = rod_data(tmp_path / "data")
     where = tmp_path / "cache" / NAME
     where.parent.mkdir()
-    where.write_bytes(b"this is not a database" * 100)
+    CheckedImages(where).remember([("/elsewhere/a.png", 1, 2, 3, 4)])
+    damage_schema(where)
     check(data, CheckedImages(where))
     assert sorted(reads) == shown(data, EvalSettings())
     assert "damaged, removed" in caplog.text and not where.exists()
+
+
+@pytest.mark.parametrize("kind", sorted(FOREIGN))
+def test_a_file_of_something_else_in_its_place_is_left_as_it_is(
+    tmp_path: Path, reads: list[str], caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """Not SQLite, or another program's database: the run reads the headers itself, says so
+    once, and the file is neither removed (as a damaged memory is) nor written into."""
+    data = rod_data(tmp_path / "data")
+    where = tmp_path / "cache" / NAME
+    where.parent.mkdir()
+    FOREIGN[kind](where)
+    before = where.read_bytes()
+    check(data, CheckedImages(where))
+    assert sorted(reads) == shown(data, EvalSettings())
+    assert "left as it is" in caplog.text and where.read_bytes() == before
+    assert [p.name for p in where.parent.iterdir()] == [NAME]
 
 
 def test_the_check_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,6 +23,7 @@ from proactivebench.report import build, write_report
 from proactivebench.report.thumbcache import ThumbCache
 from proactivebench.report.thumbs import THUMB_EDGE, Thumbnails
 from proactivebench.runner import evaluate
+from sqlitefiles import FOREIGN, damage_schema
 
 
 def photo(seed: int, size: tuple[int, int] = (640, 480)) -> Image.Image:
@@ -195,26 +196,40 @@ def test_a_changed_image_gets_a_new_thumbnail(tmp_path: Path) -> None:
     assert np.abs(decoded(new) - plain_thumbnail(path, key[1])).mean() < 6
 
 
-@pytest.mark.parametrize("fault", ["corrupt", "directory"])
+@pytest.mark.parametrize("fault", ["damaged", "directory", *sorted(FOREIGN)])
 def test_a_broken_thumbnail_cache_still_gives_the_report(
     tmp_path: Path, caplog, fault: str
 ) -> None:
+    """A cache that cannot be used is told once and the report makes its thumbnails afresh. A
+    damaged database of ours is removed, so the next report starts a sound one; a file of
+    something else there (`--thumb-cache RUN/results.jsonl` by a slip, another program's
+    database) is left byte for byte: it was taken for damage and deleted."""
     _, run = played_run(tmp_path)
     cache = tmp_path / "thumbs.sqlite"
-    if fault == "corrupt":
-        cache.write_bytes(b"this is not a database at all" * 200)
-    else:
+    if fault == "damaged":
+        sound = ThumbCache(cache)
+        sound.put([(("/a", 1, 2), "d1")], [("k1", b"one")])
+        sound.close()  # its write-ahead log moved into the file
+        damage_schema(cache)
+    elif fault == "directory":
         cache.mkdir()  # cannot be opened as a file
+    else:
+        FOREIGN[fault](cache)
+    before = cache.read_bytes() if fault in FOREIGN else None
     with caplog.at_level(logging.WARNING):
         write_report([run], thumb_cache=cache)
     assert (run / "report" / "report.html").read_text().count("data:image/") > 10
     told = [r for r in caplog.records if "thumbnail cache" in r.getMessage()]
     assert len(told) == 1 and str(cache) in told[0].getMessage()
-    if fault == "corrupt":  # removed: the next report starts a sound cache
+    if fault == "damaged":  # removed: the next report starts a sound cache
         caplog.clear()
         with caplog.at_level(logging.WARNING):
             write_report([run], thumb_cache=cache)
         assert not caplog.records and ThumbCache(cache).usable
+    if before is not None:
+        assert "left as it is" in told[0].getMessage()
+        assert cache.read_bytes() == before and not ThumbCache(cache).usable
+        assert sorted(p.name for p in tmp_path.glob("thumbs.sqlite*")) == ["thumbs.sqlite"]
 
 
 def test_two_writers_share_the_cache(tmp_path: Path) -> None:

@@ -78,6 +78,7 @@ _EXPORTS = {
     "LaunchError": "proactivebench.errors",
     "WriteError": "proactivebench.errors",
     "LinkRefusedError": "proactivebench.errors",
+    "ForeignFileError": "proactivebench.errors",
 }
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "Episode",
     "EpisodeResult",
     "EvalSettings",
+    "ForeignFileError",
     "ForeignLinesError",
     "HFBackendError",
     "ImageError",
@@ -160,6 +162,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
         DataError,
         DataErrors,
         DownloadError,
+        ForeignFileError,
         ForeignLinesError,
         HFBackendError,
         ImageError,

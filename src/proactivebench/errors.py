@@ -26,7 +26,8 @@ non-zero (docs/troubleshooting.md: "When things go wrong").
     │       └── ForeignLinesError     results.jsonl holds another run's lines
     ├── LaunchError                   a torchrun/accelerate eval that cannot go on
     ├── WriteError                    a write failed (full disk, quota, read-only)
-    │   └── LinkRefusedError          a link, FIFO or device where we write a file
+    │   ├── LinkRefusedError          a link, FIFO or device where we write a file
+    │   └── ForeignFileError          another file where a cache of ours goes
     └── TrainError                    training cannot start (extra, config, setting)
 
 A failed model call (`ModelError`, `UserCodeError`) is recorded on its episode, never scored
@@ -282,3 +283,13 @@ class LinkRefusedError(WriteError):
                 "file is written anew in its place)",
             ),
         )
+
+
+class ForeignFileError(WriteError):
+    """A file that is not a cache database of ours where one goes (`--cache`, `--thumb-cache`):
+    a file that is not SQLite, or another program's database (`paths.not_our_database`).
+    Refused and left as it is, never taken for a damaged cache to set aside or remove."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.problem = problem
+        super().__init__(path, OSError(errno.EEXIST, problem))

@@ -14,11 +14,14 @@ import shutil
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from platformdirs import user_cache_dir
 
-from proactivebench.errors import LinkRefusedError, WriteError
+from proactivebench.errors import ForeignFileError, LinkRefusedError, WriteError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 #: Added to every open for writing: a link in the file's place is an error (ELOOP) rather than
 #: followed, a FIFO does not block the open (O_NONBLOCK; it is then refused as not a file), and
@@ -142,6 +145,37 @@ def refuse_linked_database(path: str | os.PathLike[str]) -> None:
         refuse_link(f"{os.fspath(path)}{suffix}")
 
 
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def not_our_database(
+    path: str | os.PathLike[str], db: sqlite3.Connection, is_ours: Callable[[str], bool]
+) -> str | None:
+    """Why the file at `path`, just connected to as `db` (nothing read or written yet), is no
+    store of ours to write into, or None: a new or empty file, or a database holding a table
+    `is_ours` accepts (tables added beside ours are the user's business). A file that is not
+    SQLite (a results.jsonl given as `--cache` by a slip) would be taken for a damaged cache,
+    set aside or removed, and a database put in its place; a database of tables that are all
+    another program's would get ours and its journal mode changed. Both are left as they are.
+    A damaged database raises SQLite's error here, as anywhere."""
+    try:
+        with open_to_read(path) as f:
+            head = f.read(len(SQLITE_HEADER))
+    except FileNotFoundError:  # SQLite makes it when it first writes
+        head = b""
+    if head and head != SQLITE_HEADER:
+        return "it is not a SQLite database (a file of something else: left as it is)"
+    tables = [
+        name
+        for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not name.startswith("sqlite_")
+    ]
+    if tables and not any(map(is_ours, tables)):
+        return f"it is another program's database (tables {', '.join(tables)}: left as it is)"
+    return None
+
+
 def remove_damaged_database(path: str | os.PathLike[str], exc: BaseException) -> bool:
     """Whether `exc` says the SQLite file at `path` is damaged (not a database, corrupt); if so,
     the file and its journals are removed, so that a cache that only saves work (thumbnails,
@@ -164,7 +198,7 @@ def side_cache_fault(
     a damaged file is removed, and one warning says what is done `instead`. Returns the
     problem, for the cache to stay off after it."""
     damaged = remove_damaged_database(path, exc)
-    problem = str(exc) or type(exc).__name__
+    problem = exc.problem if isinstance(exc, ForeignFileError) else str(exc) or type(exc).__name__
     what = "damaged, removed" if damaged else "not usable"
     logging.getLogger(__name__).warning(
         "the %s %s is %s (%s): %s", name, os.fspath(path), what, problem, instead

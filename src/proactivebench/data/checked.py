@@ -14,7 +14,8 @@ read again by the next run, and refused again.
 One SQLite file (`image-checks.sqlite`, beside the response cache a run uses), in WAL mode so
 that runs started together share it. It only saves work, so none of its faults fails a run: a
 file that cannot be opened, read or written is told once, as a warning, and the run reads the
-headers itself; a damaged file is removed so that the next run starts a sound one.
+headers itself; a damaged database is removed so that the next run starts a sound one, a file
+of something else there (not SQLite, another program's database) is left as it is.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from proactivebench.errors import LinkRefusedError
-from proactivebench.paths import refuse_linked_database, side_cache_fault
+from proactivebench.errors import ForeignFileError, WriteError
+from proactivebench.paths import not_our_database, refuse_linked_database, side_cache_fault
 
 if TYPE_CHECKING:
     from proactivebench.data.images import HeaderVersion
@@ -40,6 +41,9 @@ NAME = "image-checks.sqlite"
 #: Bumped when what the header check verifies changes: what an older check passed is read again.
 CHECK_VERSION = 1
 _TABLE = f"headers_v{CHECK_VERSION}"
+#: What this memory's tables are called, of every version (a database with none of them is
+#: another program's, left alone).
+_TABLES = "headers_v"
 #: Seconds a read or write waits for another run's transaction before giving up.
 BUSY_TIMEOUT_S = 10.0
 #: Paths per query (below SQLite's limit on a statement's parameters).
@@ -125,6 +129,9 @@ class CheckedImages:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             refuse_linked_database(self.path)
             db = sqlite3.connect(self.path, timeout=self.busy_timeout)
+            foreign = not_our_database(self.path, db, lambda table: table.startswith(_TABLES))
+            if foreign is not None:
+                raise ForeignFileError(self.path, foreign)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             with db:
@@ -133,7 +140,7 @@ class CheckedImages:
                     "mtime_ns INTEGER, inode INTEGER, pixel_limit INTEGER)"
                 )
             return db
-        except (OSError, sqlite3.Error, LinkRefusedError) as exc:
+        except (OSError, sqlite3.Error, WriteError) as exc:  # a link, another file
             if db is not None:
                 with contextlib.suppress(sqlite3.Error):
                     db.close()

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import LinkRefusedError, ProactiveBenchError
+from proactivebench.errors import ForeignFileError, ProactiveBenchError, WriteError
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
-from proactivebench.paths import refuse_linked_database
+from proactivebench.paths import not_our_database, refuse_linked_database
 from proactivebench.prompting import image_views, map_image_parts
 from proactivebench.scenarios import View
 from proactivebench.texts import dumps
@@ -88,6 +88,9 @@ BUSY_TIMEOUT_S = 30.0
 WRITE_GROUP = 64
 WRITE_AFTER_S = 0.25
 
+#: The table of a response cache: a database without it is another program's, left alone.
+_TABLES = frozenset({"responses"})
+
 #: SQLite's primary result codes for a file that is not (or no longer) a sound database.
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
@@ -108,15 +111,16 @@ class ResponseCache:
 
     A cache only saves model calls, so none of its faults may fail an episode:
 
-    - a damaged file (`PRAGMA quick_check` at open, or a read or write that finds it later) is
-      set aside as `<name>.damaged-<time>` with one warning naming both, and a fresh cache
-      takes its place: the run goes on, the rerun too;
+    - a damaged database (`PRAGMA quick_check` at open, or a read or write that finds it
+      later) is set aside as `<name>.damaged-<time>` with one warning naming both, and a fresh
+      cache takes its place: the run goes on, the rerun too;
     - a file busy with another process's transaction is waited for (`busy_timeout`, 30 s);
     - a read or write that still fails (busy past that, disk full, read-only) is a miss, or an
       answer not kept: the model is asked, and each kind of failure is told once.
 
-    A path that cannot be opened at all (a directory, no permission) is the user's choice of
-    `--cache` to correct: that ends the run before it starts.
+    A path that cannot be opened at all (a directory, no permission), or that holds a file of
+    something else (not SQLite, another program's database: `paths.not_our_database`, left as
+    it is), is the user's choice of `--cache` to correct: that ends the run before it starts.
     """
 
     def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
@@ -133,9 +137,10 @@ class ResponseCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._open(check=True)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ForeignFileError) as exc:
+            why = exc.problem if isinstance(exc, ForeignFileError) else _why_not(self.path, exc)
             raise ProactiveBenchError(
-                f"cannot open the response cache {self.path}: {_why_not(self.path, exc)} "
+                f"cannot open the response cache {self.path}: {why} "
                 "(choose another --cache, or --no-cache)"
             ) from None
 
@@ -143,7 +148,13 @@ class ResponseCache:
         """Connect, check the file (unless it was just created fresh), and set it up; a damaged
         file is set aside and replaced by a fresh one."""
         self._connect()
+        assert self._db is not None
         try:
+            foreign = not_our_database(self.path, self._db, _TABLES.__contains__)
+            if foreign is not None:
+                self._db.close()
+                self._db = None
+                raise ForeignFileError(self.path, foreign)
             problem = self._quick_check() if check else None
             if problem is None:
                 self._setup()
@@ -215,7 +226,7 @@ class ResponseCache:
             try:
                 self._set_aside(str(exc))
                 self._open(check=False)
-            except (OSError, sqlite3.Error, LinkRefusedError) as again:
+            except (OSError, sqlite3.Error, WriteError) as again:  # a link, another file
                 self._db = None  # no cache for the rest of this run
                 log.warning(
                     "the response cache %s cannot be reopened (%s): the run goes on without it",

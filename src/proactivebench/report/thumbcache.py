@@ -13,7 +13,8 @@ One SQLite file (by default `thumbnails.sqlite` beside the response cache), in W
 that two reports written at once share it. The cache only saves work, so none of its faults
 fails a report: a file that cannot be opened, read or written (damaged, read-only, busy past
 the timeout) is told once, as a warning, and the report makes the rest of its thumbnails
-afresh. A damaged file is removed so that the next report starts a sound one.
+afresh. A damaged database is removed so that the next report starts a sound one; a file of
+something else there (not SQLite, another program's database) is left as it is.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from proactivebench.data.thumbnails import FileIdentity
-from proactivebench.errors import LinkRefusedError
-from proactivebench.paths import refuse_linked_database, side_cache_fault
+from proactivebench.errors import ForeignFileError, WriteError
+from proactivebench.paths import not_our_database, refuse_linked_database, side_cache_fault
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 THUMB_VERSION = 2
 #: Seconds a read or write waits for another report's transaction before giving up.
 BUSY_TIMEOUT_S = 10.0
+
+#: The cache's tables: a database with neither is another program's, left alone.
+_TABLES = frozenset({"files", "thumbs"})
 
 
 def thumb_key(digest: str, view: tuple[object, object], made: tuple[object, ...]) -> str:
@@ -56,6 +60,9 @@ class ThumbCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             refuse_linked_database(self.path)
             self._db = sqlite3.connect(self.path, timeout=busy_timeout)
+            foreign = not_our_database(self.path, self._db, _TABLES.__contains__)
+            if foreign is not None:
+                raise ForeignFileError(self.path, foreign)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             with self._db:
@@ -66,7 +73,7 @@ class ThumbCache:
                 self._db.execute(
                     "CREATE TABLE IF NOT EXISTS thumbs (key TEXT PRIMARY KEY, data BLOB NOT NULL)"
                 )
-        except (OSError, sqlite3.Error, LinkRefusedError) as exc:
+        except (OSError, sqlite3.Error, WriteError) as exc:  # a link, another file
             self._fault(exc)
 
     @property

@@ -165,14 +165,14 @@ def not_our_database(
     except FileNotFoundError:  # SQLite makes it when it first writes
         head = b""
     if head and head != SQLITE_HEADER:
-        return "it is not a SQLite database (a file of something else: left as it is)"
+        return "it is not a SQLite database, left as it is"
     tables = [
         name
         for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         if not name.startswith("sqlite_")
     ]
     if tables and not any(map(is_ours, tables)):
-        return f"it is another program's database (tables {', '.join(tables)}: left as it is)"
+        return f"it is another program's database (tables {', '.join(tables)}), left as it is"
     return None
 
 

@@ -152,6 +152,11 @@ def test_ctrl_c_or_sigterm_stops_cleanly_and_the_rerun_completes(
     partial = keyed(out)  # every line whole, none twice
     assert 10 <= len(partial) < len(reference)
     assert all(reference[k] == v for k, v in partial.items())
+    # Its end is recorded with why it stopped short (what merge tells a stopped shard by).
+    (stopped,) = json.loads((out / "run.json").read_text())["provenance"]
+    assert stopped["ended"] is not None and stopped["stopped_by"] == "interrupted", stopped
     final = subprocess.run(cmd, env=env, capture_output=True)
     assert final.returncode == 0
     assert keyed(out) == reference
+    finished = json.loads((out / "run.json").read_text())["provenance"][-1]
+    assert "stopped_by" not in finished, finished

@@ -330,32 +330,42 @@ def test_a_shard_beyond_the_samples_says_so(data: Path, tmp_path: Path, capsys) 
     ) in text, text
 
 
-def test_merge_tells_a_shard_that_was_killed_before_it_ended(
-    data: Path, tmp_path: Path, capsys, caplog
+@pytest.mark.parametrize("how", ["killed", "interrupted"])
+def test_merge_tells_a_shard_that_stopped_before_it_ended(
+    data: Path, tmp_path: Path, capsys, caplog, how: str
 ) -> None:
     """A shard killed outright (the OOM killer, a node lost, a job's time limit) may lack the
-    episodes it had in flight, and its last line may be torn: merge cannot know which of its
-    episodes it lacks, but it says which shard stopped so, instead of a merged run that looks
-    whole. The merged run is then resumed with eval (exit 0 for the merge)."""
+    episodes it had in flight, and its last line may be torn; one stopped by Ctrl-C, SIGTERM or
+    an error that ends the run records an end time as a finished one does, and its `stopped_by`
+    says why. Merge cannot know which episodes such a shard lacks, but it says which shard
+    stopped so, instead of a merged run that looks whole. The merged run is then resumed with
+    eval (exit 0 for the merge)."""
     first = _shard(data, tmp_path / "s0", "0/2", capsys)
     second = _shard(data, tmp_path / "s1", "1/2", capsys)
     whole_first = keyed(first)
-    # s0: its last invocation never ended (run.json says ended: null) and its last line torn.
     config = json.loads((first / "run.json").read_text())
-    config["provenance"][-1]["ended"] = None
+    assert "stopped_by" not in config["provenance"][-1]  # a finished invocation
+    if how == "killed":  # its last invocation never ended (ended: null), its last line torn
+        config["provenance"][-1]["ended"] = None
+        results = (first / "results.jsonl").read_bytes()
+        (first / "results.jsonl").write_bytes(results[:-30])
+        signs = (
+            "run.json: its last invocation has no end time; results.jsonl: its last line is cut off"
+        )
+    else:
+        config["provenance"][-1]["stopped_by"] = "interrupted"
+        signs = "run.json: its last invocation was stopped (interrupted)"
     (first / "run.json").write_text(json.dumps(config))
-    results = (first / "results.jsonl").read_bytes()
-    (first / "results.jsonl").write_bytes(results[:-30])
     out = tmp_path / "m"
     code, text = run_cli(["merge", str(first), str(second), "--out", str(out)], capsys)
     assert code == 0, text
     told = [r.getMessage() for r in caplog.records if "stopped before it ended" in r.getMessage()]
     assert told == [
-        f"{first} stopped before it ended (run.json: its last invocation has no end time; "
-        "results.jsonl: its last line is cut off): the merged run may lack episodes it had in "
+        f"{first} stopped before it ended ({signs}): the merged run may lack episodes it had in "
         f"flight; `proactivebench eval ... --out {out}` plays what is missing"
     ], told
-    assert len(keyed(out)) == len(whole_first) - 1 + len(keyed(second))
+    torn = 1 if how == "killed" else 0
+    assert len(keyed(out)) == len(whole_first) - torn + len(keyed(second))
     caplog.clear()
     second_out = tmp_path / "m2"
     assert run_cli(["merge", str(second), "--out", str(second_out), "--partial"], capsys)[0] == 0

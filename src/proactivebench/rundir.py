@@ -633,12 +633,15 @@ def merge_runs(
 def _tell_if_killed(
     run: Path, entries: list[dict[str, Any]], out_dir: str | os.PathLike[str]
 ) -> None:
-    """Warn when shard `run` was stopped outright (killed: no end time in its last
-    provenance entry, or a torn last line): it may lack the episodes it had in flight, which
-    no merge can name, so the merged run must not pass for a whole one unsaid."""
+    """Warn when shard `run` was stopped before it ended: killed outright (no end time in its
+    last provenance entry, or a torn last line), or interrupted or stopped by an error (its
+    `stopped_by`). It may lack episodes of its selection, which no merge can name, so the
+    merged run must not pass for a whole one unsaid."""
     signs = []
     if entries and entries[-1].get("ended") is None:
         signs.append("run.json: its last invocation has no end time")
+    elif entries and entries[-1].get("stopped_by"):
+        signs.append(f"run.json: its last invocation was stopped ({entries[-1]['stopped_by']})")
     if _ends_torn(run / RESULTS):
         signs.append("results.jsonl: its last line is cut off")
     if signs:

@@ -218,13 +218,20 @@ class _Session:
         entry = self.provenance.stamped()
         write_run_config(self.run.out, self.run.identity, [*self.run.history, entry])
 
-    def end(self, *, failed: bool) -> None:
-        """Close the results and record the end (on a failure, quietly: its error is told)."""
+    def end(self, *, failed: BaseException | None = None) -> None:
+        """Close the results and record the end; a run stopped by `failed` says so in
+        `stopped_by` ("interrupted": Ctrl-C or SIGTERM; else the error's class), so that a
+        merge of shards tells one that holds less than its selection. Written quietly on a
+        failure: its error is told."""
         self.results.close()
         if not self.results.written:
             return
-        self.provenance.end(episodes_written=self.results.written)
-        if not failed:
+        counts: dict[str, Any] = {"episodes_written": self.results.written}
+        if failed is not None:
+            interrupted = isinstance(failed, (KeyboardInterrupt, asyncio.CancelledError))
+            counts["stopped_by"] = "interrupted" if interrupted else type(failed).__name__
+        self.provenance.end(**counts)
+        if failed is None:
             self._write()
             return
         with contextlib.suppress(ProactiveBenchError):
@@ -353,10 +360,10 @@ async def aevaluate(
                 on_ready=(lambda: on_start(*started)) if on_start else (lambda: None),
                 on_result=on_result or (lambda result: None),
             )
-        except BaseException:
-            session.end(failed=True)
+        except BaseException as exc:
+            session.end(failed=exc)
             raise
-        session.end(failed=False)
+        session.end()
         return _finish(run)
 
 

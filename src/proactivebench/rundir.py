@@ -589,7 +589,7 @@ def merge_runs(
     for run in map(Path, run_dirs):
         config = read_run_config(run)
         history += provenance_of(config)
-        _tell_if_killed(run, provenance_of(config), out_dir)
+        _tell_if_stopped_short(run, provenance_of(config), out_dir)
         config = without_provenance(config)
         shards.append((run, config.pop(SHARD, None)))
         if identity is None:
@@ -630,7 +630,7 @@ def merge_runs(
     return summary
 
 
-def _tell_if_killed(
+def _tell_if_stopped_short(
     run: Path, entries: list[dict[str, Any]], out_dir: str | os.PathLike[str]
 ) -> None:
     """Warn when shard `run` was stopped before it ended: killed outright (no end time in its

@@ -306,3 +306,26 @@ def test_all_model_work_runs_on_one_thread_of_its_own(
     assert kinds[0] == "load" and kinds.count("load") == 1 and kinds.count("generate") >= 7
     assert len({ident for _, ident in threads}) == 1
     assert threads[0][1] != threading.get_ident()
+
+
+@pytest.mark.parametrize(("options", "passed"), [({}, False), ({"use_kernels": True}, True)])
+def test_hub_kernels_replace_no_layer_unless_asked(
+    tiny_vlm_dir: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], passed: bool
+) -> None:
+    """transformers (5.25) swaps a GPU model's layers for kernels it downloads from the Hub
+    unless `from_pretrained` is told not to: with HF_HUB_OFFLINE=1 on an H200 every load failed
+    for a kernel nobody asked for. Asked for (`use_kernels=true`), they are passed on."""
+    import transformers
+
+    auto = transformers.AutoModelForImageTextToText
+    load = auto.from_pretrained
+    seen: list[Any] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("use_kernels", "not given"))
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(auto, "from_pretrained", recording)
+    loaded = load_model(f"hf:{tiny_vlm_dir}", device="cpu", **options)
+    assert isinstance(loaded, Resilient) and isinstance(loaded.inner, HFModel)
+    assert seen == [passed]

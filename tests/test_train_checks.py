@@ -457,3 +457,23 @@ def test_an_interrupted_run_with_checkpoints_resumes(
     outcome = train_grpo(settings(), callbacks=[CountSteps()])
     assert outcome.steps == 2 and CountSteps.steps == 1  # only the step not yet done
     assert (out / "train_run.json").is_file() and not (out / "train_resume.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("config", "wanted"),
+    [
+        ({}, {"use_kernels": False}),
+        ({"model_init_kwargs": {"dtype": "bfloat16"}}, {"use_kernels": False, "dtype": "bfloat16"}),
+        ({"model_init_kwargs": {"use_kernels": True}}, {"use_kernels": True}),
+    ],
+)
+def test_the_trainer_loads_the_model_without_hub_kernels_unless_asked(
+    config: dict[str, Any], wanted: dict[str, Any], tmp_path: Path
+) -> None:
+    """As the hf backend: transformers would swap the model's layers on a GPU for kernels
+    downloaded from the Hub (offline, the load failed on an H200); the user's own
+    model_init_kwargs are kept and may ask for them."""
+    from proactivebench.train.grpo import grpo_config
+
+    settings = TrainSettings.build("m", "d", tmp_path / "o", config=config, config_name="c.yaml")
+    assert grpo_config(settings, [1.0]).model_init_kwargs == wanted

@@ -35,6 +35,12 @@ and recorded in the run's identity (`weight_settings`). Where the weights go (`d
 `device_map`) and which attention kernel runs (`attn_implementation`) compute the same model,
 and are not.
 
+Hub kernels: transformers (5.25) swaps some layers of a model loaded on a GPU for kernels it
+downloads from the Hub (`kernels-community/...`) unless told not to. Offline, as compute nodes
+often are, the load then fails for a kernel nobody asked for, and online the layers run code
+that is not the checkpoint's own. So `from_pretrained` gets `use_kernels=False` unless the
+option `use_kernels=true` asks for them (seen on an H200: `HF_HUB_OFFLINE=1` failed every load).
+
 Large models: `device_map` (e.g. `auto`) hands placement to `from_pretrained`, which shards one
 model over every GPU of the machine; `quantization_config` (a JSON object with `quant_method`,
 as transformers writes it) becomes transformers' own config class.
@@ -360,6 +366,7 @@ class HFModel(Model):
         device_map: str | int | dict[str, Any] | None = None,
         quantization_config: dict[str, Any] | None = None,
         trust_remote_code: bool = False,
+        use_kernels: bool = False,
         max_batch: Annotated[int, Range(lowest=1)] = 8,
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
@@ -381,6 +388,7 @@ class HFModel(Model):
         load_kwargs, move_to = self._load_kwargs(
             device, dtype, attn_implementation, device_map, quantization_config
         )
+        load_kwargs["use_kernels"] = use_kernels
         try:
             self.processor, self.model = self._worker.submit(
                 self._load, transformers, load_kwargs, move_to, trust_remote_code

@@ -292,6 +292,11 @@ def grpo_config(settings: TrainSettings, reward_weights: list[float]) -> Any:
         values.update(use_cpu=True, bf16=False)
     values.update(settings.grpo)
     values["output_dir"] = str(settings.out_dir)
+    init = values.get("model_init_kwargs")
+    if init is None or isinstance(init, dict):
+        # As the hf backend does (models/hf.py, "Hub kernels"): no kernels downloaded from the
+        # Hub in place of the checkpoint's layers unless the user's model_init_kwargs ask.
+        values["model_init_kwargs"] = {"use_kernels": False, **(init or {})}
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_RENAMED, category=FutureWarning)

@@ -446,7 +446,11 @@ def load_checkpoint_weights(model: Any, checkpoint: Path) -> None:
     dtype = next(model.parameters()).dtype
     try:
         saved, info = type(model).from_pretrained(
-            str(checkpoint), dtype=dtype, device_map="cpu", output_loading_info=True
+            str(checkpoint),
+            dtype=dtype,
+            device_map="cpu",
+            output_loading_info=True,
+            use_kernels=False,  # only its weights are read (models/hf.py, "Hub kernels")
         )
     except Exception as exc:  # OSError (unreadable files), ValueError (a broken config)
         raise TrainError(f"{checkpoint}: cannot load the checkpoint's weights: {exc}") from None

@@ -518,13 +518,16 @@ def write_suite_report(
     thumb_cache: bool = True,
     report_dir: str | os.PathLike[str] | None = None,
     paper_model: str | None = None,
+    if_changed: bool = True,
 ) -> ReportOutcome:
     """The suite's report in `out_dir/report`, laid out as the paper (`report.layout`): the
     experiments first (with links to each one's own report, written too), then the paper's
     tables with the published rows and this model's, the action distributions and their
     changes from the plain run, then each run's tables. From `suite.json`; `outcome` (the
     invocation that just ran) gives each experiment's status; `report_dir` puts the report
-    elsewhere, `paper_model` names the paper's model (`report --paper-model`)."""
+    elsewhere, `paper_model` names the paper's model (`report --paper-model`); `if_changed`
+    False (`report OUT`) writes the reports again even when their stamp says nothing
+    changed."""
     from proactivebench.report.suite_report import write_suite_report as write
 
     statuses = {}
@@ -538,4 +541,5 @@ def write_suite_report(
         thumb_cache=thumb_cache,
         report_dir=Path(report_dir) if report_dir is not None else None,
         paper_model=paper_model,
+        if_changed=if_changed,
     )

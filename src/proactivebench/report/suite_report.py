@@ -36,11 +36,16 @@ def write_suite_report(
     thumb_cache: bool = True,
     report_dir: Path | None = None,
     paper_model: str | None = None,
+    if_changed: bool = True,
 ) -> ReportOutcome:
     """The report of the experiments `record` (`suite.json`) lists that have a run in
     `out_dir`, into `report_dir` (default `out_dir/report`); `statuses` says how each ended in
     the invocation that just ran them (by id); `paper_model` names the paper's model they
-    evaluated where the model spec does not (`report --paper-model`)."""
+    evaluated where the model spec does not (`report --paper-model`). With `if_changed` (the
+    `paper` and `suite` commands) a report built from the same runs and options is left as it
+    is; without it (`report OUT`) the suite's report and each experiment's own are written
+    again, as `report RUN` writes a run's: what their stamp does not cover (the package's
+    code at one version, the data set's images) may have changed."""
     listed = record.get("experiments", [])
     entries = [e for e in listed if (out_dir / e["id"] / RUN_CONFIG).is_file()]
     if not entries:
@@ -48,7 +53,7 @@ def write_suite_report(
     cache = "default" if thumb_cache else None
     runs = {e["id"]: out_dir / e["id"] for e in entries}
     for run in runs.values():  # each experiment's own report and episode viewer
-        write_report([run], run / REPORT_DIR, if_changed=True, thumb_cache=cache)
+        write_report([run], run / REPORT_DIR, if_changed=if_changed, thumb_cache=cache)
     limit = record.get("limit")
     report = report_dir or out_dir / REPORT_DIR
     layout = Layout.of(
@@ -63,7 +68,7 @@ def write_suite_report(
         report,
         vs=plain,
         title=f"The paper's experiments: {model}" if model else "The paper's experiments",
-        if_changed=True,
+        if_changed=if_changed,
         thumb_cache=cache,
         paper=True,
         paper_model=paper_model,

@@ -677,3 +677,33 @@ def test_an_out_holding_another_models_or_datas_experiments_is_refused_before_an
     # The same model on the same data adds experiments as before.
     code, text = run_cli([*args, "--model", "baseline:oracle", "--only", "hint"], capsys)
     assert code == 0 and len(episodes_once(out / "hint")) == 7 * PER_SCENARIO, text
+
+
+def test_the_experiments_table_counts_an_interrupted_runs_episodes_and_says_it_stopped(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """The experiments table of `report OUT` read each run's counts from summary.json, which
+    a run stopped by Ctrl-C before its first end has not written (and a resumed one has
+    stale): an interrupted experiment showed 0 episodes while the tables below held its
+    episodes, and its status "done". It counts results.jsonl's episodes, and says a run
+    whose last invocation was stopped (run.json's provenance) stopped."""
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(data), "--out", str(out), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--only", "hint", "--no-report"], capsys)
+    assert code == 0, text
+    run = out / "hint"
+    (run / "summary.json").unlink()
+    kept = (run / "results.jsonl").read_text().splitlines(keepends=True)[:3]
+    (run / "results.jsonl").write_text("".join(kept))
+    config = json.loads((run / "run.json").read_text())
+    config["provenance"][-1]["stopped_by"] = "interrupted"
+    (run / "run.json").write_text(json.dumps(config))
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    assert code == 0, text
+    [row] = [
+        line for line in (out / "report" / "report.md").read_text().splitlines()
+        if line.startswith("| hint |")
+    ]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "3", row
+    assert cells[4].startswith("stopped (interrupted)"), row

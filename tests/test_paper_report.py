@@ -167,3 +167,29 @@ def test_report_out_writes_the_same_report(suite_out: Path, tmp_path: Path, caps
     assert tables in before and written.split(tables)[1] == before.split(tables)[1]
     code, text = run_cli(["report", str(copy), "--vs", str(copy / "mcqa")], capsys)
     assert code == 1 and "--vs and --params are for run directories" in text
+
+
+def test_report_out_writes_the_report_again_even_when_nothing_changed(
+    suite_out: Path, tmp_path: Path, capsys
+) -> None:
+    """`report OUT` writes the report again, as `report RUN` does and as docs/paper.md says:
+    it is how a report is made anew after what its stamp does not cover changed (the
+    package's code at one version, the data set's images). Before, it kept a report whose
+    stamp (the runs' and the files' `stat`) matched and said "up to date", so a report it was
+    asked to write was not written. Here a file of the suite's report and one of an
+    experiment's own report are altered behind the stamp's back (same size, same mtime)."""
+    import os
+
+    copy = tmp_path / "out"
+    shutil.copytree(suite_out, copy)
+    code, text = run_cli(["report", str(copy), "--no-thumb-cache"], capsys)
+    assert code == 0, text
+    altered = [copy / "report" / "report.md", copy / "mcqa" / "report" / "report.md"]
+    written = {path: path.read_bytes() for path in altered}
+    for path in altered:
+        stat = os.stat(path)
+        path.write_bytes(b"x" * len(written[path]))
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    code, text = run_cli(["report", str(copy), "--no-thumb-cache"], capsys)
+    assert code == 0 and "up to date" not in text, text
+    assert {path: path.read_bytes() for path in altered} == written

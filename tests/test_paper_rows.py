@@ -497,3 +497,32 @@ def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
         "mean of published, Table 1",
         "yours",
     ]
+
+
+def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`paper`'s report places runs in four tables that print acc and psr (Tables 1, 7, 4,
+    10): each table's published averages get their own hollow shape, in the plot and its
+    legend. Before, three shapes went round: Table 10's stars were Table 1's. Checked for as
+    many tables as a run can have counterparts (`COUNTERPARTS`), none a scenario's shape."""
+    from proactivebench.registry import paper_scenarios
+    from proactivebench.report import plots
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.published import COUNTERPARTS
+    from proactivebench.report.runs import load_run
+
+    tables = sorted(set(COUNTERPARTS.values()))
+    groups = [(f"published, {key}", [(0.1 * i, 10.0 * i)]) for i, key in enumerate(tables)]
+    monkeypatch.setattr(plots, "published_averages", lambda *args: groups)
+    figure = plots.accuracy_vs_ps_figure(
+        [measure_run(load_run(_made_up(tmp_path)), n_resamples=50)], True
+    )
+    marks = {}
+    for legend in figure.legends:
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            if text.get_text().startswith("published, "):
+                marks[text.get_text()] = handle.get_marker()
+    assert len(marks) == len(tables)
+    assert len(set(marks.values())) == len(tables), marks
+    assert not set(marks.values()) & {plots.scenario_marker(s) for s in paper_scenarios()}

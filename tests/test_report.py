@@ -800,3 +800,32 @@ def test_a_report_of_baselines_says_nothing_of_the_size_plot(tmp_path: Path) -> 
     hint = make_run(tmp_path / "m", "a-hint", lines, model="org/a", settings={"hint": True})
     outcome = write_report([one, hint], tmp_path / "m" / "out3")
     assert not any("size plot" in n for n in outcome.notes), outcome.notes
+
+
+def test_every_run_of_a_papers_report_has_a_colour_of_its_own(tmp_path: Path) -> None:
+    """`paper` makes eleven runs; the plots coloured runs from a cycle of ten, so the eleventh
+    (oeg-multiturn) took the first's colour (mcqa) in the scatter and the bars. Each run's
+    colour is its own, at eleven and at more than twenty runs."""
+    from matplotlib.colors import to_hex
+
+    from proactivebench.report.plots import accuracy_vs_ps_figure, run_colours, scenario_bars_figure
+
+    for count in (1, 2, 10, 11, 20, 25):
+        colours = [to_hex(c) for c in run_colours(count)]
+        assert len(colours) == count and len(set(colours)) == count, count
+    runs = {f"r{i:02d}": every_scenario("wrong", i % 7) for i in range(11)}
+    all_measures = measured(tmp_path, runs)
+    figure = accuracy_vs_ps_figure(all_measures)
+    handles = {
+        text.get_text(): to_hex(handle.get_color())
+        for legend in figure.legends
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True)
+    }
+    assert len({handles[name] for name in runs}) == 11
+    bars = scenario_bars_figure(all_measures)
+    bar_colours = {
+        text.get_text(): to_hex(handle.get_facecolor())
+        for legend in bars.legends
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True)
+    }
+    assert len({bar_colours[name] for name in runs}) == 11

@@ -644,3 +644,66 @@ def test_what_would_fail_every_experiment_is_refused_once_before_anything_is_wri
         assert code == 1 and "Traceback" not in text and told in " ".join(text.split()), text
         assert not (tmp_path / "o").exists()
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+
+
+def test_an_out_holding_another_models_or_datas_experiments_is_refused_before_anything_runs(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A suite's output is one model's experiments on one data set: its report compares each
+    experiment with the plain run (the action changes of Figs. 5, 7) and names one model.
+    Before, `paper --model B --out OUT` over A's experiments failed only those A had played
+    and added B's others beside them, so the report set B's ICL run against A's plain run as
+    "the change from the plain run". Now the whole invocation is refused, naming OUT, the
+    run.json and what differs; nothing is added or rewritten."""
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(data), "--out", str(out), "--no-report"]
+    code, text = run_cli([*args, "--model", "baseline:oracle", "--only", "mcqa"], capsys)
+    assert code == 0, text
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    other_data = tmp_path / "other-data"
+    generate(other_data, per_scenario=1, seed=6)
+    for changed, told in [
+        (["--model", "baseline:random", "--only", "mcqa,hint"], 'model: "baseline:oracle"'),
+        (["--model", "baseline:random", "--only", "hint"], 'model: "baseline:oracle"'),
+        (["--model", "baseline:oracle", "--only", "hint", "--data", str(other_data)], "data_dir"),
+    ]:
+        code, text = run_cli([*args, *changed], capsys)
+        lines = [line for line in text.splitlines() if line.startswith("error:")]
+        assert code == 1 and "Traceback" not in text and len(lines) == 1, text
+        assert str(out) in lines[0] and str(out / "mcqa" / "run.json") in lines[0], text
+        assert told in lines[0], text
+        assert not (out / "hint").exists()
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    # The same model on the same data adds experiments as before.
+    code, text = run_cli([*args, "--model", "baseline:oracle", "--only", "hint"], capsys)
+    assert code == 0 and len(episodes_once(out / "hint")) == 7 * PER_SCENARIO, text
+
+
+def test_the_experiments_table_counts_an_interrupted_runs_episodes_and_says_it_stopped(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """The experiments table of `report OUT` read each run's counts from summary.json, which
+    a run stopped by Ctrl-C before its first end has not written (and a resumed one has
+    stale): an interrupted experiment showed 0 episodes while the tables below held its
+    episodes, and its status "done". It counts results.jsonl's episodes, and says a run
+    whose last invocation was stopped (run.json's provenance) stopped."""
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(data), "--out", str(out), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--only", "hint", "--no-report"], capsys)
+    assert code == 0, text
+    run = out / "hint"
+    (run / "summary.json").unlink()
+    kept = (run / "results.jsonl").read_text().splitlines(keepends=True)[:3]
+    (run / "results.jsonl").write_text("".join(kept))
+    config = json.loads((run / "run.json").read_text())
+    config["provenance"][-1]["stopped_by"] = "interrupted"
+    (run / "run.json").write_text(json.dumps(config))
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    assert code == 0, text
+    [row] = [
+        line for line in (out / "report" / "report.md").read_text().splitlines()
+        if line.startswith("| hint |")
+    ]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "3", row
+    assert cells[4].startswith("stopped (interrupted)"), row

@@ -43,7 +43,12 @@ from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
 from proactivebench.registry import lookup, scenario_names
-from proactivebench.rundir import REPORT_DIR, RUN_CONFIG
+from proactivebench.rundir import (
+    REPORT_DIR,
+    RUN_CONFIG,
+    identity_differences,
+    read_run_config,
+)
 from proactivebench.runner import RunOutcome, aevaluate
 from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
 from proactivebench.texts import dumps, loads
@@ -297,10 +302,16 @@ async def run_suite(
     engine = RunEngine(options, cache)
     root = Path(out_dir)
     refuse_before_running(Path(data_dir), root)
-    before = record_suite(root, experiments, limit)
-    outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     shared: list[Model] = []
     make_model = _maker(model, shared)
+    try:
+        await refuse_another_model(Path(data_dir), root, make_model)
+    except BaseException:
+        for kept in shared:
+            await kept.aclose()
+        raise
+    before = record_suite(root, experiments, limit)
+    outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     make_judge: Callable[[], Judge] | None = None
     if isinstance(judge, Judge):
         judge_model = _maker(judge.model, shared)
@@ -362,6 +373,50 @@ def refuse_before_running(data_dir: Path, out_dir: Path) -> None:
             f"{out_dir} is a run directory ({out_dir / RUN_CONFIG}), not a suite's output: it "
             "would hold the experiments' run directories and their report; use another --out"
         )
+
+
+#: The keys of a run's identity (`runner.run_identity`) that every experiment of one suite's
+#: output shares: the data and the model (with its request settings); the rest are the
+#: experiment's own settings.
+ONE_SUITE_KEYS = ("data_dir", "model", "model_settings")
+
+
+async def refuse_another_model(
+    data_dir: Path, out_dir: Path, make_model: Callable[[], Model]
+) -> None:
+    """Refuse, before anything is written, an invocation whose model or data differ from those
+    of the experiments `out_dir` already holds (those its suite.json names): a suite's output
+    is one model's experiments on one data set. Its report names one model and compares each
+    experiment with the plain run (the action changes of Figs. 5, 7); checked per experiment
+    only, another model's new experiments were added beside the old ones and set against
+    their plain run. One model is made to learn its name and request settings (the shared
+    instance, or one of the factory's, closed again); none when OUT holds no run yet."""
+    held = [
+        out_dir / entry[ID] / RUN_CONFIG
+        for entry in read_suite_record(out_dir).get("experiments", [])
+        if (out_dir / entry[ID] / RUN_CONFIG).is_file()
+    ]
+    if not held:
+        return
+    probe = make_model()
+    try:
+        ours = {
+            "data_dir": str(data_dir.resolve()),
+            "model": probe.name,
+            "model_settings": probe.request_settings() or None,
+        }
+    finally:
+        await probe.aclose()
+    for path in held:
+        recorded = read_run_config(path.parent)
+        theirs = {key: recorded.get(key) or None for key in ONE_SUITE_KEYS}
+        if theirs != ours:
+            changes = "; ".join(identity_differences(theirs, ours))
+            raise RunMismatchError(
+                f"{out_dir} holds the experiments of another model or data set ({path}: "
+                f"{changes}); a suite's output is one model's on one data set: use another "
+                "--out, or the same --model and --data to resume it or add experiments"
+            )
 
 
 def record_suite(
@@ -463,13 +518,16 @@ def write_suite_report(
     thumb_cache: bool = True,
     report_dir: str | os.PathLike[str] | None = None,
     paper_model: str | None = None,
+    if_changed: bool = True,
 ) -> ReportOutcome:
     """The suite's report in `out_dir/report`, laid out as the paper (`report.layout`): the
     experiments first (with links to each one's own report, written too), then the paper's
     tables with the published rows and this model's, the action distributions and their
     changes from the plain run, then each run's tables. From `suite.json`; `outcome` (the
     invocation that just ran) gives each experiment's status; `report_dir` puts the report
-    elsewhere, `paper_model` names the paper's model (`report --paper-model`)."""
+    elsewhere, `paper_model` names the paper's model (`report --paper-model`); `if_changed`
+    False (`report OUT`) writes the reports again even when their stamp says nothing
+    changed."""
     from proactivebench.report.suite_report import write_suite_report as write
 
     statuses = {}
@@ -483,4 +541,5 @@ def write_suite_report(
         thumb_cache=thumb_cache,
         report_dir=Path(report_dir) if report_dir is not None else None,
         paper_model=paper_model,
+        if_changed=if_changed,
     )

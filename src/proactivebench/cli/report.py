@@ -110,6 +110,7 @@ def report_command(
             thumb_cache=not no_thumb_cache,
             report_dir=out_dir,
             paper_model=paper_model,
+            if_changed=False,
         )
     else:
         for given in [*run_dirs, *([vs_dir] if vs_dir is not None else [])]:

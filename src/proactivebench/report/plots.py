@@ -98,6 +98,23 @@ def scenario_marker(short: str) -> str:
     return registry.scenario(short).marker if known else OTHER_MARKER
 
 
+def run_colours(count: int) -> list[str]:
+    """A colour per run, no two alike, in the runs' order: matplotlib's ten (C0-C9, tab10) up
+    to ten runs, as before; up to twenty, tab20's lighter tints of them after those ten; more,
+    evenly spaced hues of a continuous map. `paper` makes eleven runs: from a cycle of ten the
+    eleventh (oeg-multiturn) took the first's (mcqa's) colour in every plot."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    if count <= 10:
+        return [f"C{i}" for i in range(count)]
+    if count <= 20:
+        tab20 = [to_hex(c) for c in colormaps["tab20"].colors]
+        return (tab20[0::2] + tab20[1::2])[:count]
+    turbo = colormaps["turbo"]
+    return [to_hex(turbo(0.05 + 0.9 * i / (count - 1))) for i in range(count)]
+
+
 def _figure(width: float, height: float) -> Figure:
     """Margins are set by hand: a layout engine would double the drawing time, and `eval`
     draws these at the end of every run. The canvas is attached at once, so that a legend can
@@ -154,6 +171,7 @@ def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     figure = _figure(max(7.0, 1.1 * len(scenarios) + 1.5), plot_height)
     axes = figure.subplots(2, 1, sharex=True)
     width = 0.8 / max(1, len(all_measures))
+    colours = run_colours(len(all_measures))
     for ax, key, label in ((axes[0], main, main_label), (axes[1], second, _heading(second))):
         for index, measures in enumerate(all_measures):
             xs, ys, lows, highs = [], [], [], []
@@ -169,7 +187,7 @@ def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
                 lows.append(value.estimate - value.low)
                 highs.append(value.high - value.estimate)
             label_of = _label(measures.run.label) if ax is axes[0] else None
-            colour = f"C{index % 10}"
+            colour = colours[index]
             ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of, color=colour)
             # A bar of height 0 draws nothing: a tick in its colour says "0", not "missing".
             zeros = [x for x, y in zip(xs, ys, strict=True) if y == 0]
@@ -341,8 +359,11 @@ def accuracy_vs_ps(all_measures: Sequence[RunMeasures], with_paper: bool = False
 
 
 #: The marks of the paper's published averages (`report --paper`), one per table shown: hollow
-#: grey shapes no scenario uses (`registry`'s markers: o s ^ D v P X, h for one's own).
-_PUBLISHED_MARKS = ("*", "p", "8")
+#: grey shapes no scenario uses (`registry`'s markers: o s ^ D v P X, h for one's own), as
+#: many as the tables a run can stand beside (`published.COUNTERPARTS`: seven; `paper` shows
+#: four in one scatter), so that no two tables share a shape (three went round before: Table
+#: 10's marks were Table 1's).
+_PUBLISHED_MARKS = ("*", "p", "8", "<", ">", "d", "H")
 
 
 def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -> Figure:
@@ -356,6 +377,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
 
     x_key, y_key = scatter_axes(all_measures)
     points = _points(all_measures, x_key, y_key)
+    colours = run_colours(len(all_measures))
     xs = [v for p in points for v in (p.x.low, p.x.high)]
     span = (max(xs) - min(xs)) if xs else 0.0
     moved = _spread_coinciding(points, 0.015 * (span or (100.0 if x_key != "ps_rate" else 1.0)))
@@ -373,7 +395,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
                 fmt="o",
                 markersize=9,
                 markeredgecolor="black",
-                color=f"C{point.run % 10}",
+                color=colours[point.run],
                 zorder=3,
             )
         else:
@@ -384,7 +406,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
             [p.y.estimate for p in group],
             marker=scenario_marker(scenario),
             s=30,
-            c=[f"C{p.run % 10}" for p in group],
+            c=[colours[p.run] for p in group],
             edgecolors="white",
             linewidths=0.5,
         )
@@ -425,7 +447,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
             marker="o",
             linestyle="",
             markersize=8,
-            color=f"C{i % 10}",
+            color=colours[i],
             markeredgecolor="black",
         )
         for i in range(len(all_measures))

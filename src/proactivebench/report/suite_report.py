@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import NothingToDoError
+from proactivebench.errors import NothingToDoError, ProactiveBenchError
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file
 from proactivebench.registry import scenario_order
 from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
 from proactivebench.report.layout import Layout
 from proactivebench.report.tables import Cell, Table
-from proactivebench.rundir import RUN_CONFIG, SUMMARY
+from proactivebench.rundir import RESULTS, RUN_CONFIG, latest_results, read_results
 from proactivebench.texts import loads
 
 
@@ -36,11 +36,16 @@ def write_suite_report(
     thumb_cache: bool = True,
     report_dir: Path | None = None,
     paper_model: str | None = None,
+    if_changed: bool = True,
 ) -> ReportOutcome:
     """The report of the experiments `record` (`suite.json`) lists that have a run in
     `out_dir`, into `report_dir` (default `out_dir/report`); `statuses` says how each ended in
     the invocation that just ran them (by id); `paper_model` names the paper's model they
-    evaluated where the model spec does not (`report --paper-model`)."""
+    evaluated where the model spec does not (`report --paper-model`). With `if_changed` (the
+    `paper` and `suite` commands) a report built from the same runs and options is left as it
+    is; without it (`report OUT`) the suite's report and each experiment's own are written
+    again, as `report RUN` writes a run's: what their stamp does not cover (the package's
+    code at one version, the data set's images) may have changed."""
     listed = record.get("experiments", [])
     entries = [e for e in listed if (out_dir / e["id"] / RUN_CONFIG).is_file()]
     if not entries:
@@ -48,7 +53,7 @@ def write_suite_report(
     cache = "default" if thumb_cache else None
     runs = {e["id"]: out_dir / e["id"] for e in entries}
     for run in runs.values():  # each experiment's own report and episode viewer
-        write_report([run], run / REPORT_DIR, if_changed=True, thumb_cache=cache)
+        write_report([run], run / REPORT_DIR, if_changed=if_changed, thumb_cache=cache)
     limit = record.get("limit")
     report = report_dir or out_dir / REPORT_DIR
     layout = Layout.of(
@@ -63,7 +68,7 @@ def write_suite_report(
         report,
         vs=plain,
         title=f"The paper's experiments: {model}" if model else "The paper's experiments",
-        if_changed=True,
+        if_changed=if_changed,
         thumb_cache=cache,
         paper=True,
         paper_model=paper_model,
@@ -84,7 +89,12 @@ def experiments_table(
         ident = entry["id"]
         counts, errors = _episodes(runs[ident])
         shown = ", ".join(f"{s} {n}" for s, n in counts.items()) or "—"
-        status = statuses.get(ident) or ("episode errors" if errors else "done")
+        stopped = _stopped(runs[ident])
+        status = statuses.get(ident) or (
+            f"stopped ({stopped}): rerun the command to resume"
+            if stopped
+            else ("episode errors" if errors else "done")
+        )
         rows.append(
             [
                 Cell(ident),
@@ -129,14 +139,42 @@ def _relative(target: Path, report: Path) -> str:
 
 
 def _episodes(run: Path) -> tuple[dict[str, int], int]:
-    """Scored episodes per scenario and the episodes that ended in an error, from the run's
-    summary.json (none when it has none)."""
+    """Scored episodes per scenario and the episodes that ended in an error, counted from the
+    run's results.jsonl (one line per episode, `latest_results`), not its summary.json: a
+    run stopped before its first end has none and a resumed one stopped again an old one, so
+    an interrupted experiment showed 0 (or its earlier count) beside tables of its episodes.
+    None when the results cannot be read (the report says why elsewhere)."""
     try:
-        scenarios = loads(read_file(run / SUMMARY).decode("utf-8"))["scenarios"]
-        scored = {s: int(v["n"]) for s, v in scenarios.items()}
-        return scored, sum(int(v.get("errors", 0)) for v in scenarios.values())
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        lines = latest_results(read_results(run / RESULTS))
+    except (OSError, ProactiveBenchError):
         return {}, 0
+    scored: dict[str, int] = {}
+    errors = 0
+    for line in lines:
+        if line.get("error"):
+            errors += 1
+        else:
+            scenario = str(line.get("scenario"))
+            scored[scenario] = scored.get(scenario, 0) + 1
+    return {s: scored[s] for s in scenario_order(scored)}, errors
+
+
+def _stopped(run: Path) -> str | None:
+    """How the run's last invocation was stopped short (run.json's provenance: `stopped_by`,
+    'interrupted' or an error's class; no end time: killed, or still running), or None when
+    it ended: the experiments table must not call such a run "done"."""
+    try:
+        entries = loads(read_file(run / RUN_CONFIG).decode("utf-8")).get("provenance") or []
+        last = entries[-1] if entries else {}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    if not isinstance(last, dict) or not last:
+        return None
+    if last.get("stopped_by"):
+        return str(last["stopped_by"])
+    if last.get("ended") is None:
+        return "no end time: killed, or still running"
+    return None
 
 
 def _model(run: Path) -> str:

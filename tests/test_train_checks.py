@@ -339,6 +339,35 @@ def test_overwrite_replaces_only_a_previous_runs_outputs(tmp_path: Path) -> None
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
+def test_overwrite_refuses_a_directory_that_never_held_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out . --overwrite` in a project folder deleted its README.md and the eval runs in
+    runs/ (names a run's outputs share): --overwrite needs a previous run to replace."""
+    project = tmp_path / "project"
+    (project / "runs" / "base").mkdir(parents=True)
+    (project / "runs" / "base" / "results.jsonl").write_text("mine")
+    (project / "README.md").write_text("mine")
+    (project / "config.json").write_text("mine")
+    before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
+    refused(
+        grpo_args(tmp_path / "no-model", tmp_path / "no-data", project, "--overwrite"),
+        capsys,
+        f"--out {project}: holds no previous training run",
+        "README.md",
+    )
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
+    assert (project / "README.md").read_text() == "mine"
+    # a previous run's directory is still taken (the model is checked next, and refused)
+    (project / "train_run.json").write_text("{}")
+    refused(
+        grpo_args(tmp_path / "no-model", tmp_path / "no-data", project, "--overwrite"),
+        capsys,
+        "--model",
+    )
+    assert (project / "README.md").read_text() == "mine"  # replaced only when a model is saved
+
+
 def test_a_run_stopped_after_it_started_leaves_no_directory(
     tiny_vlm_dir: Path,
     synth_train: Path,

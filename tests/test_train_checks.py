@@ -205,6 +205,8 @@ def test_hub_without_network_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> N
         ({"max_steps": -5}, "max_steps: expected a positive integer (or -1"),
         ({"use_vllm": "yes"}, "use_vllm: expected true or false"),
         ({"output_dir": "/elsewhere"}, "output_dir: the output directory is set with --out"),
+        # GRPOConfig accepts it and nothing reads it ("for scripts"): it trained from scratch
+        ({"resume_from_checkpoint": "tuned/checkpoint-2"}, "resume_from_checkpoint: train grpo"),
         ({"num_generations": 1}, "c.yaml: num_generations: expected an integer >= 2"),
         ({"mode": "both"}, "c.yaml: mode: expected one of single, multi, not 'both'"),
     ],

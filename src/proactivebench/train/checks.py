@@ -168,7 +168,14 @@ GRPO_FIELDS = Section(
         ),
         "max_steps": Range(1, integer=True, also=(-1,), note="or -1: num_train_epochs decides"),
     },
-    reserved={"output_dir": "the output directory is set with --out"},
+    reserved={
+        "output_dir": "the output directory is set with --out",
+        # TrainingArguments keeps it for scripts; Trainer never reads it, so it was ignored.
+        "resume_from_checkpoint": (
+            "train grpo resumes by itself: with save_strategy set, rerun the same command and "
+            "it continues from the last checkpoint in --out"
+        ),
+    },
     where="see TRL's GRPOConfig; sections 'rewards' and 'lora' hold our settings",
 )
 

@@ -7,6 +7,7 @@ tests need no training; the one that builds a trainer stops it at its first step
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from PIL import Image
 
 from clirun import run_cli
 from proactivebench.errors import DataError, TrainError
+from proactivebench.texts import dumps
 from proactivebench.train.checks import clear_previous_outputs, owned_outputs
 from proactivebench.train.examples import load_examples
 from proactivebench.train.grpo import TrainSettings, train_grpo
@@ -203,6 +205,8 @@ def test_hub_without_network_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> N
         ({"max_steps": -5}, "max_steps: expected a positive integer (or -1"),
         ({"use_vllm": "yes"}, "use_vllm: expected true or false"),
         ({"output_dir": "/elsewhere"}, "output_dir: the output directory is set with --out"),
+        # GRPOConfig accepts it and nothing reads it ("for scripts"): it trained from scratch
+        ({"resume_from_checkpoint": "tuned/checkpoint-2"}, "resume_from_checkpoint: train grpo"),
         ({"num_generations": 1}, "c.yaml: num_generations: expected an integer >= 2"),
         ({"mode": "both"}, "c.yaml: mode: expected one of single, multi, not 'both'"),
     ],
@@ -337,6 +341,35 @@ def test_overwrite_replaces_only_a_previous_runs_outputs(tmp_path: Path) -> None
     (out / "notes.txt").write_text("mine")
     clear_previous_outputs(owned_outputs(out))
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_overwrite_refuses_a_directory_that_never_held_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out . --overwrite` in a project folder deleted its README.md and the eval runs in
+    runs/ (names a run's outputs share): --overwrite needs a previous run to replace."""
+    project = tmp_path / "project"
+    (project / "runs" / "base").mkdir(parents=True)
+    (project / "runs" / "base" / "results.jsonl").write_text("mine")
+    (project / "README.md").write_text("mine")
+    (project / "config.json").write_text("mine")
+    before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
+    refused(
+        grpo_args(tmp_path / "no-model", tmp_path / "no-data", project, "--overwrite"),
+        capsys,
+        f"--out {project}: holds no previous training run",
+        "README.md",
+    )
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
+    assert (project / "README.md").read_text() == "mine"
+    # a previous run's directory is still taken (the model is checked next, and refused)
+    (project / "train_run.json").write_text("{}")
+    refused(
+        grpo_args(tmp_path / "no-model", tmp_path / "no-data", project, "--overwrite"),
+        capsys,
+        "--model",
+    )
+    assert (project / "README.md").read_text() == "mine"  # replaced only when a model is saved
 
 
 def test_a_run_stopped_after_it_started_leaves_no_directory(
@@ -477,3 +510,79 @@ def test_the_trainer_loads_the_model_without_hub_kernels_unless_asked(
 
     settings = TrainSettings.build("m", "d", tmp_path / "o", config=config, config_name="c.yaml")
     assert grpo_config(settings, [1.0]).model_init_kwargs == wanted
+
+
+def test_a_run_cut_short_resumes_from_its_last_whole_checkpoint(
+    tiny_vlm_dir: Path,
+    synth_train: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three ways a rerun could not resume: a checkpoint cut short while saving (killed or
+    Ctrl-C: no trainer_state.json) failed every rerun at step 0; a run started with
+    --overwrite over a previous run was 'an unfinished run with other settings' without the
+    flag, and started afresh with it (the command the interruption message said to rerun);
+    a run killed before its first checkpoint was 'other settings' too."""
+    from transformers import TrainerCallback
+
+    from proactivebench.train.grpo import resumable_checkpoint, settings_identity
+
+    class StopAtThirdStep(TrainerCallback):
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == 2:
+                raise KeyboardInterrupt
+
+    class CountSteps(TrainerCallback):
+        steps = 0
+
+        def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
+            CountSteps.steps += 1
+
+    out = tmp_path / "out"
+    (out / "adapter").mkdir(parents=True)  # a previous LoRA run's outputs
+    (out / "adapter" / "adapter_model.safetensors").write_bytes(b"old")
+    (out / "train_run.json").write_text("{}")
+    (out / "notes.txt").write_text("mine")
+    config = {**SMALL, "max_steps": 3, "save_strategy": "steps", "save_steps": 1}
+
+    def settings(**changes: Any) -> TrainSettings:
+        values = {"config": config, "holdout": "ROD,VSOD,MVP-N,IN-C", **changes}
+        return TrainSettings.build(str(tiny_vlm_dir), str(synth_train), out, **values)
+
+    with pytest.raises(KeyboardInterrupt):
+        train_grpo(settings(overwrite=True), callbacks=[StopAtThirdStep()])
+    (out / "checkpoint-2" / "trainer_state.json").unlink()  # killed while saving step 2
+    assert resumable_checkpoint(settings(overwrite=True)) == out / "checkpoint-1"
+
+    import proactivebench.train.grpo as grpo
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(grpo, "train_grpo", interrupted)
+        given = ["--config", str(write_config(tmp_path / "c.yaml", config))]
+        given += ["--holdout", "ROD,VSOD,MVP-N,IN-C", "--overwrite"]
+        args = grpo_args(tiny_vlm_dir, synth_train, out, *given)
+        code, text = run_cli(args, capsys)
+    assert code == 130
+    assert f"rerun the same command without --overwrite to resume from {out / 'checkpoint-1'}" in (
+        " ".join(text.split())
+    )
+
+    outcome = train_grpo(settings(), callbacks=[CountSteps()])
+    assert outcome.steps == 3 and CountSteps.steps == 2  # steps 2 and 3, from checkpoint-1
+    assert json.loads((out / "train_run.json").read_text())["steps"] == 3
+    assert not (out / "adapter").exists() and (out / "notes.txt").read_text() == "mine"
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+    assert not (out / "train_resume.json").exists()
+
+    # killed before its first checkpoint: only the settings file is left; the same settings
+    # train from the start there
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    moved = dataclasses.replace(settings(), out_dir=fresh)
+    (fresh / "train_resume.json").write_text(dumps(settings_identity(moved)))
+    outcome = train_grpo(moved)
+    assert outcome.steps == 3 and (fresh / "train_run.json").is_file()

@@ -99,10 +99,9 @@ def grpo_command(
     """Post-train a model with GRPO on ProactiveBench episodes (single-turn states by default)."""
     from proactivebench.train.checks import one_line_warnings
     from proactivebench.train.grpo import (
-        RESUME_FILE,
         TrainSettings,
-        checkpoints,
         read_config_file,
+        resumable_checkpoint,
         train_grpo,
     )
 
@@ -138,10 +137,12 @@ def grpo_command(
     try:
         outcome = train_grpo(settings, on_data=on_data)
     except KeyboardInterrupt:
-        saved = checkpoints(settings.out_dir) if settings.out_dir.is_dir() else []
-        if saved and (settings.out_dir / RESUME_FILE).is_file():
+        saved = resumable_checkpoint(settings)
+        if saved is not None:
+            # --overwrite starts afresh, removing the checkpoints: the rerun must leave it out.
+            again = "the same command without --overwrite" if overwrite else "the same command"
             console.print(
-                f"interrupted; rerun the same command to resume from {escape(str(saved[-1]))}",
+                f"interrupted; rerun {again} to resume from {escape(str(saved))}",
                 highlight=False,
             )
         else:

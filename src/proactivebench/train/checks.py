@@ -168,7 +168,14 @@ GRPO_FIELDS = Section(
         ),
         "max_steps": Range(1, integer=True, also=(-1,), note="or -1: num_train_epochs decides"),
     },
-    reserved={"output_dir": "the output directory is set with --out"},
+    reserved={
+        "output_dir": "the output directory is set with --out",
+        # TrainingArguments keeps it for scripts; Trainer never reads it, so it was ignored.
+        "resume_from_checkpoint": (
+            "train grpo resumes by itself: with save_strategy set, rerun the same command and "
+            "it continues from the last checkpoint in --out"
+        ),
+    },
     where="see TRL's GRPOConfig; sections 'rewards' and 'lora' hold our settings",
 )
 
@@ -381,6 +388,11 @@ OWNED_FILES = (
     "training_args.bin",
 )
 OWNED_PATTERNS = ("model-*.safetensors", "checkpoint-*", "adapter", "runs")
+#: Files only a training run writes: a directory with none of them never held one, so its
+#: README.md, `runs/` (where the docs put eval runs) or model files are the user's own, not
+#: outputs that `--overwrite` may replace. `trainer_state.json` covers a run killed while
+#: it saved (the model written, `train_run.json` not yet).
+RUN_MARKERS = (ERROR_LOG, "train_run.json", "train_resume.json", "trainer_state.json")
 
 
 def owned_outputs(out: Path) -> list[Path]:
@@ -395,8 +407,10 @@ def prepare_out_dir(out: Path, *, overwrite: bool) -> list[Path]:
     """Make sure `out` can take the run's outputs, before anything else is done; returns the
     directories made (removed again by `remove_if_empty` when the run produces nothing).
 
-    A non-empty directory is refused unless `overwrite`, and then only if what is there is a
-    previous run's output: the user's other files are never touched."""
+    A non-empty directory is refused unless `overwrite`, and then also unless it holds a
+    previous run (one of `RUN_MARKERS`): `--overwrite` replaces outputs by name, and in any
+    other directory those names (README.md, runs/) are the user's files. Only a previous
+    run's outputs are replaced; the user's other files are never touched."""
     if out.exists() and not out.is_dir():
         raise TrainError(f"--out {out}: exists and is not a directory")
     if out.is_dir():
@@ -406,11 +420,19 @@ def prepare_out_dir(out: Path, *, overwrite: bool) -> list[Path]:
             raise TrainError(f"--out {out}: cannot list it: {exc.strerror}") from None
         if present == [ERROR_LOG]:  # a failed run's traceback: replaced by this run's outcome
             present = []
+        shown = ", ".join(present[:5]) + (", ..." if len(present) > 5 else "")
         if present and not overwrite:
-            shown = ", ".join(present[:5]) + (", ..." if len(present) > 5 else "")
             raise TrainError(
                 f"--out {out}: not empty (holds {shown}); choose a new directory, or pass "
                 "--overwrite to replace a previous run's outputs"
+            )
+        if present and not any((out / name).exists() for name in RUN_MARKERS):
+            # --overwrite removes outputs by their names (README.md, runs/, config.json...):
+            # in a directory no run wrote, those names are the user's files.
+            raise TrainError(
+                f"--out {out}: holds no previous training run (no train_run.json; it holds "
+                f"{shown}), so --overwrite would replace files that are not a run's outputs; "
+                "choose a new directory"
             )
         if not os.access(out, os.W_OK):
             raise TrainError(f"--out {out}: not writable")

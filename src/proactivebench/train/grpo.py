@@ -506,6 +506,10 @@ def save_outputs(
     }
     if settings.recipe is not None:
         record["recipe"] = settings.recipe
+    # The run is finished once RUN_FILE is written; RESUME_FILE goes first, so that the two
+    # are never both this run's (a RESUME_FILE beside a RUN_FILE is a run started with
+    # --overwrite over a previous one, not yet saved).
+    (out / RESUME_FILE).unlink(missing_ok=True)
     write_whole(out / RUN_FILE, dumps(record, indent=2) + "\n")
 
 
@@ -548,23 +552,55 @@ def settings_identity(settings: TrainSettings) -> dict[str, Any]:
     }
 
 
-def last_checkpoint(out: Path, identity: dict[str, Any]) -> Path | None:
-    """The last checkpoint of an unfinished run in `out` with these settings, if any."""
-    if (out / RUN_FILE).exists():
-        return None
+def unfinished_run(out: Path, identity: dict[str, Any]) -> bool:
+    """Whether `out` holds a run with these settings that has not saved its final model:
+    `RESUME_FILE` is written when training starts and removed before `RUN_FILE` is written,
+    so it stands for an unfinished run even beside a previous run's outputs (a run started
+    with --overwrite keeps those until it saves)."""
     try:
         recorded = loads((out / RESUME_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return False
+    return bool(recorded == identity)
+
+
+def complete_checkpoint(path: Path) -> bool:
+    """Whether a checkpoint was written to the end: transformers writes `trainer_state.json`
+    last (after the weights, optimizer and RNG states), and a process killed or interrupted
+    while saving leaves a folder without it, which `Trainer` cannot resume from."""
+    try:
+        state = loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(state, dict)
+
+
+def last_checkpoint(out: Path, identity: dict[str, Any]) -> Path | None:
+    """The last complete checkpoint of an unfinished run in `out` with these settings, if any
+    (one cut short while saving is passed over)."""
+    if not unfinished_run(out, identity):
         return None
-    if recorded != identity:
-        return None
-    return checkpoints(out)[-1] if checkpoints(out) else None
+    whole = [p for p in checkpoints(out) if complete_checkpoint(p)]
+    return whole[-1] if whole else None
+
+
+def resumable_checkpoint(settings: TrainSettings) -> Path | None:
+    """Where a rerun of `settings` without --overwrite would resume (what an interrupted run
+    tells the user)."""
+    identity = json.loads(dumps(settings_identity(settings)))
+    return last_checkpoint(settings.out_dir, identity)
 
 
 def checkpoints(out: Path) -> list[Path]:
     """`checkpoint-N` folders of `out`, in step order."""
     found = [p for p in out.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()]
     return sorted(found, key=lambda p: int(p.name[11:]))
+
+
+#: What an unfinished run itself wrote in its directory while training; the rest of the
+#: outputs there (a previous run's, when it was started with --overwrite) are replaced when
+#: the continued run saves.
+_OWN_WHILE_TRAINING = (RESUME_FILE, "README.md", "runs")
 
 
 def train_grpo(
@@ -584,8 +620,11 @@ def train_grpo(
     main = state.is_main_process
     out = settings.out_dir
     identity = json.loads(dumps(settings_identity(settings)))
-    resume = not settings.overwrite and last_checkpoint(out, identity) is not None
-    if not resume and not settings.overwrite and (out / RESUME_FILE).is_file():
+    # An unfinished run of the same settings is continued: from its last complete checkpoint,
+    # or from the start when it was stopped before one was whole.
+    continuing = not settings.overwrite and unfinished_run(out, identity)
+    resume_from = last_checkpoint(out, identity) if continuing else None
+    if not continuing and not settings.overwrite and (out / RESUME_FILE).is_file():
         raise TrainError(
             f"--out {out}: holds an unfinished run with other settings (its checkpoints); "
             "rerun it with the same settings to resume, or pass --overwrite"
@@ -593,11 +632,23 @@ def train_grpo(
     # Every process has decided from the directory as it was: only now may the main one change
     # it (a process that failed above has ended the launch).
     state.wait_for_everyone()
-    made = [] if resume or not main else prepare_out_dir(out, overwrite=settings.overwrite)
-    # With --overwrite: the previous run's outputs, kept until the new model is saved; its
-    # checkpoints go now, so that the new run's own are not mixed with them.
-    stale = owned_outputs(settings.out_dir) if settings.overwrite and main else []
-    clear_previous_outputs(p for p in stale if p.name.startswith("checkpoint-"))
+    made = [] if continuing or not main else prepare_out_dir(out, overwrite=settings.overwrite)
+    stale: list[Path] = []
+    if main and settings.overwrite:
+        # The previous run's outputs, kept until the new model is saved; its checkpoints go
+        # now, so that the new run's own are not mixed with them.
+        stale = owned_outputs(out)
+        clear_previous_outputs(p for p in stale if p.name.startswith("checkpoint-"))
+    elif main and continuing:
+        # What the unfinished run kept of an earlier run (it was started with --overwrite) is
+        # replaced at the save, as it would have been; its checkpoints cut short while saving
+        # go now (a resume re-saves those steps).
+        stale = [
+            p
+            for p in owned_outputs(out)
+            if not p.name.startswith("checkpoint-") and p.name not in _OWN_WHILE_TRAINING
+        ]
+        clear_previous_outputs(p for p in checkpoints(out) if not complete_checkpoint(p))
     state.wait_for_everyone()
     trainer = None
     try:
@@ -613,7 +664,9 @@ def train_grpo(
             trainer = build_trainer(settings, dataset, callbacks)
             if main:
                 write_whole(out / RESUME_FILE, dumps(identity, indent=2) + "\n")
-            trainer.train(resume_from_checkpoint=True if resume else None)
+            # The checkpoint by path: transformers' own choice (`True`) is the highest
+            # numbered folder, complete or not.
+            trainer.train(resume_from_checkpoint=resume_from and str(resume_from))
         if trainer.state.global_step == 0:  # saving would pass the base weights off as trained
             raise TrainError(
                 f"training took no step on the {len(dataset)} examples (no whole batch came "

@@ -701,7 +701,8 @@ def test_the_experiments_table_counts_an_interrupted_runs_episodes_and_says_it_s
     code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
     assert code == 0, text
     [row] = [
-        line for line in (out / "report" / "report.md").read_text().splitlines()
+        line
+        for line in (out / "report" / "report.md").read_text().splitlines()
         if line.startswith("| hint |")
     ]
     cells = [c.strip() for c in row.strip("|").split("|")]

@@ -168,6 +168,8 @@ def test_a_choice_that_leaves_nothing_to_run_is_an_error_before_anything_is_writ
         (["--only", "oeg,oeg-hint"], 1, "every experiment chosen (oeg, oeg-hint) is open-ended"),
         (["--only", " , "], 2, "Invalid value for --only: names no experiment: ' , '"),
         (["--skip", ","], 2, "Invalid value for --skip: names no experiment: ','"),
+        (["--only", ""], 2, "Invalid value for --only: names no experiment: ''"),
+        (["--skip", " "], 2, "Invalid value for --skip: names no experiment: ' '"),
     ]:
         code, text = run_cli([*args, *extra], capsys)
         assert (code, "Traceback" in text) == (code_wanted, False), text

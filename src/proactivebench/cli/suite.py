@@ -63,11 +63,11 @@ suite_options = option_group(
     ),
     click.option(
         "--only",
-        default="",
+        default=None,
         metavar="IDS",
         help="Comma-separated experiment ids to run (default: all).",
     ),
-    click.option("--skip", default="", metavar="IDS", help="Comma-separated ids to leave out."),
+    click.option("--skip", default=None, metavar="IDS", help="Comma-separated ids to leave out."),
     click.option(
         "--limit",
         type=click.IntRange(min=1),
@@ -114,11 +114,13 @@ def _local(spec: str) -> bool:
     return spec.startswith("hf:")
 
 
-def _ids(text: str, flag: str) -> list[str]:
-    """The ids of `--only` / `--skip`; a text that names none (`--only ,`) is a mistake, not
-    "all"."""
+def _ids(text: str | None, flag: str) -> list[str]:
+    """The ids of `--only` / `--skip` (None: not given); a text that names none (`--only ,`,
+    or `--only ''` from a script's unset variable) is a mistake, not "all"."""
+    if text is None:
+        return []
     ids = [part.strip() for part in text.split(",") if part.strip()]
-    if text.strip() and not ids:
+    if not ids:
         raise click.BadParameter(f"names no experiment: {text!r}", param_hint=flag)
     return ids
 
@@ -129,8 +131,8 @@ def run_command(
     data_dir: Path,
     model_spec: str,
     out_dir: Path,
-    only: str,
-    skip: str,
+    only: str | None,
+    skip: str | None,
     limit: int | None,
     concurrency: int,
     requests_in_flight: int | None,

@@ -715,6 +715,42 @@ def test_a_judge_failing_on_some_lines_keeps_their_verdicts(
     assert f"{named}:flaky" in (run / "run.json").read_text()
 
 
+def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A judge that failed on a line is rerun, as the command says, to retry it: the rerun
+    replaces results this judge wrote, so `results.previous.jsonl` must still hold the
+    earlier judge's verdicts (it is the only copy of them left), not this judge's."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    original = (run / "results.jsonl").read_text()
+    failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
+    (tmp_path / "named.py").write_text(NAMED.replace("FAIL", str(failing)))
+    again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
+    code, text = run_cli(again, capsys)
+    assert code == 3, text
+    assert (run / "results.previous.jsonl").read_text() == original
+    (tmp_path / "named.py").write_text(NAMED)  # the judge answers again: the retry
+    code, text = run_cli(again, capsys)
+    assert code == 0, text
+    assert (run / "results.previous.jsonl").read_text() == original
+    assert "the earlier judge's results stay in" in " ".join(text.split())
+    lines = read_results(run / "results.jsonl")
+    assert {line["settings"]["judge"]["judge"] for line in lines} == {f"{named}:flaky"}
+    # Nothing left to judge: the backup still holds the earlier judge's results.
+    code, text = run_cli(again, capsys)
+    assert code == 0 and (run / "results.previous.jsonl").read_text() == original
+    # Another judge's turn: now the flaky judge's results are the ones one judge back.
+    judged = (run / "results.jsonl").read_text()
+    code, text = run_cli(["judge", str(run), "--judge", f"{named}:judge", "--no-cache"], capsys)
+    assert code == 0, text
+    assert (run / "results.previous.jsonl").read_text() == judged
+
+
 @pytest.mark.parametrize(
     ("extra", "said"),
     [

@@ -715,6 +715,31 @@ def test_a_judge_failing_on_some_lines_keeps_their_verdicts(
     assert f"{named}:flaky" in (run / "run.json").read_text()
 
 
+def test_a_report_warns_of_lines_scored_by_an_earlier_judge(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A line the new judge could not judge keeps the earlier judge's verdict while run.json
+    names the new judge: `report` says so and where, or its table would pass a mix of two
+    judges for the new judge's rates."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    code, text = run_cli(["report", str(run)], capsys)
+    assert code == 0 and "earlier judge" not in text
+    failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
+    (tmp_path / "named.py").write_text(NAMED.replace("FAIL", str(failing)))
+    again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
+    code, text = run_cli(again, capsys)
+    assert code == 3, text
+    code, text = run_cli(["report", str(run)], capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert "1 line(s) keep an earlier judge's verdict" in said and "in QD (1)" in said
+
+
 def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
     data: Path, tmp_path: Path, capsys
 ) -> None:

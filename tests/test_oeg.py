@@ -292,6 +292,22 @@ def test_unparsed_judge_outputs_are_recorded_counted_and_warned_about(
         assert "unparsed %" in (run / "report" / page).read_text()
 
 
+def test_show_marks_the_votes_without_a_verdict(data: Path, tmp_path: Path, capsys) -> None:
+    """`show` prints each judge output; one that held no readable verdict scored 0s, which
+    its text may belie (ROD's cut-off reasoning ends in "1, 1"): it is marked as such."""
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=unreadable_judge) as fake:
+        args = ["eval", "--data", str(data), "--model", f"openai:tested@{fake.url}"]
+        args += ["--out", str(run), "--mode", "oeg", "--judge", f"openai:judge@{fake.url}"]
+        code, text = run_cli([*args, "--scenarios", "ROD,VSOD", "--no-cache"], capsys)
+    assert code == 0, text
+    ids = {line["scenario"]: line["sample_id"] for line in read_results(run / "results.jsonl")}
+    code, text = run_cli(["show", str(run), "ROD", str(ids["ROD"])], capsys)
+    assert code == 0 and "(no readable verdict: scored 0)" in text, text
+    code, text = run_cli(["show", str(run), "VSOD", str(ids["VSOD"])], capsys)
+    assert code == 0 and "judge output 1:" in text and "no readable verdict" not in text
+
+
 # ----- judging again ------------------------------------------------------------------------
 
 
@@ -738,6 +754,10 @@ def test_a_report_warns_of_lines_scored_by_an_earlier_judge(
     said = " ".join(text.split())
     assert code == 0, text
     assert "1 line(s) keep an earlier judge's verdict" in said and "in QD (1)" in said
+    # `show` of that line says whose verdict it shows, and why the new judge gave none.
+    code, text = run_cli(["show", str(run), "QD", str(failing)], capsys)
+    said = " ".join(text.split())
+    assert code == 0 and "verdict kept from an earlier judge" in said and "judge down" in said
 
 
 def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(

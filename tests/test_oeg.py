@@ -292,6 +292,22 @@ def test_unparsed_judge_outputs_are_recorded_counted_and_warned_about(
         assert "unparsed %" in (run / "report" / page).read_text()
 
 
+def test_show_marks_the_votes_without_a_verdict(data: Path, tmp_path: Path, capsys) -> None:
+    """`show` prints each judge output; one that held no readable verdict scored 0s, which
+    its text may belie (ROD's cut-off reasoning ends in "1, 1"): it is marked as such."""
+    run = tmp_path / "run"
+    with FakeOpenAI(respond=unreadable_judge) as fake:
+        args = ["eval", "--data", str(data), "--model", f"openai:tested@{fake.url}"]
+        args += ["--out", str(run), "--mode", "oeg", "--judge", f"openai:judge@{fake.url}"]
+        code, text = run_cli([*args, "--scenarios", "ROD,VSOD", "--no-cache"], capsys)
+    assert code == 0, text
+    ids = {line["scenario"]: line["sample_id"] for line in read_results(run / "results.jsonl")}
+    code, text = run_cli(["show", str(run), "ROD", str(ids["ROD"])], capsys)
+    assert code == 0 and "(no readable verdict: scored 0)" in text, text
+    code, text = run_cli(["show", str(run), "VSOD", str(ids["VSOD"])], capsys)
+    assert code == 0 and "judge output 1:" in text and "no readable verdict" not in text
+
+
 # ----- judging again ------------------------------------------------------------------------
 
 
@@ -713,6 +729,71 @@ def test_a_judge_failing_on_some_lines_keeps_their_verdicts(
     others = [line for sample, line in lines.items() if sample != failing]
     assert {line["settings"]["judge"]["judge"] for line in others} == {f"{named}:flaky"}
     assert f"{named}:flaky" in (run / "run.json").read_text()
+
+
+def test_a_report_warns_of_lines_scored_by_an_earlier_judge(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A line the new judge could not judge keeps the earlier judge's verdict while run.json
+    names the new judge: `report` says so and where, or its table would pass a mix of two
+    judges for the new judge's rates."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    code, text = run_cli(["report", str(run)], capsys)
+    assert code == 0 and "earlier judge" not in text
+    failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
+    (tmp_path / "named.py").write_text(NAMED.replace("FAIL", str(failing)))
+    again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
+    code, text = run_cli(again, capsys)
+    assert code == 3, text
+    code, text = run_cli(["report", str(run)], capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert "1 line(s) keep an earlier judge's verdict" in said and "in QD (1)" in said
+    # `show` of that line says whose verdict it shows, and why the new judge gave none.
+    code, text = run_cli(["show", str(run), "QD", str(failing)], capsys)
+    said = " ".join(text.split())
+    assert code == 0 and "verdict kept from an earlier judge" in said and "judge down" in said
+
+
+def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A judge that failed on a line is rerun, as the command says, to retry it: the rerun
+    replaces results this judge wrote, so `results.previous.jsonl` must still hold the
+    earlier judge's verdicts (it is the only copy of them left), not this judge's."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    original = (run / "results.jsonl").read_text()
+    failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
+    (tmp_path / "named.py").write_text(NAMED.replace("FAIL", str(failing)))
+    again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
+    code, text = run_cli(again, capsys)
+    assert code == 3, text
+    assert (run / "results.previous.jsonl").read_text() == original
+    (tmp_path / "named.py").write_text(NAMED)  # the judge answers again: the retry
+    code, text = run_cli(again, capsys)
+    assert code == 0, text
+    assert (run / "results.previous.jsonl").read_text() == original
+    assert "the earlier judge's results stay in" in " ".join(text.split())
+    lines = read_results(run / "results.jsonl")
+    assert {line["settings"]["judge"]["judge"] for line in lines} == {f"{named}:flaky"}
+    # Nothing left to judge: the backup still holds the earlier judge's results.
+    code, text = run_cli(again, capsys)
+    assert code == 0 and (run / "results.previous.jsonl").read_text() == original
+    # Another judge's turn: now the flaky judge's results are the ones one judge back.
+    judged = (run / "results.jsonl").read_text()
+    code, text = run_cli(["judge", str(run), "--judge", f"{named}:judge", "--no-cache"], capsys)
+    assert code == 0, text
+    assert (run / "results.previous.jsonl").read_text() == judged
 
 
 @pytest.mark.parametrize(

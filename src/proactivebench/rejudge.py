@@ -113,7 +113,8 @@ def rejudge(
     (`RejudgeOutcome.untouched`). The directory written is held with the run lock from the reading
     to the writing, as `eval` holds it. Each judged line is appended to `JUDGED_SO_FAR` as it
     ends, so that a rerun after Ctrl-C or a crash asks only about the others; at the end the
-    results file it replaces is kept as `PREVIOUS_RESULTS` and the new one is written whole
+    results file it replaces is kept as `PREVIOUS_RESULTS` (unless that holds an earlier
+    judge's results this judge replaced before: `backup_stays`) and the new one is written whole
     (temporary file, then rename). `on_start(to_judge, lines, judged_before)` is called once
     the judge answered its preflight, before it is asked (`judged_before`: lines an
     interrupted `rejudge` of the same judge judged), and `on_result(line)` as each line is
@@ -190,7 +191,7 @@ def rejudge(
             outcome.untouched = True
             (out / JUDGED_SO_FAR).unlink(missing_ok=True)
             return outcome
-        outcome.previous = _keep(out / RESULTS, out / PREVIOUS_RESULTS)
+        outcome.previous = _keep_previous(out, judge)
         write_results(out / RESULTS, ordered)
         history = [*provenance_of(identity), provenance.stamped()]
         write_run_config(out, without_provenance(identity), history)
@@ -305,6 +306,28 @@ def _judge_lines(
     finally:
         journal.close()
     return judged
+
+
+def backup_stays(out: str | os.PathLike[str], judge: Judge) -> bool:
+    """Whether `rejudge` with `judge` into `out` leaves `out`'s `PREVIOUS_RESULTS` as it is.
+
+    "One generation back" is one judge back: when `out`'s results are already this judge's
+    (its run.json names it: a rerun that retries the lines the judge could not judge, or one
+    that finds nothing left to judge), the backup there holds the earlier judge's verdicts,
+    the only copy of them left; replacing it with this judge's own lines would lose them.
+    """
+    where = Path(out)
+    if not (where / PREVIOUS_RESULTS).exists() or not (where / RUN_CONFIG).exists():
+        return False
+    held = read_run_config(where).get("settings")
+    return isinstance(held, dict) and held.get("judge") == judge.identity()
+
+
+def _keep_previous(out: Path, judge: Judge) -> Path | None:
+    """Keep the results `rejudge` is about to replace in `out` as `PREVIOUS_RESULTS` (unless
+    `backup_stays`); where the results before this judge are kept (None: nowhere)."""
+    kept = out / PREVIOUS_RESULTS
+    return kept if backup_stays(out, judge) else _keep(out / RESULTS, kept)
 
 
 def _keep(path: Path, kept: Path) -> Path | None:

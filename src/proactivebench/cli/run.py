@@ -428,7 +428,7 @@ def judge_command(
     same command to retry those lines (exit 3 until none is left). Interrupted (Ctrl-C), the
     same command goes on from the lines judged so far."""
     from proactivebench.engine import RunEngine
-    from proactivebench.rejudge import PREVIOUS_RESULTS, rejudge
+    from proactivebench.rejudge import PREVIOUS_RESULTS, backup_stays, rejudge
 
     judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
     if judge is None:
@@ -440,7 +440,9 @@ def judge_command(
     def tell_start(to_judge: int, lines: int, judged_before: int) -> None:
         where = "in place" if target.resolve() == run_dir.resolve() else f"into {target}"
         kept = (
-            f"; the results it replaces are kept as {target / PREVIOUS_RESULTS}"
+            f"; the earlier judge's results stay in {target / PREVIOUS_RESULTS}"
+            if backup_stays(target, judge)
+            else f"; the results it replaces are kept as {target / PREVIOUS_RESULTS}"
             if (target / "results.jsonl").exists()
             else ""
         )

@@ -474,9 +474,13 @@ _WARNED_MULTITURN = {
 
 def unreadable_warnings(measures: RunMeasures) -> list[str]:
     """A warning naming the scenarios whose unreadable-answer rate passes
-    `UNREADABLE_WARNING` %, and one for the judge outputs that held no readable verdict
-    (unparsed) past the same share; or none."""
+    `UNREADABLE_WARNING` %, one for the judge outputs that held no readable verdict
+    (unparsed) past the same share, and one for lines scored by an earlier judge's verdict
+    (`earlier_verdicts_warning`); or none."""
     warnings = []
+    earlier = earlier_verdicts_warning(measures.run)
+    if earlier:
+        warnings.append(earlier)
     watched = _WARNED_MULTITURN if measures.run.multiturn else _WARNED
     for key, (what, skewed, advice) in watched.items():
         high = []
@@ -490,6 +494,26 @@ def unreadable_warnings(measures: RunMeasures) -> list[str]:
                 f"{what} pass {UNREADABLE_WARNING:.0f} % in {', '.join(high)}: {its} {advice}"
             )
     return warnings
+
+
+def earlier_verdicts_warning(run: Run) -> str | None:
+    """A warning naming the scenarios where lines are scored by an earlier judge's verdict:
+    `judge RUN_DIR` keeps a verdict its judge could not replace (`judge_error`), while
+    run.json names the new judge. Any such line makes the rates a mix of two judges, which
+    the table alone cannot show; or None."""
+    counts = {
+        name: sum(1 for line in lines if line.get("judge_error") and not line.get("error"))
+        for name, lines in run.by_scenario.items()
+    }
+    found = [f"{name} ({count})" for name, count in counts.items() if count]
+    if not found:
+        return None
+    return (
+        f"{sum(counts.values())} line(s) keep an earlier judge's verdict, which the judge "
+        f"run.json names could not replace (see judge_error in results.jsonl), in "
+        f"{', '.join(found)}: their rates mix two judges; rerun `proactivebench judge` with "
+        "the same --judge to retry those lines"
+    )
 
 
 def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:

@@ -140,7 +140,6 @@ def _judged_turn(turn: dict[str, Any], clean: Callable[[str], str]) -> list[Rend
     """A judged turn's valid answers, verdicts and judge outputs (`--mode oeg-multiturn`)."""
     if "valid_answers_text" not in turn:
         return []
-    outputs = turn.get("judge_outputs") or []
     return [
         Text("  valid answers: " + clean(str(turn.get("valid_answers_text")))),
         Text(
@@ -148,11 +147,25 @@ def _judged_turn(turn: dict[str, Any], clean: Callable[[str], str]) -> list[Rend
             f"correct category {turn.get('category_prediction')}",
             style="bold",
         ),
-        *(
-            Text(f"  judge output {index}: " + clean(str(output)), style="dim")
-            for index, output in enumerate(outputs if isinstance(outputs, list) else [], 1)
-        ),
+        *_judge_outputs(turn, clean),
     ]
+
+
+def _judge_outputs(judged: dict[str, Any], clean: Callable[[str], str]) -> list[RenderableType]:
+    """Each judge output of a line (or a multi-turn turn), one per vote, marked when it held
+    no readable verdict (`judge_parsed`): it scored 0s, which its text alone may belie (a run
+    of 1s of the wrong length reads as a yes)."""
+    outputs = judged.get("judge_outputs") or []
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    parsed = judged.get("judge_parsed")
+    parsed = parsed if isinstance(parsed, list) else []
+    shown: list[RenderableType] = []
+    for index, output in enumerate(outputs, 1):
+        text = Text(f"  judge output {index}: " + clean(str(output)), style="dim")
+        if index <= len(parsed) and parsed[index - 1] is not True:
+            text.append(" (no readable verdict: scored 0)", style="yellow")
+        shown.append(text)
+    return shown
 
 
 #: The same for a multi-turn open-ended episode, where the judge read free answers: there was
@@ -182,11 +195,15 @@ def _oeg(line: dict[str, Any], clean: Callable[[str], str]) -> list[RenderableTy
     view = Text(f"  image: {clean(str(line.get('image')))}", style="dim")
     if line.get("crop") is not None:
         view.append(f" crop {clean(str(line['crop']))}")
-    outputs = line.get("judge_outputs") or []
-    judged: list[RenderableType] = [
-        Text(f"  judge output {index}: " + clean(str(output)), style="dim")
-        for index, output in enumerate(outputs if isinstance(outputs, list) else [outputs], 1)
-    ]
+    judged = _judge_outputs(line, clean)
+    if line.get("judge_error"):
+        judged.append(
+            Text(
+                "  verdict kept from an earlier judge (the judge run.json names could not "
+                "judge this line): " + clean(str(line["judge_error"])),
+                style="yellow",
+            )
+        )
     return [
         Text(""),
         view,

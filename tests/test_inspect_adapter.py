@@ -394,3 +394,22 @@ def test_an_interrupted_inspect_log_names_its_missing_samples_and_an_empty_one_i
     assert code == 1, text
     assert "no finished sample to import" in text and "status 'cancelled'" in text
     assert "Traceback" not in text and not (tmp_path / "r2").exists()
+
+
+def test_a_damaged_result_line_in_the_log_is_refused_before_anything_is_written(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The import copies each score's line: one that no reader could count (here a
+    num_turns that is not a number) was a traceback after results.jsonl was written, which
+    left a half-written run that refused the good log afterwards ("exists")."""
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=1, scenarios="ROD")
+    sample = log.samples[0].model_copy(deep=True)
+    score = next(iter(sample.scores.values()))
+    score.metadata["result"]["num_turns"] = "x"
+    damaged = rewritten(log, tmp_path / "damaged.eval", samples=[sample])
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", damaged, "--out", str(run)], capsys)
+    assert code == 1 and "Traceback" not in text, text
+    assert f"sample {sample.id!r}: not a result line (num_turns must be" in text, text
+    assert not run.exists()
+    assert run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)[0] == 0

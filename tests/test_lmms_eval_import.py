@@ -91,3 +91,66 @@ def test_bad_logs_are_one_clear_line(
         assert code == 1 and message in text and "Traceback" not in text, text
     code, text = run_cli(["import-lmms-eval", str(good), "--out", str(done)], capsys)
     assert code == 1 and "exists" in text
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sample_id": [1]}, "needs a scenario and a sample_id"),
+        ({"sample_id": None}, "needs a scenario and a sample_id"),
+        ({"num_turns": "x"}, "num_turns must be"),
+        ({"scenario": "NOPE"}, "scenario 'NOPE' is not one of"),
+    ],
+    ids=["list-id", "no-id", "bad-turns", "unknown-scenario"],
+)
+def test_a_line_no_reader_could_count_is_refused_before_anything_is_written(
+    oracle_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, Any],
+    message: str,
+) -> None:
+    """The lines are copied, not rebuilt: one that `report` or `show` would refuse (or a
+    sample_id a set cannot hold) was a traceback, or a run directory half written (results
+    but no summary) that a fixed log could not be imported into. Now it is one line naming
+    the log's file and line, and nothing is written."""
+    first, second = _lines(oracle_run)[:2]
+    damaged = {**second, **change}
+    log = tmp_path / "x_samples_proactivebench_mixed.jsonl"
+    rows = [{"doc_id": n, "accuracy": {"result": line}} for n, line in enumerate([first, damaged])]
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "imported"
+    code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
+    assert code == 1 and "Traceback" not in text, text
+    assert f"{log}:2: " in text and message in text and "nothing imported" in text, text
+    assert not out.exists()
+
+
+def test_logs_of_two_runs_with_other_settings_are_refused(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One log per scenario: two logs of runs with different settings (one with --hint) would
+    have been one run whose run.json claims the first's settings for every episode."""
+    lines = _lines(oracle_run)
+    plain = next(line for line in lines if line["scenario"] == "ROD")
+    hinted = next(line for line in lines if line["scenario"] == "QD")
+    hinted = {**hinted, "settings": {**hinted["settings"], "hint": True}}
+    logs = [
+        str(_samples_log(tmp_path / "x_samples_proactivebench_ROD.jsonl", [plain])),
+        str(_samples_log(tmp_path / "x_samples_proactivebench_QD.jsonl", [hinted])),
+    ]
+    out = tmp_path / "imported"
+    code, text = run_cli(["import-lmms-eval", *logs, "--out", str(out)], capsys)
+    assert code == 1 and "Traceback" not in text, text
+    assert "QD.jsonl:1: played with other settings than the run's: hint: True" in text, text
+    assert not out.exists()
+
+
+def test_a_log_that_is_not_utf8_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "x_samples_proactivebench_ROD.jsonl"
+    log.write_bytes(b"\xff\xfe{}\n")
+    code, text = run_cli(["import-lmms-eval", str(log), "--out", str(tmp_path / "r")], capsys)
+    assert code == 1 and "Traceback" not in text, text
+    assert f"{log}: not a samples log (not UTF-8" in text and len(text.strip().splitlines()) == 1

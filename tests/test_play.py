@@ -198,6 +198,19 @@ def test_a_bad_annotator_name_is_refused(
     assert not (tmp_path / "run").exists()
 
 
+def test_an_empty_annotator_name_is_refused_not_taken_for_the_login(
+    synth_test: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--annotator "$NAME"` with NAME unset: the person's answers went to a run of
+    human:<login>, merged with those of everyone who plays under that login (a lab machine's
+    shared account). Leaving the option out still means the login name."""
+    args = ["play", "--data", str(synth_test), "--out", str(tmp_path / "run"), "--no-browser"]
+    code, text = run_cli([*args, "--annotator", ""], capsys)
+    assert code == 1, text
+    assert "annotator name ''" in text and "Traceback" not in text
+    assert not (tmp_path / "run").exists()
+
+
 def test_an_image_that_vanished_fails_without_naming_its_file(tmp_path: Path) -> None:
     data = tmp_path / "data"
     generate(data, per_scenario=1, seed=3, split="test")

@@ -192,3 +192,24 @@ def test_the_page_loads_every_resource_and_its_key_hints_are_readable(tmp_path: 
         process.terminate()
         process.wait(timeout=30)
     assert failed == [] and errors == []
+
+
+def test_a_page_of_an_earlier_session_says_to_open_the_new_url(tmp_path: Path) -> None:
+    """A restarted `play` has a new token, so a tab left open from the earlier session is
+    refused (403). It said "the server does not answer" (it does) under "Waiting for the next
+    turn…" and polled forever; now it says why and what to open, and stops asking."""
+    generate(tmp_path / "data", per_scenario=1, seed=3, split="test")
+    with play_process(tmp_path / "data", tmp_path / "human", "--no-report") as (process, url, _):
+        with playwright_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(url.replace("token=", "token=earlier"))
+                page.wait_for_function("() => document.body.dataset.screen === 'refused'")
+                text = page.locator("#refused").inner_text()
+                assert "Open the URL that proactivebench play printed last" in text, text
+                assert not page.locator("#error").is_visible()
+            finally:
+                browser.close()
+        process.terminate()
+        process.wait(timeout=30)

@@ -333,3 +333,19 @@ def test_a_run_still_being_written_is_not_pushed(runs: Path) -> None:
         with pytest.raises(PushError, match=r"in use by another run"):
             plan_push([runs / "suite", runs / "run-a"])
     assert [r.repo_path for r in plan_push([runs / "run-a"]).runs] == ["runs/run-a"]
+
+
+def test_a_run_with_lines_no_reader_counts_is_not_pushed(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A results.jsonl with a damaged line (hand-edited, another run's, bytes cut out) was
+    pushed as it was, beside a card whose table (summary.json) does not count it: refused in
+    one line naming the file and line, before any request to the Hub."""
+    run = tmp_path / "run-a"
+    shutil.copytree(runs / "run-a", run)
+    with (run / "results.jsonl").open("a") as results:
+        results.write('{"scenario": "ROD", "sample_id": "seven"}\n')
+    number = len((run / "results.jsonl").read_text().splitlines())
+    done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert_one_line_failure(done, f"results.jsonl:{number}: not a result line", "before pushing")
+    assert hub.requests == [] and REPO not in hub.repos

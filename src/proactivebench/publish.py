@@ -42,6 +42,7 @@ from proactivebench.rundir import (
     RunLock,
     has_results,
     read_run_config,
+    run_lines,
 )
 from proactivebench.suite import is_suite_dir, read_suite_record
 from proactivebench.texts import dumps, loads
@@ -138,6 +139,16 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
         )
     if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
+    # The same reading every counting command makes (`run_lines`): a line that `report`,
+    # `show` and a resume leave out would be published as the run's all the same, beside a
+    # card whose table (summary.json) does not count it.
+    rejected = run_lines(run_dir, config).rejected
+    if rejected:
+        first = rejected[0].removesuffix("; not counted")
+        raise PushError(
+            f"{run_dir}: {len(rejected)} line(s) of {RESULTS} cannot be counted (the first: "
+            f"{first}); fix or move them out of the run before pushing"
+        )
     for name in (RUN_CONFIG, RESULTS, SUMMARY):
         if _plain_file(run_dir / name):
             plan.add(f"{repo_path}/{name}", run_dir / name)

@@ -235,9 +235,7 @@ def run_lines(
         if problem is not None:
             problem = f"not a result line ({problem})"
         else:
-            problem = settings_problem(line, settings)
-        if problem is None and line["scenario"] not in scenario_names():
-            problem = f"scenario {line['scenario']!r} is not one of {', '.join(scenario_names())}"
+            problem = line_problem(line, settings)
         if problem is None and not known(line["scenario"], line["sample_id"]):
             problem = f"the data holds no {line['scenario']} sample {line['sample_id']}"
         if problem is not None:
@@ -260,6 +258,21 @@ def run_lines(
             )
     out.lines = latest_results(line for _, line in kept if result_key(line) not in conflicting)
     return out
+
+
+def line_problem(line: Any, settings: dict[str, Any]) -> str | None:
+    """Why `line` cannot count as a result of a run played with `settings` (None when it can):
+    its shape (`shape_problem`), its recorded settings, its scenario. The one rule for lines
+    read from a run (`run_lines`) and for lines copied in from another harness's log (the
+    importers), so that an imported line that no reader could count is refused where it
+    enters, not written into a run that every later command then stumbles over."""
+    problem = shape_problem(line)
+    if problem is not None:
+        return f"not a result line ({problem})"
+    problem = settings_problem(line, settings)
+    if problem is None and line["scenario"] not in scenario_names():
+        problem = f"scenario {line['scenario']!r} is not one of {', '.join(scenario_names())}"
+    return problem
 
 
 def _what_it_says(line: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from proactivebench.rundir import (
     RESULTS,
     RunLock,
     claim_run_dir,
+    line_problem,
     write_results,
     write_summary,
 )
@@ -80,6 +81,14 @@ def import_inspect_log(
     samples = [s for s in log.samples or [] if getattr(s, "epoch", 1) == 1]
     # Lines come from the log's metadata, text from outside: made storable as it enters.
     lines = [storable_json(_line(sample, settings)) for sample in samples]
+    # A line no reader could count (damaged, another run's settings, an unknown scenario) is
+    # refused before anything is written: the run directory stays free for a good log.
+    for sample, line in zip(samples, lines, strict=True):
+        problem = line_problem(line, settings if isinstance(settings, dict) else {})
+        if problem is not None:
+            raise ProactiveBenchError(
+                f"{log_path}: sample {sample.id!r}: {problem}; nothing imported"
+            )
     ended = _ending(log)
     if not lines:
         raise ProactiveBenchError(

@@ -17,7 +17,14 @@ from typing import Any
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, headline_metrics, summarize
 from proactivebench.results import result_order
-from proactivebench.rundir import RESULTS, RunLock, claim_run_dir, write_results, write_summary
+from proactivebench.rundir import (
+    RESULTS,
+    RunLock,
+    claim_run_dir,
+    line_problem,
+    write_results,
+    write_summary,
+)
 from proactivebench.texts import loads, storable_json
 
 #: The key of a metric's entry that holds the line; the same as
@@ -33,17 +40,25 @@ def import_lmms_eval_samples(
     out = Path(out_dir)
     if (out / RESULTS).exists():
         raise ProactiveBenchError(f"{out / RESULTS} exists; import into a new directory")
-    lines: list[dict[str, Any]] = []
+    found: list[tuple[str, dict[str, Any]]] = []
     for path in map(Path, samples):
-        lines += _lines_of(path)
-    if not lines:
+        found += _lines_of(path)
+    if not found:
         raise ProactiveBenchError("the samples logs hold no episode to import")
+    # The first line's settings are the run's: a line of another run (other settings) is
+    # refused like a line no reader could count, before anything is written.
+    settings = found[0][1].get("settings") or {}
+    for where, line in found:
+        problem = line_problem(line, settings)
+        if problem is not None:
+            raise ProactiveBenchError(f"{where}: {problem}; nothing imported")
+    lines = [line for _, line in found]
     keys = {(line["scenario"], line["sample_id"]) for line in lines}
     if len(keys) != len(lines):
         raise ProactiveBenchError("the samples logs hold an episode twice (logs of two runs?)")
     identity = {
         "model": model,
-        "settings": lines[0].get("settings", {}),
+        "settings": settings,
         "lmms_eval_samples": [str(Path(p)) for p in samples],
     }
     with RunLock(out):
@@ -55,12 +70,21 @@ def import_lmms_eval_samples(
     return summary
 
 
-def _lines_of(path: Path) -> list[dict[str, Any]]:
-    """The result lines of one samples log, each made storable as it enters."""
+def _lines_of(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The result lines of one samples log (each with its `file:line`), each made storable as
+    it enters."""
     if not path.is_file():
         raise ProactiveBenchError(f"no lmms-eval samples log at {path}")
+    try:
+        text_of_log = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProactiveBenchError(
+            f"{path}: not a samples log (not UTF-8 text at byte {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise ProactiveBenchError(f"cannot read {path}: {exc.strerror or exc}") from None
     lines = []
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, text in enumerate(text_of_log.splitlines(), 1):
         if not text.strip():
             continue
         try:
@@ -73,7 +97,7 @@ def _lines_of(path: Path) -> list[dict[str, Any]]:
                 f"{path}:{number}: not a sample of the proactivebench lmms-eval task (no result "
                 "line under its metrics)"
             )
-        lines.append(storable_json(line))
+        lines.append((f"{path}:{number}", storable_json(line)))
     return lines
 
 

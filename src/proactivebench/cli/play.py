@@ -92,7 +92,9 @@ def play_command(
     from proactivebench.models.human import check_annotator
 
     settings = EvalSettings(**run_settings)
-    name = check_annotator(annotator or default_annotator())
+    # Only a missing option means the login name: an empty one (a script's unset variable) is
+    # refused, or the answers would join the run of whoever else plays under that login.
+    name = check_annotator(default_annotator() if annotator is None else annotator)
 
     def ready(started: Started) -> None:
         if started.resumed:

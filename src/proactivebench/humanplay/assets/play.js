@@ -32,7 +32,11 @@ async function api(path, body) {
   }
   const response = await fetch(path, options);
   const data = await response.json();
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  if (!response.ok) {
+    const error = new Error(data.error || response.statusText);
+    error.status = response.status; // 403: this page's token is not the session's
+    throw error;
+  }
   return data;
 }
 
@@ -192,6 +196,14 @@ async function loop() {
       apply(await api(`/api/state?since=${version}`));
       problem($("error"), "");
     } catch (error) {
+      if (error.status === 403) {
+        // The server answers, but not to this page: it was restarted (a new session, a new
+        // token) or the URL is wrong. Polling again would never succeed: say what to open.
+        closed = true;
+        problem($("error"), "");
+        show("refused");
+        return;
+      }
       problem($("error"), `the server does not answer (${error.message}); finished episodes are saved`);
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }

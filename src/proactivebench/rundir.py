@@ -235,7 +235,7 @@ def run_lines(
         if problem is not None:
             problem = f"not a result line ({problem})"
         else:
-            problem = line_problem(line, settings)
+            problem = _recorded_problem(line, settings)
         if problem is None and not known(line["scenario"], line["sample_id"]):
             problem = f"the data holds no {line['scenario']} sample {line['sample_id']}"
         if problem is not None:
@@ -269,6 +269,12 @@ def line_problem(line: Any, settings: dict[str, Any]) -> str | None:
     problem = shape_problem(line)
     if problem is not None:
         return f"not a result line ({problem})"
+    return _recorded_problem(line, settings)
+
+
+def _recorded_problem(line: dict[str, Any], settings: dict[str, Any]) -> str | None:
+    """`line_problem` for a line whose shape has passed (`numbered_lines` checked it: every
+    resume and report reads each line once)."""
     problem = settings_problem(line, settings)
     if problem is None and line["scenario"] not in scenario_names():
         problem = f"scenario {line['scenario']!r} is not one of {', '.join(scenario_names())}"

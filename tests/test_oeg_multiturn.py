@@ -87,12 +87,13 @@ def play(
     tmp: Path,
     script: dict[str, list[str]],
     say: dict[str, str] | None = None,
+    judge_source: str = JUDGE,
     **settings: Any,
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """Run the scripted model and judge; the lines by (scenario, sample)."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "agent.py").write_text(AGENT)
-    (tmp / "judging.py").write_text(JUDGE)
+    (tmp / "judging.py").write_text(judge_source)
     (tmp / "script.json").write_text(json.dumps(script))
     (tmp / "say.json").write_text(json.dumps(say or {}))
     model = load_model(f"python:{tmp / 'agent.py'}:answer")
@@ -391,3 +392,29 @@ def test_show_says_what_the_judge_found(data: Path, tmp_path: Path, capsys) -> N
     for sample, ending in endings.items():
         code, text = run_cli(["show", str(tmp_path / "run"), "QD", sample], capsys)
         assert code == 0 and ending in text and "option" not in text.split("ended after")[1]
+
+
+def test_show_says_a_turn_whose_judge_call_failed_was_not_judged(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A judge call that fails ends the episode in an error after the turn's answer was
+    recorded: that turn holds no verdict, and `show` and the report's viewer say so instead
+    of the placeholder "mismatch" (which reads as the judge having found the answer wrong)."""
+    failing = JUDGE.replace(
+        '    if verdict == "bad":',
+        '    if place == "QD:1:2":\n        raise RuntimeError("judge down")\n'
+        '    if verdict == "bad":',
+    )
+    script = {"QD:1": ["ps", "cp"]}
+    lines = play(data, tmp_path, script, judge_source=failing, scenarios=("QD",), limit=2)
+    assert "judge down" in lines[("QD", 1)]["error"]
+    code, text = run_cli(["show", str(tmp_path / "run"), "QD", "1"], capsys)
+    assert code == 0, text
+    first, second = text.split("turn 2")
+    assert "verdict: proactive" in first
+    assert "verdict: not judged" in second and "mismatch" not in second
+    assert "judge: no verdict (the judge call failed" in second
+    # The report's episode viewer says the same (its data: one JSON block per scenario).
+    code, text = run_cli(["report", str(tmp_path / "run"), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, text
+    assert '"not judged"' in (tmp_path / "r" / "report.html").read_text()

@@ -149,6 +149,23 @@ def _chosen(answer: str, options: tuple[str, ...]) -> int:
     return options.index(reading.chosen)
 
 
+def unjudged(turn: dict[str, Any]) -> bool:
+    """Whether a multi-turn open-ended turn was never judged: its judge call failed, which
+    ended the episode in an error after the answer was recorded. Such a turn keeps the
+    placeholder verdict "mismatch" (`oeg_multiturn._turn`), which would read as the judge
+    having found the answer wrong."""
+    return (
+        "valid_answers_text" in turn
+        and turn.get("proactive_suggestion") is None
+        and not turn.get("judge_outputs")
+    )
+
+
+def shown_verdict(turn: dict[str, Any], default: str) -> str:
+    """A turn's verdict as the viewer and `show` print it ("not judged": `unjudged`)."""
+    return "not judged" if unjudged(turn) else str(turn.get("verdict", default))
+
+
 def _turn(section: _Section, images: _Images, turn: dict[str, Any], number: int) -> list[Any]:
     options = [str(o) for o in turn.get("options") or []]
     answer = str(turn.get("answer", ""))
@@ -160,7 +177,7 @@ def _turn(section: _Section, images: _Images, turn: dict[str, Any], number: int)
         _chosen(read_as if isinstance(read_as, str) else answer, tuple(options)),
         answer,
         str(read_as) if read_as is not None else None,
-        str(turn.get("verdict", "demonstration")),
+        shown_verdict(turn, "demonstration"),
         turn.get("action") and str(turn["action"]),
         _reason(turn),
         turn.get("turn", number),

@@ -16,7 +16,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.report.html import outcome_of
+from proactivebench.report.html import outcome_of, shown_verdict, unjudged
 from proactivebench.report.runs import load_run
 from proactivebench.scenarios.answers import option_letter, read_group
 
@@ -121,7 +121,7 @@ def transcript(line: dict[str, Any], clean: Callable[[str], str] = str) -> Rende
         if read_as is not None:
             parts.append(Text(f"  read as: {clean(str(read_as))}", style="dim"))
         parts += _judged_turn(turn, clean)
-        verdict = str(turn.get("verdict", ""))
+        verdict = shown_verdict(turn, "")
         outcome = Text("  verdict: ")
         outcome.append(verdict, style=VERDICT_STYLES.get(verdict, "bold"))
         if turn.get("action"):
@@ -140,6 +140,11 @@ def _judged_turn(turn: dict[str, Any], clean: Callable[[str], str]) -> list[Rend
     """A judged turn's valid answers, verdicts and judge outputs (`--mode oeg-multiturn`)."""
     if "valid_answers_text" not in turn:
         return []
+    if unjudged(turn):
+        return [
+            Text("  valid answers: " + clean(str(turn.get("valid_answers_text")))),
+            Text("  judge: no verdict (the judge call failed: the error is at the end)"),
+        ]
     return [
         Text("  valid answers: " + clean(str(turn.get("valid_answers_text")))),
         Text(

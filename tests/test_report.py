@@ -310,6 +310,11 @@ def test_report_and_show_commands(run: Path, tmp_path: Path, capsys) -> None:
     assert "the model chose the correct category" in text
     code, text = run_cli(["show", str(run), "ROD", "3"], capsys)
     assert XSS in text  # printed as written (no markup, no HTML)
+    # A person's run (`proactivebench play`): the person chose, not "the model".
+    person = make_run(tmp_path, "person", [episode("ROD", 1, "abstained")], model="human:ann")
+    code, text = run_cli(["show", str(person), "ROD", "1"], capsys)
+    assert code == 0 and "the person chose an abstaining option" in text, text
+    assert "the model" not in text
     code, text = run_cli(["show", str(run), "ROD", "99"], capsys)
     assert code == 1 and "no ROD episode with sample id 99" in text and "Traceback" not in text
     code, text = run_cli(["show", str(run), "XX", "1"], capsys)

@@ -148,7 +148,7 @@ def report_command(
 @click.argument("sample_id", type=int)
 def show_command(run_dir: Path, scenario: str, sample_id: int) -> None:
     """Print one episode as a transcript: prompts, options, answers, verdicts, the end."""
-    from proactivebench.report.transcript import find_episode, transcript
+    from proactivebench.report.transcript import find_episode, player_of, transcript
 
     episode = find_episode(run_dir, scenario, sample_id)
-    out.print(transcript(episode, printable))
+    out.print(transcript(episode, printable, player_of(run_dir)))

@@ -18,6 +18,7 @@ from rich.text import Text
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.report.html import outcome_of, shown_verdict, unjudged
 from proactivebench.report.runs import load_run
+from proactivebench.rundir import read_run_config
 from proactivebench.scenarios.answers import option_letter, read_group
 
 VERDICT_STYLES = {
@@ -27,17 +28,18 @@ VERDICT_STYLES = {
     "mismatch": "bold red",
 }
 
-#: What each way of ending means, for the last line of a transcript.
+#: What each way of ending means, for the last line of a transcript (`{player}`: who chose,
+#: `player_of`).
 END_REASONS = {
-    "correct": "the model chose the correct category",
-    "wrong": "the model chose a wrong option",
-    "abstained": "the model chose an abstaining option",
+    "correct": "{player} chose the correct category",
+    "wrong": "{player} chose a wrong option",
+    "abstained": "{player} chose an abstaining option",
     "unreadable": "the answer designates no shown option (unreadable)",
     "step_limit": "the step limit was reached",
     "left_video": "the move would have left the video",
     "no_action": "the accepted option names no single action",
     "no_view": "the record has no view to show (a data problem the loader warned about)",
-    "invalid_suggestion": "the model chose a random suggestion of another scenario, which "
+    "invalid_suggestion": "{player} chose a random suggestion of another scenario, which "
     "the environment cannot carry out (--random-suggestions)",
 }
 
@@ -74,8 +76,18 @@ def short_asking_episode(run_dir: Path) -> dict[str, Any] | None:
     return min(scored, key=lambda x: len(x["trace"]), default=None)
 
 
-def transcript(line: dict[str, Any], clean: Callable[[str], str] = str) -> RenderableType:
-    """The episode of a result line as text; `clean` makes model text printable."""
+def player_of(run_dir: Path) -> str:
+    """Who chose in a run's episodes, as its transcripts' last line names them: a person (a
+    `human:` run, `proactivebench play`) or the model."""
+    model = read_run_config(run_dir).get("model")
+    return "the person" if isinstance(model, str) and model.startswith("human:") else "the model"
+
+
+def transcript(
+    line: dict[str, Any], clean: Callable[[str], str] = str, player: str = "the model"
+) -> RenderableType:
+    """The episode of a result line as text; `clean` makes model text printable; `player`
+    names who chose (`player_of`)."""
     parts: list[RenderableType] = []
     head = Text()
     head.append(f"{clean(str(line['scenario']))} sample {line['sample_id']}", style="bold")
@@ -132,7 +144,7 @@ def transcript(line: dict[str, Any], clean: Callable[[str], str] = str) -> Rende
             outcome.append(f" · {clean(str(turn['reason']))}")
         parts.append(outcome)
     parts.append(Text(""))
-    parts.append(_ending(line, clean))
+    parts.append(_ending(line, clean, player))
     return Group(*parts)
 
 
@@ -183,14 +195,13 @@ JUDGED_END_REASONS = {
 }
 
 
-def _ending(line: dict[str, Any], clean: Callable[[str], str]) -> Text:
+def _ending(line: dict[str, Any], clean: Callable[[str], str], player: str) -> Text:
     if line.get("error"):
         return Text(f"ended in an error: {clean(str(line['error']))}", style="bold red")
     reason = line.get("end_reason")
     judged = (line.get("settings") or {}).get("mode") == "oeg-multiturn"
-    why = (JUDGED_END_REASONS if judged else END_REASONS).get(
-        str(reason), str(reason) if reason else "finished"
-    )
+    known = (JUDGED_END_REASONS if judged else END_REASONS).get(str(reason))
+    why = known.format(player=player) if known else (str(reason) if reason else "finished")
     result = "correct" if line.get("correct") else "not correct"
     turns = line.get("num_turns", len(line.get("trace") or []))
     return Text(f"ended after {turns} turn(s), {result}: {why}", style="bold")

@@ -142,7 +142,8 @@ def test_logs_of_two_runs_with_other_settings_are_refused(
     out = tmp_path / "imported"
     code, text = run_cli(["import-lmms-eval", *logs, "--out", str(out)], capsys)
     assert code == 1 and "Traceback" not in text, text
-    assert "QD.jsonl:1: played with other settings than the run's: hint: True" in text, text
+    assert "QD.jsonl:1: played with other settings than the first line's: hint: True" in text
+    assert "(first line: False)" in text and "run.json" not in text, text
     assert not out.exists()
 
 

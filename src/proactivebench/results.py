@@ -390,11 +390,18 @@ def _oeg_problem(line: dict[str, Any]) -> str | None:
     return _request_problem(line)
 
 
-def settings_problem(line: dict[str, Any], settings: dict[str, Any]) -> str | None:
-    """How a line's recorded settings differ from its run's (`run.json`'s `settings`), None
-    when they agree or the line records none (lines written before they were recorded). The
-    judge is left out: a re-judged run keeps an earlier judge's verdict on the lines the
-    new judge could not judge, and those lines name that judge."""
+def settings_problem(
+    line: dict[str, Any],
+    settings: dict[str, Any],
+    *,
+    whose: str = "the run's",
+    source: str = "run.json",
+) -> str | None:
+    """How a line's recorded settings differ from its run's (`run.json`'s `settings`; an
+    importer, with no run.json yet, names its own `whose`/`source`), None when they agree or
+    the line records none (lines written before they were recorded). The judge is left out:
+    a re-judged run keeps an earlier judge's verdict on the lines the new judge could not
+    judge, and those lines name that judge."""
     recorded = line.get("settings")
     if recorded is None:
         return None
@@ -403,11 +410,11 @@ def settings_problem(line: dict[str, Any], settings: dict[str, Any]) -> str | No
     if mine == run:
         return None
     differ = [
-        f"{k}: {_shown(mine.get(k))} (run.json: {_shown(run.get(k))})"
+        f"{k}: {_shown(mine.get(k))} ({source}: {_shown(run.get(k))})"
         for k in dict.fromkeys([*run, *mine])
         if mine.get(k) != run.get(k)
     ]
-    return "played with other settings than the run's: " + "; ".join(differ)
+    return f"played with other settings than {whose}: " + "; ".join(differ)
 
 
 def result_key(result: dict[str, Any]) -> tuple[str, int]:

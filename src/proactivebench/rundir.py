@@ -260,22 +260,23 @@ def run_lines(
     return out
 
 
-def line_problem(line: Any, settings: dict[str, Any]) -> str | None:
+def line_problem(line: Any, settings: dict[str, Any], **named: str) -> str | None:
     """Why `line` cannot count as a result of a run played with `settings` (None when it can):
     its shape (`shape_problem`), its recorded settings, its scenario. The one rule for lines
     read from a run (`run_lines`) and for lines copied in from another harness's log (the
     importers), so that an imported line that no reader could count is refused where it
-    enters, not written into a run that every later command then stumbles over."""
+    enters, not written into a run that every later command then stumbles over. `named`:
+    what the settings are called in the message (`settings_problem`'s `whose`, `source`)."""
     problem = shape_problem(line)
     if problem is not None:
         return f"not a result line ({problem})"
-    return _recorded_problem(line, settings)
+    return _recorded_problem(line, settings, **named)
 
 
-def _recorded_problem(line: dict[str, Any], settings: dict[str, Any]) -> str | None:
+def _recorded_problem(line: dict[str, Any], settings: dict[str, Any], **named: str) -> str | None:
     """`line_problem` for a line whose shape has passed (`numbered_lines` checked it: every
     resume and report reads each line once)."""
-    problem = settings_problem(line, settings)
+    problem = settings_problem(line, settings, **named)
     if problem is None and line["scenario"] not in scenario_names():
         problem = f"scenario {line['scenario']!r} is not one of {', '.join(scenario_names())}"
     return problem

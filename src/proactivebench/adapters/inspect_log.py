@@ -84,7 +84,12 @@ def import_inspect_log(
     # A line no reader could count (damaged, another run's settings, an unknown scenario) is
     # refused before anything is written: the run directory stays free for a good log.
     for sample, line in zip(samples, lines, strict=True):
-        problem = line_problem(line, settings if isinstance(settings, dict) else {})
+        problem = line_problem(
+            line,
+            settings if isinstance(settings, dict) else {},
+            whose="the log's task",
+            source="the task's settings",
+        )
         if problem is not None:
             raise ProactiveBenchError(
                 f"{log_path}: sample {sample.id!r}: {problem}; nothing imported"

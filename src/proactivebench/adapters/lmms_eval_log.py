@@ -49,7 +49,7 @@ def import_lmms_eval_samples(
     # refused like a line no reader could count, before anything is written.
     settings = found[0][1].get("settings") or {}
     for where, line in found:
-        problem = line_problem(line, settings)
+        problem = line_problem(line, settings, whose="the first line's", source="first line")
         if problem is not None:
             raise ProactiveBenchError(f"{where}: {problem}; nothing imported")
     lines = [line for _, line in found]

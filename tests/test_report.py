@@ -685,6 +685,20 @@ def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -
     assert all(scenario in alt for scenario in paper_scenarios())
 
 
+def test_scatter_legend_names_only_the_runs_it_shows(tmp_path: Path) -> None:
+    """A run with no mark in the scatter (every episode failed; or an open-ended run among
+    multiple-choice ones) is not in its legend, as if drawn: a note names it."""
+    from proactivebench.registry import paper_scenarios
+    from proactivebench.report.plots import accuracy_vs_ps_figure
+
+    runs = {"a": every_scenario("asked", 2)}
+    runs["failed"] = [episode(s, i, "error") for i, s in enumerate(paper_scenarios())]
+    figure = accuracy_vs_ps_figure(measured(tmp_path, runs))
+    (runs_legend,) = figure.legends
+    assert [t.get_text() for t in runs_legend.get_texts()] == ["a"]
+    assert "Not in this plot (no value on these axes): failed." in texts_of(figure)
+
+
 def test_bar_plot_legend_stays_inside_the_figure(tmp_path: Path) -> None:
     from proactivebench.report.plots import scenario_bars_figure
 

@@ -440,6 +440,9 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
         "Per scenario (small marks) and average (large, 95 % intervals)", fontsize="medium"
     )
     ax.grid(alpha=0.3)
+    # The runs with a mark here: an open-ended run among multiple-choice ones (other rates), or
+    # one whose every episode failed, has none, and is named in a note instead of the legend.
+    drawn = sorted({p.run for p in points})
     run_handles = [
         Line2D(
             [],
@@ -450,7 +453,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
             color=colours[i],
             markeredgecolor="black",
         )
-        for i in range(len(all_measures))
+        for i in drawn
     ]
     scenario_handles = [
         Line2D(
@@ -477,7 +480,7 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
     )
     width = 0.9 + plot_width + 0.3 + _inches(figure, scenarios_legend)[0] + 0.2
     figure.set_size_inches(width, plot_height)
-    run_labels = [_label(m.run.label) for m in all_measures]
+    run_labels = [_label(all_measures[i].run.label) for i in drawn]
     for index, (name, group) in enumerate(published):
         mark = _PUBLISHED_MARKS[index % len(_PUBLISHED_MARKS)]
         run_handles.append(
@@ -495,6 +498,9 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
         )
     for labels in identical_runs(all_measures, (x_key, y_key)):
         notes.append("Identical results: " + " = ".join(_label(x) for x in labels) + ".")
+    absent = [_label(m.run.label) for i, m in enumerate(all_measures) if i not in drawn]
+    if absent:
+        notes.append("Not in this plot (no value on these axes): " + ", ".join(absent) + ".")
     note_height = _note(figure, notes)
     below = 0.6 + legend_height + note_height  # x label, runs, notes
     height = 0.35 + plot_height + below

@@ -131,6 +131,10 @@ def test_the_token_guards_every_api_request(synth_test: Path, tmp_path: Path) ->
         # A letter that names no option is refused, and so is a stale turn.
         assert person.post("/api/answer", {"turn": turn["id"], "letter": "Z"}).status_code == 409
         assert person.post("/api/answer", {"turn": "old", "letter": "A"}).status_code == 409
+        # A body that is not a JSON object: a 400 in JSON, as every other answer of the API.
+        for body in (b"{not json", b"[1, 2]"):
+            bad = person.client.post("/api/answer", content=body)
+            assert bad.status_code == 400 and "expected a JSON object" in bad.json()["error"]
         person.quit()
 
 

@@ -208,10 +208,16 @@ async def _body(request: web.Request) -> dict[str, Any]:
     try:
         body = loads_body(await request.read(), request.charset)
     except json.JSONDecodeError as exc:
-        raise web.HTTPBadRequest(text=f"expected a JSON object ({exc.msg})") from None
+        raise _bad_request(f"expected a JSON object ({exc.msg})") from None
     if not isinstance(body, dict):
-        raise web.HTTPBadRequest(text="expected a JSON object")
+        raise _bad_request("expected a JSON object")
     return body
+
+
+def _bad_request(message: str) -> web.HTTPBadRequest:
+    """A 400 whose body is JSON `{"error": ...}`, as every other answer of the API: the page
+    reads each answer as JSON and shows its `error`."""
+    return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
 
 
 def _view_bytes(store: ImageStore, view: Any) -> tuple[bytes, str]:

@@ -63,6 +63,28 @@ def test_the_readme_quick_start_is_the_two_commands() -> None:
     assert "pip install -q -e '.[test]' && python -m pytest -q &&" in ci
 
 
+@pytest.mark.parametrize(
+    "failing", ["pip install -q -e .[test]", "python -m pytest -q", "python -m pytest -q -m slow"]
+)
+def test_ci_fails_when_the_test_command_fails(tmp_path: Path, failing: str) -> None:
+    """.ci/run's line with the README's test command, run as the script runs it (`set -euo
+    pipefail`) with `pip` and `python` standing in, one of its steps failing: the script must
+    stop there with a failure. A failure inside an && list does not stop `set -e`: the quick
+    set failed and .ci/run went on to exit 0."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    (line,) = [x for x in ci.splitlines() if x.startswith("pip install -q -e '.[test]' &&")]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("pip", "python"):
+        stub = bin_dir / name
+        stub.write_text(f'#!/bin/sh\n[ "{name} $*" = "{failing}" ] && exit 1\nexit 0\n')
+        stub.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    script = f"set -euo pipefail\n{line}\necho went on\n"
+    ended = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+    assert ended.returncode != 0 and "went on" not in ended.stdout, ended
+
+
 #: The longest line a code block shows without scrolling sideways in a 1280 px wide browser, by
 #: the indentation of its fence: measured with Chromium on the built site (a line of N characters
 #: put into each block of every page, README's home page and docs pages alike: the left

@@ -33,7 +33,7 @@ from proactivebench.data.images import ImageStore, is_transformed, pass_through_
 from proactivebench.errors import ImageError
 from proactivebench.models.human import Desk, Turn
 from proactivebench.scenarios.answers import option_letter
-from proactivebench.texts import loads_body
+from proactivebench.texts import dumps, loads_body
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ async def _body(request: web.Request) -> dict[str, Any]:
 def _bad_request(message: str) -> web.HTTPBadRequest:
     """A 400 whose body is JSON `{"error": ...}`, as every other answer of the API: the page
     reads each answer as JSON and shows its `error`."""
-    return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
+    return web.HTTPBadRequest(text=dumps({"error": message}), content_type="application/json")
 
 
 def _view_bytes(store: ImageStore, view: Any) -> tuple[bytes, str]:

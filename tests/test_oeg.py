@@ -266,15 +266,21 @@ def unreadable_judge(body: dict[str, Any]) -> str:
     return respond(body)
 
 
+def judged_unreadably(data: Path, run: Path, scenarios: str, capsys: Any) -> str:
+    """An open-ended run of `scenarios` into `run`, judged by `unreadable_judge`; its output."""
+    with FakeOpenAI(respond=unreadable_judge) as fake:
+        args = ["eval", "--data", str(data), "--model", f"openai:tested@{fake.url}"]
+        args += ["--out", str(run), "--mode", "oeg", "--judge", f"openai:judge@{fake.url}"]
+        code, text = run_cli([*args, "--scenarios", scenarios, "--no-cache"], capsys)
+    assert code == 0, text
+    return text
+
+
 def test_unparsed_judge_outputs_are_recorded_counted_and_warned_about(
     data: Path, tmp_path: Path, capsys
 ) -> None:
     run = tmp_path / "run"
-    with FakeOpenAI(respond=unreadable_judge) as fake:
-        args = ["eval", "--data", str(data), "--model", f"openai:tested@{fake.url}"]
-        args += ["--out", str(run), "--mode", "oeg", "--judge", f"openai:judge@{fake.url}"]
-        code, text = run_cli([*args, "--scenarios", "ROD,QD,VSOD", "--no-cache"], capsys)
-    assert code == 0, text
+    text = judged_unreadably(data, run, "ROD,QD,VSOD", capsys)
     parsed: dict[str, list[list[bool]]] = {}
     for line in read_results(run / "results.jsonl"):
         parsed.setdefault(line["scenario"], []).append(line["judge_parsed"])
@@ -296,11 +302,7 @@ def test_show_marks_the_votes_without_a_verdict(data: Path, tmp_path: Path, caps
     """`show` prints each judge output; one that held no readable verdict scored 0s, which
     its text may belie (ROD's cut-off reasoning ends in "1, 1"): it is marked as such."""
     run = tmp_path / "run"
-    with FakeOpenAI(respond=unreadable_judge) as fake:
-        args = ["eval", "--data", str(data), "--model", f"openai:tested@{fake.url}"]
-        args += ["--out", str(run), "--mode", "oeg", "--judge", f"openai:judge@{fake.url}"]
-        code, text = run_cli([*args, "--scenarios", "ROD,VSOD", "--no-cache"], capsys)
-    assert code == 0, text
+    judged_unreadably(data, run, "ROD,VSOD", capsys)
     ids = {line["scenario"]: line["sample_id"] for line in read_results(run / "results.jsonl")}
     code, text = run_cli(["show", str(run), "ROD", str(ids["ROD"])], capsys)
     assert code == 0 and "(no readable verdict: scored 0)" in text, text

@@ -834,17 +834,16 @@ def test_every_run_of_a_papers_report_has_a_colour_of_its_own(tmp_path: Path) ->
         assert len(colours) == count and len(set(colours)) == count, count
     runs = {f"r{i:02d}": every_scenario("wrong", i % 7) for i in range(11)}
     all_measures = measured(tmp_path, runs)
-    figure = accuracy_vs_ps_figure(all_measures)
-    handles = {
-        text.get_text(): to_hex(handle.get_color())
-        for legend in figure.legends
-        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True)
-    }
+
+    def legend_colours(figure: Any, colour_of: str) -> dict[str, str]:
+        """Each legend entry's text and its mark's colour (`colour_of`: the handle's getter)."""
+        return {
+            text.get_text(): to_hex(getattr(handle, colour_of)())
+            for legend in figure.legends
+            for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True)
+        }
+
+    handles = legend_colours(accuracy_vs_ps_figure(all_measures), "get_color")
     assert len({handles[name] for name in runs}) == 11
-    bars = scenario_bars_figure(all_measures)
-    bar_colours = {
-        text.get_text(): to_hex(handle.get_facecolor())
-        for legend in bars.legends
-        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True)
-    }
+    bar_colours = legend_colours(scenario_bars_figure(all_measures), "get_facecolor")
     assert len({bar_colours[name] for name in runs}) == 11

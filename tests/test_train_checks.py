@@ -457,22 +457,34 @@ def test_a_failure_inside_training_is_one_message_and_a_log(
     assert (out / "train_run.json").is_file() and not log.exists()
 
 
-def test_an_interrupted_run_with_checkpoints_resumes(
-    tiny_vlm_dir: Path, synth_train: Path, tmp_path: Path
-) -> None:
+def interrupt_at(step: int) -> Any:
+    """A trainer callback that stops training as Ctrl-C would once `step` steps are done."""
     from transformers import TrainerCallback
 
-    class StopAtSecondStep(TrainerCallback):
+    class Interrupt(TrainerCallback):
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.global_step == 1:
+            if state.global_step == step:
                 raise KeyboardInterrupt
 
-    class CountSteps(TrainerCallback):
+    return Interrupt()
+
+
+def step_counter() -> Any:
+    """A trainer callback whose `steps` counts the steps this run trained."""
+    from transformers import TrainerCallback
+
+    class Count(TrainerCallback):
         steps = 0
 
         def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
-            CountSteps.steps += 1
+            Count.steps += 1
 
+    return Count()
+
+
+def test_an_interrupted_run_with_checkpoints_resumes(
+    tiny_vlm_dir: Path, synth_train: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     config = {**SMALL, "max_steps": 2, "save_strategy": "steps", "save_steps": 1}
     holdout = "ROD,VSOD,MVP-N,IN-C"
@@ -482,13 +494,14 @@ def test_an_interrupted_run_with_checkpoints_resumes(
         return TrainSettings.build(str(tiny_vlm_dir), str(synth_train), out, **values)
 
     with pytest.raises(KeyboardInterrupt):
-        train_grpo(settings(), callbacks=[StopAtSecondStep()])
+        train_grpo(settings(), callbacks=[interrupt_at(1)])
     assert (out / "checkpoint-1").is_dir() and (out / "train_resume.json").is_file()
     # other settings do not resume these checkpoints, and nothing is lost
     with pytest.raises(TrainError, match="unfinished run with other settings"):
         train_grpo(settings(holdout="ROD"))
-    outcome = train_grpo(settings(), callbacks=[CountSteps()])
-    assert outcome.steps == 2 and CountSteps.steps == 1  # only the step not yet done
+    counted = step_counter()
+    outcome = train_grpo(settings(), callbacks=[counted])
+    assert outcome.steps == 2 and counted.steps == 1  # only the step not yet done
     assert (out / "train_run.json").is_file() and not (out / "train_resume.json").exists()
 
 
@@ -524,20 +537,7 @@ def test_a_run_cut_short_resumes_from_its_last_whole_checkpoint(
     --overwrite over a previous run was 'an unfinished run with other settings' without the
     flag, and started afresh with it (the command the interruption message said to rerun);
     a run killed before its first checkpoint was 'other settings' too."""
-    from transformers import TrainerCallback
-
     from proactivebench.train.grpo import resumable_checkpoint, settings_identity
-
-    class StopAtThirdStep(TrainerCallback):
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.global_step == 2:
-                raise KeyboardInterrupt
-
-    class CountSteps(TrainerCallback):
-        steps = 0
-
-        def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
-            CountSteps.steps += 1
 
     out = tmp_path / "out"
     (out / "adapter").mkdir(parents=True)  # a previous LoRA run's outputs
@@ -551,7 +551,7 @@ def test_a_run_cut_short_resumes_from_its_last_whole_checkpoint(
         return TrainSettings.build(str(tiny_vlm_dir), str(synth_train), out, **values)
 
     with pytest.raises(KeyboardInterrupt):
-        train_grpo(settings(overwrite=True), callbacks=[StopAtThirdStep()])
+        train_grpo(settings(overwrite=True), callbacks=[interrupt_at(2)])
     (out / "checkpoint-2" / "trainer_state.json").unlink()  # killed while saving step 2
     assert resumable_checkpoint(settings(overwrite=True)) == out / "checkpoint-1"
 
@@ -571,8 +571,9 @@ def test_a_run_cut_short_resumes_from_its_last_whole_checkpoint(
         " ".join(text.split())
     )
 
-    outcome = train_grpo(settings(), callbacks=[CountSteps()])
-    assert outcome.steps == 3 and CountSteps.steps == 2  # steps 2 and 3, from checkpoint-1
+    counted = step_counter()
+    outcome = train_grpo(settings(), callbacks=[counted])
+    assert outcome.steps == 3 and counted.steps == 2  # steps 2 and 3, from checkpoint-1
     assert json.loads((out / "train_run.json").read_text())["steps"] == 3
     assert not (out / "adapter").exists() and (out / "notes.txt").read_text() == "mine"
     assert (out / "checkpoint-2" / "trainer_state.json").is_file()

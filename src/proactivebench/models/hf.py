@@ -386,9 +386,8 @@ class HFModel(Model):
             self.weight_settings["quantization_config"] = quantization_config
         self.torch, transformers = _import_backend()
         load_kwargs, move_to = self._load_kwargs(
-            device, dtype, attn_implementation, device_map, quantization_config
+            device, dtype, attn_implementation, device_map, quantization_config, use_kernels
         )
-        load_kwargs["use_kernels"] = use_kernels
         try:
             self.processor, self.model = self._worker.submit(
                 self._load, transformers, load_kwargs, move_to, trust_remote_code
@@ -410,6 +409,7 @@ class HFModel(Model):
         attn_implementation: str | None,
         device_map: Any,
         quantization_config: Any,
+        use_kernels: bool,
     ) -> tuple[dict[str, Any], str | None]:
         """`from_pretrained`'s keyword arguments, and where to move the model once loaded
         (None: `from_pretrained` places it, by `device_map`), all checked before loading.
@@ -417,7 +417,10 @@ class HFModel(Model):
         A `device_map` given is passed as is; else `device` decides (`_placement`). A quantized
         model cannot be moved once loaded, so it is always placed as it loads.
         """
-        kwargs: dict[str, Any] = {"dtype": _torch_dtype(self.torch, dtype)}
+        kwargs: dict[str, Any] = {
+            "dtype": _torch_dtype(self.torch, dtype),
+            "use_kernels": use_kernels,  # Hub kernels: see the module's docstring
+        }
         if attn_implementation:
             kwargs["attn_implementation"] = attn_implementation
         if quantization_config is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -112,6 +113,7 @@ def test_async_function_from_a_file_sees_messages_and_images(
         ORACLE
         + """
 import asyncio
+import json
 SEEN = []
 
 async def answer(messages, observation):
@@ -360,6 +362,7 @@ def test_a_cancelled_error_of_the_agents_own_is_an_episode_error(
         ORACLE
         + f"""
 import asyncio
+import json
 
 {kind} answer(messages, observation):
     if observation.scenario == "QD":
@@ -470,3 +473,76 @@ def answer(messages, observation):
             process.communicate()
     assert process.returncode == 143, stderr.decode()
     assert "interrupted; rerun the same command to resume" in stderr.decode()
+
+
+# ----- what an agent sees in open-ended modes ---------------------------------------------------
+
+#: An agent that answers with every text its observation holds (options, categories, prompt,
+#: nested fields): were the options or the answer key there, it would name the category.
+PEEKING = """
+import dataclasses, json, pathlib
+SEEN = pathlib.Path(__file__).with_name("seen.jsonl")
+
+def texts(value):
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in texts(v)]
+    return []
+
+def answer(messages, observation):
+    shown = dataclasses.asdict(observation)
+    with SEEN.open("a") as out:
+        out.write(json.dumps(shown) + "\\n")
+    return "I see: " + "; ".join(texts(shown))
+"""
+
+#: A judge that marks each valid answer the generation contains (case-insensitive).
+CONTAINS_JUDGE = """
+import ast
+
+def judge(messages, observation):
+    user = messages[1]["content"]
+    entries = ast.literal_eval(user.split("### Correct Answers (List):\\n")[1].split("\\n###")[0])
+    output = user.split("### System Output:\\n")[1].lower()
+    return ", ".join("1" if e and e.lower() in output else "0" for e in entries)
+"""
+
+
+@pytest.mark.parametrize("mode", ["oeg", "oeg-multiturn"])
+def test_an_open_ended_agent_sees_no_option_and_no_category(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, mode: str
+) -> None:
+    """The protocol asks open-ended questions without options (docs/protocol.md §6): a
+    `python:` agent's observation holds what the model is shown, the question and the view.
+    An agent that repeats all it was handed never names the category (nothing shown holds it
+    on this data, checked first), so it is never judged right by it."""
+    from proactivebench.data.synth import generate
+    from proactivebench.judge import Judge
+    from proactivebench.settings import EvalSettings
+
+    root = tmp_path_factory.mktemp("synth-oeg")
+    generate(root, per_scenario=2, seed=3, split="test")
+    records = {(s, r.id): r for s, rs in load_dataset(root).records.items() for r in rs}
+    agent = write_module(tmp_path, PEEKING)
+    judging = write_module(tmp_path, CONTAINS_JUDGE)
+    model = load_model(f"python:{agent}:answer")
+    judge = Judge(load_model(f"python:{judging}:judge"))
+    run = tmp_path / "run"
+    evaluate(root, model, run, EvalSettings(mode=mode), judge=judge)
+    seen = [json.loads(x) for x in (tmp_path / "seen.jsonl").read_text().splitlines()]
+    assert {(o["scenario"], o["sample_id"]) for o in seen} == set(records)
+    for shown in seen:
+        answer = records[(shown["scenario"], shown["sample_id"])].answer.lower()
+        assert shown["options"] == shown["categories"] == shown["action_options"] == []
+        assert shown["correct_categories"] == shown["correct_actions"] == []
+        assert answer not in json.dumps(shown).lower(), shown
+    lines = outcomes(run)
+    assert len(lines) == len(records) and not any(x.get("error") for x in lines.values())
+    if mode == "oeg":
+        assert all(x["category_prediction"] == 0 for x in lines.values())
+        assert all(x["prompt"] in json.dumps(seen) for x in lines.values())
+    else:
+        assert not any(x["correct"] for x in lines.values())

@@ -49,7 +49,7 @@ async def play_oeg_episode(
         crop=list(view.crop) if view.crop is not None else None,
         correct_category=record.answer,
     )
-    shown = obs if answer_key else obs.without_answer_key()
+    shown = obs if answer_key else obs.open_ended(result.prompt)
     try:
         completion = await ask(ChatRequest(oeg_messages(episode), shown, decoding))
     except RunAbort:

@@ -121,7 +121,7 @@ async def play_oeg_multiturn_episode(
         obs = episode.observation
         prompt = episode.oeg_prompt()
         asked = oeg_message(obs.view, prompt)
-        shown = obs if answer_key else obs.without_answer_key()
+        shown = obs if answer_key else obs.open_ended(prompt)
         try:
             completion = await ask(ChatRequest([*past, asked], shown, decoding))
         except RunAbort:

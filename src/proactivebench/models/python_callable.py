@@ -15,7 +15,9 @@ callable that takes those two positional arguments will do (defaults, `*args`, a
   picture the model would see (shared cache: copy it before changing it).
 - `observation` is the turn's `proactivebench.scenarios.Observation` (scenario, sample id,
   turn and step limit, prompt, options, view) with its answer key emptied: only the built-in
-  baselines play from the key, and a function is measured like any model.
+  baselines play from the key, and a function is measured like any model. In open-ended modes
+  (`oeg`, `oeg-multiturn`) it holds only what the model is shown (`Observation.open_ended`):
+  the open-ended question and the view, no options (they hold the correct category).
 
 A sync function runs in a worker thread, one call at a time, so code that is not thread-safe
 (a local model) is safe; pass `parallel=True` to let sync calls overlap (I/O-bound code). An

@@ -88,6 +88,21 @@ class Observation:
         """What a model may see: the same turn with the answer key emptied."""
         return replace(self, correct_actions=(), correct_categories=())
 
+    def open_ended(self, prompt: str) -> Observation:
+        """What a model may see of an open-ended turn (docs/protocol.md §6): the question
+        `prompt` and the view, no options and no answer key. The options hold the correct
+        category, which the open-ended question must not show."""
+        return replace(
+            self,
+            prompt=prompt,
+            options=(),
+            action_options=(),
+            categories=(),
+            correct_actions=(),
+            correct_categories=(),
+            positions=(),
+        )
+
 
 #: Why an episode ended: a correct category; a wrong or an abstaining option; an answer that
 #: designates no shown option; the step limit reached after an intervention; a move that would

@@ -180,6 +180,23 @@ def test_a_bad_data_directory_is_one_message(
     assert "Traceback" not in text
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_folder_without_records_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    """A folder that holds no record file (an image folder, the folder above the data) is not
+    counted as seven scenarios of no file: one line names it and what a data directory holds."""
+    (tmp_path / "images").mkdir()
+    (tmp_path / "notes.txt").write_text("not a record file")
+    code, text = run_cli(
+        ["list", "--data", str(tmp_path), *(["--json"] if as_json else [])], capsys
+    )
+    assert code == 1 and "Traceback" not in text
+    assert f"{tmp_path}: no record file here" in text
+    assert "'<stem>_preprocessed.jsonl' per scenario" in " ".join(text.split())
+    assert "scenarios" not in text  # no table, no JSON
+
+
 def test_tables_keep_each_row_on_one_line_at_any_width(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

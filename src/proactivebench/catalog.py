@@ -26,7 +26,7 @@ from proactivebench.data.layout import (
     scenario_file,
     scenarios_present,
 )
-from proactivebench.errors import DataErrors
+from proactivebench.errors import DataError, DataErrors
 from proactivebench.models import SPEC_KINDS
 from proactivebench.models.baselines import BASELINES
 from proactivebench.registry import scenario, scenario_names
@@ -82,11 +82,23 @@ class Catalog:
         return asdict(self)
 
 
+#: A data directory with no record file: most likely the wrong folder (one above the data, an
+#: image folder), whose every count would otherwise show as "-" unsaid.
+_NO_RECORDS = (
+    "no record file here: a data directory holds one '<stem>_preprocessed.jsonl' per scenario "
+    "(e.g. QuickDraw_preprocessed.jsonl); `proactivebench data download` or `data synth` "
+    "makes one"
+)
+
+
 def scenario_entries(data_dir: str | os.PathLike[str] | None = None) -> list[ScenarioEntry]:
     """Every registered scenario, in order; with `data_dir`, its records there and how many
-    the official filter keeps (a malformed file raises `DataErrors`, as `eval` would)."""
+    the official filter keeps (a malformed file raises `DataErrors`, as `eval` would; a
+    folder without any record file, a `DataError`)."""
     root = None if data_dir is None else Path(data_dir)
     present = set(scenarios_present(root)) if root is not None else set()
+    if root is not None and not present:
+        raise DataError(_NO_RECORDS, path=str(root))
     entries = []
     for short in scenario_names():
         strings = scenario(short).strings

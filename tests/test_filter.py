@@ -7,6 +7,7 @@ at turn 1 by a known number of runs; the ids kept for each threshold are counted
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -338,6 +339,10 @@ def test_filter_with_all_samples_is_refused(
         ('{"QuickDraw": [1]}', 'expected a JSON object with "ids"'),
         ('{"ids": {"QuickDraw": [1, "2"]}}', r'"ids"\."QuickDraw" must be a list of sample ids'),
         ('{"ids": {"QuickDraw": [-1]}}', "integers >= 0"),
+        (
+            '{"ids": {"QuickDraw": [1]}, "provenance": {"records": ["sha256:0"]}}',
+            r'"provenance"\."records" must map file stems to digests',
+        ),
     ],
 )
 def test_a_bad_filter_file_is_one_error_naming_it(
@@ -393,3 +398,157 @@ def test_the_adapters_play_the_filter(synth: Path, tmp_path: Path) -> None:
     )
     tasks = list(verifiers_env.ProactiveTaskset(config))
     assert sorted(t.data.sample_id for t in tasks) == [1, 3]
+
+
+# ----- a filter and the data it is played on ----------------------------------------------------
+
+
+def _pool(data: Path, root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> list[Path]:
+    """Two baselines played on `data` (QD and COCO) into `root`, as a pool."""
+    runs = []
+    for model in ("oracle", "reactive"):
+        out = root / model
+        args = eval_args(data, out, "--scenarios", "QD,COCO", "--no-report", *extra)
+        args[args.index("baseline:oracle")] = f"baseline:{model}"
+        code, output = run_cli(args, capsys)
+        assert code == 0, output
+        runs.append(out)
+    return runs
+
+
+def test_eval_names_the_filter_ids_the_data_lacks(
+    synth: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog
+) -> None:
+    """Ids the data does not hold (a filter of a larger set, pasted ids) are played without,
+    said per scenario with the count; a scenario whose ids are all there says nothing."""
+    chosen = _filter_file(
+        tmp_path / "f.json", {"QuickDraw": [0, 3, 900, 901], "ImageNet-C": [1, 2]}
+    )
+    out = tmp_path / "run"
+    code, output = run_cli(
+        eval_args(synth, out, "--scenarios", "QD,IN-C", "--filter", str(chosen)), capsys
+    )
+    assert code == 0, output
+    assert _played(out) == {("QD", 0), ("QD", 3), ("IN-C", 1), ("IN-C", 2)}
+    said = caplog.text
+    assert (
+        f"{chosen}: 2 of the 4 QD ids it keeps are not in the data (900, 901): QD plays the 2 "
+        "it holds" in said
+    )
+    assert "IN-C ids it keeps" not in said
+
+
+def test_a_filter_of_other_data_is_refused_and_of_the_same_data_moved_played(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Generated sets of one size share their ids, so a filter computed on one would choose
+    other samples of another, silently: refused, naming both; the same data in another folder
+    (a copy, the same generator run) is the same data."""
+    made_on, other = tmp_path / "made-on", tmp_path / "other"
+    generate(made_on, per_scenario=4, seed=5, split="test")
+    generate(other, per_scenario=4, seed=6, split="test")
+    target = tmp_path / "pool.json"
+    runs = _pool(made_on, tmp_path / "pool", capsys)
+    code, output = run_cli(
+        ["data", "filter", *map(str, runs), "--out", str(target), "--at-least", "1"], capsys
+    )
+    assert code == 0, output
+    assert read_sample_filter(target).ids["QuickDraw"]  # the reactive baseline missed some
+    assert "note:" not in output and "no run played" not in output
+    refused = eval_args(other, tmp_path / "run", "--scenarios", "QD", "--filter", str(target))
+    code, output = run_cli(refused, capsys)
+    said = " ".join(output.split())
+    assert code == 1 and "Traceback" not in output, output
+    assert f"{target}: the filter was computed on other data: QD's records in {made_on}" in said
+    assert f"differ from {other / 'QuickDraw_preprocessed.jsonl'}" in said
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+    moved = shutil.copytree(made_on, tmp_path / "moved")
+    kept = set(read_sample_filter(target).ids["QuickDraw"])
+    out = tmp_path / "moved-run"
+    code, output = run_cli(
+        eval_args(moved, out, "--scenarios", "QD", "--filter", str(target)), capsys
+    )
+    assert code == 0 and "computed on" not in output, output
+    assert _played(out) == {("QD", i) for i in kept}
+
+
+def test_a_filter_without_digests_of_another_folder_is_named(
+    synth: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog
+) -> None:
+    """A filter that names the data it came from but cannot be compared with it (written
+    before digests were recorded) is played, with a line saying so."""
+    document = {"ids": {"QuickDraw": [1]}, "provenance": {"data_dir": "/data/elsewhere"}}
+    chosen = tmp_path / "old.json"
+    chosen.write_text(json.dumps(document), encoding="utf-8")
+    code, output = run_cli(
+        eval_args(synth, tmp_path / "run", "--scenarios", "QD", "--filter", str(chosen)), capsys
+    )
+    assert code == 0, output
+    assert f"{chosen} was computed on runs of /data/elsewhere, not of {synth}" in caplog.text
+
+
+def test_data_filter_names_the_samples_no_run_played(
+    synth: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog
+) -> None:
+    """A pool played with --limit 3 covers 3 of each scenario's 4 samples: the fourth is in
+    no run, so not in the filter; said per scenario, noted in the file and by eval."""
+    runs = _pool(synth, tmp_path / "pool", capsys, "--limit", "3")
+    target = tmp_path / "pool.json"
+    code, output = run_cli(
+        ["data", "filter", *map(str, runs), "--out", str(target), "--at-least", "1"], capsys
+    )
+    assert code == 0, output
+    said = " ".join(output.split())
+    for name in ("QD", "COCO"):
+        assert re.search(
+            rf"{name}: 3 samples, \d removed \(.*?\), \d kept; 1 sample of the data no run "
+            r"played \(e\.g\. --limit\) is left out of the filter",
+            said,
+        ), said
+    counts = json.loads(target.read_text(encoding="utf-8"))["provenance"]["counts"]
+    assert counts["QD"]["not_played"] == 1 and counts["COCO"]["not_played"] == 1
+    assert read_sample_filter(target).not_played == {"QD": 1, "COCO": 1}
+    code, output = run_cli(
+        eval_args(synth, tmp_path / "run", "--scenarios", "QD", "--filter", str(target)), capsys
+    )
+    assert code == 0, output
+    assert (
+        f"{target}: 1 QD sample of the data it was computed on was played by no run" in caplog.text
+    )
+    assert "COCO sample" not in caplog.text  # not played here
+
+
+def test_data_filter_counts_against_the_official_test_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On published data the pool plays the official test set: the records it leaves out are
+    no run's to play, not "not played"; a pool of every record (--all-samples) is counted
+    against every record."""
+    data = tmp_path / "published"
+    generate(data, per_scenario=4, seed=5, split="test")
+    (data / "synth_manifest.json").unlink()
+    path = data / "QuickDraw_preprocessed.jsonl"
+    official = sorted(official_filter_ids("QuickDraw"))
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    for line, ident in zip(lines, [*official[:3], max(official) + 1], strict=True):
+        line["id"] = ident  # three of the official test set, one outside it
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    for extra, played in (([], 3), (["--all-samples"], 4)):
+        root = tmp_path / f"pool{len(extra)}"
+        runs = []
+        for model in ("oracle", "reactive"):
+            args = eval_args(data, root / model, "--scenarios", "QD", "--no-report", *extra)
+            args[args.index("baseline:oracle")] = f"baseline:{model}"
+            assert run_cli(args, capsys)[0] == 0
+            runs.append(root / model)
+        computed = compute_filter(runs)
+        assert computed.counts["QD"].before == played
+        assert computed.not_played == {"QD": 0}
+        assert "not_played" not in computed.document()["provenance"]["counts"]["QD"]
+    runs = []
+    for model in ("oracle", "reactive"):
+        args = eval_args(data, tmp_path / "limited" / model, "--scenarios", "QD", "--limit", "2")
+        args[args.index("baseline:oracle")] = f"baseline:{model}"
+        assert run_cli(args, capsys)[0] == 0
+        runs.append(tmp_path / "limited" / model)
+    assert compute_filter(runs).not_played == {"QD": 1}  # 2 of the official 3

@@ -11,6 +11,11 @@ The runs must be comparable, or the count means nothing: one data set (`data_dir
 `run.json`), plain MCQA (every episode setting at its default but those a model may set for
 itself: its seed and decoding), one run per model, and every sample given a finished first turn
 in every run. Whatever differs is refused, naming the run.
+
+The filter says nothing of the samples no run played (a pool played with `--limit`): when the
+data is at hand, their count per scenario is said and noted in the file (`not_played`), with
+the digest of each record file (`records`), so that `eval --filter` refuses the filter on other
+data, whose ids name other samples.
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from proactivebench.data.sample_filter import read_sample_filter
+from proactivebench.data.layout import apply_official_filter, load_dataset, scenario_file
+from proactivebench.data.sample_filter import read_sample_filter, record_file_digest
 from proactivebench.errors import DataError, NothingToDoError, RunMismatchError, SettingsError
 from proactivebench.paths import write_whole
 from proactivebench.protocol import FILTER_IDS
@@ -77,6 +83,11 @@ class ComputedFilter:
     #: Kept sample ids by scenario (short name), in the registry's order.
     kept: dict[str, list[int]]
     counts: dict[str, ScenarioCount]
+    #: The digest of each record file of the data, by stem (empty: the data is not here).
+    records: dict[str, str] = field(default_factory=dict)
+    #: Per scenario: the samples of the data no run played (None: the data is not here, or
+    #: the runs played a filter of their own, whose samples are not known here).
+    not_played: dict[str, int] | None = None
 
     def document(self) -> dict[str, Any]:
         """The filter file: the official list's shape, plus where it came from (a key the
@@ -93,15 +104,19 @@ class ComputedFilter:
             FILTER_IDS: {scenario(s).strings.stem: ids for s, ids in self.kept.items()},
             "provenance": {
                 "data_dir": self.data_dir,
+                **({"records": self.records} if self.records else {}),
                 "runs": [{"run": str(r.run_dir), "model": r.model} for r in self.runs],
                 "at_least": self.at_least,
                 "models_needed": self.needed,
-                "counts": {
-                    s: {"before": c.before, "removed": c.removed, "kept": c.kept}
-                    for s, c in self.counts.items()
-                },
+                "counts": {s: self._counted(s, c) for s, c in self.counts.items()},
             },
         }
+
+    def _counted(self, short: str, count: ScenarioCount) -> dict[str, int]:
+        """One scenario's counts in the file; `not_played` only when some sample was."""
+        counted = {"before": count.before, "removed": count.removed, "kept": count.kept}
+        unplayed = (self.not_played or {}).get(short, 0)
+        return {**counted, "not_played": unplayed} if unplayed else counted
 
 
 def models_needed(at_least: float, runs: int) -> int:
@@ -150,7 +165,42 @@ def compute_filter(
         kept[name] = [i for i in ids if right[(name, i)] < needed]
         counts[name] = ScenarioCount(before=len(ids), kept=len(kept[name]))
     data_dir = str((first_config or {}).get("data_dir"))
-    return ComputedFilter(runs, data_dir, at_least, needed, kept, counts)
+    records, not_played = _data_behind(Path(data_dir), kept, samples, first_config or {})
+    return ComputedFilter(runs, data_dir, at_least, needed, kept, counts, records, not_played)
+
+
+def _data_behind(
+    data_dir: Path, kept: dict[str, list[int]], samples: set[Sample], config: dict[str, Any]
+) -> tuple[dict[str, str], dict[str, int] | None]:
+    """The digest of each record file the filter covers, and per scenario the samples of the
+    data that no run played: counted against the official test set when the runs played
+    within it, else against every record (a pool played with `--all-samples`). Nothing when
+    the data is not here; no count when the runs played a filter of their own. Runs that
+    played samples the data no longer holds are refused: it changed since."""
+    if not data_dir.is_dir():
+        return {}, None
+    dataset = load_dataset(data_dir, list(kept), all_samples=True)
+    records = {
+        scenario(s).strings.stem: record_file_digest(scenario_file(data_dir, s)) for s in kept
+    }
+    settings = config.get("settings")
+    if isinstance(settings, dict) and settings.get("filter") is not None:
+        return records, None
+    not_played = {}
+    for short, found in dataset.records.items():
+        played = {i for s, i in samples if s == short}
+        every = {r.id for r in found}
+        if not played <= every:
+            missing = ", ".join(map(str, sorted(played - every)[:3]))
+            raise RunMismatchError(
+                f"the runs played {short} samples that {data_dir} no longer holds ({missing}): "
+                "the data changed since they were played; play the pool again on it"
+            )
+        official = (
+            every if dataset.synthetic else {r.id for r in apply_official_filter(found, short)}
+        )
+        not_played[short] = len((official if played <= official else every) - played)
+    return records, not_played
 
 
 def write_filter(

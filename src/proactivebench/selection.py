@@ -115,6 +115,7 @@ def choose_episodes(
     dataset = checks.dataset(root, settings)
     options = settings.episode_options()
     records = select_records(dataset, settings.limit, shard, subset=settings.subset)
+    _warn_filter(dataset, settings)
     if not records:
         raise NothingToDoError(_nothing_selected(root, dataset, settings, shard))
     _warn_unplayable(dataset, records)
@@ -158,7 +159,8 @@ class DataChecks:
         """The records `settings` load from `root`, read and checked once while their files
         (and the manifest) are unchanged."""
         stamp = selection_stamp(root, settings)["data"]
-        filtered = settings.sample_filter.digest if settings.sample_filter else None
+        chosen = settings.sample_filter  # its ids, and the data it was computed on
+        filtered = [chosen.digest, dict(chosen.records)] if chosen else None
         key = dumps(
             [str(root.resolve()), settings.scenarios, settings.all_samples, filtered, stamp]
         )
@@ -259,6 +261,42 @@ def _warn_emptied(dataset: Dataset, settings: EvalSettings) -> None:
         )
     if dataset.emptied_by_official_filter:
         log.warning("%s: left out of the run; %s", *_official_emptied(dataset))
+
+
+def _warn_filter(dataset: Dataset, settings: EvalSettings) -> None:
+    """Say, one line each, where the user's filter and the data disagree: ids it keeps that
+    the data lacks (the run plays the others), a filter computed on runs of another data
+    folder whose records it cannot compare (no digest recorded), and samples its pool never
+    played (it says nothing of them: they are not in it)."""
+    chosen = settings.sample_filter
+    if chosen is None:
+        return
+    for short, lacked in dataset.filter_lacks.items():
+        shown = ", ".join(map(str, lacked[:5])) + (", ..." if len(lacked) > 5 else "")
+        held = len(dataset.records[short])
+        log.warning(
+            "%s: %d of the %d %s ids it keeps are not in the data (%s): %s plays the %d it holds",
+            chosen.path, len(lacked), len(lacked) + held, short, shown, short, held,
+        )  # fmt: skip
+    made_on = chosen.made_on
+    if (
+        made_on
+        and not chosen.records
+        and os.path.realpath(made_on) != os.path.realpath(dataset.root)
+    ):
+        log.warning(
+            "%s was computed on runs of %s, not of %s, and records no digest of that data to "
+            "compare: its ids are played here as they are",
+            chosen.path, made_on, dataset.root,
+        )  # fmt: skip
+    for short, count in chosen.not_played.items():
+        if short in dataset.records:
+            log.warning(
+                "%s: %d %s %s of the data it was computed on %s played by no run of its pool: "
+                "not in the filter, so not played here",
+                chosen.path, count, short, "samples" if count > 1 else "sample",
+                "were" if count > 1 else "was",
+            )  # fmt: skip
 
 
 def _official_emptied(dataset: Dataset) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from proactivebench.cli.output import EXIT_ERROR, console, count_progress, out
 
 if TYPE_CHECKING:
     from proactivebench.data.validate import DatasetCheck
+    from proactivebench.filtering import ComputedFilter
 
 
 @click.group("data")
@@ -156,10 +157,33 @@ def data_filter(run_dirs: tuple[Path, ...], out_file: Path, at_least: float) -> 
 
     computed = write_filter(run_dirs, out_file, at_least)
     rule = f"right at the first turn in at least {computed.needed} of {len(computed.runs)} runs"
+    unplayed = computed.not_played or {}
     for name, count in computed.counts.items():
-        out.print(
-            f"{name}: {count.before} samples, {count.removed} removed ({rule}), {count.kept} kept",
-            highlight=False,
+        line = (
+            f"{name}: {count.before} samples, {count.removed} removed ({rule}), {count.kept} kept"
         )
+        if unplayed.get(name):
+            many = unplayed[name] > 1
+            line += (
+                f"; {unplayed[name]} sample{'s' if many else ''} of the data no run played "
+                f"(e.g. --limit) {'are' if many else 'is'} left out of the filter"
+            )
+        out.print(escape(line), highlight=False)
+    if computed.not_played is None:
+        out.print(escape(_unchecked(computed)), highlight=False)
     where = escape(str(out_file))
     out.print(f"wrote {where}; play it with eval --filter {where}", highlight=False)
+
+
+def _unchecked(computed: ComputedFilter) -> str:
+    """Why `data filter` could not count the samples no run played, and what that leaves."""
+    if not computed.records:
+        return (
+            f"note: the runs' data {computed.data_dir} is not here: whether they played every "
+            "sample is not checked, and the filter holds no digest of the data for eval to "
+            "compare"
+        )
+    return (
+        "note: the runs played a filter of their own: the samples it leaves out are not "
+        "counted, nor in this filter"
+    )

@@ -141,6 +141,8 @@ class Dataset:
     warnings: list[DataError] = field(default_factory=list)
     #: Scenarios whose records the official test filter kept none of (short names).
     emptied_by_official_filter: list[str] = field(default_factory=list)
+    #: Per scenario (short name): the ids the user's filter keeps that its file lacks.
+    filter_lacks: dict[str, list[int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.records.values())
@@ -164,12 +166,18 @@ def load_dataset(
     records: dict[str, list[Record]] = {}
     problems: list[DataError] = []
     emptied: list[str] = []
+    lacks: dict[str, list[int]] = {}
     for short in chosen:
         found, bad = read_records(scenario_file(root, short), short)
         problems.extend(bad)
         if sample_filter is not None:
             covered = [n for stem, n in by_stem().items() if stem in sample_filter.ids]
-            keep = sample_filter.kept(scenario(short).strings.stem, short, covered)
+            stem = scenario(short).strings.stem
+            keep = sample_filter.kept(stem, short, covered)
+            sample_filter.refuse_other_data(scenario_file(root, short), stem, short)
+            lacked = keep - {r.id for r in found}
+            if lacked and not bad:
+                lacks[short] = sorted(lacked)
             found = [r for r in found if r.id in keep]
         elif not (all_samples or synthetic):
             had = bool(found)
@@ -180,7 +188,9 @@ def load_dataset(
     if problems:
         raise DataErrors(problems)
     warnings = [w for found in records.values() for r in found for w in record_warnings(r)]
-    return Dataset(root, records, synthetic, warnings, emptied_by_official_filter=emptied)
+    return Dataset(
+        root, records, synthetic, warnings, emptied_by_official_filter=emptied, filter_lacks=lacks
+    )
 
 
 class PathGuard:

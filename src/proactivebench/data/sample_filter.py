@@ -6,6 +6,12 @@ The file has the official list's shape (`spec/official_filter_ids.json`: `{"ids"
 writes one from a pool of runs (`proactivebench.filtering`). Unlike the official list it
 applies to a data set our generator made too: that is how a filtered benchmark is built from a
 fresh synthetic set.
+
+What `data filter` notes of where the filter came from (`provenance`) is read too, since ids
+mean samples of one data set only: the data it was computed on (`data_dir`, and the digest of
+each record file there: another data set's ids name other samples, refused by
+`refuse_other_data`) and the samples no run of its pool played (`counts.*.not_played`), which
+`eval` names.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from proactivebench.errors import DataError
 from proactivebench.paths import read_file
@@ -29,6 +37,12 @@ class SampleFilter:
     #: The file, as given (for messages).
     path: str
     ids: Mapping[str, frozenset[int]]
+    #: The data set the filter was computed on, as its provenance names it (None: unsaid).
+    made_on: str | None = None
+    #: The digest of each record file there, by stem (`record_file_digest`; empty: unsaid).
+    records: Mapping[str, str] = field(default_factory=dict)
+    #: Per scenario (short name): samples of the data that no run of the pool played.
+    not_played: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
@@ -57,6 +71,32 @@ class SampleFilter:
             )
         return self.ids[stem]
 
+    def refuse_other_data(self, file: Path, stem: str, short: str) -> None:
+        """Refuse the filter on a record file other than the one it was computed on: its ids
+        would choose other samples, unsaid (generated sets of one size share their ids). A
+        filter that recorded no digest (written by hand, or by an older version) passes."""
+        recorded = self.records.get(stem)
+        if recorded is None:
+            return
+        try:
+            found = record_file_digest(file)
+        except OSError:
+            return  # the record file's own reader says what is wrong with it
+        if found != recorded:
+            raise DataError(
+                f"the filter was computed on other data: {short}'s records in "
+                f"{self.made_on or 'the data of its runs'} differ from {file}, so its ids would "
+                "choose other samples here; compute the filter from runs on this data "
+                '(`proactivebench data filter`), or remove its "provenance" to play its ids '
+                "on this data all the same",
+                path=self.path,
+            )
+
+
+def record_file_digest(path: str | os.PathLike[str]) -> str:
+    """What a filter records of a record file it was computed on: the hash of its bytes."""
+    return "sha256:" + hashlib.sha256(read_file(path)).hexdigest()
+
 
 def read_sample_filter(path: str | os.PathLike[str]) -> SampleFilter:
     """The filter in `path`, or one `DataError` naming the file: missing, unreadable, not JSON,
@@ -74,4 +114,42 @@ def read_sample_filter(path: str | os.PathLike[str]) -> SampleFilter:
         ids = filter_ids(document)
     except ValueError as exc:
         raise DataError(f"not a filter file: {exc}", path=where) from None
-    return SampleFilter(where, ids)
+    provenance = document.get("provenance")
+    if not isinstance(provenance, dict):  # none, or a note of the user's own
+        return SampleFilter(where, ids)
+    made_on = provenance.get("data_dir")
+    return SampleFilter(
+        where,
+        ids,
+        made_on if isinstance(made_on, str) else None,
+        _recorded_digests(provenance.get("records"), where),
+        _not_played(provenance.get("counts")),
+    )
+
+
+def _recorded_digests(value: Any, where: str) -> dict[str, str]:
+    """`provenance.records`: {stem: digest}; any other shape is refused (the check it carries
+    would be skipped unsaid)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise DataError(
+            'not a filter file: "provenance"."records" must map file stems to digests',
+            path=where,
+        )
+    return dict(value)
+
+
+def _not_played(counts: Any) -> dict[str, int]:
+    """The samples no run played, per scenario, from `provenance.counts` (a note: read where
+    it has the shape `data filter` writes, else none)."""
+    if not isinstance(counts, dict):
+        return {}
+    found = {}
+    for short, count in counts.items():
+        value = count.get("not_played") if isinstance(count, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            found[str(short)] = value
+    return found

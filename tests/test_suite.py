@@ -710,3 +710,93 @@ def test_the_experiments_table_counts_an_interrupted_runs_episodes_and_says_it_s
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "3", row
     assert cells[4].startswith("stopped (interrupted)"), row
+
+
+# ----- suite.json: under a lock, never lost ------------------------------------------------------
+
+#: Another invocation recording experiment "b" in OUT (argv 1), which says it tries the lock
+#: of OUT by making the file argv 2.
+RECORDING_B = """
+import sys
+from pathlib import Path
+
+from proactivebench import rundir
+from proactivebench.suite import parse_suite, record_suite
+
+out, trying = Path(sys.argv[1]), Path(sys.argv[2])
+real = rundir.RunLock._acquire
+
+def acquire(self):
+    trying.touch()
+    return real(self)
+
+rundir.RunLock._acquire = acquire
+record_suite(out, parse_suite('[[experiment]]\\nid = "b"\\n', "b.toml").experiments, None)
+"""
+
+
+def test_two_invocations_recording_one_out_at_once_keep_both_entries(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Two `paper --only X` into one OUT at once: the second reads suite.json while the first
+    is between its reading and its writing. Each entry stays (one was lost when the record
+    was read, changed and written without a lock). The interleaving is forced: this process
+    stops before writing, starts the other, and writes once the other has ended or waits
+    for the lock."""
+    from proactivebench import suite as module
+
+    out, trying, script = tmp_path / "o", tmp_path / "trying", tmp_path / "b.py"
+    script.write_text(RECORDING_B)
+    real = module.write_whole
+    other: list[subprocess.Popen] = []
+
+    def write_whole(path: Path, content: str) -> None:
+        if not other:
+            other.append(subprocess.Popen([sys.executable, str(script), str(out), str(trying)]))
+            deadline = time.monotonic() + WAIT_BOUND_S
+            while other[0].poll() is None and not trying.exists():
+                assert time.monotonic() < deadline, "the other invocation hung"
+                time.sleep(0.01)
+        real(path, content)
+
+    monkeypatch.setattr(module, "write_whole", write_whole)
+    module.record_suite(out, parse_suite('[[experiment]]\nid = "a"\n', "a.toml").experiments, None)
+    assert other[0].wait(WAIT_BOUND_S) == 0
+    record = json.loads((out / "suite.json").read_text())
+    assert sorted(e["id"] for e in record["experiments"]) == ["a", "b"]
+    assert sorted(p.name for p in out.iterdir()) == ["suite.json"]  # no lock files left
+
+
+class Killed(BaseException):
+    """The process killed here: nothing after it runs."""
+
+
+def test_a_suite_killed_midway_leaves_suite_json_describing_the_runs_out_holds(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """An experiment edited in the file since its run is refused by its run directory, and
+    suite.json must go on describing the run OUT holds. Killed before the run refused it (or
+    before it started), the invocation leaves the old entry, not the edited one (it was
+    written when the invocation began and put back only at its end); a new experiment is
+    named from the start."""
+    from proactivebench import suite as module
+
+    out = tmp_path / "o"
+    first = parse_suite('[[experiment]]\nid = "a"\n', "mine.toml").experiments
+    asyncio.run(run_suite(data, first, out, model=load_model("baseline:oracle"), limit=1))
+    edited = parse_suite(
+        '[[experiment]]\nid = "a"\nreference = true\npaper = "edited"\n'
+        '[[experiment]]\nid = "b"\nhint = true\n',
+        "mine.toml",
+    ).experiments
+
+    async def killed(*args: object, **kwargs: object) -> None:
+        raise Killed
+
+    monkeypatch.setattr(module, "aevaluate", killed)
+    with pytest.raises(Killed):
+        asyncio.run(run_suite(data, edited, out, model=load_model("baseline:oracle"), limit=2))
+    assert json.loads((out / "suite.json").read_text())["experiments"] == [
+        {"id": "a", "paper": "", "published": None, "plain": True, "limit": 1},
+        {"id": "b", "paper": "", "published": None, "plain": False, "limit": 2},
+    ]

@@ -46,6 +46,7 @@ from proactivebench.registry import lookup, scenario_names
 from proactivebench.rundir import (
     REPORT_DIR,
     RUN_CONFIG,
+    RunLock,
     identity_differences,
     read_run_config,
 )
@@ -310,7 +311,7 @@ async def run_suite(
         for kept in shared:
             await kept.aclose()
         raise
-    before = record_suite(root, experiments, limit)
+    record_suite(root, [e for e in experiments if not _holds_a_run(root, e)], limit)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     make_judge: Callable[[], Judge] | None = None
     if isinstance(judge, Judge):
@@ -332,26 +333,23 @@ async def run_suite(
                 capped(experiment.settings, limit),
                 engine=engine,
                 judge=make_judge() if experiment.judged and make_judge is not None else None,
-                on_start=lambda total, done: on_start(experiment.id, total, done),
+                on_start=lambda total, done: started(experiment, total, done),
                 on_result=lambda result: on_result(experiment.id, result),
             )
-        except RunMismatchError as exc:  # OUT/<id> holds a run of other settings: not this one
-            entry.status, entry.reason = FAILED, str(exc)
-            refused.append(experiment)
-            return
         except ProactiveBenchError as exc:
             entry.status, entry.reason = FAILED, str(exc)
             return
         entry.outcome = outcome
         entry.status = EPISODE_ERRORS if outcome.errors else DONE
 
-    refused: list[Experiment] = []
+    def started(experiment: Experiment, total: int, done: int) -> None:
+        if _holds_a_run(root, experiment):  # its run took these settings: renew its entry
+            record_suite(root, [experiment], limit)
+        on_start(experiment.id, total, done)
+
     try:
         await asyncio.gather(*(one(entry) for entry in outcomes))
     finally:
-        if refused:  # suite.json describes the runs OUT holds: theirs as they were
-            accepted = [e for e in experiments if e not in refused]
-            record_suite(root, accepted, limit, before)
         for kept in shared:
             await kept.aclose()
         for entry in outcomes:
@@ -419,22 +417,48 @@ async def refuse_another_model(
             )
 
 
+def _holds_a_run(out_dir: Path, experiment: Experiment) -> bool:
+    """Whether `out_dir/<id>` holds a run already. Its entry in suite.json is renewed only once
+    the run accepted this invocation's settings (it started): an entry edited in the file is
+    refused by the run (`RunMismatchError`), and suite.json must go on describing the run OUT
+    holds, whenever the invocation stops (a kill included)."""
+    return (out_dir / experiment.id / RUN_CONFIG).is_file()
+
+
+#: Seconds an invocation waits for another one updating the same `suite.json` (a moment's
+#: read-modify-write) before giving up, naming it.
+RECORD_WAIT_S = 60.0
+
+
 def record_suite(
     out_dir: Path,
     experiments: Sequence[Experiment],
     limit: int | None,
-    before: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
-    invocation (`--only`) are kept, those played now replace theirs. `before`: the record to
-    add them to (default: the one there now); returns the one there was.
+    invocation (`--only`) are kept, those played now replace theirs. Read, changed and written
+    whole under the lock of `out_dir` (`RunLock`, waiting for another invocation's update of a
+    moment): two invocations into one OUT at once (`paper --only a`, `paper --only b`) keep
+    both entries. Returns the record there was.
 
     Each entry keeps the limit its run was played with (episodes per scenario; None: all),
     the larger of an earlier invocation's and this one's (a run only grows), and the record's
     `limit` is the largest of them: a report of runs of which any is partial says so, whatever
     the last invocation's --limit (or a suite file's own `limit`)."""
-    before = read_suite_record(out_dir) if before is None else before
+    with RunLock(out_dir, wait=RECORD_WAIT_S):
+        before = read_suite_record(out_dir)
+        write_whole(
+            out_dir / SUITE_RECORD,
+            dumps(_recorded(out_dir, before, experiments, limit), indent=2) + "\n",
+        )
+    return before
+
+
+def _recorded(
+    out_dir: Path, before: dict[str, Any], experiments: Sequence[Experiment], limit: int | None
+) -> dict[str, Any]:
+    """The record `before` with the entries of `experiments` played with `limit` renewed."""
     # Entries written before they kept their own limit: the record's was theirs.
     entries = {e["id"]: {LIMIT: before.get(LIMIT), **e} for e in before.get("experiments", [])}
     for experiment in experiments:
@@ -449,10 +473,7 @@ def record_suite(
             LIMIT: played,
         }
     limits = [e[LIMIT] for e in entries.values() if isinstance(e.get(LIMIT), int)]
-    record = {"experiments": list(entries.values()), LIMIT: max(limits, default=None)}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_whole(out_dir / SUITE_RECORD, dumps(record, indent=2) + "\n")
-    return before
+    return {"experiments": list(entries.values()), LIMIT: max(limits, default=None)}
 
 
 def _larger(first: Any, second: int | None) -> int | None:

@@ -526,3 +526,15 @@ def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     assert len(marks) == len(tables)
     assert len(set(marks.values())) == len(tables), marks
     assert not set(marks.values()) & {plots.scenario_marker(s) for s in paper_scenarios()}
+
+
+def test_a_history_run_of_a_filter_of_its_own_stands_beside_no_figure(tmp_path: Path) -> None:
+    """run.json records `--filter` as the digest of its ids under `filter`: a history run of a
+    test set of one's own is no run of Fig. 8's set (the check read only `filter_digest`,
+    and so placed it there), as a plain one of its own is beside no table."""
+    lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
+    digest = "sha256:" + "0" * 64
+    run = write_run(tmp_path, "h", lines, "m", {"history": True, "filter": digest})
+    report = _report(tmp_path, run, paper=True)
+    assert "paper" not in report
+    assert any("has no counterpart in the paper" in n for n in report["notes"])

@@ -142,6 +142,40 @@ def test_paper_suite_is_the_papers_list() -> None:
             '[[experiment]]\nid = "a"\nscenarios = ["ROD", "XYZ"]\n',
             "experiment 1 ('a'): setting 'scenarios': unknown scenario 'XYZ'; choose from ROD",
         ),
+        # Nothing named: refused when the file is read, not when the experiment starts after
+        # the others played.
+        (
+            '[[experiment]]\nid = "a"\nscenarios = []\n',
+            "experiment 1 ('a'): setting 'scenarios': no scenario named in",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nfilter = "no-such-filter.json"\n',
+            "experiment 1 ('a'): setting 'filter': ",
+        ),
+        # A published table its settings contradict: the run would be ranked among models
+        # played otherwise (a hint run among Table 1's zero-shot ones).
+        (
+            '[[experiment]]\nid = "a"\nhint = true\npublished = "table1_mcqa"\n',
+            "experiment 1 ('a'): 'published' 'table1_mcqa': runs of these settings (--mode "
+            "mcqa --hint) stand beside table7_hint, not there",
+        ),
+        (
+            '[[experiment]]\nid = "a"\npublished = "table7_hint"\n',
+            "'published' 'table7_hint': runs of these settings (--mode mcqa) stand beside "
+            "table1_mcqa, not there",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nmode = "oeg"\npublished = "table10_multiturn_oeg"\n',
+            "(--mode oeg) stand beside table2_oeg, not there",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nhistory = true\nhint = true\npublished = "fig8_history"\n',
+            "(--mode mcqa --hint --history) stand beside no table or figure of the paper",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nicl = 2\npublished = "fig9_icl"\n',
+            "(--mode mcqa --icl) stand beside no table or figure of the paper",
+        ),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
         ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
         ("id = ", "is not TOML"),
@@ -800,3 +834,33 @@ def test_a_suite_killed_midway_leaves_suite_json_describing_the_runs_out_holds(
         {"id": "a", "paper": "", "published": None, "plain": True, "limit": 1},
         {"id": "b", "paper": "", "published": None, "plain": False, "limit": 2},
     ]
+
+
+def test_a_path_in_a_suite_file_is_relative_to_the_suite_files_folder(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`filter = "keep.json"` in sub/mine.toml is sub/keep.json, whatever the current
+    directory (and whatever keep.json it holds)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "keep.json").write_text('{"ids": {"rod": [1, 2]}}')
+    (tmp_path / "keep.json").write_text('{"ids": {"rod": [7]}}')
+    (tmp_path / "sub" / "mine.toml").write_text('[[experiment]]\nid = "a"\nfilter = "keep.json"\n')
+    monkeypatch.chdir(tmp_path)
+    for given in (Path("sub/mine.toml"), tmp_path / "sub" / "mine.toml"):
+        (experiment,) = read_suite(given).experiments
+        assert experiment.settings.sample_filter is not None
+        assert dict(experiment.settings.sample_filter.ids) == {"rod": frozenset({1, 2})}
+
+
+def test_every_value_of_a_suite_file_is_checked_before_anything_plays(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A bad value in the last experiment (no scenario named) stops the command before the
+    first plays: one error naming the file, the experiment and the key; OUT untouched."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text('[[experiment]]\nid = "a"\n[[experiment]]\nid = "b"\nscenarios = []\n')
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(out), "--no-report"], capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"{mine}: experiment 2 ('b'): setting 'scenarios': no scenario named" in text
+    assert not out.exists()

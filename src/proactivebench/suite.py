@@ -25,10 +25,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.data.layout import parse_scenario_names
+from proactivebench.data.layout import named_scenarios, parse_scenario_names
 from proactivebench.engine import RunEngine
 from proactivebench.errors import (
     DamagedRunError,
+    DataError,
     NotARunDirError,
     NothingToDoError,
     ProactiveBenchError,
@@ -42,7 +43,9 @@ from proactivebench.models.cache import ResponseCache
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
-from proactivebench.registry import lookup, scenario_names
+from proactivebench.report.published import own_filter, table_of
+from proactivebench.report.published_figures import figure_of
+from proactivebench.report.runs import labelled
 from proactivebench.rundir import (
     REPORT_DIR,
     RUN_CONFIG,
@@ -126,13 +129,14 @@ def read_suite(path: str | os.PathLike[str]) -> Suite:
         text = Path(path).read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteFileError(f"cannot read the suite file {path}: {exc}") from None
-    return parse_suite(text, str(path))
+    return parse_suite(text, str(path), Path(path).parent)
 
 
-def parse_suite(text: str, where: str) -> Suite:
+def parse_suite(text: str, where: str, folder: Path | None = None) -> Suite:
     """The suite a file's text describes: `[[experiment]]` tables, each with an `id`, an
     optional `paper` and settings by name; anything else is one error naming the file, the
-    entry and the key."""
+    entry and the key. A path it holds (`filter`) is relative to `folder`, the suite file's
+    (None: the current directory)."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -147,14 +151,14 @@ def parse_suite(text: str, where: str) -> Suite:
         raise SuiteFileError(f"{where}: no [[experiment]] table")
     experiments: list[Experiment] = []
     for number, entry in enumerate(entries, 1):
-        experiment = _experiment(entry, f"{where}: experiment {number}")
+        experiment = _experiment(entry, f"{where}: experiment {number}", folder)
         if any(e.id == experiment.id for e in experiments):
             raise SuiteFileError(f"{where}: two experiments have the id {experiment.id!r}")
         experiments.append(experiment)
     return Suite(where, tuple(experiments))
 
 
-def _experiment(entry: dict[str, Any], where: str) -> Experiment:
+def _experiment(entry: dict[str, Any], where: str, folder: Path | None) -> Experiment:
     ident = entry.get(ID)
     if not isinstance(ident, str) or not _ID.fullmatch(ident):
         raise SuiteFileError(
@@ -177,6 +181,18 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
             f"{where}: 'published' names no table or figure of the paper: {published!r}; "
             f"the paper's: {', '.join(tables)}"
         )
+    settings = _settings(entry, where, folder)
+    if published is not None:
+        contradiction = _contradiction(settings, published)
+        if contradiction is not None:
+            raise SuiteFileError(f"{where}: 'published' {published!r}: {contradiction}")
+    return Experiment(ident, paper, settings, published)
+
+
+def _settings(entry: dict[str, Any], where: str, folder: Path | None) -> EvalSettings:
+    """The run settings of an entry, every value checked now, before any experiment plays
+    (what would fail only when its experiment starts, after the others played, included);
+    a path relative to `folder` (the suite file's; None: the current directory)."""
     declared = {s.name: s for s in offered(EvalSettings, "cli")}
     values: dict[str, Any] = {}
     for key, value in entry.items():
@@ -191,19 +207,41 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
             values[key] = check_setting(spec, value)
         except SettingsError as exc:
             raise SuiteFileError(f"{where}: setting {key!r}: {exc}") from None
+        if spec.info.path and isinstance(values[key], str) and folder is not None:
+            values[key] = str(folder / values[key])
     try:
         settings = EvalSettings(**values)
     except SettingsError as exc:  # a combination of settings (e.g. --icl with --reference)
         raise SuiteFileError(f"{where}: {exc}") from None
-    # Known when the file is read (scenarios registered from Python included), not only
-    # when the experiment starts, after the others began.
-    unknown = [name for name in settings.scenarios or () if lookup(name) is None]
-    if unknown:
-        raise SuiteFileError(
-            f"{where}: setting 'scenarios': unknown scenario {unknown[0]!r}; choose from "
-            f"{', '.join(scenario_names())}"
-        )
-    return Experiment(ident, paper, settings, published)
+    except DataError as exc:  # a file a path names (a filter) that cannot be read
+        paths = [k for k in values if declared[k].info.path]
+        raise SuiteFileError(f"{where}: setting {' / '.join(map(repr, paths))}: {exc}") from None
+    # Known when the file is read (scenarios registered from Python included), by the rule
+    # the data loader applies when the experiment starts, after the others began.
+    if settings.scenarios is not None:
+        try:
+            named_scenarios(settings.scenarios)
+        except DataError as exc:
+            raise SuiteFileError(f"{where}: setting 'scenarios': {exc}") from None
+    return settings
+
+
+def _contradiction(settings: EvalSettings, published: str) -> str | None:
+    """Why the runs of `settings` cannot stand beside the paper's `published` (None when they
+    can), by the report's own rule of which table or figure a run is placed in: a suite entry
+    placing, say, a hint run among Table 1's zero-shot models would rank it there."""
+    recorded = settings.identity()  # what run.json will record
+    mode, all_samples = settings.mode, settings.all_samples
+    figure = figure_of(recorded, all_samples=all_samples)
+    places = [p for p in (table_of(mode, recorded, all_samples=all_samples), figure) if p]
+    keys = [p if isinstance(p, str) else p[0] for p in places]
+    if published in keys:
+        return None
+    marks = [k for k in labelled(recorded) if k != "mode"] + ["all_samples"] * all_samples
+    marks += ["filter"] * own_filter(recorded)
+    played = f"--mode {mode}" + "".join(f" --{m.replace('_', '-')}" for m in marks)
+    where = " or ".join(keys) or "no table or figure of the paper"
+    return f"runs of these settings ({played}) stand beside {where}, not there"
 
 
 def capped(settings: EvalSettings, limit: int | None) -> EvalSettings:

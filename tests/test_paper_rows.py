@@ -538,3 +538,26 @@ def test_a_history_run_of_a_filter_of_its_own_stands_beside_no_figure(tmp_path: 
     report = _report(tmp_path, run, paper=True)
     assert "paper" not in report
     assert any("has no counterpart in the paper" in n for n in report["notes"])
+
+
+def test_a_run_placed_by_a_table_its_settings_contradict_is_not_ranked_there(
+    tmp_path: Path,
+) -> None:
+    """A suite.json naming Table 1 (zero-shot) for a hint run: the run is ranked in no table
+    and a note says why; named Table 4 (every sample), a plain run is placed there, as
+    run.json does not record --all-samples."""
+    from proactivebench.report.layout import Layout
+
+    lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
+    hint = write_run(tmp_path, "hint", lines, "m", {"hint": True})
+    plain = write_run(tmp_path, "plain", lines, "m")
+    layout = Layout.of({hint: "table1_mcqa", plain: "table4_unfiltered"})
+    report = _report(tmp_path, hint, plain, paper=True, layout=layout)
+    placed = {
+        key: [row["label"] for row in table["runs"]] for key, table in report["paper"].items()
+    }
+    assert placed == {"paper-table4-acc": ["m"], "paper-table4-psr": ["m"]}
+    assert any(
+        "m +hint is not placed in table1_mcqa (its suite entry's `published`)" in n
+        for n in report["notes"]
+    )

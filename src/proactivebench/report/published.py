@@ -66,9 +66,26 @@ def counterpart(run: Run) -> str | None:
     """The paper's table of runs like `run` (`COUNTERPARTS`); None for settings the paper
     tabulates nowhere (history, ICL, CoT, a filter of one's own, two settings at once)."""
     if run.counterpart is not None:  # said by the caller (a suite's experiment)
-        return run.counterpart if run.counterpart in COUNTERPARTS.values() else None
-    mode = "oeg" if run.oeg else str(run.settings.get("mode") or "mcqa")
-    return table_of(mode, run.settings, all_samples=unfiltered(run))
+        if run.counterpart not in COUNTERPARTS.values() or contradicted(run):
+            return None
+        return run.counterpart
+    return table_of(_mode(run), run.settings, all_samples=unfiltered(run))
+
+
+def contradicted(run: Run) -> bool:
+    """Whether the table the caller placed `run` in (a suite's `published`) is not one runs
+    of its recorded settings stand beside: it is placed in none rather than ranked among
+    models played otherwise (a suite.json written by hand, or before its entries were
+    checked). Either filter counts: run.json does not record `--all-samples`."""
+    given = run.counterpart
+    if given is None or given not in COUNTERPARTS.values():
+        return False
+    mode = _mode(run)
+    return all(table_of(mode, run.settings, all_samples=b) != given for b in (False, True))
+
+
+def _mode(run: Run) -> str:
+    return "oeg" if run.oeg else str(run.settings.get("mode") or "mcqa")
 
 
 def table_of(mode: str, settings: Mapping[str, Any], *, all_samples: bool) -> str | None:

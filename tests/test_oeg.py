@@ -863,6 +863,12 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     with pytest.raises(Crash):
         run_cli(again, capsys)
     monkeypatch.undo()
+    # Left so, the run's numbers are one judge's, or the report says they mix two.
+    judges = {line["settings"]["judge"]["judge"] for line in read_results(run / "results.jsonl")}
+    named_judge = json.loads((run / "run.json").read_text())["settings"]["judge"]["judge"]
+    code, text = run_cli(["report", str(run)], capsys)
+    mixed = "line(s) keep an earlier judge's verdict" in " ".join(text.split())
+    assert code == 0 and mixed == (judges != {named_judge}), text
     code, text = run_cli(again, capsys)
     assert code == 0, text
     assert (run / "results.previous.jsonl").read_text() == original

@@ -472,13 +472,13 @@ def record_suite(
     out_dir: Path,
     experiments: Sequence[Experiment],
     limit: int | None,
-) -> dict[str, Any]:
+) -> None:
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
     invocation (`--only`) are kept, those played now replace theirs. Read, changed and written
     whole under the lock of `out_dir` (`RunLock`, waiting for another invocation's update of a
     moment): two invocations into one OUT at once (`paper --only a`, `paper --only b`) keep
-    both entries. Returns the record there was.
+    both entries.
 
     Each entry keeps the limit its run was played with (episodes per scenario; None: all),
     the larger of an earlier invocation's and this one's (a run only grows), and the record's
@@ -490,7 +490,6 @@ def record_suite(
             out_dir / SUITE_RECORD,
             dumps(_recorded(out_dir, before, experiments, limit), indent=2) + "\n",
         )
-    return before
 
 
 def _recorded(

@@ -821,3 +821,60 @@ def test_a_judge_missing_or_out_of_place_is_told_apart(
     extra = [f"python:{tmp_path / 'x.py'}:f" if word == "JUDGE" else word for word in extra]
     code, text = run_cli([*args, "--model", "baseline:oracle", *extra], capsys)
     assert code == 1 and said in text, text
+
+
+class Crash(BaseException):
+    """A process killed at this point: nothing after it runs (not an error anything catches)."""
+
+
+#: The steps of a re-judging's finish that write a file recording what the run holds, in
+#: `rejudge`'s namespace; a crash is simulated before each, and after the last.
+FINISH_STEPS = ("_keep_previous", "write_results", "write_run_config", "write_summary")
+
+
+@pytest.mark.parametrize(
+    ("step", "after"), [*((s, False) for s in FINISH_STEPS), (FINISH_STEPS[-1], True)]
+)
+def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
+    data: Path, tmp_path: Path, capsys, monkeypatch, step: str, after: bool
+) -> None:
+    """A run judged by one judge, then by another that is killed at a step of writing its
+    results (before it, or after the last), then rerun: the earlier judge's results stay in
+    `results.previous.jsonl` (its only copy), and the run ends as one judging without a
+    crash leaves it: every line and run.json name the new judge, with its verdicts."""
+    from proactivebench import rejudge as module
+
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    original = (run / "results.jsonl").read_text()
+    again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
+    real = getattr(module, step)
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        if after:
+            real(*args, **kwargs)
+        raise Crash(step)
+
+    monkeypatch.setattr(module, step, crash)
+    with pytest.raises(Crash):
+        run_cli(again, capsys)
+    monkeypatch.undo()
+    # Left so, the run's numbers are one judge's, or the report says they mix two.
+    judges = {line["settings"]["judge"]["judge"] for line in read_results(run / "results.jsonl")}
+    named_judge = json.loads((run / "run.json").read_text())["settings"]["judge"]["judge"]
+    code, text = run_cli(["report", str(run)], capsys)
+    mixed = "line(s) keep an earlier judge's verdict" in " ".join(text.split())
+    assert code == 0 and mixed == (judges != {named_judge}), text
+    code, text = run_cli(again, capsys)
+    assert code == 0, text
+    assert (run / "results.previous.jsonl").read_text() == original
+    lines = read_results(run / "results.jsonl")
+    assert len(lines) == len(read_results(tmp_path / "run" / "results.previous.jsonl"))
+    assert {line["settings"]["judge"]["judge"] for line in lines} == {f"{named}:flaky"}
+    config = json.loads((run / "run.json").read_text())
+    assert config["settings"]["judge"]["judge"] == f"{named}:flaky"
+    assert not (run / "results.judging.jsonl").exists()

@@ -526,3 +526,38 @@ def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     assert len(marks) == len(tables)
     assert len(set(marks.values())) == len(tables), marks
     assert not set(marks.values()) & {plots.scenario_marker(s) for s in paper_scenarios()}
+
+
+def test_a_history_run_of_a_filter_of_its_own_stands_beside_no_figure(tmp_path: Path) -> None:
+    """run.json records `--filter` as the digest of its ids under `filter`: a history run of a
+    test set of one's own is no run of Fig. 8's set (the check read only `filter_digest`,
+    and so placed it there), as a plain one of its own is beside no table."""
+    lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
+    digest = "sha256:" + "0" * 64
+    run = write_run(tmp_path, "h", lines, "m", {"history": True, "filter": digest})
+    report = _report(tmp_path, run, paper=True)
+    assert "paper" not in report
+    assert any("has no counterpart in the paper" in n for n in report["notes"])
+
+
+def test_a_run_placed_by_a_table_its_settings_contradict_is_not_ranked_there(
+    tmp_path: Path,
+) -> None:
+    """A suite.json naming Table 1 (zero-shot) for a hint run: the run is ranked in no table
+    and a note says why; named Table 4 (every sample), a plain run is placed there, as
+    run.json does not record --all-samples."""
+    from proactivebench.report.layout import Layout
+
+    lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
+    hint = write_run(tmp_path, "hint", lines, "m", {"hint": True})
+    plain = write_run(tmp_path, "plain", lines, "m")
+    layout = Layout.of({hint: "table1_mcqa", plain: "table4_unfiltered"})
+    report = _report(tmp_path, hint, plain, paper=True, layout=layout)
+    placed = {
+        key: [row["label"] for row in table["runs"]] for key, table in report["paper"].items()
+    }
+    assert placed == {"paper-table4-acc": ["m"], "paper-table4-psr": ["m"]}
+    assert any(
+        "m +hint is not placed in table1_mcqa (its suite entry's `published`)" in n
+        for n in report["notes"]
+    )

@@ -142,6 +142,40 @@ def test_paper_suite_is_the_papers_list() -> None:
             '[[experiment]]\nid = "a"\nscenarios = ["ROD", "XYZ"]\n',
             "experiment 1 ('a'): setting 'scenarios': unknown scenario 'XYZ'; choose from ROD",
         ),
+        # Nothing named: refused when the file is read, not when the experiment starts after
+        # the others played.
+        (
+            '[[experiment]]\nid = "a"\nscenarios = []\n',
+            "experiment 1 ('a'): setting 'scenarios': no scenario named in",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nfilter = "no-such-filter.json"\n',
+            "experiment 1 ('a'): setting 'filter': ",
+        ),
+        # A published table its settings contradict: the run would be ranked among models
+        # played otherwise (a hint run among Table 1's zero-shot ones).
+        (
+            '[[experiment]]\nid = "a"\nhint = true\npublished = "table1_mcqa"\n',
+            "experiment 1 ('a'): 'published' 'table1_mcqa': runs of these settings (--mode "
+            "mcqa --hint) stand beside table7_hint, not there",
+        ),
+        (
+            '[[experiment]]\nid = "a"\npublished = "table7_hint"\n',
+            "'published' 'table7_hint': runs of these settings (--mode mcqa) stand beside "
+            "table1_mcqa, not there",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nmode = "oeg"\npublished = "table10_multiturn_oeg"\n',
+            "(--mode oeg) stand beside table2_oeg, not there",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nhistory = true\nhint = true\npublished = "fig8_history"\n',
+            "(--mode mcqa --hint --history) stand beside no table or figure of the paper",
+        ),
+        (
+            '[[experiment]]\nid = "a"\nicl = 2\npublished = "fig9_icl"\n',
+            "(--mode mcqa --icl) stand beside no table or figure of the paper",
+        ),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
         ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
         ("id = ", "is not TOML"),
@@ -710,3 +744,123 @@ def test_the_experiments_table_counts_an_interrupted_runs_episodes_and_says_it_s
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "3", row
     assert cells[4].startswith("stopped (interrupted)"), row
+
+
+# ----- suite.json: under a lock, never lost ------------------------------------------------------
+
+#: Another invocation recording experiment "b" in OUT (argv 1), which says it tries the lock
+#: of OUT by making the file argv 2.
+RECORDING_B = """
+import sys
+from pathlib import Path
+
+from proactivebench import rundir
+from proactivebench.suite import parse_suite, record_suite
+
+out, trying = Path(sys.argv[1]), Path(sys.argv[2])
+real = rundir.RunLock._acquire
+
+def acquire(self):
+    trying.touch()
+    return real(self)
+
+rundir.RunLock._acquire = acquire
+record_suite(out, parse_suite('[[experiment]]\\nid = "b"\\n', "b.toml").experiments, None)
+"""
+
+
+def test_two_invocations_recording_one_out_at_once_keep_both_entries(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Two `paper --only X` into one OUT at once: the second reads suite.json while the first
+    is between its reading and its writing. Each entry stays (one was lost when the record
+    was read, changed and written without a lock). The interleaving is forced: this process
+    stops before writing, starts the other, and writes once the other has ended or waits
+    for the lock."""
+    from proactivebench import suite as module
+
+    out, trying, script = tmp_path / "o", tmp_path / "trying", tmp_path / "b.py"
+    script.write_text(RECORDING_B)
+    real = module.write_whole
+    other: list[subprocess.Popen] = []
+
+    def write_whole(path: Path, content: str) -> None:
+        if not other:
+            other.append(subprocess.Popen([sys.executable, str(script), str(out), str(trying)]))
+            deadline = time.monotonic() + WAIT_BOUND_S
+            while other[0].poll() is None and not trying.exists():
+                assert time.monotonic() < deadline, "the other invocation hung"
+                time.sleep(0.01)
+        real(path, content)
+
+    monkeypatch.setattr(module, "write_whole", write_whole)
+    module.record_suite(out, parse_suite('[[experiment]]\nid = "a"\n', "a.toml").experiments, None)
+    assert other[0].wait(WAIT_BOUND_S) == 0
+    record = json.loads((out / "suite.json").read_text())
+    assert sorted(e["id"] for e in record["experiments"]) == ["a", "b"]
+    assert sorted(p.name for p in out.iterdir()) == ["suite.json"]  # no lock files left
+
+
+class Killed(BaseException):
+    """The process killed here: nothing after it runs."""
+
+
+def test_a_suite_killed_midway_leaves_suite_json_describing_the_runs_out_holds(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """An experiment edited in the file since its run is refused by its run directory, and
+    suite.json must go on describing the run OUT holds. Killed before the run refused it (or
+    before it started), the invocation leaves the old entry, not the edited one (it was
+    written when the invocation began and put back only at its end); a new experiment is
+    named from the start."""
+    from proactivebench import suite as module
+
+    out = tmp_path / "o"
+    first = parse_suite('[[experiment]]\nid = "a"\n', "mine.toml").experiments
+    asyncio.run(run_suite(data, first, out, model=load_model("baseline:oracle"), limit=1))
+    edited = parse_suite(
+        '[[experiment]]\nid = "a"\nreference = true\npaper = "edited"\n'
+        '[[experiment]]\nid = "b"\nhint = true\n',
+        "mine.toml",
+    ).experiments
+
+    async def killed(*args: object, **kwargs: object) -> None:
+        raise Killed
+
+    monkeypatch.setattr(module, "aevaluate", killed)
+    with pytest.raises(Killed):
+        asyncio.run(run_suite(data, edited, out, model=load_model("baseline:oracle"), limit=2))
+    assert json.loads((out / "suite.json").read_text())["experiments"] == [
+        {"id": "a", "paper": "", "published": None, "plain": True, "limit": 1},
+        {"id": "b", "paper": "", "published": None, "plain": False, "limit": 2},
+    ]
+
+
+def test_a_path_in_a_suite_file_is_relative_to_the_suite_files_folder(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`filter = "keep.json"` in sub/mine.toml is sub/keep.json, whatever the current
+    directory (and whatever keep.json it holds)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "keep.json").write_text('{"ids": {"rod": [1, 2]}}')
+    (tmp_path / "keep.json").write_text('{"ids": {"rod": [7]}}')
+    (tmp_path / "sub" / "mine.toml").write_text('[[experiment]]\nid = "a"\nfilter = "keep.json"\n')
+    monkeypatch.chdir(tmp_path)
+    for given in (Path("sub/mine.toml"), tmp_path / "sub" / "mine.toml"):
+        (experiment,) = read_suite(given).experiments
+        assert experiment.settings.sample_filter is not None
+        assert dict(experiment.settings.sample_filter.ids) == {"rod": frozenset({1, 2})}
+
+
+def test_every_value_of_a_suite_file_is_checked_before_anything_plays(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A bad value in the last experiment (no scenario named) stops the command before the
+    first plays: one error naming the file, the experiment and the key; OUT untouched."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text('[[experiment]]\nid = "a"\n[[experiment]]\nid = "b"\nscenarios = []\n')
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(out), "--no-report"], capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"{mine}: experiment 2 ('b'): setting 'scenarios': no scenario named" in text
+    assert not out.exists()

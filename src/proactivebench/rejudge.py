@@ -191,13 +191,31 @@ def rejudge(
             outcome.untouched = True
             (out / JUDGED_SO_FAR).unlink(missing_ok=True)
             return outcome
-        outcome.previous = _keep_previous(out, judge)
-        write_results(out / RESULTS, ordered)
         history = [*provenance_of(identity), provenance.stamped()]
-        write_run_config(out, without_provenance(identity), history)
-        write_summary(out, outcome.summary)
-        (out / JUDGED_SO_FAR).unlink(missing_ok=True)
+        outcome.previous = _finish(out, judge, identity, history, ordered, outcome.summary)
     return outcome
+
+
+def _finish(
+    out: Path,
+    judge: Judge,
+    identity: dict[str, Any],
+    history: list[dict[str, Any]],
+    ordered: list[dict[str, Any]],
+    summary: Summary,
+) -> Path | None:
+    """Write the re-judged run into `out`, in an order that a crash at any step leaves every
+    judge's verdicts somewhere and the rerun of the command finishing alike: the backup first,
+    then run.json naming the new judge (from then on `backup_stays`: a rerun keeps that
+    backup, the earlier judge's only copy, instead of copying this judge's results over it),
+    then the results, the summary, and last the journal removed (until then a rerun takes its
+    verdicts). Returns where the results before this judge are kept."""
+    previous = _keep_previous(out, judge)
+    write_run_config(out, without_provenance(identity), history)
+    write_results(out / RESULTS, ordered)
+    write_summary(out, summary)
+    (out / JUDGED_SO_FAR).unlink(missing_ok=True)
+    return previous
 
 
 def _refuse_another_run(out: Path, run: Path, identity: dict[str, Any]) -> None:

@@ -336,14 +336,17 @@ class RunLock:
     the holder releases the directory (a process killed outright leaves them: they hold
     nothing, and the next writer takes them). Reentrant within a process:
     a writer that holds the directory may call another (`eval` writes its report).
+    `wait`: seconds to wait for the holder before giving up, for a hold of a moment (a suite's
+    `suite.json` updated by two invocations at once); a run's writers never wait (0).
     """
 
     #: Directories this process holds: resolved path -> (lock, depth).
     _held: dict[Path, tuple[Any, int]] = {}  # noqa: RUF012 - process-wide on purpose
     _guard = threading.Lock()
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, wait: float = 0) -> None:
         self.run_dir = Path(run_dir)
+        self.wait = wait
         self._key: Path | None = None
         self._created = False
 
@@ -372,7 +375,7 @@ class RunLock:
         except LinkRefusedError:
             self._clean_up()
             raise
-        lock = FileLock(self.run_dir / ".lock", timeout=0)
+        lock = FileLock(self.run_dir / ".lock", timeout=self.wait)
         try:
             lock.acquire()
         except Timeout:

@@ -78,6 +78,8 @@ class Setting:
     choices: tuple[str, ...] | None = None
     #: The command-line option's metavar (e.g. "K").
     metavar: str | None = None
+    #: A file's path: in a suite file, relative to the suite file's folder.
+    path: bool = False
     #: Surfaces that cannot honour the setting, and so do not offer it (with the reason in the
     #: declaration's comment). Every other surface offers it.
     not_in: frozenset[Surface] = frozenset()
@@ -375,6 +377,7 @@ class EvalSettings(CheckedSettings):
         in_identity=True,
         recorded_as="filter_digest",
         metavar="FILE",
+        path=True,
         not_in=frozenset({"train"}),
         help="Play the sample ids FILE keeps (written by `proactivebench data filter`) instead "
         "of the official test filter; it applies to synthetic data too.",

@@ -25,10 +25,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.data.layout import parse_scenario_names
+from proactivebench.data.layout import named_scenarios, parse_scenario_names
 from proactivebench.engine import RunEngine
 from proactivebench.errors import (
     DamagedRunError,
+    DataError,
     NotARunDirError,
     NothingToDoError,
     ProactiveBenchError,
@@ -42,10 +43,13 @@ from proactivebench.models.cache import ResponseCache
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
-from proactivebench.registry import lookup, scenario_names
+from proactivebench.report.published import own_filter, table_of
+from proactivebench.report.published_figures import figure_of
+from proactivebench.report.runs import labelled
 from proactivebench.rundir import (
     REPORT_DIR,
     RUN_CONFIG,
+    RunLock,
     identity_differences,
     read_run_config,
 )
@@ -125,13 +129,14 @@ def read_suite(path: str | os.PathLike[str]) -> Suite:
         text = Path(path).read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteFileError(f"cannot read the suite file {path}: {exc}") from None
-    return parse_suite(text, str(path))
+    return parse_suite(text, str(path), Path(path).parent)
 
 
-def parse_suite(text: str, where: str) -> Suite:
+def parse_suite(text: str, where: str, folder: Path | None = None) -> Suite:
     """The suite a file's text describes: `[[experiment]]` tables, each with an `id`, an
     optional `paper` and settings by name; anything else is one error naming the file, the
-    entry and the key."""
+    entry and the key. A path it holds (`filter`) is relative to `folder`, the suite file's
+    (None: the current directory)."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -146,14 +151,14 @@ def parse_suite(text: str, where: str) -> Suite:
         raise SuiteFileError(f"{where}: no [[experiment]] table")
     experiments: list[Experiment] = []
     for number, entry in enumerate(entries, 1):
-        experiment = _experiment(entry, f"{where}: experiment {number}")
+        experiment = _experiment(entry, f"{where}: experiment {number}", folder)
         if any(e.id == experiment.id for e in experiments):
             raise SuiteFileError(f"{where}: two experiments have the id {experiment.id!r}")
         experiments.append(experiment)
     return Suite(where, tuple(experiments))
 
 
-def _experiment(entry: dict[str, Any], where: str) -> Experiment:
+def _experiment(entry: dict[str, Any], where: str, folder: Path | None) -> Experiment:
     ident = entry.get(ID)
     if not isinstance(ident, str) or not _ID.fullmatch(ident):
         raise SuiteFileError(
@@ -176,6 +181,18 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
             f"{where}: 'published' names no table or figure of the paper: {published!r}; "
             f"the paper's: {', '.join(tables)}"
         )
+    settings = _settings(entry, where, folder)
+    if published is not None:
+        contradiction = _contradiction(settings, published)
+        if contradiction is not None:
+            raise SuiteFileError(f"{where}: 'published' {published!r}: {contradiction}")
+    return Experiment(ident, paper, settings, published)
+
+
+def _settings(entry: dict[str, Any], where: str, folder: Path | None) -> EvalSettings:
+    """The run settings of an entry, every value checked now, before any experiment plays
+    (what would fail only when its experiment starts, after the others played, included);
+    a path relative to `folder` (the suite file's; None: the current directory)."""
     declared = {s.name: s for s in offered(EvalSettings, "cli")}
     values: dict[str, Any] = {}
     for key, value in entry.items():
@@ -190,19 +207,41 @@ def _experiment(entry: dict[str, Any], where: str) -> Experiment:
             values[key] = check_setting(spec, value)
         except SettingsError as exc:
             raise SuiteFileError(f"{where}: setting {key!r}: {exc}") from None
+        if spec.info.path and isinstance(values[key], str) and folder is not None:
+            values[key] = str(folder / values[key])
     try:
         settings = EvalSettings(**values)
     except SettingsError as exc:  # a combination of settings (e.g. --icl with --reference)
         raise SuiteFileError(f"{where}: {exc}") from None
-    # Known when the file is read (scenarios registered from Python included), not only
-    # when the experiment starts, after the others began.
-    unknown = [name for name in settings.scenarios or () if lookup(name) is None]
-    if unknown:
-        raise SuiteFileError(
-            f"{where}: setting 'scenarios': unknown scenario {unknown[0]!r}; choose from "
-            f"{', '.join(scenario_names())}"
-        )
-    return Experiment(ident, paper, settings, published)
+    except DataError as exc:  # a file a path names (a filter) that cannot be read
+        paths = [k for k in values if declared[k].info.path]
+        raise SuiteFileError(f"{where}: setting {' / '.join(map(repr, paths))}: {exc}") from None
+    # Known when the file is read (scenarios registered from Python included), by the rule
+    # the data loader applies when the experiment starts, after the others began.
+    if settings.scenarios is not None:
+        try:
+            named_scenarios(settings.scenarios)
+        except DataError as exc:
+            raise SuiteFileError(f"{where}: setting 'scenarios': {exc}") from None
+    return settings
+
+
+def _contradiction(settings: EvalSettings, published: str) -> str | None:
+    """Why the runs of `settings` cannot stand beside the paper's `published` (None when they
+    can), by the report's own rule of which table or figure a run is placed in: a suite entry
+    placing, say, a hint run among Table 1's zero-shot models would rank it there."""
+    recorded = settings.identity()  # what run.json will record
+    mode, all_samples = settings.mode, settings.all_samples
+    figure = figure_of(recorded, all_samples=all_samples)
+    places = [p for p in (table_of(mode, recorded, all_samples=all_samples), figure) if p]
+    keys = [p if isinstance(p, str) else p[0] for p in places]
+    if published in keys:
+        return None
+    marks = [k for k in labelled(recorded) if k != "mode"] + ["all_samples"] * all_samples
+    marks += ["filter"] * own_filter(recorded)
+    played = f"--mode {mode}" + "".join(f" --{m.replace('_', '-')}" for m in marks)
+    where = " or ".join(keys) or "no table or figure of the paper"
+    return f"runs of these settings ({played}) stand beside {where}, not there"
 
 
 def capped(settings: EvalSettings, limit: int | None) -> EvalSettings:
@@ -310,7 +349,7 @@ async def run_suite(
         for kept in shared:
             await kept.aclose()
         raise
-    before = record_suite(root, experiments, limit)
+    record_suite(root, [e for e in experiments if not _holds_a_run(root, e)], limit)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     make_judge: Callable[[], Judge] | None = None
     if isinstance(judge, Judge):
@@ -332,26 +371,23 @@ async def run_suite(
                 capped(experiment.settings, limit),
                 engine=engine,
                 judge=make_judge() if experiment.judged and make_judge is not None else None,
-                on_start=lambda total, done: on_start(experiment.id, total, done),
+                on_start=lambda total, done: started(experiment, total, done),
                 on_result=lambda result: on_result(experiment.id, result),
             )
-        except RunMismatchError as exc:  # OUT/<id> holds a run of other settings: not this one
-            entry.status, entry.reason = FAILED, str(exc)
-            refused.append(experiment)
-            return
         except ProactiveBenchError as exc:
             entry.status, entry.reason = FAILED, str(exc)
             return
         entry.outcome = outcome
         entry.status = EPISODE_ERRORS if outcome.errors else DONE
 
-    refused: list[Experiment] = []
+    def started(experiment: Experiment, total: int, done: int) -> None:
+        if _holds_a_run(root, experiment):  # its run took these settings: renew its entry
+            record_suite(root, [experiment], limit)
+        on_start(experiment.id, total, done)
+
     try:
         await asyncio.gather(*(one(entry) for entry in outcomes))
     finally:
-        if refused:  # suite.json describes the runs OUT holds: theirs as they were
-            accepted = [e for e in experiments if e not in refused]
-            record_suite(root, accepted, limit, before)
         for kept in shared:
             await kept.aclose()
         for entry in outcomes:
@@ -419,22 +455,47 @@ async def refuse_another_model(
             )
 
 
+def _holds_a_run(out_dir: Path, experiment: Experiment) -> bool:
+    """Whether `out_dir/<id>` holds a run already. Its entry in suite.json is renewed only once
+    the run accepted this invocation's settings (it started): an entry edited in the file is
+    refused by the run (`RunMismatchError`), and suite.json must go on describing the run OUT
+    holds, whenever the invocation stops (a kill included)."""
+    return (out_dir / experiment.id / RUN_CONFIG).is_file()
+
+
+#: Seconds an invocation waits for another one updating the same `suite.json` (a moment's
+#: read-modify-write) before giving up, naming it.
+RECORD_WAIT_S = 60.0
+
+
 def record_suite(
     out_dir: Path,
     experiments: Sequence[Experiment],
     limit: int | None,
-    before: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> None:
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
-    invocation (`--only`) are kept, those played now replace theirs. `before`: the record to
-    add them to (default: the one there now); returns the one there was.
+    invocation (`--only`) are kept, those played now replace theirs. Read, changed and written
+    whole under the lock of `out_dir` (`RunLock`, waiting for another invocation's update of a
+    moment): two invocations into one OUT at once (`paper --only a`, `paper --only b`) keep
+    both entries.
 
     Each entry keeps the limit its run was played with (episodes per scenario; None: all),
     the larger of an earlier invocation's and this one's (a run only grows), and the record's
     `limit` is the largest of them: a report of runs of which any is partial says so, whatever
     the last invocation's --limit (or a suite file's own `limit`)."""
-    before = read_suite_record(out_dir) if before is None else before
+    with RunLock(out_dir, wait=RECORD_WAIT_S):
+        before = read_suite_record(out_dir)
+        write_whole(
+            out_dir / SUITE_RECORD,
+            dumps(_recorded(out_dir, before, experiments, limit), indent=2) + "\n",
+        )
+
+
+def _recorded(
+    out_dir: Path, before: dict[str, Any], experiments: Sequence[Experiment], limit: int | None
+) -> dict[str, Any]:
+    """The record `before` with the entries of `experiments` played with `limit` renewed."""
     # Entries written before they kept their own limit: the record's was theirs.
     entries = {e["id"]: {LIMIT: before.get(LIMIT), **e} for e in before.get("experiments", [])}
     for experiment in experiments:
@@ -449,10 +510,7 @@ def record_suite(
             LIMIT: played,
         }
     limits = [e[LIMIT] for e in entries.values() if isinstance(e.get(LIMIT), int)]
-    record = {"experiments": list(entries.values()), LIMIT: max(limits, default=None)}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_whole(out_dir / SUITE_RECORD, dumps(record, indent=2) + "\n")
-    return before
+    return {"experiments": list(entries.values()), LIMIT: max(limits, default=None)}
 
 
 def _larger(first: Any, second: int | None) -> int | None:

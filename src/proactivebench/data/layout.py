@@ -67,21 +67,30 @@ def parse_scenario_names(names: str | Iterable[str] | None, data_dir: Path) -> l
         if not present:
             raise DataError(f"no '*{SUFFIX}' files found", path=str(data_dir))
         return present
+    chosen = named_scenarios(names)
+    for short in chosen:
+        if short not in present:
+            raise DataError(
+                f"scenario {short} has no data file here", path=str(scenario_file(data_dir, short))
+            )
+    return chosen
+
+
+def named_scenarios(names: str | Iterable[str]) -> list[str]:
+    """The scenarios a `--scenarios` value names (short names, each once), or one `DataError`
+    for what is wrong whatever the data: nothing named, or a name the benchmark does not have
+    (a suite file is checked by this when read, before any experiment plays)."""
     wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
     wanted = [n for n in wanted if n]
     if not wanted:
         known = ", ".join(scenario_names())
         raise DataError(f"no scenario named in {names!r}; choose from {known}")
-    chosen = []
+    chosen: list[str] = []
     for name in wanted:
         short = lookup(name)
         if short is None:
             known = ", ".join(scenario_names())
             raise DataError(f"unknown scenario {name!r}; choose from {known}")
-        if short not in present:
-            raise DataError(
-                f"scenario {short} has no data file here", path=str(scenario_file(data_dir, short))
-            )
         if short not in chosen:
             chosen.append(short)
     return chosen

@@ -52,7 +52,7 @@ from proactivebench.report.measures import (
     unreadable_warnings,
 )
 from proactivebench.report.outcome import ReportOutcome
-from proactivebench.report.published import PaperComparison, compare_with_paper
+from proactivebench.report.published import PaperComparison, compare_with_paper, contradicted
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
@@ -318,6 +318,12 @@ class PaperOptions:
         figures = compare_with_figures(all_measures)
         placed = {id(p.run) for c in tables for p in c.placed}
         placed |= {id(run) for c in figures for run, _ in c.runs}
+        for measures in all_measures:
+            if contradicted(measures.run):
+                outcome.notes.append(
+                    f"--paper: {measures.run.label} is not placed in {measures.run.counterpart} "
+                    "(its suite entry's `published`): its settings are not that table's"
+                )
         for measures in all_measures if unplaced else []:
             if id(measures.run) not in placed:
                 outcome.notes.append(

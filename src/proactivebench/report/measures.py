@@ -499,21 +499,35 @@ def unreadable_warnings(measures: RunMeasures) -> list[str]:
 def earlier_verdicts_warning(run: Run) -> str | None:
     """A warning naming the scenarios where lines are scored by an earlier judge's verdict:
     `judge RUN_DIR` keeps a verdict its judge could not replace (`judge_error`), while
-    run.json names the new judge. Any such line makes the rates a mix of two judges, which
-    the table alone cannot show; or None."""
+    run.json names the new judge; a `judge` killed after writing run.json and before the
+    results leaves every line so (each line's settings name its judge). Any such line makes
+    the rates a mix of two judges, which the table alone cannot show; or None."""
+    judge = run.settings.get("judge")
     counts = {
-        name: sum(1 for line in lines if line.get("judge_error") and not line.get("error"))
+        name: sum(1 for line in lines if _earlier_verdict(line, judge))
         for name, lines in run.by_scenario.items()
     }
     found = [f"{name} ({count})" for name, count in counts.items() if count]
     if not found:
         return None
     return (
-        f"{sum(counts.values())} line(s) keep an earlier judge's verdict, which the judge "
-        f"run.json names could not replace (see judge_error in results.jsonl), in "
+        f"{sum(counts.values())} line(s) keep an earlier judge's verdict, not the verdict of "
+        f"the judge run.json names (it could not replace them: see judge_error in "
+        f"results.jsonl; or a judging stopped before writing its results), in "
         f"{', '.join(found)}: their rates mix two judges; rerun `proactivebench judge` with "
         "the same --judge to retry those lines"
     )
+
+
+def _earlier_verdict(line: dict[str, Any], judge: Any) -> bool:
+    """Whether a finished line holds the verdict of another judge than `judge` (run.json's)."""
+    if line.get("error"):
+        return False
+    if line.get("judge_error"):
+        return True
+    settings = line.get("settings")
+    given = settings.get("judge") if isinstance(settings, dict) else None
+    return given is not None and judge is not None and given != judge
 
 
 def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:

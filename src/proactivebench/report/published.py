@@ -13,7 +13,7 @@ The published numbers come from `paper.paper_table` as transcribed; nothing is r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from proactivebench.paper import (
 from proactivebench.protocol import official_filter_ids
 from proactivebench.registry import by_stem
 from proactivebench.report.measures import RunMeasures
-from proactivebench.report.runs import Run, labelled_settings
+from proactivebench.report.runs import Run, labelled
 from proactivebench.report.tables import MISSING, Cell, Table
 from proactivebench.stats import Interval
 
@@ -66,17 +66,46 @@ def counterpart(run: Run) -> str | None:
     """The paper's table of runs like `run` (`COUNTERPARTS`); None for settings the paper
     tabulates nowhere (history, ICL, CoT, a filter of one's own, two settings at once)."""
     if run.counterpart is not None:  # said by the caller (a suite's experiment)
-        return run.counterpart if run.counterpart in COUNTERPARTS.values() else None
-    settings = run.settings
-    mode = "oeg" if run.oeg else str(settings.get("mode") or "mcqa")
-    if settings.get("filter") or settings.get("filter_digest"):
+        if run.counterpart not in COUNTERPARTS.values() or contradicted(run):
+            return None
+        return run.counterpart
+    return table_of(_mode(run), run.settings, all_samples=unfiltered(run))
+
+
+def contradicted(run: Run) -> bool:
+    """Whether the table the caller placed `run` in (a suite's `published`) is not one runs
+    of its recorded settings stand beside: it is placed in none rather than ranked among
+    models played otherwise (a suite.json written by hand, or before its entries were
+    checked). Either filter counts: run.json does not record `--all-samples`."""
+    given = run.counterpart
+    if given is None or given not in COUNTERPARTS.values():
+        return False
+    mode = _mode(run)
+    return all(table_of(mode, run.settings, all_samples=b) != given for b in (False, True))
+
+
+def _mode(run: Run) -> str:
+    return "oeg" if run.oeg else str(run.settings.get("mode") or "mcqa")
+
+
+def table_of(mode: str, settings: Mapping[str, Any], *, all_samples: bool) -> str | None:
+    """The paper's table of runs of `mode` whose run.json records `settings` (`COUNTERPARTS`)
+    and that played samples the official filter drops or not (`all_samples`: `unfiltered`):
+    the one rule, for a run (`counterpart`) and for a suite's experiment before it plays."""
+    if own_filter(settings):
         return None  # a test set of one's own: no table of the paper
-    marks = [k for k in labelled_settings(run) if k != "mode"]
-    if unfiltered(run):
+    marks = [k for k in labelled(settings) if k != "mode"]
+    if all_samples:
         marks.append("all_samples")
     if len(marks) > 1:
         return None
     return COUNTERPARTS.get((mode, marks[0] if marks else None))
+
+
+def own_filter(settings: Mapping[str, Any]) -> bool:
+    """Whether a run played a test set of its own (`--filter`: run.json records the digest of
+    its ids under `filter`, or `filter_digest`)."""
+    return bool(settings.get("filter") or settings.get("filter_digest"))
 
 
 def unfiltered(run: Run) -> bool:

@@ -9,7 +9,7 @@ of models, not models).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +22,11 @@ from proactivebench.report.published import (
     PUBLISHED,
     YOURS,
     figure_name,
+    own_filter,
     unfiltered,
     value_of,
 )
-from proactivebench.report.runs import Run, labelled_settings
+from proactivebench.report.runs import Run, labelled
 from proactivebench.report.tables import MISSING, Cell, Table
 
 #: The settings a figure's runs may have besides the one that defines them: the paper resized
@@ -40,14 +41,21 @@ _ICL_PANELS = {1: "(a)", 3: "(b)"}
 def figure_counterpart(run: Run) -> tuple[str, str] | None:
     """(figure, the prefix of its printed rows for this run) for a plain MCQA run with
     `--history` (Fig. 8) or `--icl 1`/`--icl 3` (Fig. 9); None otherwise."""
-    settings = run.settings
     if run.counterpart is not None and run.counterpart not in _FIGURES.values():
         return None  # the caller placed it elsewhere (a suite's experiment)
-    if run.oeg or str(settings.get("mode") or "mcqa") != "mcqa":
+    if run.oeg:
         return None
-    if settings.get("filter_digest") or unfiltered(run):
+    return figure_of(run.settings, all_samples=unfiltered(run))
+
+
+def figure_of(settings: Mapping[str, Any], *, all_samples: bool) -> tuple[str, str] | None:
+    """`figure_counterpart` of a run whose run.json records `settings`: the one rule, for a
+    run and for a suite's experiment before it is played."""
+    if str(settings.get("mode") or "mcqa") != "mcqa":
         return None
-    marks = [k for k in labelled_settings(run) if k != "mode"]
+    if own_filter(settings) or all_samples:
+        return None
+    marks = [k for k in labelled(settings) if k != "mode"]
     for setting, figure in _FIGURES.items():
         if setting in marks and set(marks) - {setting} <= _ALLOWED[setting]:
             if setting == "icl":

@@ -221,7 +221,12 @@ def is_plain(run: Run) -> bool:
 
 def labelled_settings(run: Run) -> list[str]:
     """The settings that set `run` apart, by name ("hint", "mode"...): those a label shows."""
-    settings = run.settings
+    return labelled(run.settings)
+
+
+def labelled(settings: Mapping[str, Any]) -> list[str]:
+    """`labelled_settings` of a run whose run.json records `settings` (also of one not played
+    yet: a suite's experiment, `EvalSettings.identity()`)."""
     return [key for key, show in _LABELLED if show(settings.get(key))]
 
 

@@ -34,7 +34,7 @@ from proactivebench.errors import (
     RunMismatchError,
     WriteError,
 )
-from proactivebench.metrics import Summary, summarize
+from proactivebench.metrics import Summary, summarize, unread_problem
 from proactivebench.paths import open_to_read, open_to_write, read_file, refuse_link, write_whole
 from proactivebench.registry import scenario_names
 from proactivebench.results import (
@@ -277,6 +277,8 @@ def _recorded_problem(line: dict[str, Any], settings: dict[str, Any], **named: s
     """`line_problem` for a line whose shape has passed (`numbered_lines` checked it: every
     resume and report reads each line once)."""
     problem = settings_problem(line, settings, **named)
+    if problem is None:
+        problem = unread_problem(line)
     if problem is None and line["scenario"] not in scenario_names():
         problem = f"scenario {line['scenario']!r} is not one of {', '.join(scenario_names())}"
     return problem

@@ -47,6 +47,7 @@ from proactivebench.rundir import (
     write_run_config,
     write_summary,
 )
+from proactivebench.selected import selection_of
 from proactivebench.settings import RunOptions, run_options
 
 #: The results file that `rejudge` replaced, kept beside the new one (one generation back).
@@ -194,7 +195,8 @@ def rejudge(
         outcome.previous = _keep_previous(out, judge)
         write_results(out / RESULTS, ordered)
         history = [*provenance_of(identity), provenance.stamped()]
-        write_run_config(out, without_provenance(identity), history)
+        selection = selection_of(identity, run / RUN_CONFIG)
+        write_run_config(out, without_provenance(identity), history, selection)
         write_summary(out, outcome.summary)
         (out / JUDGED_SO_FAR).unlink(missing_ok=True)
     return outcome

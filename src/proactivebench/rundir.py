@@ -46,6 +46,7 @@ from proactivebench.results import (
     settings_problem,
     shape_problem,
 )
+from proactivebench.selected import SELECTION, Selection, selection_of
 from proactivebench.texts import dumps, loads, shown_json
 
 log = logging.getLogger(__name__)
@@ -228,7 +229,7 @@ def run_lines(
     path = run_dir / RESULTS
     settings = config.get("settings")
     settings = settings if isinstance(settings, dict) else {}
-    known = known or (lambda scenario, sample_id: True)
+    not_held = _not_held(run_dir, config, known)
     out = RunLines()
     kept: list[tuple[int, dict[str, Any]]] = []
     for number, line, problem in numbered_lines(path):
@@ -236,8 +237,8 @@ def run_lines(
             problem = f"not a result line ({problem})"
         else:
             problem = _recorded_problem(line, settings)
-        if problem is None and not known(line["scenario"], line["sample_id"]):
-            problem = f"the data holds no {line['scenario']} sample {line['sample_id']}"
+        if problem is None:
+            problem = not_held(line["scenario"], line["sample_id"])
         if problem is not None:
             out.rejected.append(f"{path}:{number}: {problem}; not counted")
         else:
@@ -258,6 +259,26 @@ def run_lines(
             )
     out.lines = latest_results(line for _, line in kept if result_key(line) not in conflicting)
     return out
+
+
+def _not_held(
+    run_dir: Path, config: dict[str, Any], known: Callable[[str, int], bool] | None
+) -> Callable[[str, int], str | None]:
+    """Why the run cannot hold an episode (None when it can): the data does not hold it
+    (`known`, with the data at hand), or, without the data, the selection run.json records
+    did not choose it (a run recorded before it was written: any episode)."""
+    if known is not None:
+        held = known
+        why = "the data holds no {} sample {}"
+    else:
+        selection = selection_of(config, run_dir / RUN_CONFIG)
+        if selection is None:
+            return lambda scenario, sample_id: None
+        held = selection.holds
+        why = "{} sample {} was not selected by this run (run.json's selection)"
+    return lambda scenario, sample_id: (
+        None if held(scenario, sample_id) else why.format(scenario, sample_id)
+    )
 
 
 def line_problem(line: Any, settings: dict[str, Any], **named: str) -> str | None:
@@ -506,16 +527,29 @@ def refuse_orphan_lines(out_dir: Path) -> None:
 
 
 def write_run_config(
-    out_dir: Path, identity: dict[str, Any], provenance: list[dict[str, Any]]
+    out_dir: Path,
+    identity: dict[str, Any],
+    provenance: list[dict[str, Any]],
+    selection: Selection | None = None,
 ) -> None:
-    """Write `run.json`: the identity, then what is recorded about each invocation."""
-    config = {**identity, PROVENANCE: provenance} if provenance else identity
+    """Write `run.json`: the identity, then what the run selected (`selected.Selection`) and
+    what is recorded about each invocation."""
+    config = dict(identity)
+    if selection is not None:
+        config[SELECTION] = selection.to_json()
+    if provenance:
+        config[PROVENANCE] = provenance
     write_whole(out_dir / RUN_CONFIG, dumps(config, indent=2) + "\n")
 
 
+#: The run.json keys that record what a run did, not what it is: never compared on resume
+#: or merge.
+RECORDS = (PROVENANCE, SELECTION)
+
+
 def without_provenance(config: dict[str, Any]) -> dict[str, Any]:
-    """A `run.json` as the run's identity: what a resume compares."""
-    return {k: v for k, v in config.items() if k != PROVENANCE}
+    """A `run.json` as the run's identity: what a resume compares (without `RECORDS`)."""
+    return {k: v for k, v in config.items() if k not in RECORDS}
 
 
 def provenance_of(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -608,8 +642,10 @@ def merge_runs(
     shards: list[tuple[Path, dict[str, Any] | None]] = []
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     history: list[dict[str, Any]] = []
+    configs: list[dict[str, Any]] = []
     for run in map(Path, run_dirs):
         config = read_run_config(run)
+        configs.append(config)
         history += provenance_of(config)
         _tell_if_stopped_short(run, provenance_of(config), out_dir)
         config = without_provenance(config)
@@ -629,8 +665,10 @@ def merge_runs(
         )
     if gaps:
         log.warning("partial merge: %s", "; ".join(gaps))
-    for run, _ in shards:
-        found = run_lines(run, identity or {})
+    for (run, _), config in zip(shards, configs, strict=True):
+        # Each shard's lines against its own selection: a line of another shard's slice
+        # pasted in is named, not merged.
+        found = run_lines(run, config)
         for rejected in found.rejected:
             log.warning("%s", rejected)
         for result in found.lines:
@@ -644,12 +682,24 @@ def merge_runs(
         history.sort(key=lambda entry: str(entry.get("started", "")))
         # A merge again (`replace`) records the provenance of the shards as they are now.
         if check_run_dir(out, identity or {}) is None or replace:
-            write_run_config(out, identity or {}, history)
+            write_run_config(out, identity or {}, history, _merged_selection(configs))
         ordered = sorted(merged.values(), key=result_order)
         write_results(out / RESULTS, ordered)
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))
         write_summary(out, summary)
     return summary
+
+
+def _merged_selection(configs: Sequence[dict[str, Any]]) -> Selection | None:
+    """What the merged shards selected together (no shard); None when one of them did not
+    record it (a run begun before run.json recorded its selection)."""
+    selections = [selection_of(c) for c in configs]
+    if not selections or any(s is None for s in selections):
+        return None
+    whole = Selection()
+    for selection in selections:
+        whole = whole.joined(selection, None)  # type: ignore[arg-type]
+    return whole
 
 
 def _tell_if_stopped_short(

@@ -146,3 +146,21 @@ def test_a_damaged_selection_is_named(data: Path, tmp_path: Path, capsys) -> Non
     code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
     assert code == 1 and "Traceback" not in text
     assert "run.json is damaged: its selection cannot be read ('0-x' is not" in text
+
+
+def test_eval_refuses_to_resume_over_a_line_its_selection_never_chose(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """ROD sample 1 is in the data, but the run chose only sample 0 (--limit 1): a line of
+    it pasted in would be counted by eval's table (n 2) and left out by report (n 1)."""
+    run = tmp_path / "run"
+    play(data, run, capsys, "--scenarios", "ROD", "--limit", "1")
+    first = read_results(run / "results.jsonl")[0]
+    append(run, [{**first, "sample_id": 1}])
+    (run / ".finished.json").unlink(missing_ok=True)
+    code, text = run_cli(
+        eval_args(data, run, "--no-report", "--scenarios", "ROD", "--limit", "1"), capsys
+    )
+    assert code == 1 and "Traceback" not in text
+    assert "results.jsonl:2: ROD sample 1 was not selected by this run" in " ".join(text.split())
+    assert [x["sample_id"] for x in load_run(run).lines] == [0]

@@ -221,7 +221,9 @@ def run_lines(
 ) -> RunLines:
     """The counted and the rejected lines of `run_dir`'s results (see `RunLines`), given its
     `run.json` (`config`). `known(scenario, sample_id)` says whether the data holds an
-    episode; without it, only a scenario the benchmark does not have is refused.
+    episode; with the data at hand or not, an episode the selection `config` records
+    (`selected.Selection`) did not choose is refused (a run.json without one: only a scenario
+    the benchmark does not have).
 
     Every reader that counts (eval's resume and table, judge, report, merge) takes its lines from
     here, so that a line pasted from another run or hand-edited is left out by all of them
@@ -265,20 +267,20 @@ def _not_held(
     run_dir: Path, config: dict[str, Any], known: Callable[[str, int], bool] | None
 ) -> Callable[[str, int], str | None]:
     """Why the run cannot hold an episode (None when it can): the data does not hold it
-    (`known`, with the data at hand), or, without the data, the selection run.json records
-    did not choose it (a run recorded before it was written: any episode)."""
-    if known is not None:
-        held = known
-        why = "the data holds no {} sample {}"
-    else:
-        selection = selection_of(config, run_dir / RUN_CONFIG)
-        if selection is None:
-            return lambda scenario, sample_id: None
-        held = selection.holds
-        why = "{} sample {} was not selected by this run (run.json's selection)"
-    return lambda scenario, sample_id: (
-        None if held(scenario, sample_id) else why.format(scenario, sample_id)
-    )
+    (`known`, with the data at hand), or the selection run.json records did not choose it
+    (a run recorded before the selection was: any episode the data holds)."""
+    selection = selection_of(config, run_dir / RUN_CONFIG)
+
+    def not_held(scenario: str, sample_id: int) -> str | None:
+        if known is not None and not known(scenario, sample_id):
+            return f"the data holds no {scenario} sample {sample_id}"
+        if selection is not None and not selection.holds(scenario, sample_id):
+            return (
+                f"{scenario} sample {sample_id} was not selected by this run (run.json's selection)"
+            )
+        return None
+
+    return not_held
 
 
 def line_problem(line: Any, settings: dict[str, Any], **named: str) -> str | None:

@@ -174,7 +174,7 @@ async def _prepare(
         refuse_orphan_lines(out)
         lines: list[dict[str, Any]] = []
     else:
-        found = run_lines(out, identity, known)
+        found = run_lines(out, previous, known)  # its identity, and what it selected before
         refuse_rejected(
             found.rejected,
             f"cannot resume {out}: its results hold lines that are not this run's. Move them "

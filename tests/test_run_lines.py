@@ -305,3 +305,34 @@ def test_an_open_ended_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
     found = run_lines(tmp_path / "run", {"settings": {"mode": "oeg"}})
     assert [x["sample_id"] for x in found.lines] == [1]
     assert "generation must be a text, not 5" in found.rejected[0]
+
+
+def test_a_judged_turn_without_a_verdict_is_named_not_counted_as_0(tmp_path: Path) -> None:
+    """Multi-turn open-ended lines, each one judged turn naming the category (turns with cp:
+    100 %): a turn whose category_prediction was taken out would have counted as 0 (50 %)."""
+    from proactivebench.metrics import OEG_MULTITURN_METRICS, values_by_metric
+    from proactivebench.rundir import run_lines
+
+    settings = {"mode": "oeg-multiturn"}
+    turn = {"turn": 1, "valid_answers_text": "1. cat", "proactive_suggestion": 0}
+    lines = [
+        {
+            "scenario": "QD",
+            "sample_id": sample_id,
+            "correct": True,
+            "num_turns": 1,
+            "trace": [{**turn, "category_prediction": 1} if sample_id else turn],
+            "end_reason": "correct",
+            "settings": settings,
+        }
+        for sample_id in (0, 1)
+    ]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"model": "m", "settings": settings}))
+    rewrite(run, lines)
+    found = run_lines(run, {"settings": settings})
+    turn_cp = next(m for m in OEG_MULTITURN_METRICS if m.key == "turn_cp")
+    assert values_by_metric([turn_cp], found.lines)["turn_cp"] == [100.0]
+    assert len(found.rejected) == 1
+    assert "results.jsonl:1: lacks turn 1's category_prediction, which" in found.rejected[0]

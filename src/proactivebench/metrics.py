@@ -216,6 +216,9 @@ class Metric:
     #: The fields of a scored line its value reads: a line without one of them is not
     #: counted by it (never as 0), and a reader names such a line (`unread_fields`).
     reads: tuple[str, ...] = ()
+    #: The same for each judged turn of a multi-turn open-ended line (one with the state's
+    #: `valid_answers_text`): a finished line with a judged turn without them is named.
+    turn_reads: tuple[str, ...] = ()
 
     def text(self, value: float) -> str:
         """A value as every table shows it."""
@@ -431,6 +434,7 @@ OEG_MULTITURN_METRICS = (
         "first-turn ps %",
         _first_turn("proactive_suggestion"),
         higher_is_better=None,
+        turn_reads=("proactive_suggestion",),
         doc="first answers the judge found to hold a proactive suggestion (OEG's ps, asked "
         "at the first turn)",
     ),
@@ -438,6 +442,7 @@ OEG_MULTITURN_METRICS = (
         "first_turn_cp",
         "first-turn cp %",
         _first_turn("category_prediction"),
+        turn_reads=("category_prediction",),
         doc="first answers the judge found to name the correct category (OEG's cp)",
     ),
     Metric(
@@ -445,6 +450,7 @@ OEG_MULTITURN_METRICS = (
         "turns with ps %",
         _turn_share("proactive_suggestion"),
         higher_is_better=None,
+        turn_reads=("proactive_suggestion",),
         doc="per episode, the share of its judged turns holding a proactive suggestion; "
         "averaged over episodes",
     ),
@@ -452,6 +458,7 @@ OEG_MULTITURN_METRICS = (
         "turn_cp",
         "turns with cp %",
         _turn_share("category_prediction"),
+        turn_reads=("category_prediction",),
         doc="per episode, the share of its judged turns naming the correct category; averaged "
         "over episodes",
     ),
@@ -527,7 +534,13 @@ def unread_fields(line: Line) -> list[str]:
         return []
     metrics = OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
     wanted = dict.fromkeys(key for m in metrics for key in m.reads)
-    return [key for key in wanted if key not in line]
+    missing = [key for key in wanted if key not in line]
+    per_turn = dict.fromkeys(key for m in metrics for key in m.turn_reads)
+    trace = line.get("trace")
+    for number, turn in enumerate(trace if isinstance(trace, list) else [], 1):
+        if isinstance(turn, Mapping) and "valid_answers_text" in turn:
+            missing += [f"turn {number}'s {key}" for key in per_turn if key not in turn]
+    return missing
 
 
 def unread_problem(line: Line) -> str | None:
@@ -536,7 +549,12 @@ def unread_problem(line: Line) -> str | None:
     if not missing:
         return None
     metrics = OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
-    reading = [m for m in metrics if set(m.reads) & set(missing)]
+    reading = [
+        m
+        for m in metrics
+        if set(m.reads) & set(missing)
+        or any(name.endswith(f"'s {key}") for key in m.turn_reads for name in missing)
+    ]
     readers = [m.heading for m in reading if m.table == "run"]
     if any(m.table == "actions" for m in reading):
         readers.append("the action distribution")

@@ -209,6 +209,20 @@ def test_a_line_without_end_reason_is_named_not_counted_as_not_abstaining(
     assert "results.jsonl:1: lacks end_reason" in json.dumps(report)
 
 
+def test_a_line_without_its_correct_category_is_named(data: Path, tmp_path: Path, capsys) -> None:
+    """The action distribution reads the episode's correct_category (a refused intervention
+    is told from a wrong category by it)."""
+    run = tmp_path / "run"
+    first, second = abstain_run(data, run, capsys)
+    rewrite(run, [first, {k: v for k, v in second.items() if k != "correct_category"}])
+    loaded = load_run(run)
+    assert [x["sample_id"] for x in loaded.lines] == [first["sample_id"]]
+    assert (
+        "results.jsonl:2: lacks correct_category, which the action distribution read"
+        in loaded.rejected[0]
+    )
+
+
 def test_a_line_written_before_lines_recorded_their_settings_still_counts(
     data: Path, tmp_path: Path, capsys
 ) -> None:
@@ -323,6 +337,7 @@ def test_a_judged_turn_without_a_verdict_is_named_not_counted_as_0(tmp_path: Pat
             "num_turns": 1,
             "trace": [{**turn, "category_prediction": 1} if sample_id else turn],
             "end_reason": "correct",
+            "correct_category": "cat",
             "settings": settings,
         }
         for sample_id in (0, 1)

@@ -314,7 +314,7 @@ MCQA_METRICS = (
             over=over,
             summarized=True,
             table="actions",
-            reads=("trace", "end_reason"),
+            reads=("trace", "end_reason", "correct_category"),
             doc=f"{what} whose answer chose {meaning} (docs/protocol.md §9)",
         )
         for prefix, where, over, what in (

@@ -188,6 +188,8 @@ def test_oeg_run_gives_the_hand_computed_rates_and_judge_reruns_without_the_mode
         assert all(s.agreement == 100.0 for s in outcome.summary.scenarios.values())
         asked = len(fake.chat_requests)
         assert asked == 15 * (1 + 3)  # one generation and three votes per episode
+        selected = json.loads((run / "run.json").read_text())["selection"]
+        assert sum(s["selected"] for s in selected["scenarios"].values()) == 15
         # Judge again, in place: the same rates; no generation is asked for.
         code, text = run_cli(
             ["judge", str(run), "--judge", f"openai:judge@{fake.url}", "--no-cache"], capsys
@@ -203,6 +205,7 @@ def test_oeg_run_gives_the_hand_computed_rates_and_judge_reruns_without_the_mode
         assert (summary["scenarios"][short]["ps"], summary["scenarios"][short]["cp"]) == (ps, cp)
     config = json.loads((run / "run.json").read_text())
     assert config["settings"]["mode"] == "oeg" and config["settings"]["judge"]["votes"] == 1
+    assert config["selection"] == selected  # judging keeps what the run selected
 
 
 def test_oeg_needs_a_judge_and_mcqa_takes_none(data: Path, tmp_path: Path, capsys) -> None:

@@ -182,3 +182,172 @@ def test_a_turn_field_the_report_reads_of_the_wrong_shape_is_named_not_a_traceba
         "demonstrations must be a list of objects, not [5]"
     )
     assert shape_problem({**first, "demonstrations": [{"turns": first["trace"]}]}) is None
+
+
+def rewrite(run: Path, lines: list[dict]) -> None:
+    """Replace the run's results with `lines` (a hand edit)."""
+    (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (run / ".finished.json").unlink(missing_ok=True)
+
+
+def test_a_line_without_end_reason_is_named_not_counted_as_not_abstaining(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """The abstaining baseline abstains on every episode (abstained 100 %): a line whose
+    end_reason was taken out would have counted as an episode that did not abstain (50 %)."""
+    run = tmp_path / "run"
+    first, second = abstain_run(data, run, capsys)
+    assert first["end_reason"] == second["end_reason"] == "abstained"
+    rewrite(run, [{k: v for k, v in first.items() if k != "end_reason"}, second])
+    loaded = load_run(run)
+    assert [x["sample_id"] for x in loaded.lines] == [second["sample_id"]]
+    assert len(loaded.rejected) == 1
+    assert "results.jsonl:1: lacks end_reason, which abstained %" in loaded.rejected[0]
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0 and "lacks end_reason" in text
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert "results.jsonl:1: lacks end_reason" in json.dumps(report)
+
+
+def test_a_line_without_its_correct_category_is_named(data: Path, tmp_path: Path, capsys) -> None:
+    """The action distribution reads the episode's correct_category (a refused intervention
+    is told from a wrong category by it)."""
+    run = tmp_path / "run"
+    first, second = abstain_run(data, run, capsys)
+    rewrite(run, [first, {k: v for k, v in second.items() if k != "correct_category"}])
+    loaded = load_run(run)
+    assert [x["sample_id"] for x in loaded.lines] == [first["sample_id"]]
+    assert (
+        "results.jsonl:2: lacks correct_category, which the action distribution read"
+        in loaded.rejected[0]
+    )
+
+
+def test_a_line_written_before_lines_recorded_their_settings_still_counts(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Lines of the first version recorded neither settings nor end_reason: they count, and
+    a rate that reads end_reason leaves them out instead of reading them as 0."""
+    from proactivebench.metrics import MCQA_METRICS, rate_of, values_by_metric
+
+    run = tmp_path / "run"
+    first, second = abstain_run(data, run, capsys)
+    old = [
+        {k: v for k, v in x.items() if k not in ("end_reason", "settings")} for x in (first, second)
+    ]
+    rewrite(run, [old[0], second])
+    loaded = load_run(run)
+    assert len(loaded.lines) == 2 and not loaded.rejected
+    abstained = next(m for m in MCQA_METRICS if m.key == "abstained")
+    assert rate_of(abstained, values_by_metric([abstained], loaded.lines)["abstained"]) == 100.0
+    assert values_by_metric([abstained], old)["abstained"] == []  # no value, not 0
+
+
+def oeg_run(run: Path, lines: list[dict]) -> None:
+    """An open-ended run written by hand: run.json and `lines`."""
+    run.mkdir()
+    settings = {"mode": "oeg"}
+    (run / "run.json").write_text(json.dumps({"model": "m", "settings": settings}))
+    rewrite(run, [{"prompt": "What?", "settings": settings, **x} for x in lines])
+
+
+def verdicts(sample_id: int, ps: int, cp: int) -> dict:
+    return {
+        "scenario": "QD",
+        "sample_id": sample_id,
+        "proactive_suggestion": ps,
+        "category_prediction": cp,
+        "aggregate": ps | cp,
+        "judge_agreement": 1.0,
+    }
+
+
+def test_an_open_ended_line_without_a_verdict_is_named_not_counted_as_0(
+    tmp_path: Path,
+) -> None:
+    """Two answers with a suggestion, one naming only the category: ps 66.7 %. Without its
+    proactive_suggestion the first line would have made ps 33.3 % beside aggregate 100 %."""
+    from proactivebench.metrics import summarize
+    from proactivebench.rundir import run_lines
+
+    run = tmp_path / "run"
+    lines = [verdicts(0, 1, 0), verdicts(1, 1, 0), verdicts(2, 0, 1)]
+    oeg_run(run, lines)
+    whole = summarize(run_lines(run, {"settings": {"mode": "oeg"}}).lines).scenarios["QD"]
+    assert (whole.n, round(whole.ps or 0, 1), whole.aggregate) == (3, 66.7, 100.0)
+    del lines[0]["proactive_suggestion"]
+    oeg_run(tmp_path / "edited", lines)
+    found = run_lines(tmp_path / "edited", {"settings": {"mode": "oeg"}})
+    score = summarize(found.lines).scenarios["QD"]
+    assert (score.n, score.ps, score.cp, score.aggregate) == (2, 50.0, 50.0, 100.0)
+    assert len(found.rejected) == 1
+    assert "results.jsonl:1: lacks proactive_suggestion, which ps % read" in found.rejected[0]
+
+
+@pytest.mark.parametrize(
+    ("where", "field", "value", "why"),
+    [
+        ("line", "end_reason", 5, "end_reason must be a text, not 5"),
+        ("line", "correct_category", ["a"], "correct_category must be a text, not ['a']"),
+        ("turn", "answer", [1], "turn 1: answer must be a text, not [1]"),
+        ("turn", "verdict", None, "turn 1: verdict must be a text, not None"),
+        ("turn", "options", "ab", "turn 1: options must be a list of texts, not 'ab'"),
+        ("turn", "latency_s", "1", "turn 1: latency_s must be a number, not '1'"),
+    ],
+)
+def test_every_field_a_writer_types_is_checked_where_lines_are_read(
+    data: Path, tmp_path: Path, capsys, where: str, field: str, value: object, why: str
+) -> None:
+    """A field of another type than every writer gives it (each typed in `results`' record
+    classes) is named and not counted, where it used to pass into the tables."""
+    run = tmp_path / "run"
+    first, second = abstain_run(data, run, capsys)
+    if where == "turn":
+        first = {**first, "trace": [{**first["trace"][0], field: value}]}
+    else:
+        first = {**first, field: value}
+    rewrite(run, [first, second])
+    loaded = load_run(run)
+    assert len(loaded.lines) == 1 and len(loaded.rejected) == 1
+    assert f"results.jsonl:1: not a result line ({why})" in loaded.rejected[0]
+
+
+def test_an_open_ended_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
+    from proactivebench.rundir import run_lines
+
+    oeg_run(tmp_path / "run", [{**verdicts(0, 1, 0), "generation": 5}, verdicts(1, 1, 0)])
+    found = run_lines(tmp_path / "run", {"settings": {"mode": "oeg"}})
+    assert [x["sample_id"] for x in found.lines] == [1]
+    assert "generation must be a text, not 5" in found.rejected[0]
+
+
+def test_a_judged_turn_without_a_verdict_is_named_not_counted_as_0(tmp_path: Path) -> None:
+    """Multi-turn open-ended lines, each one judged turn naming the category (turns with cp:
+    100 %): a turn whose category_prediction was taken out would have counted as 0 (50 %)."""
+    from proactivebench.metrics import OEG_MULTITURN_METRICS, values_by_metric
+    from proactivebench.rundir import run_lines
+
+    settings = {"mode": "oeg-multiturn"}
+    turn = {"turn": 1, "valid_answers_text": "1. cat", "proactive_suggestion": 0}
+    lines = [
+        {
+            "scenario": "QD",
+            "sample_id": sample_id,
+            "correct": True,
+            "num_turns": 1,
+            "trace": [{**turn, "category_prediction": 1} if sample_id else turn],
+            "end_reason": "correct",
+            "correct_category": "cat",
+            "settings": settings,
+        }
+        for sample_id in (0, 1)
+    ]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"model": "m", "settings": settings}))
+    rewrite(run, lines)
+    found = run_lines(run, {"settings": settings})
+    turn_cp = next(m for m in OEG_MULTITURN_METRICS if m.key == "turn_cp")
+    assert values_by_metric([turn_cp], found.lines)["turn_cp"] == [100.0]
+    assert len(found.rejected) == 1
+    assert "results.jsonl:1: lacks turn 1's category_prediction, which" in found.rejected[0]

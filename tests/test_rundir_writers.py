@@ -256,8 +256,10 @@ def test_run_json_records_provenance_that_a_resume_never_compares(
     second = json.loads((run / "run.json").read_text())
     assert second["provenance"][0] == entry
     assert second["provenance"][1]["episodes_written"] == EPISODES - 7
-    identity = {k: v for k, v in first.items() if k != "provenance"}
-    assert {k: v for k, v in second.items() if k != "provenance"} == identity
+    # What the run selected is a record too (a larger selection resumes the run).
+    identity = {k: v for k, v in first.items() if k not in ("provenance", "selection")}
+    assert {k: v for k, v in second.items() if k not in ("provenance", "selection")} == identity
+    assert second["selection"]["scenarios"]["ROD"] == {"available": 2, "selected": 2, "ids": "0-1"}
 
 
 def test_run_json_records_what_a_reasoning_model_was_sent(

@@ -34,7 +34,7 @@ from proactivebench.scenarios.actions import is_abstention
 # ----- the score of one episode ----------------------------------------------------------------
 #
 # A score is on the scale shown: 100 or 0 for a percentage, a count for the ps rate. A line
-# missing a field scores as if it were 0.
+# without a field its metric reads (`Metric.reads`) is not scored by that metric, never as 0.
 
 Line = Mapping[str, Any]
 
@@ -213,6 +213,12 @@ class Metric:
     #: The report table that shows it: "run" (the run's table) or "actions" (the action
     #: distribution's own tables).
     table: str = "run"
+    #: The fields of a scored line its value reads: a line without one of them is not
+    #: counted by it (never as 0), and a reader names such a line (`unread_fields`).
+    reads: tuple[str, ...] = ()
+    #: The same for each judged turn of a multi-turn open-ended line (one with the state's
+    #: `valid_answers_text`): a finished line with a judged turn without them is named.
+    turn_reads: tuple[str, ...] = ()
 
     def text(self, value: float) -> str:
         """A value as every table shows it."""
@@ -245,6 +251,7 @@ MCQA_METRICS = (
         accuracy_score,
         headline=True,
         interval=True,
+        reads=("correct",),
         doc="episodes that ended on the correct category",
     ),
     Metric(
@@ -255,6 +262,7 @@ MCQA_METRICS = (
         headline=True,
         interval=True,
         axis_label="ps rate (suggestions / episode)",
+        reads=("num_turns",),
         doc="mean number of proactive suggestions (accepted interventions) per episode; "
         "a count, not a percentage",
     ),
@@ -262,12 +270,14 @@ MCQA_METRICS = (
         "first_turn_accuracy",
         "first-turn acc %",
         lambda x: 100.0 * _first_correct(x),
+        reads=("trace",),
         doc="episodes answered correctly at the first turn, without asking",
     ),
     Metric(
         "accuracy_after_asking",
         "acc after asking %",
         lambda x: accuracy_score(x) if _asked(x) else None,
+        reads=("trace", "correct"),
         doc="accuracy among the episodes with at least one request",
     ),
     Metric(
@@ -275,6 +285,7 @@ MCQA_METRICS = (
         "asked %",
         lambda x: 100.0 * _asked(x),
         higher_is_better=None,
+        reads=("trace",),
         doc="episodes with at least one proactive request",
     ),
     Metric(
@@ -282,6 +293,7 @@ MCQA_METRICS = (
         "abstained %",
         lambda x: 100.0 * (x.get("end_reason") == "abstained"),
         higher_is_better=None,
+        reads=("end_reason",),
         doc='episodes that ended on an abstaining option ("I cannot tell")',
     ),
     Metric(
@@ -289,6 +301,7 @@ MCQA_METRICS = (
         "unreadable %",
         lambda x: 100.0 * (x.get("end_reason") == "unreadable"),
         higher_is_better=False,
+        reads=("end_reason",),
         doc="episodes that ended on an answer designating no shown option: a format the "
         "protocol cannot read",
     ),
@@ -301,6 +314,7 @@ MCQA_METRICS = (
             over=over,
             summarized=True,
             table="actions",
+            reads=("trace", "end_reason", "correct_category"),
             doc=f"{what} whose answer chose {meaning} (docs/protocol.md §9)",
         )
         for prefix, where, over, what in (
@@ -321,6 +335,7 @@ MCQA_METRICS = (
         higher_is_better=None,
         summarized=True,
         table="actions",
+        reads=("end_reason",),
         doc="episodes that kept choosing proactive options until the step limit ended them "
         "(end_reason step_limit; the paper's blind asking, §4.3)",
     ),
@@ -333,6 +348,7 @@ OEG_METRICS = (
         ps_score,
         headline=True,
         interval=True,
+        reads=("proactive_suggestion",),
         doc="answers the judge found to hold a proactive suggestion",
     ),
     Metric(
@@ -341,6 +357,7 @@ OEG_METRICS = (
         cp_score,
         headline=True,
         interval=True,
+        reads=("category_prediction",),
         doc="answers the judge found to name the correct category",
     ),
     Metric(
@@ -349,6 +366,7 @@ OEG_METRICS = (
         aggregate_score,
         headline=True,
         interval=True,
+        reads=("aggregate",),
         doc="answers with either",
     ),
     Metric(
@@ -416,6 +434,7 @@ OEG_MULTITURN_METRICS = (
         "first-turn ps %",
         _first_turn("proactive_suggestion"),
         higher_is_better=None,
+        turn_reads=("proactive_suggestion",),
         doc="first answers the judge found to hold a proactive suggestion (OEG's ps, asked "
         "at the first turn)",
     ),
@@ -423,6 +442,7 @@ OEG_MULTITURN_METRICS = (
         "first_turn_cp",
         "first-turn cp %",
         _first_turn("category_prediction"),
+        turn_reads=("category_prediction",),
         doc="first answers the judge found to name the correct category (OEG's cp)",
     ),
     Metric(
@@ -430,6 +450,7 @@ OEG_MULTITURN_METRICS = (
         "turns with ps %",
         _turn_share("proactive_suggestion"),
         higher_is_better=None,
+        turn_reads=("proactive_suggestion",),
         doc="per episode, the share of its judged turns holding a proactive suggestion; "
         "averaged over episodes",
     ),
@@ -437,6 +458,7 @@ OEG_MULTITURN_METRICS = (
         "turn_cp",
         "turns with cp %",
         _turn_share("category_prediction"),
+        turn_reads=("category_prediction",),
         doc="per episode, the share of its judged turns naming the correct category; averaged "
         "over episodes",
     ),
@@ -487,14 +509,56 @@ def values_by_metric(metrics: Iterable[Metric], lines: Sequence[Line]) -> dict[s
     counts. The items of each `over` are drawn once for all the metrics that count them: the
     rates over turns' choices read each turn's answer once, not once per rate (summary.json
     has eight such rates, computed at the end of every run)."""
-    drawn: dict[Callable[[Line], Sequence[Line]], list[Line]] = {}
+    drawn: dict[tuple[Callable[[Line], Sequence[Line]], tuple[str, ...]], list[Line]] = {}
     values = {}
     for metric in metrics:
-        items = drawn.get(metric.over)
+        items = drawn.get((metric.over, metric.reads))
         if items is None:
-            items = drawn[metric.over] = [item for line in lines for item in metric.over(line)]
+            items = drawn[metric.over, metric.reads] = [
+                item for line in lines if _holds(line, metric.reads) for item in metric.over(line)
+            ]
         values[metric.key] = [v for v in map(metric.value, items) if v is not None]
     return values
+
+
+def _holds(line: Line, fields: tuple[str, ...]) -> bool:
+    return all(key in line for key in fields)
+
+
+def unread_fields(line: Line) -> list[str]:
+    """The fields the metrics of a scored line's kind read (`Metric.reads`) that it lacks:
+    such a line would score 0 where it says nothing. Lines that record their `settings`
+    come from writers that always wrote every one of them; an older line (no `settings`) is
+    taken as it is, each metric counting it only where it has the fields."""
+    if line.get("error") is not None or "settings" not in line:
+        return []
+    metrics = OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
+    wanted = dict.fromkeys(key for m in metrics for key in m.reads)
+    missing = [key for key in wanted if key not in line]
+    per_turn = dict.fromkeys(key for m in metrics for key in m.turn_reads)
+    trace = line.get("trace")
+    for number, turn in enumerate(trace if isinstance(trace, list) else [], 1):
+        if isinstance(turn, Mapping) and "valid_answers_text" in turn:
+            missing += [f"turn {number}'s {key}" for key in per_turn if key not in turn]
+    return missing
+
+
+def unread_problem(line: Line) -> str | None:
+    """`unread_fields` as a reader names them: which fields, and which rates read them."""
+    missing = unread_fields(line)
+    if not missing:
+        return None
+    metrics = OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
+    reading = [
+        m
+        for m in metrics
+        if set(m.reads) & set(missing)
+        or any(name.endswith(f"'s {key}") for key in m.turn_reads for name in missing)
+    ]
+    readers = [m.heading for m in reading if m.table == "run"]
+    if any(m.table == "actions" for m in reading):
+        readers.append("the action distribution")
+    return f"lacks {', '.join(missing)}, which {', '.join(readers)} read"
 
 
 def rate_of(metric: Metric, values: Sequence[float]) -> float | None:

@@ -47,6 +47,7 @@ from proactivebench.rundir import (
     write_run_config,
     write_summary,
 )
+from proactivebench.selected import Selection, selection_of
 from proactivebench.settings import RunOptions, run_options
 
 #: The results file that `rejudge` replaced, kept beside the new one (one generation back).
@@ -192,7 +193,10 @@ def rejudge(
             (out / JUDGED_SO_FAR).unlink(missing_ok=True)
             return outcome
         history = [*provenance_of(identity), provenance.stamped()]
-        outcome.previous = _finish(out, judge, identity, history, ordered, outcome.summary)
+        selection = selection_of(identity, run / RUN_CONFIG)
+        outcome.previous = _finish(
+            out, judge, identity, history, selection, ordered, outcome.summary
+        )
     return outcome
 
 
@@ -201,6 +205,7 @@ def _finish(
     judge: Judge,
     identity: dict[str, Any],
     history: list[dict[str, Any]],
+    selection: Selection | None,
     ordered: list[dict[str, Any]],
     summary: Summary,
 ) -> Path | None:
@@ -211,7 +216,7 @@ def _finish(
     then the results, the summary, and last the journal removed (until then a rerun takes its
     verdicts). Returns where the results before this judge are kept."""
     previous = _keep_previous(out, judge)
-    write_run_config(out, without_provenance(identity), history)
+    write_run_config(out, without_provenance(identity), history, selection)
     write_results(out / RESULTS, ordered)
     write_summary(out, summary)
     (out / JUDGED_SO_FAR).unlink(missing_ok=True)

@@ -12,6 +12,8 @@ episode was played and scored with the whole text.
 from __future__ import annotations
 
 import math
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -290,6 +292,73 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON value has the type a record's field declares (`hint`): a whole number
+    is never a bool, a number may be a whole one, a list's items fit its item type."""
+    if hint is Any:
+        return True
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_fits(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return _is_int(value)
+    if hint is float:
+        return _is_finite(value)
+    if hint is str:
+        return isinstance(value, str)
+    origin = typing.get_origin(hint) or hint
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0] if args else Any) for v in value)
+    if origin is dict or (isinstance(hint, type) and hint.__module__ == __name__):
+        return isinstance(value, dict)  # an object: its own fields are checked apart
+    return True
+
+
+def _kind_name(hint: Any) -> str:
+    """How a message names a field's type: "a whole number", "a list of texts", ..."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is list:
+        return f"a list of {_KIND_NAMES.get(args[0], ('', 'objects'))[1]}"
+    if len(args) == 1 and typing.get_origin(hint) is not dict:
+        return _kind_name(args[0])  # X | None
+    return _KIND_NAMES.get(hint, ("an object", ""))[0]
+
+
+#: A type as one value and as the items of a list.
+_KIND_NAMES: dict[Any, tuple[str, str]] = {
+    bool: ("true or false", "true or false values"),
+    int: ("a whole number", "whole numbers"),
+    float: ("a number", "numbers"),
+    str: ("a text", "texts"),
+}
+
+
+def _fields_problem(record: Mapping[str, Any], kind: type, where: str = "") -> str | None:
+    """The first field of `record` whose value is not of the type `kind` (a record class
+    here) declares for it: every field a writer gives a type is read by some table or
+    metric as that type (`"num_turns": "3"`, `"end_reason": 5`, `"answer": [1]`)."""
+    hints = _hints(kind)
+    for key, value in record.items():
+        hint = hints.get(key)
+        if hint is not None and not _fits(value, hint):
+            return f"{where}{key} must be {_kind_name(hint)}, not {_shown(value)}"
+    return None
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(kind: type) -> dict[str, Any]:
+    """The declared type of each field of a record class, resolved once."""
+    if kind not in _HINTS:
+        _HINTS[kind] = typing.get_type_hints(kind)
+    return _HINTS[kind]
+
+
 def shape_problem(line: Any) -> str | None:
     """Why a parsed line cannot be a result line (None when it can): the fields every reader
     counts or indexes have the type and range the writers give them, so that a hand-edited or
@@ -305,7 +374,9 @@ def shape_problem(line: Any) -> str | None:
         return f"error must be a string, not {_shown(line['error'])}"
     if line.get("settings") is not None and not isinstance(line["settings"], dict):
         return f"settings must be an object, not {_shown(line['settings'])}"
-    return _oeg_problem(line) if is_oeg_line(line) else _mcqa_problem(line)
+    if is_oeg_line(line):
+        return _oeg_problem(line) or _fields_problem(line, OEGResult)
+    return _mcqa_problem(line) or _fields_problem(line, EpisodeResult)
 
 
 def _request_problem(request: dict[str, Any], where: str = "") -> str | None:
@@ -360,7 +431,8 @@ def _mcqa_problem(line: dict[str, Any]) -> str | None:
     if not isinstance(trace, list) or not all(isinstance(t, dict) for t in trace):
         return f"trace must be a list of turns (objects), not {_shown(trace)}"
     for number, turn in enumerate(trace, 1):
-        problem = _request_problem(turn, f"turn {number}: ")
+        where = f"turn {number}: "
+        problem = _request_problem(turn, where) or _fields_problem(turn, TurnRecord, where)
         if problem is not None:
             return problem
     return _demonstrations_problem(line)

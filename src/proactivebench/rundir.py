@@ -34,7 +34,7 @@ from proactivebench.errors import (
     RunMismatchError,
     WriteError,
 )
-from proactivebench.metrics import Summary, summarize
+from proactivebench.metrics import Summary, summarize, unread_problem
 from proactivebench.paths import open_to_read, open_to_write, read_file, refuse_link, write_whole
 from proactivebench.registry import scenario_names
 from proactivebench.results import (
@@ -46,6 +46,7 @@ from proactivebench.results import (
     settings_problem,
     shape_problem,
 )
+from proactivebench.selected import SELECTION, Selection, selection_of
 from proactivebench.texts import dumps, loads, shown_json
 
 log = logging.getLogger(__name__)
@@ -220,7 +221,9 @@ def run_lines(
 ) -> RunLines:
     """The counted and the rejected lines of `run_dir`'s results (see `RunLines`), given its
     `run.json` (`config`). `known(scenario, sample_id)` says whether the data holds an
-    episode; without it, only a scenario the benchmark does not have is refused.
+    episode; with the data at hand or not, an episode the selection `config` records
+    (`selected.Selection`) did not choose is refused (a run.json without one: only a scenario
+    the benchmark does not have).
 
     Every reader that counts (eval's resume and table, judge, report, merge) takes its lines from
     here, so that a line pasted from another run or hand-edited is left out by all of them
@@ -228,7 +231,7 @@ def run_lines(
     path = run_dir / RESULTS
     settings = config.get("settings")
     settings = settings if isinstance(settings, dict) else {}
-    known = known or (lambda scenario, sample_id: True)
+    not_held = _not_held(run_dir, config, known)
     out = RunLines()
     kept: list[tuple[int, dict[str, Any]]] = []
     for number, line, problem in numbered_lines(path):
@@ -236,8 +239,8 @@ def run_lines(
             problem = f"not a result line ({problem})"
         else:
             problem = _recorded_problem(line, settings)
-        if problem is None and not known(line["scenario"], line["sample_id"]):
-            problem = f"the data holds no {line['scenario']} sample {line['sample_id']}"
+        if problem is None:
+            problem = not_held(line["scenario"], line["sample_id"])
         if problem is not None:
             out.rejected.append(f"{path}:{number}: {problem}; not counted")
         else:
@@ -260,6 +263,26 @@ def run_lines(
     return out
 
 
+def _not_held(
+    run_dir: Path, config: dict[str, Any], known: Callable[[str, int], bool] | None
+) -> Callable[[str, int], str | None]:
+    """Why the run cannot hold an episode (None when it can): the data does not hold it
+    (`known`, with the data at hand), or the selection run.json records did not choose it
+    (a run recorded before the selection was: any episode the data holds)."""
+    selection = selection_of(config, run_dir / RUN_CONFIG)
+
+    def not_held(scenario: str, sample_id: int) -> str | None:
+        if known is not None and not known(scenario, sample_id):
+            return f"the data holds no {scenario} sample {sample_id}"
+        if selection is not None and not selection.holds(scenario, sample_id):
+            return (
+                f"{scenario} sample {sample_id} was not selected by this run (run.json's selection)"
+            )
+        return None
+
+    return not_held
+
+
 def line_problem(line: Any, settings: dict[str, Any], **named: str) -> str | None:
     """Why `line` cannot count as a result of a run played with `settings` (None when it can):
     its shape (`shape_problem`), its recorded settings, its scenario. The one rule for lines
@@ -277,6 +300,8 @@ def _recorded_problem(line: dict[str, Any], settings: dict[str, Any], **named: s
     """`line_problem` for a line whose shape has passed (`numbered_lines` checked it: every
     resume and report reads each line once)."""
     problem = settings_problem(line, settings, **named)
+    if problem is None:
+        problem = unread_problem(line)
     if problem is None and line["scenario"] not in scenario_names():
         problem = f"scenario {line['scenario']!r} is not one of {', '.join(scenario_names())}"
     return problem
@@ -507,16 +532,29 @@ def refuse_orphan_lines(out_dir: Path) -> None:
 
 
 def write_run_config(
-    out_dir: Path, identity: dict[str, Any], provenance: list[dict[str, Any]]
+    out_dir: Path,
+    identity: dict[str, Any],
+    provenance: list[dict[str, Any]],
+    selection: Selection | None = None,
 ) -> None:
-    """Write `run.json`: the identity, then what is recorded about each invocation."""
-    config = {**identity, PROVENANCE: provenance} if provenance else identity
+    """Write `run.json`: the identity, then what the run selected (`selected.Selection`) and
+    what is recorded about each invocation."""
+    config = dict(identity)
+    if selection is not None:
+        config[SELECTION] = selection.to_json()
+    if provenance:
+        config[PROVENANCE] = provenance
     write_whole(out_dir / RUN_CONFIG, dumps(config, indent=2) + "\n")
 
 
+#: The run.json keys that record what a run did, not what it is: never compared on resume
+#: or merge.
+RECORDS = (PROVENANCE, SELECTION)
+
+
 def without_provenance(config: dict[str, Any]) -> dict[str, Any]:
-    """A `run.json` as the run's identity: what a resume compares."""
-    return {k: v for k, v in config.items() if k != PROVENANCE}
+    """A `run.json` as the run's identity: what a resume compares (without `RECORDS`)."""
+    return {k: v for k, v in config.items() if k not in RECORDS}
 
 
 def provenance_of(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -609,8 +647,10 @@ def merge_runs(
     shards: list[tuple[Path, dict[str, Any] | None]] = []
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     history: list[dict[str, Any]] = []
+    configs: list[dict[str, Any]] = []
     for run in map(Path, run_dirs):
         config = read_run_config(run)
+        configs.append(config)
         history += provenance_of(config)
         _tell_if_stopped_short(run, provenance_of(config), out_dir)
         config = without_provenance(config)
@@ -630,8 +670,10 @@ def merge_runs(
         )
     if gaps:
         log.warning("partial merge: %s", "; ".join(gaps))
-    for run, _ in shards:
-        found = run_lines(run, identity or {})
+    for (run, _), config in zip(shards, configs, strict=True):
+        # Each shard's lines against its own selection: a line of another shard's slice
+        # pasted in is named, not merged.
+        found = run_lines(run, config)
         for rejected in found.rejected:
             log.warning("%s", rejected)
         for result in found.lines:
@@ -645,12 +687,24 @@ def merge_runs(
         history.sort(key=lambda entry: str(entry.get("started", "")))
         # A merge again (`replace`) records the provenance of the shards as they are now.
         if check_run_dir(out, identity or {}) is None or replace:
-            write_run_config(out, identity or {}, history)
+            write_run_config(out, identity or {}, history, _merged_selection(configs))
         ordered = sorted(merged.values(), key=result_order)
         write_results(out / RESULTS, ordered)
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))
         write_summary(out, summary)
     return summary
+
+
+def _merged_selection(configs: Sequence[dict[str, Any]]) -> Selection | None:
+    """What the merged shards selected together (no shard); None when one of them did not
+    record it (a run begun before run.json recorded its selection)."""
+    selections = [selection_of(c) for c in configs]
+    if not selections or any(s is None for s in selections):
+        return None
+    whole = Selection()
+    for selection in selections:
+        whole = whole.joined(selection, None)  # type: ignore[arg-type]
+    return whole
 
 
 def _tell_if_stopped_short(

@@ -52,7 +52,13 @@ from proactivebench.rundir import (
     write_summary,
 )
 from proactivebench.scenarios import Episode
-from proactivebench.selection import choose_episodes, select_records, selection_stamp
+from proactivebench.selected import Selection, played_keys, selection_of
+from proactivebench.selection import (
+    choose_episodes,
+    recorded_selection,
+    select_records,
+    selection_stamp,
+)
 from proactivebench.settings import EvalSettings, RunOptions, run_options
 
 # Names this module exported before the run's jobs had modules of their own, kept for
@@ -141,6 +147,8 @@ class _Run:
     stamp: dict[str, Any] = field(default_factory=dict)
     #: Whether the data holds an episode (`run_lines`).
     known: Callable[[str, int], bool] | None = None
+    #: What the run selected, this invocation and the earlier ones (run.json's `selection`).
+    selection: Selection | None = None
 
 
 async def _prepare(
@@ -166,7 +174,7 @@ async def _prepare(
         refuse_orphan_lines(out)
         lines: list[dict[str, Any]] = []
     else:
-        found = run_lines(out, identity, known)
+        found = run_lines(out, previous, known)  # its identity, and what it selected before
         refuse_rejected(
             found.rejected,
             f"cannot resume {out}: its results hold lines that are not this run's. Move them "
@@ -183,7 +191,32 @@ async def _prepare(
         judge.model.bind_images(chosen.images)
     history = provenance_of(previous) if previous is not None else []
     records = chosen.dataset.records
-    return _Run(chosen.episodes, todo, model, out, records, judge, identity, history, stamp, known)
+    selection = _whole_selection(recorded_selection(root, chosen, shard), previous, lines, out)
+    return _Run(
+        chosen.episodes,
+        todo,
+        model,
+        out,
+        records,
+        judge,
+        identity,
+        history,
+        stamp,
+        known,
+        selection,
+    )
+
+
+def _whole_selection(
+    mine: Selection, previous: dict[str, Any] | None, lines: list[dict[str, Any]], out: Path
+) -> Selection:
+    """What the run selected with this invocation: what run.json recorded before, or, for a
+    run begun before it was recorded, the episodes of its lines (each checked against the
+    data); with this invocation's selection, whose counts of what the data offers are now's."""
+    if previous is None:
+        return mine
+    before = selection_of(previous, out / RUN_CONFIG) or played_keys(map(result_key, lines))
+    return before.joined(mine, mine.shard)
 
 
 def _held_by(root: Path, dataset: Dataset) -> Callable[[str, int], bool]:
@@ -216,7 +249,8 @@ class _Session:
 
     def _write(self) -> None:
         entry = self.provenance.stamped()
-        write_run_config(self.run.out, self.run.identity, [*self.run.history, entry])
+        history = [*self.run.history, entry]
+        write_run_config(self.run.out, self.run.identity, history, self.run.selection)
 
     def end(self, *, failed: BaseException | None = None) -> None:
         """Close the results and record the end; a run stopped by `failed` says so in

@@ -22,6 +22,7 @@ from proactivebench.data.layout import (
     SUFFIX,
     Dataset,
     PathGuard,
+    is_synthetic,
     load_dataset,
     scenario_file,
 )
@@ -31,6 +32,7 @@ from proactivebench.records import Record
 from proactivebench.registry import make_episode
 from proactivebench.rundir import file_stamp
 from proactivebench.scenarios import Episode
+from proactivebench.selected import ScenarioSelection, Selection
 from proactivebench.settings import EvalSettings, declared
 from proactivebench.texts import dumps
 
@@ -131,6 +133,24 @@ def choose_episodes(
     if problems:
         raise DataErrors(problems)
     return Chosen(dataset, episodes, store)
+
+
+def recorded_selection(
+    root: Path, chosen: Chosen, shard: tuple[int, int] | None = None
+) -> Selection:
+    """What `chosen` selected, for run.json (`selected.Selection`): per loaded scenario, the
+    samples the data offers under the scenario and filter choice (before `--limit` and the
+    shard's slice) and the ids of the episodes chosen."""
+    ids: dict[str, set[int]] = {name: set() for name in chosen.dataset.records}
+    for episode in chosen.episodes:
+        ids.setdefault(episode.scenario, set()).add(episode.record.id)
+    scenarios = {
+        name: ScenarioSelection(
+            len({r.id for r in chosen.dataset.records.get(name, ())}), frozenset(found)
+        )
+        for name, found in ids.items()
+    }
+    return Selection(scenarios, shard, is_synthetic(root))
 
 
 class DataChecks:

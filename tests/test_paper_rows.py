@@ -526,3 +526,104 @@ def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     assert len(marks) == len(tables)
     assert len(set(marks.values())) == len(tables), marks
     assert not set(marks.values()) & {plots.scenario_marker(s) for s in paper_scenarios()}
+
+
+# ----- issue 45, item 4: a run that is not comparable is said so, and not ranked ----------
+
+
+def _llava_at_half(root: Path, name: str = "llava", **config: object) -> Path:
+    """LLaVA-1.5 7B, ROD 44 of 88 (50 %; the paper prints 12.5): ranked and checked when it
+    is comparable (`test_the_interval_check_in_the_report`)."""
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    run = write_run(root, name, lines, "hf:llava-hf/llava-1.5-7b-hf")
+    if config:
+        recorded = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**recorded, **config}))
+    return run
+
+
+def _not_ranked(report: dict, tmp_path: Path, out: str = "rep") -> tuple[dict, list[str]]:
+    """The run's entry in Table 1 (acc), after checking it has no rank and no verdict, sorts
+    after every published row and says why; returns it and the table's notes."""
+    entry = report["paper"]["paper-table1-acc"]
+    [placed] = entry["runs"]
+    assert placed["not_comparable"], placed
+    for column, cell in placed["cells"].items():
+        assert "rank" not in cell and "inside" not in cell, column
+    rod = placed["cells"]["ROD"]
+    assert rod["value"] == 50.0 and rod["paper"] == 12.5  # shown, the paper's beside it
+    rows = _csv(tmp_path, "paper-table1-acc", out=out)
+    # The run's rows last, after the 22 published and the mean of Fig. 3's models.
+    assert all("published" in r["source"] for r in rows[:23])
+    assert rows[23]["source"] == "yours"
+    assert rows[24]["model"].endswith(": not ranked") and rows[24]["ROD"] == ""  # CSV: empty
+    markdown = (tmp_path / out / "report.md").read_text()
+    assert "12.5 not compared" in markdown and "12.5 outside" not in markdown
+    section = markdown.split("### accuracy % among the paper's models")[1].split("###")[0]
+    notes = [n for n in report["notes"] if "not comparable" in n]
+    assert notes and "not comparable with the published rows" in section
+    return placed, notes
+
+
+def test_a_run_on_generated_data_is_not_ranked(tmp_path: Path) -> None:
+    """Before: a synthetic run was ranked among the published models and its values checked
+    against its model's, and "synthetic" appeared nowhere in the report."""
+    run = _llava_at_half(tmp_path)
+    (tmp_path / "no-data").mkdir()
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")  # what data synth writes
+    placed, notes = _not_ranked(_report(tmp_path, run, paper=True), tmp_path)
+    assert placed["not_comparable"] == ["generated data (data synth), not the paper's"]
+    assert "generated data" in notes[0]
+    assert "generated data" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_the_selection_recorded_in_run_json_says_partial(tmp_path: Path) -> None:
+    """run.json's `selection` (what the run selected): fewer samples selected than the data
+    offers (--limit), fewer episodes scored than selected (stopped), one shard of several;
+    `synthetic` as recorded, with no data directory at hand."""
+    full = {"ROD": {"available": 88, "selected": 88, "ids": "..."}}
+    cases = {
+        "limited": (
+            {"scenarios": {"ROD": {"available": 120, "selected": 88}}, "shard": None},
+            "partial: ROD 88 of 120 samples selected",
+        ),
+        "stopped": (
+            {"scenarios": {"ROD": {"available": 100, "selected": 100}}, "shard": None},
+            "partial: ROD 88 of 100 selected episodes scored",
+        ),
+        "shard": ({"scenarios": full, "shard": [1, 4]}, "partial: one shard (1 of 4)"),
+        "synthetic": (
+            {"scenarios": full, "shard": None, "synthetic": True},
+            "generated data (data synth), not the paper's",
+        ),
+    }
+    for name, (selection, reason) in cases.items():
+        run = _llava_at_half(tmp_path, name, selection=selection)
+        placed, _ = _not_ranked(_report(tmp_path, run, paper=True, out=name), tmp_path, name)
+        assert [r[: len(reason)] for r in placed["not_comparable"]] == [reason], name
+    # The whole selection scored, on the paper's data: ranked and checked as before.
+    run = _llava_at_half(tmp_path, "whole", selection={"scenarios": full, "shard": None})
+    [placed] = _report(tmp_path, run, paper=True, out="whole")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == []
+    assert placed["cells"]["ROD"]["inside"] is False and placed["cells"]["ROD"]["rank"] == 2
+
+
+def test_a_table_the_settings_contradict_places_no_run(tmp_path: Path) -> None:
+    """A suite's experiment named `published = "table1_mcqa"` with `hint = true` (its
+    suite.json, written before the suite file was checked for it): the run is not ranked
+    among Table 1's zero-shot models; a line says why."""
+    from proactivebench.report.layout import Layout
+
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    run = write_run(tmp_path, "hinted", lines, "m", {"hint": True})
+    layout = Layout.of({run: "table1_mcqa"})
+    report = _report(tmp_path, run, paper=True, layout=layout)
+    assert "paper" not in report  # in no table: Table 7 is not what its caller named
+    [note] = [n for n in report["notes"] if "left out" in n]
+    assert "named for Table 1" in note and "Table 7's" in note and "hint" in note
+    # Table 4 named for a plain run (--all-samples is not recorded): its settings agree.
+    plain = write_run(tmp_path, "plain", lines, "m")
+    report = _report(
+        tmp_path, plain, paper=True, layout=Layout.of({plain: "table4_unfiltered"}), out="p"
+    )
+    assert report["paper"]["paper-table4-acc"]["runs"][0]["not_comparable"] == []

@@ -36,6 +36,7 @@ from proactivebench.paths import (
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
+from proactivebench.report.comparable import contradiction, not_comparable
 from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.layout import Layout
 from proactivebench.report.measures import (
@@ -52,7 +53,7 @@ from proactivebench.report.measures import (
     unreadable_warnings,
 )
 from proactivebench.report.outcome import ReportOutcome
-from proactivebench.report.published import PaperComparison, compare_with_paper
+from proactivebench.report.published import PaperComparison, compare_with_paper, unranked_note
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
@@ -318,10 +319,18 @@ class PaperOptions:
         figures = compare_with_figures(all_measures)
         placed = {id(p.run) for c in tables for p in c.placed}
         placed |= {id(run) for c in figures for run, _ in c.runs}
-        for measures in all_measures if unplaced else []:
-            if id(measures.run) not in placed:
+        for measures in all_measures:
+            run = measures.run
+            misplaced = contradiction(run)
+            if misplaced is not None and id(run) not in placed:
                 outcome.notes.append(
-                    f"--paper: {measures.run.label} has no counterpart in the paper (its "
+                    f"--paper: {run.label} is left out of the paper's tables: {misplaced}"
+                )
+            elif id(run) in placed and not_comparable(run):
+                outcome.notes.append(f"--paper: {unranked_note(run.label, not_comparable(run))}")
+            elif unplaced and id(run) not in placed:
+                outcome.notes.append(
+                    f"--paper: {run.label} has no counterpart in the paper (its "
                     "settings match none of Tables 1, 2, 4, 6, 7, 9, 10 and Figs. 8, 9)"
                 )
         return [*tables, *figures]

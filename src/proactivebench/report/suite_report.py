@@ -58,6 +58,7 @@ def write_suite_report(
     report = report_dir or out_dir / REPORT_DIR
     layout = Layout.of(
         {runs[e["id"]]: e["published"] for e in entries if isinstance(e.get("published"), str)},
+        limits=_limits(entries, runs, limit),
         preface=(experiments_table(entries, runs, statuses, report),),
         note=partial_note(limit) if isinstance(limit, int) else None,
     )
@@ -131,6 +132,17 @@ def partial_note(limit: int) -> str:
         f"experiments table gives each run's), where the paper scored every sample ({counts} "
         "after its filter)."
     )
+
+
+def _limits(entries: list[dict[str, Any]], runs: Mapping[str, Path], limit: Any) -> dict[Path, int]:
+    """Each experiment's `--limit` as suite.json keeps it (entries written before they kept
+    their own: the record's), for `report.comparable.partial`."""
+    found = {}
+    for entry in entries:
+        own = entry.get("limit", limit)
+        if isinstance(own, int) and not isinstance(own, bool):
+            found[runs[entry["id"]]] = own
+    return found
 
 
 def _relative(target: Path, report: Path) -> str:

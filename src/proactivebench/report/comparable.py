@@ -1,0 +1,162 @@
+"""Whether a run can stand beside the paper's published rows: the one place that decides it.
+
+A run is ranked among the paper's models, and its values checked against its model's
+published ones, only when nothing it recorded makes the comparison meaningless. What does
+(`not_comparable`):
+
+- **generated data**: run.json's `selection.synthetic`, or (older runs) a `synth_manifest.json`
+  in the run's data directory (`data synth`): other images, other answers;
+- **partial**: fewer episodes than the data offers: `selection` records per scenario what the
+  data offered (`available`) and what the run selected (`selected`: fewer under `--limit`),
+  and the shard a launched rank played; fewer scored lines than selected (a stopped run,
+  episodes that ended in an error); for runs recorded before `selection`, the `--limit` a
+  suite says its experiment was played with (`suite.json`);
+- **settings the table does not have**: a caller (a suite's experiment) may name the paper's
+  table a run stands beside, where the settings cannot tell (an `--all-samples` run is not
+  recorded as one); a name the run's settings contradict (`hint = true` placed in Table 1,
+  zero-shot) is not followed (`said_table`).
+
+Every surface that sets a run beside the published models (`report --paper`'s tables and
+plots, a suite's report) asks here; such a run is shown with the reasons and without a rank
+or an inside/outside verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from proactivebench.data.layout import is_synthetic
+from proactivebench.report.runs import Run, labelled_settings
+
+#: The paper's tables by the kind of run: (mode, the setting that sets the run apart, or None
+#: for none) -> the key in paper_results.json.
+COUNTERPARTS: dict[tuple[str, str | None], str] = {
+    ("mcqa", None): "table1_mcqa",
+    ("mcqa", "hint"): "table7_hint",
+    ("mcqa", "reference"): "table6_oracle",
+    ("mcqa", "all_samples"): "table4_unfiltered",
+    ("oeg", None): "table2_oeg",
+    ("oeg", "hint"): "table9_oeg_hint",
+    ("oeg-multiturn", None): "table10_multiturn_oeg",
+}
+#: A table a caller may name where the settings name another: Table 4 is Table 1's setting on
+#: every sample (run.json does not record `--all-samples`), Table 8 is Table 2's twin.
+_SAME_SETTINGS = {"table4_unfiltered": "table1_mcqa", "table8_oeg_agg": "table2_oeg"}
+
+
+def run_mode(run: Run) -> str:
+    """mcqa, oeg or oeg-multiturn."""
+    return "oeg" if run.oeg else str(run.settings.get("mode") or "mcqa")
+
+
+def settings_table(run: Run, unfiltered: bool = False) -> str | None:
+    """The paper's table of runs with `run`'s settings (`COUNTERPARTS`; `unfiltered`: it
+    played samples the official filter drops); None for settings the paper tabulates nowhere
+    (history, ICL, CoT, a filter of one's own, two settings at once)."""
+    settings = run.settings
+    if settings.get("filter") or settings.get("filter_digest"):
+        return None  # a test set of one's own: no table of the paper
+    marks = [k for k in labelled_settings(run) if k != "mode"]
+    if unfiltered or settings.get("all_samples"):
+        marks.append("all_samples")
+    if len(marks) > 1:
+        return None
+    return COUNTERPARTS.get((run_mode(run), marks[0] if marks else None))
+
+
+def said_table(run: Run) -> str | None:
+    """The table a caller named for `run` (`Run.counterpart`) when its settings agree with it;
+    None when none was named, the name is no table of `COUNTERPARTS`, or the settings
+    contradict it (`contradiction` says how)."""
+    said = run.counterpart
+    if said is None or said not in COUNTERPARTS.values():
+        return None
+    return said if contradiction(run) is None else None
+
+
+def contradiction(run: Run) -> str | None:
+    """Why the table a caller named for `run` is not the table of its settings, or None."""
+    said = run.counterpart
+    if said is None or said not in COUNTERPARTS.values():
+        return None
+    own = settings_table(run)
+    if own in (said, None if said is None else _SAME_SETTINGS.get(said)):
+        return None
+    marks = [k for k in labelled_settings(run) if k != "mode"] or ["none"]
+    where = f"{_table_name(own)}'s" if own is not None else "no table's of the paper"
+    return (
+        f"settings the table does not have: named for {_table_name(said)}, but its settings "
+        f"(mode {run_mode(run)}, {', '.join(marks)}) are {where}"
+    )
+
+
+def _table_name(key: str) -> str:
+    return "Table " + key.split("_", 1)[0].removeprefix("table")
+
+
+def not_comparable(run: Run) -> list[str]:
+    """What makes `run` not comparable with the paper's published rows, each a short reason
+    (generated data, partial, settings the table does not have); empty when nothing does."""
+    reasons = []
+    if synthetic(run):
+        reasons.append("generated data (data synth), not the paper's")
+    reasons += partial(run)
+    contradicted = contradiction(run)
+    if contradicted is not None:
+        reasons.append(contradicted)
+    return reasons
+
+
+def selection(run: Run) -> Mapping[str, Any] | None:
+    """run.json's `selection` (what the run selected), when it has one of the right shape."""
+    found = run.config.get("selection")
+    return found if isinstance(found, dict) else None
+
+
+def synthetic(run: Run) -> bool:
+    """Whether the run played generated data: as `selection` records it, else as its data
+    directory shows (`data synth`'s manifest)."""
+    recorded = (selection(run) or {}).get("synthetic")
+    if isinstance(recorded, bool):
+        return recorded
+    return run.data_dir is not None and is_synthetic(run.data_dir)
+
+
+def partial(run: Run) -> list[str]:
+    """Why the run holds fewer episodes than the data offers (see the module's docstring);
+    empty when it holds them all or, for a run that recorded no selection, when nothing
+    says."""
+    recorded = selection(run)
+    if recorded is None:
+        limit = run.limit
+        return [f"partial: played with --limit {limit}"] if isinstance(limit, int) else []
+    reasons = []
+    shard = recorded.get("shard")
+    if isinstance(shard, list) and len(shard) == 2 and _count(shard[1]) not in (None, 1):
+        reasons.append(f"partial: one shard ({shard[0]} of {shard[1]}) of the selection")
+    scenarios = recorded.get("scenarios")
+    short = _short_scenarios(run, scenarios if isinstance(scenarios, dict) else {})
+    if short:
+        reasons.append("partial: " + ", ".join(short))
+    return reasons
+
+
+def _short_scenarios(run: Run, scenarios: Mapping[str, Any]) -> list[str]:
+    """Per scenario of the selection, what falls short: samples selected of those available,
+    or episodes scored of those selected."""
+    found = []
+    for name, entry in scenarios.items():
+        if not isinstance(entry, dict):
+            continue
+        available, selected = _count(entry.get("available")), _count(entry.get("selected"))
+        scored = sum(1 for line in run.by_scenario.get(name, []) if not line.get("error"))
+        if available is not None and selected is not None and selected < available:
+            found.append(f"{name} {selected} of {available} samples selected")
+        elif selected is not None and scored < selected:
+            found.append(f"{name} {scored} of {selected} selected episodes scored")
+    return found
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -496,6 +496,22 @@ def unreadable_warnings(measures: RunMeasures) -> list[str]:
     return warnings
 
 
+def run_warnings(measures: RunMeasures, named: bool = False) -> list[str]:
+    """Every warning a run's lines give, the same wherever the run is shown or shared (eval's
+    terminal, `report`, a suite's output, report.html and report.md, the Hub card): an empty
+    run, the lines of results.jsonl no count holds (`Run.rejected`), lines scored by an
+    earlier judge, and the unreadable answers and verdicts (`unreadable_warnings`). `named`
+    (beside other runs): those that name no file of the run start with its label."""
+    run = measures.run
+    warnings = []
+    if not run.lines:
+        why = run.left_out() or "results.jsonl is empty"
+        warnings.append(f"{run.run_dir} holds no episodes ({why}): its row is all —")
+    warnings += run.rejected
+    prefix = f"{run.label}: " if named else ""
+    return warnings + [prefix + w for w in unreadable_warnings(measures)]
+
+
 def earlier_verdicts_warning(run: Run) -> str | None:
     """A warning naming the scenarios where lines are scored by an earlier judge's verdict:
     `judge RUN_DIR` keeps a verdict its judge could not replace (`judge_error`), while
@@ -517,9 +533,10 @@ def earlier_verdicts_warning(run: Run) -> str | None:
 
 
 def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
-    """What `eval --no-report` tells of a run besides its scores: the unreadable-answer
-    warnings and each rate's interval, remembered in the note of a complete run
-    (`rundir.FinishedRun`), so that a rerun of it reads no line and resamples nothing."""
+    """What `eval --no-report` (and `paper`/`suite --no-report`, and `push`'s card) tells of a
+    run besides its scores: its warnings (`run_warnings`) and each rate's interval,
+    remembered in the note of a complete run (`rundir.FinishedRun`), so that a rerun of it
+    reads no line and resamples nothing."""
     note = FinishedRun.read(run_dir)
     if note is not None:
         warnings = note.outcome.get("warnings")
@@ -527,7 +544,7 @@ def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
         if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
             return warnings, intervals
     measures = measure_run(load_runs([run_dir])[0])
-    warnings, intervals = unreadable_warnings(measures), intervals_of(measures)
+    warnings, intervals = run_warnings(measures), intervals_of(measures)
     if note is not None:
         with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered
             note.remember(run_dir, "warnings", warnings)

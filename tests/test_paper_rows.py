@@ -627,3 +627,31 @@ def test_a_table_the_settings_contradict_places_no_run(tmp_path: Path) -> None:
         tmp_path, plain, paper=True, layout=Layout.of({plain: "table4_unfiltered"}), out="p"
     )
     assert report["paper"]["paper-table4-acc"]["runs"][0]["not_comparable"] == []
+
+
+def test_a_run_not_comparable_joins_no_rho_with_the_published_models(tmp_path: Path) -> None:
+    """The size correlation with the paper's models (`size_correlation.with_published`, the
+    size plot's rho) is a number made of the run and the published rows: a run on generated
+    data is named apart, in none of it."""
+    from proactivebench.stats import spearman_rho
+
+    run = _made_up(tmp_path)
+    config = json.loads((run / "run.json").read_text())
+    selection = {"scenarios": {}, "shard": None, "synthetic": True}
+    (run / "run.json").write_text(json.dumps({**config, "params": "7B", "selection": selection}))
+    report = _report(tmp_path, run, paper=True)
+    correlation = report["size_correlation"]
+    assert correlation["not_with_published"] == ["openai:my-own-model@http://h:1/v1"]
+    assert correlation["with_published"] == {}  # no run left to set beside them
+    assert (tmp_path / "rep" / "plots" / "size.png").is_file()  # drawn, named apart
+    # Beside a comparable run of another size, the rho with the published models is its own.
+    lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
+    other = write_run(tmp_path, "other", lines, "hf:x/other-3B")
+    published = _report(tmp_path, run, other, paper=True, out="two")["size_correlation"]
+    rows = paper_table("table1_mcqa")["rows"]
+    sizes = {m.name: m.params_b for m in paper_models()}
+    points = [(3.0, 100.0)] + [
+        (sizes[r["model"]], r["cells"]["avg"]["acc"]) for r in rows if sizes[r["model"]]
+    ]
+    expected = spearman_rho([p[0] for p in points], [p[1] for p in points])
+    assert published["with_published"]["accuracy"]["rho"] == pytest.approx(expected)

@@ -30,6 +30,7 @@ from proactivebench.metrics import (
     values_by_metric,
 )
 from proactivebench.paper import published_sizes
+from proactivebench.report.comparable import not_comparable
 from proactivebench.report.runs import Run, is_plain, load_runs
 from proactivebench.rundir import FinishedRun, RunLock
 from proactivebench.stats import (
@@ -413,6 +414,10 @@ def size_correlations(
     keys = {k for m in sized for k, v in m.average.values.items() if v is not None}
     result: dict[str, Any] = {"runs": len(sized)}
     published: dict[str, Any] = {}
+    # A run not comparable with the paper's rows (`comparable`) joins no rho with them.
+    apart = [m for m in sized if with_paper and not_comparable(m.run)]
+    if apart:
+        result["not_with_published"] = [m.run.label for m in apart]
     for key in sorted(keys):
         pairs = [
             (m.run.params_b, m.average.values[key].estimate)  # type: ignore[union-attr]
@@ -422,8 +427,13 @@ def size_correlations(
         if len(sized) > 1:
             result[key] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs])
         paper = [(size, value) for size, value, _ in published_sizes(key)] if with_paper else []
-        if paper:
-            both = [*pairs, *paper]
+        ours = [
+            (m.run.params_b, m.average.values[key].estimate)  # type: ignore[union-attr]
+            for m in sized
+            if m.average.values.get(key) is not None and m not in apart
+        ]
+        if paper and ours:
+            both = [*ours, *paper]
             published[key] = {
                 "rho": spearman_rho([p[0] for p in both], [p[1] for p in both]),
                 "published_points": len(paper),

@@ -20,6 +20,7 @@ from proactivebench import registry
 from proactivebench.metrics import CHOICE_KINDS, metric
 from proactivebench.paper import PAPER_SOURCE, published_sizes
 from proactivebench.registry import scenario_order
+from proactivebench.report.comparable import not_comparable
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.published import published_averages
 from proactivebench.report.text import visible
@@ -565,6 +566,12 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
             "one point per model (its plain-setting run): "
             + ", ".join(m.run.label for m in same_model)
         )
+    # A run not comparable with the paper's rows (`comparable`): drawn, in no rho with them.
+    apart = {m.run.label for m in sized if with_paper and not_comparable(m.run)}
+    if apart:
+        left_out.append(
+            "from rho with the published models (not comparable with them): " + ", ".join(apart)
+        )
     labelled = []
     for ax, key in ((axes[0], second), (axes[1], main)):
         label = metric(key).heading
@@ -600,7 +607,7 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
         ax.margins(x=0.2, y=0.15)
         ax.set_xlabel("parameters (billions, log scale)")
         ax.set_ylabel(label)
-        every = [*points, *paper]
+        every = [*(p for p in points if p[2] not in apart), *paper] if paper else points
         shown = rho_text([p[0] for p in every], [p[1] for p in every], label)
         if paper:
             shown += " (with the published models)"

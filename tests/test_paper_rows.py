@@ -655,3 +655,20 @@ def test_a_run_not_comparable_joins_no_rho_with_the_published_models(tmp_path: P
     ]
     expected = spearman_rho([p[0] for p in points], [p[1] for p in points])
     assert published["with_published"]["accuracy"]["rho"] == pytest.approx(expected)
+
+
+def test_a_run_whose_last_invocation_stopped_is_partial(tmp_path: Path) -> None:
+    """A run recorded before run.json kept its selection, whose last invocation was stopped
+    (a suite's later extension, Ctrl-C, or killed: no end time), holds fewer episodes than
+    it was asked for: not ranked. One whose last invocation ended is."""
+    stops = {
+        "interrupted": {"started": "t", "ended": "t", "stopped_by": "interrupted"},
+        "killed": {"started": "t", "ended": None},
+    }
+    for name, last in stops.items():
+        run = _llava_at_half(tmp_path, name, provenance=[{"started": "t", "ended": "t"}, last])
+        placed, _ = _not_ranked(_report(tmp_path, run, paper=True, out=name), tmp_path, name)
+        assert placed["not_comparable"][0].startswith("partial: its last invocation stopped")
+    run = _llava_at_half(tmp_path, "ended", provenance=[{"started": "t", "ended": "t"}])
+    [placed] = _report(tmp_path, run, paper=True, out="ended")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["ROD"]["rank"] == 2

@@ -10,7 +10,8 @@ published ones, only when nothing it recorded makes the comparison meaningless. 
   data offered (`available`) and what the run selected (`selected`: fewer under `--limit`),
   and the shard a launched rank played; fewer scored lines than selected (a stopped run,
   episodes that ended in an error); for runs recorded before `selection`, the `--limit` a
-  suite says its experiment was played with (`suite.json`);
+  suite says its experiment was played with (`suite.json`) and a last invocation that run.json
+  says was stopped (a suite's later extension, interrupted);
 - **settings the table does not have**: a caller (a suite's experiment) may name the paper's
   table a run stands beside, where the settings cannot tell (an `--all-samples` run is not
   recorded as one); a name the run's settings contradict (`hint = true` placed in Table 1,
@@ -129,8 +130,9 @@ def partial(run: Run) -> list[str]:
     says."""
     recorded = selection(run)
     if recorded is None:
-        limit = run.limit
-        return [f"partial: played with --limit {limit}"] if isinstance(limit, int) else []
+        reasons = [f"partial: played with --limit {run.limit}"] if run.limit is not None else []
+        how = stopped(run.config)
+        return [*reasons, f"partial: its last invocation stopped ({how})"] if how else reasons
     reasons = []
     shard = recorded.get("shard")
     if isinstance(shard, list) and len(shard) == 2 and _count(shard[1]) not in (None, 1):
@@ -140,6 +142,21 @@ def partial(run: Run) -> list[str]:
     if short:
         reasons.append("partial: " + ", ".join(short))
     return reasons
+
+
+def stopped(config: Mapping[str, Any]) -> str | None:
+    """How a run's last invocation was stopped short (run.json's provenance: `stopped_by`,
+    'interrupted' or an error's class; no end time: killed, or still running), or None when
+    it ended (or run.json says nothing of it)."""
+    entries = config.get("provenance")
+    last = entries[-1] if isinstance(entries, list) and entries else None
+    if not isinstance(last, dict) or not last:
+        return None
+    if last.get("stopped_by"):
+        return str(last["stopped_by"])
+    if last.get("ended") is None:
+        return "no end time: killed, or still running"
+    return None
 
 
 def _short_scenarios(run: Run, scenarios: Mapping[str, Any]) -> list[str]:

@@ -22,6 +22,7 @@ from proactivebench.paper import paper_results
 from proactivebench.paths import read_file
 from proactivebench.registry import scenario_order
 from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
+from proactivebench.report.comparable import stopped
 from proactivebench.report.layout import Layout
 from proactivebench.report.tables import Cell, Table
 from proactivebench.rundir import RESULTS, RUN_CONFIG, latest_results, read_results
@@ -172,21 +173,13 @@ def _episodes(run: Path) -> tuple[dict[str, int], int]:
 
 
 def _stopped(run: Path) -> str | None:
-    """How the run's last invocation was stopped short (run.json's provenance: `stopped_by`,
-    'interrupted' or an error's class; no end time: killed, or still running), or None when
-    it ended: the experiments table must not call such a run "done"."""
+    """How the run's last invocation was stopped short (`comparable.stopped`), or None when it
+    ended: the experiments table must not call such a run "done"."""
     try:
-        entries = loads(read_file(run / RUN_CONFIG).decode("utf-8")).get("provenance") or []
-        last = entries[-1] if entries else {}
-    except (OSError, ValueError, AttributeError, TypeError):
+        config = loads(read_file(run / RUN_CONFIG).decode("utf-8"))
+    except (OSError, ValueError):
         return None
-    if not isinstance(last, dict) or not last:
-        return None
-    if last.get("stopped_by"):
-        return str(last["stopped_by"])
-    if last.get("ended") is None:
-        return "no end time: killed, or still running"
-    return None
+    return stopped(config) if isinstance(config, dict) else None
 
 
 def _model(run: Path) -> str:

@@ -672,3 +672,34 @@ def test_a_run_whose_last_invocation_stopped_is_partial(tmp_path: Path) -> None:
     run = _llava_at_half(tmp_path, "ended", provenance=[{"started": "t", "ended": "t"}])
     [placed] = _report(tmp_path, run, paper=True, out="ended")["paper"]["paper-table1-acc"]["runs"]
     assert placed["not_comparable"] == [] and placed["cells"]["ROD"]["rank"] == 2
+
+
+def test_a_figure_the_settings_contradict_places_no_run_and_says_so(tmp_path: Path) -> None:
+    """A suite's experiment named `published = "fig8_history"` without history (hint
+    instead): in no table or figure, and a line says why (it was left out without a word)."""
+    from proactivebench.report.layout import Layout
+
+    lines = [mcqa_line("ROD", s, i < 2, 0) for i, s in enumerate(sample_ids("ROD", 4))]
+    run = write_run(tmp_path, "hinted", lines, "m", {"hint": True})
+    report = _report(tmp_path, run, paper=True, layout=Layout.of({run: "fig8_history"}))
+    assert "paper" not in report
+    [note] = [n for n in report["notes"] if "left out" in n]
+    assert "named for fig8_history" in note
+
+
+def test_an_open_ended_run_of_the_paper_s_100_per_scenario_is_whole(tmp_path: Path) -> None:
+    """The paper's open-ended tables scored 100 samples per scenario (§3.1): an OEG run that
+    selected 100 of the 2591 MVP-N samples is whole; 50 of them is partial."""
+    from paperruns import oeg_line
+
+    ids = sample_ids("MVP-N", 100)
+    lines = [oeg_line("MVP-N", s, i < 30, i < 60, i < 70) for i, s in enumerate(ids)]
+    for name, selected in (("whole", 100), ("half", 50)):
+        run = write_run(tmp_path, name, lines[:selected], "m", {"mode": "oeg"})
+        scenarios = {"MVP-N": {"available": 2591, "selected": selected}}
+        config = json.loads((run / "run.json").read_text())
+        config["selection"] = {"scenarios": scenarios, "shard": None, "synthetic": False}
+        (run / "run.json").write_text(json.dumps(config))
+        [placed] = _report(tmp_path, run, paper=True, out=name)["paper"]["paper-table2-cc"]["runs"]
+        expected = [] if selected == 100 else ["partial: MVP-N 50 of 100 samples selected"]
+        assert placed["not_comparable"] == expected, name

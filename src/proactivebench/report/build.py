@@ -321,7 +321,11 @@ class PaperOptions:
         placed |= {id(run) for c in figures for run, _ in c.runs}
         for measures in all_measures:
             run = measures.run
-            misplaced = contradiction(run)
+            misplaced = contradiction(run) or (
+                f"named for {run.counterpart}, whose settings it does not have"
+                if run.counterpart is not None
+                else None
+            )
             if misplaced is not None and id(run) not in placed:
                 outcome.notes.append(
                     f"--paper: {run.label} is left out of the paper's tables: {misplaced}"

@@ -41,6 +41,10 @@ COUNTERPARTS: dict[tuple[str, str | None], str] = {
     ("oeg", "hint"): "table9_oeg_hint",
     ("oeg-multiturn", None): "table10_multiturn_oeg",
 }
+#: The samples per scenario the paper's open-ended tables scored (§3.1: "100 examples per
+#: scenario", `subset = 100` in suites/paper.toml): an open-ended run that selected that many
+#: of the more a scenario offers is whole.
+PAPER_OEG_SAMPLES = 100
 #: A table a caller may name where the settings name another: Table 4 is Table 1's setting on
 #: every sample (run.json does not record `--all-samples`), Table 8 is Table 2's twin.
 _SAME_SETTINGS = {"table4_unfiltered": "table1_mcqa", "table8_oeg_agg": "table2_oeg"}
@@ -163,13 +167,15 @@ def _short_scenarios(run: Run, scenarios: Mapping[str, Any]) -> list[str]:
     """Per scenario of the selection, what falls short: samples selected of those available,
     or episodes scored of those selected."""
     found = []
+    cap = PAPER_OEG_SAMPLES if run_mode(run) != "mcqa" else None
     for name, entry in scenarios.items():
         if not isinstance(entry, dict):
             continue
         available, selected = _count(entry.get("available")), _count(entry.get("selected"))
         scored = sum(1 for line in run.by_scenario.get(name, []) if not line.get("error"))
-        if available is not None and selected is not None and selected < available:
-            found.append(f"{name} {selected} of {available} samples selected")
+        wanted = available if cap is None or available is None else min(available, cap)
+        if wanted is not None and selected is not None and selected < wanted:
+            found.append(f"{name} {selected} of {wanted} samples selected")
         elif selected is not None and scored < selected:
             found.append(f"{name} {scored} of {selected} selected episodes scored")
     return found

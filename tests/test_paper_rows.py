@@ -703,3 +703,19 @@ def test_an_open_ended_run_of_the_paper_s_100_per_scenario_is_whole(tmp_path: Pa
         [placed] = _report(tmp_path, run, paper=True, out=name)["paper"]["paper-table2-cc"]["runs"]
         expected = [] if selected == 100 else ["partial: MVP-N 50 of 100 samples selected"]
         assert placed["not_comparable"] == expected, name
+
+
+def test_a_selection_of_the_wrong_shape_is_named_or_ignored_never_ranked_wrongly(
+    tmp_path: Path, capsys
+) -> None:
+    """run.json's `selection` edited by hand: not an object, one error naming the file and
+    the key; counts that are no counts (negative, text, true) and a shard of one are no
+    reason; none of it a traceback."""
+    run = _llava_at_half(tmp_path, "text", selection="all")
+    code, text = run_cli(["report", str(run), "--paper"], capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"{run / 'run.json'} is damaged: 'selection' must be an object" in " ".join(text.split())
+    odd = {"ROD": {"available": -1, "selected": "88"}, "VSOD": {"available": True, "selected": 0}}
+    run = _llava_at_half(tmp_path, "odd", selection={"scenarios": odd, "shard": [0, 1]})
+    [placed] = _report(tmp_path, run, paper=True, out="odd")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["ROD"]["rank"] == 2

@@ -139,7 +139,7 @@ def partial(run: Run) -> list[str]:
         return [*reasons, f"partial: its last invocation stopped ({how})"] if how else reasons
     reasons = []
     shard = recorded.get("shard")
-    if isinstance(shard, list) and len(shard) == 2 and _count(shard[1]) not in (None, 1):
+    if isinstance(shard, list) and len(shard) == 2 and (_count(shard[1]) or 0) > 1:
         reasons.append(f"partial: one shard ({shard[0]} of {shard[1]}) of the selection")
     scenarios = recorded.get("scenarios")
     short = _short_scenarios(run, scenarios if isinstance(scenarios, dict) else {})
@@ -182,4 +182,6 @@ def _short_scenarios(run: Run, scenarios: Mapping[str, Any]) -> list[str]:
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A count as run.json holds one (a whole number, not below zero), or None."""
+    whole = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if whole else None

@@ -113,6 +113,7 @@ _CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "settings": (dict,),
     "model": (str,),
     "data_dir": (str,),
+    "selection": (dict,),  # what the run selected (`report.comparable`)
 }
 
 

@@ -719,3 +719,28 @@ def test_a_selection_of_the_wrong_shape_is_named_or_ignored_never_ranked_wrongly
     run = _llava_at_half(tmp_path, "odd", selection={"scenarios": odd, "shard": [0, 1]})
     [placed] = _report(tmp_path, run, paper=True, out="odd")["paper"]["paper-table1-acc"]["runs"]
     assert placed["not_comparable"] == [] and placed["cells"]["ROD"]["rank"] == 2
+
+
+def test_the_scatter_names_a_run_not_comparable_beside_the_published_averages(
+    tmp_path: Path,
+) -> None:
+    """The accuracy-against-ps plot draws the published models' averages beside the runs: a
+    run on generated data is named under it, with why."""
+    from matplotlib.text import Text
+
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.plots import accuracy_vs_ps_figure
+    from proactivebench.report.runs import load_runs
+
+    run = _made_up(tmp_path)
+    (tmp_path / "no-data").mkdir()
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")
+    measures = [measure_run(r, n_resamples=50) for r in load_runs([run])]
+    figure = accuracy_vs_ps_figure(measures, with_paper=True)
+    text = " ".join(" ".join(t.get_text() for t in figure.findobj(Text)).split())
+    assert (
+        "Not comparable with the published models: openai:my-own-model@http://h:1/v1 "
+        "(generated data (data synth), not the paper's)." in text
+    )
+    without = accuracy_vs_ps_figure(measures)  # no published marks: nothing to say
+    assert "Not comparable" not in " ".join(t.get_text() for t in without.findobj(Text))

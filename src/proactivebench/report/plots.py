@@ -502,6 +502,15 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
     absent = [_label(m.run.label) for i, m in enumerate(all_measures) if i not in drawn]
     if absent:
         notes.append("Not in this plot (no value on these axes): " + ", ".join(absent) + ".")
+    apart = [
+        all_measures[i].run for i in drawn if published and not_comparable(all_measures[i].run)
+    ]
+    if apart:
+        notes.append(
+            "Not comparable with the published models: "
+            + "; ".join(f"{_label(r.label)} ({', '.join(not_comparable(r))})" for r in apart)
+            + "."
+        )
     note_height = _note(figure, notes)
     below = 0.6 + legend_height + note_height  # x label, runs, notes
     height = 0.35 + plot_height + below

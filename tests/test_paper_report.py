@@ -104,6 +104,15 @@ def test_every_table_of_the_list_holds_the_papers_rows_and_this_models(suite_out
         for column, cell in ours["cells"].items():
             if cell.get("value") is not None and own.get(column) is not None:
                 assert cell["paper"] == own[column], (key, column)
+        # Generated data, one episode per scenario: beside the paper's rows, never ranked or
+        # checked against them (issue 45, item 4: it was ranked, "synthetic" said nowhere).
+        # run.json's selection: one of the four samples of each scenario.
+        synthetic, partial = ours["not_comparable"]
+        assert synthetic == "generated data (data synth), not the paper's", key
+        assert partial.startswith("partial: ROD 1 of 4 samples selected, VSOD 1 of 4"), key
+        assert not any({"rank", "inside"} & set(c) for c in ours["cells"].values()), key
+    for key in FIGURES:
+        assert all(r["not_comparable"] for r in paper[key]["runs"]), key
 
 
 def test_the_figures_rows_are_the_papers_printed_values(suite_out: Path) -> None:

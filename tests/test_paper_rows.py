@@ -26,6 +26,7 @@ from proactivebench.paper import (
 )
 from proactivebench.report import write_report
 from proactivebench.report.published import inside, rank
+from proactivebench.selected import id_ranges
 from proactivebench.stats import Interval
 
 #: Realistic model specs (Hub ids, served or loaded) for each of the paper's 22 models.
@@ -508,8 +509,8 @@ def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     many tables as a run can have counterparts (`COUNTERPARTS`), none a scenario's shape."""
     from proactivebench.registry import paper_scenarios
     from proactivebench.report import plots
+    from proactivebench.report.comparable import COUNTERPARTS
     from proactivebench.report.measures import measure_run
-    from proactivebench.report.published import COUNTERPARTS
     from proactivebench.report.runs import load_run
 
     tables = sorted(set(COUNTERPARTS.values()))
@@ -558,6 +559,231 @@ def test_a_run_placed_by_a_table_its_settings_contradict_is_not_ranked_there(
     }
     assert placed == {"paper-table4-acc": ["m"], "paper-table4-psr": ["m"]}
     assert any(
-        "m +hint is not placed in table1_mcqa (its suite entry's `published`)" in n
+        "m +hint is left out of the paper's tables" in n and "named for Table 1" in n
         for n in report["notes"]
     )
+
+
+# ----- issue 45, item 4: a run that is not comparable is said so, and not ranked ----------
+
+
+def _llava_at_half(root: Path, name: str = "llava", **config: object) -> Path:
+    """LLaVA-1.5 7B, ROD 44 of 88 (50 %; the paper prints 12.5): ranked and checked when it
+    is comparable (`test_the_interval_check_in_the_report`)."""
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    run = write_run(root, name, lines, "hf:llava-hf/llava-1.5-7b-hf")
+    if config:
+        recorded = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**recorded, **config}))
+    return run
+
+
+def _not_ranked(report: dict, tmp_path: Path, out: str = "rep") -> tuple[dict, list[str]]:
+    """The run's entry in Table 1 (acc), after checking it has no rank and no verdict, sorts
+    after every published row and says why; returns it and the table's notes."""
+    entry = report["paper"]["paper-table1-acc"]
+    [placed] = entry["runs"]
+    assert placed["not_comparable"], placed
+    for column, cell in placed["cells"].items():
+        assert "rank" not in cell and "inside" not in cell, column
+    rod = placed["cells"]["ROD"]
+    assert rod["value"] == 50.0 and rod["paper"] == 12.5  # shown, the paper's beside it
+    rows = _csv(tmp_path, "paper-table1-acc", out=out)
+    # The run's rows last, after the 22 published and the mean of Fig. 3's models.
+    assert all("published" in r["source"] for r in rows[:23])
+    assert rows[23]["source"] == "yours"
+    assert rows[24]["model"].endswith(": not ranked") and rows[24]["ROD"] == ""  # CSV: empty
+    markdown = (tmp_path / out / "report.md").read_text()
+    assert "12.5 not compared" in markdown and "12.5 outside" not in markdown
+    section = markdown.split("### accuracy % among the paper's models")[1].split("###")[0]
+    notes = [n for n in report["notes"] if "not comparable" in n]
+    assert notes and "not comparable with the published rows" in section
+    return placed, notes
+
+
+def test_a_run_on_generated_data_is_not_ranked(tmp_path: Path) -> None:
+    """Before: a synthetic run was ranked among the published models and its values checked
+    against its model's, and "synthetic" appeared nowhere in the report."""
+    run = _llava_at_half(tmp_path)
+    (tmp_path / "no-data").mkdir()
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")  # what data synth writes
+    placed, notes = _not_ranked(_report(tmp_path, run, paper=True), tmp_path)
+    assert placed["not_comparable"] == ["generated data (data synth), not the paper's"]
+    assert "generated data" in notes[0]
+    assert "generated data" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_the_selection_recorded_in_run_json_says_partial(tmp_path: Path) -> None:
+    """run.json's `selection` (what the run selected): fewer samples selected than the data
+    offers (--limit), fewer episodes scored than selected (stopped), one shard of several;
+    `synthetic` as recorded, with no data directory at hand."""
+    played = sample_ids("ROD", 88)
+    ids = id_ranges(played)
+    more = id_ranges([*played, *range(max(played) + 1, max(played) + 13)])  # 12 not played
+    full = {"ROD": {"available": 88, "selected": 88, "ids": ids}}
+    cases = {
+        "limited": (
+            {"scenarios": {"ROD": {"available": 120, "selected": 88, "ids": ids}}, "shard": None},
+            "partial: ROD 88 of 120 samples selected",
+        ),
+        "stopped": (
+            {"scenarios": {"ROD": {"available": 100, "selected": 100, "ids": more}}, "shard": None},
+            "partial: ROD 88 of 100 selected episodes scored",
+        ),
+        "shard": ({"scenarios": full, "shard": [1, 4]}, "partial: one shard (1 of 4)"),
+        "synthetic": (
+            {"scenarios": full, "shard": None, "synthetic": True},
+            "generated data (data synth), not the paper's",
+        ),
+    }
+    for name, (selection, reason) in cases.items():
+        run = _llava_at_half(tmp_path, name, selection=selection)
+        placed, _ = _not_ranked(_report(tmp_path, run, paper=True, out=name), tmp_path, name)
+        assert [r[: len(reason)] for r in placed["not_comparable"]] == [reason], name
+    # The whole selection scored, on the paper's data: ranked and checked as before.
+    run = _llava_at_half(tmp_path, "whole", selection={"scenarios": full, "shard": None})
+    [placed] = _report(tmp_path, run, paper=True, out="whole")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == []
+    assert placed["cells"]["ROD"]["inside"] is False and placed["cells"]["ROD"]["rank"] == 2
+
+
+def test_a_table_the_settings_contradict_places_no_run(tmp_path: Path) -> None:
+    """A suite's experiment named `published = "table1_mcqa"` with `hint = true` (its
+    suite.json, written before the suite file was checked for it): the run is not ranked
+    among Table 1's zero-shot models; a line says why."""
+    from proactivebench.report.layout import Layout
+
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    run = write_run(tmp_path, "hinted", lines, "m", {"hint": True})
+    layout = Layout.of({run: "table1_mcqa"})
+    report = _report(tmp_path, run, paper=True, layout=layout)
+    assert "paper" not in report  # in no table: Table 7 is not what its caller named
+    [note] = [n for n in report["notes"] if "left out" in n]
+    assert "named for Table 1" in note and "Table 7's" in note and "hint" in note
+    # Table 4 named for a plain run (--all-samples is not recorded): its settings agree.
+    plain = write_run(tmp_path, "plain", lines, "m")
+    report = _report(
+        tmp_path, plain, paper=True, layout=Layout.of({plain: "table4_unfiltered"}), out="p"
+    )
+    assert report["paper"]["paper-table4-acc"]["runs"][0]["not_comparable"] == []
+
+
+def test_a_run_not_comparable_joins_no_rho_with_the_published_models(tmp_path: Path) -> None:
+    """The size correlation with the paper's models (`size_correlation.with_published`, the
+    size plot's rho) is a number made of the run and the published rows: a run on generated
+    data is named apart, in none of it."""
+    from proactivebench.stats import spearman_rho
+
+    run = _made_up(tmp_path)
+    config = json.loads((run / "run.json").read_text())
+    selection = {"scenarios": {}, "shard": None, "synthetic": True}
+    (run / "run.json").write_text(json.dumps({**config, "params": "7B", "selection": selection}))
+    report = _report(tmp_path, run, paper=True)
+    correlation = report["size_correlation"]
+    assert correlation["not_with_published"] == ["openai:my-own-model@http://h:1/v1"]
+    assert correlation["with_published"] == {}  # no run left to set beside them
+    assert (tmp_path / "rep" / "plots" / "size.png").is_file()  # drawn, named apart
+    # Beside a comparable run of another size, the rho with the published models is its own.
+    lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
+    other = write_run(tmp_path, "other", lines, "hf:x/other-3B")
+    published = _report(tmp_path, run, other, paper=True, out="two")["size_correlation"]
+    rows = paper_table("table1_mcqa")["rows"]
+    sizes = {m.name: m.params_b for m in paper_models()}
+    points = [(3.0, 100.0)] + [
+        (sizes[r["model"]], r["cells"]["avg"]["acc"]) for r in rows if sizes[r["model"]]
+    ]
+    expected = spearman_rho([p[0] for p in points], [p[1] for p in points])
+    assert published["with_published"]["accuracy"]["rho"] == pytest.approx(expected)
+
+
+def test_a_run_whose_last_invocation_stopped_is_partial(tmp_path: Path) -> None:
+    """A run recorded before run.json kept its selection, whose last invocation was stopped
+    (a suite's later extension, Ctrl-C, or killed: no end time), holds fewer episodes than
+    it was asked for: not ranked. One whose last invocation ended is."""
+    stops = {
+        "interrupted": {"started": "t", "ended": "t", "stopped_by": "interrupted"},
+        "killed": {"started": "t", "ended": None},
+    }
+    for name, last in stops.items():
+        run = _llava_at_half(tmp_path, name, provenance=[{"started": "t", "ended": "t"}, last])
+        placed, _ = _not_ranked(_report(tmp_path, run, paper=True, out=name), tmp_path, name)
+        assert placed["not_comparable"][0].startswith("partial: its last invocation stopped")
+    run = _llava_at_half(tmp_path, "ended", provenance=[{"started": "t", "ended": "t"}])
+    [placed] = _report(tmp_path, run, paper=True, out="ended")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["ROD"]["rank"] == 2
+
+
+def test_a_figure_the_settings_contradict_places_no_run_and_says_so(tmp_path: Path) -> None:
+    """A suite's experiment named `published = "fig8_history"` without history (hint
+    instead): in no table or figure, and a line says why (it was left out without a word)."""
+    from proactivebench.report.layout import Layout
+
+    lines = [mcqa_line("ROD", s, i < 2, 0) for i, s in enumerate(sample_ids("ROD", 4))]
+    run = write_run(tmp_path, "hinted", lines, "m", {"hint": True})
+    report = _report(tmp_path, run, paper=True, layout=Layout.of({run: "fig8_history"}))
+    assert "paper" not in report
+    [note] = [n for n in report["notes"] if "left out" in n]
+    assert "named for fig8_history" in note
+
+
+def test_an_open_ended_run_of_the_paper_s_100_per_scenario_is_whole(tmp_path: Path) -> None:
+    """The paper's open-ended tables scored 100 samples per scenario (§3.1): an OEG run that
+    selected 100 of the 2591 MVP-N samples is whole; 50 of them is partial."""
+    from paperruns import oeg_line
+
+    ids = sample_ids("MVP-N", 100)
+    lines = [oeg_line("MVP-N", s, i < 30, i < 60, i < 70) for i, s in enumerate(ids)]
+    for name, selected in (("whole", 100), ("half", 50)):
+        run = write_run(tmp_path, name, lines[:selected], "m", {"mode": "oeg"})
+        scenarios = {"MVP-N": {"available": 2591, "ids": id_ranges(ids[:selected])}}
+        config = json.loads((run / "run.json").read_text())
+        config["selection"] = {"scenarios": scenarios, "shard": None, "synthetic": False}
+        (run / "run.json").write_text(json.dumps(config))
+        [placed] = _report(tmp_path, run, paper=True, out=name)["paper"]["paper-table2-cc"]["runs"]
+        expected = [] if selected == 100 else ["partial: MVP-N 50 of 100 samples selected"]
+        assert placed["not_comparable"] == expected, name
+
+
+def test_a_selection_of_the_wrong_shape_is_named_never_ranked_wrongly(
+    tmp_path: Path, capsys
+) -> None:
+    """run.json's `selection` edited by hand: not an object, or counts that are no counts, is
+    one error naming the file and the key (the readers' one rule, `selected.selection_of`),
+    never a traceback nor a run ranked by a misread selection; a shard of one is whole."""
+    run = _llava_at_half(tmp_path, "text", selection="all")
+    code, text = run_cli(["report", str(run), "--paper"], capsys)
+    assert code == 1 and "Traceback" not in text
+    assert f"{run / 'run.json'} is damaged: 'selection' must be an object" in " ".join(text.split())
+    odd = {"ROD": {"available": "88", "selected": 88, "ids": id_ranges(sample_ids("ROD", 88))}}
+    run = _llava_at_half(tmp_path, "odd", selection={"scenarios": odd, "shard": None})
+    code, text = run_cli(["report", str(run), "--paper"], capsys)
+    assert code == 1 and "Traceback" not in text and "available must be" in text
+    whole = {"ROD": {"available": 88, "ids": id_ranges(sample_ids("ROD", 88))}}
+    run = _llava_at_half(tmp_path, "one", selection={"scenarios": whole, "shard": [0, 1]})
+    [placed] = _report(tmp_path, run, paper=True, out="one")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["ROD"]["rank"] == 2
+
+
+def test_the_scatter_names_a_run_not_comparable_beside_the_published_averages(
+    tmp_path: Path,
+) -> None:
+    """The accuracy-against-ps plot draws the published models' averages beside the runs: a
+    run on generated data is named under it, with why."""
+    from matplotlib.text import Text
+
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.plots import accuracy_vs_ps_figure
+    from proactivebench.report.runs import load_runs
+
+    run = _made_up(tmp_path)
+    (tmp_path / "no-data").mkdir()
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")
+    measures = [measure_run(r, n_resamples=50) for r in load_runs([run])]
+    figure = accuracy_vs_ps_figure(measures, with_paper=True)
+    text = " ".join(" ".join(t.get_text() for t in figure.findobj(Text)).split())
+    assert (
+        "Not comparable with the published models: openai:my-own-model@http://h:1/v1 "
+        "(generated data (data synth), not the paper's)." in text
+    )
+    without = accuracy_vs_ps_figure(measures)  # no published marks: nothing to say
+    assert "Not comparable" not in " ".join(t.get_text() for t in without.findobj(Text))

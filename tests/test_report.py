@@ -847,3 +847,32 @@ def test_every_run_of_a_papers_report_has_a_colour_of_its_own(tmp_path: Path) ->
     assert len({handles[name] for name in runs}) == 11
     bar_colours = legend_colours(scenario_bars_figure(all_measures), "get_facecolor")
     assert len({bar_colours[name] for name in runs}) == 11
+
+
+def test_warnings_stand_at_the_top_of_report_html_and_md(tmp_path: Path, capsys) -> None:
+    """What eval warns in the terminal (here: every answer designates no option, and a line
+    of results.jsonl no count holds) stands at the top of report.html and report.md, before
+    any table (issue 45, item 5: report.html showed none, report.md only at its end)."""
+    data = full_dataset(tmp_path / "data")
+    agent = tmp_path / "agent.py"
+    agent.write_text("def answer(messages, observation):\n    return '**The answer is (B)**'\n")
+    run = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", f"python:{agent}:answer", "--out", str(run)]
+    code, text = run_cli([*args, "--no-report"], capsys)
+    assert code == 0 and "designate no shown option" in text
+    with (run / "results.jsonl").open("a") as f:
+        f.write('{"not": "a result line"}\n')  # left out of every count: warned
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "rep")], capsys)
+    assert code == 0, text
+    told = [x.removeprefix("warning: ") for x in text.splitlines() if x.startswith("warning: ")]
+    assert len(told) == 2 and "results.jsonl:" in told[0] and "designate no shown" in told[1]
+    markdown = (tmp_path / "rep" / "report.md").read_text()
+    top = markdown.split("## Warnings\n")[1].split("\n## ")[0]
+    assert markdown.index("## Warnings") < markdown.index("## Tables")
+    assert "results.jsonl:" in top and "designate no shown option" in top
+    assert markdown.count("designate no shown option") == 1  # at the top, not again below
+    page = (tmp_path / "rep" / "report.html").read_text()
+    header = page.split("<header>")[1].split("</header>")[0]
+    warned = re.findall(r'<p class="warning" role="alert">(.*?)</p>', header)
+    assert len(warned) == 2 and "designate no shown option" in warned[1]
+    assert "results.jsonl:" in warned[0]

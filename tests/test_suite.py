@@ -864,3 +864,23 @@ def test_every_value_of_a_suite_file_is_checked_before_anything_plays(
     assert code == 1 and "Traceback" not in text
     assert f"{mine}: experiment 2 ('b'): setting 'scenarios': no scenario named" in text
     assert not out.exists()
+
+
+def test_paper_without_a_report_warns_as_eval_does(data: Path, tmp_path: Path, capsys) -> None:
+    """`paper --no-report` of a model whose every answer designates no option: each played
+    experiment's warnings, named by its id, as `eval --no-report` gives a run's (issue 45,
+    item 5: it printed accuracy 0.0, "done", and not a word)."""
+    agent = tmp_path / "agent.py"
+    agent.write_text("def answer(messages, observation):\n    return '**The answer is (B)**'\n")
+    args = ["paper", "--data", str(data), "--model", f"python:{agent}:answer"]
+    args += ["--out", str(tmp_path / "o"), "--only", "mcqa,hint", "--limit", "1", "--no-report"]
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    warned = [x for x in text.splitlines() if x.startswith("warning: ")]
+    assert [w.split(":")[1].strip() for w in warned] == ["mcqa", "hint"], text
+    assert all("designate no shown option (protocol §4) pass 10 %" in w for w in warned)
+    assert "ROD (100.0 %)" in warned[0]
+    # eval's own words for the same run.
+    single = ["eval", "--data", str(data), "--model", f"python:{agent}:answer", "--limit", "1"]
+    code, alone = run_cli([*single, "--out", str(tmp_path / "e"), "--no-report"], capsys)
+    assert code == 0 and warned[0].replace("warning: mcqa: ", "warning: ") in alone

@@ -43,7 +43,7 @@ from proactivebench.models.cache import ResponseCache
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file, write_whole
 from proactivebench.play import Result
-from proactivebench.report.published import own_filter, table_of
+from proactivebench.report.comparable import own_filter, table_of
 from proactivebench.report.published_figures import figure_of
 from proactivebench.report.runs import labelled
 from proactivebench.rundir import (

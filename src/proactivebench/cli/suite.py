@@ -40,6 +40,7 @@ from proactivebench.cli.output import (
     out,
     print_error,
     print_report_outcome,
+    print_warnings,
 )
 from proactivebench.errors import NothingToDoError
 from proactivebench.models import SPEC_HELP, load_model
@@ -263,6 +264,8 @@ def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: 
         print_error(f"{entry.experiment.id} failed: {entry.reason}")
     if played and not no_report:
         print_report_outcome(write_suite_report(out_dir, outcome, thumb_cache=not no_cache))
+    elif played:
+        print_warnings(experiment_warnings(played))
     if outcome.failed:
         failed = ", ".join(e.experiment.id for e in outcome.failed)
         console.print(
@@ -277,6 +280,23 @@ def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: 
     if any(e.status == EPISODE_ERRORS for e in outcome.experiments):
         return EXIT_EPISODE_ERRORS
     return EXIT_OK
+
+
+def experiment_warnings(played: list[ExperimentOutcome]) -> list[str]:
+    """Each played experiment's warnings (`report.measures.run_warnings`), named by its id:
+    what the suite's report tells, told without one (`--no-report`), as `eval --no-report`
+    tells a run's."""
+    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.report.measures import run_warnings_and_intervals
+
+    warnings = []
+    for entry in played:
+        try:
+            found, _ = run_warnings_and_intervals(entry.out_dir)
+        except ProactiveBenchError as exc:  # its lines cannot be read: said, not hidden
+            found = [f"its results could not be read: {exc}"]
+        warnings += [f"{entry.experiment.id}: {w}" for w in found]
+    return warnings
 
 
 def experiments_table(entries: list[ExperimentOutcome]) -> Table:

@@ -36,6 +36,7 @@ from proactivebench.paths import (
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
+from proactivebench.report.comparable import contradiction, not_comparable
 from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.layout import Layout
 from proactivebench.report.measures import (
@@ -48,11 +49,11 @@ from proactivebench.report.measures import (
     intervals_of,
     measure_run,
     metrics_of,
+    run_warnings,
     size_correlations,
-    unreadable_warnings,
 )
 from proactivebench.report.outcome import ReportOutcome
-from proactivebench.report.published import PaperComparison, compare_with_paper, contradicted
+from proactivebench.report.published import PaperComparison, compare_with_paper, unranked_note
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, load_runs
 from proactivebench.report.tables import (
@@ -319,15 +320,21 @@ class PaperOptions:
         placed = {id(p.run) for c in tables for p in c.placed}
         placed |= {id(run) for c in figures for run, _ in c.runs}
         for measures in all_measures:
-            if contradicted(measures.run):
+            run = measures.run
+            misplaced = contradiction(run) or (
+                f"named for {run.counterpart}, whose settings it does not have"
+                if run.counterpart is not None
+                else None
+            )
+            if misplaced is not None and id(run) not in placed:
                 outcome.notes.append(
-                    f"--paper: {measures.run.label} is not placed in {measures.run.counterpart} "
-                    "(its suite entry's `published`): its settings are not that table's"
+                    f"--paper: {run.label} is left out of the paper's tables: {misplaced}"
                 )
-        for measures in all_measures if unplaced else []:
-            if id(measures.run) not in placed:
+            elif id(run) in placed and not_comparable(run):
+                outcome.notes.append(f"--paper: {unranked_note(run.label, not_comparable(run))}")
+            elif unplaced and id(run) not in placed:
                 outcome.notes.append(
-                    f"--paper: {measures.run.label} has no counterpart in the paper (its "
+                    f"--paper: {run.label} has no counterpart in the paper (its "
                     "settings match none of Tables 1, 2, 4, 6, 7, 9, 10 and Figs. 8, 9)"
                 )
         return [*tables, *figures]
@@ -360,14 +367,10 @@ def _write_report(
         told = "; ".join(f"no episode in {r.run_dir} ({_emptiness(r)})" for r in empty)
         raise NothingToDoError(f"nothing to report: {told}")
     outcome = ReportOutcome(out_dir=out)
-    outcome.warnings += [
-        f"{r.run_dir} holds no episodes ({_emptiness(r)}): its row is all —" for r in empty
-    ]
-    outcome.warnings += [line for r in [*runs, *([base] if base else [])] for line in r.rejected]
     all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
     for measures in all_measures:
-        prefix = f"{measures.run.label}: " if len(runs) > 1 else ""
-        outcome.warnings += [prefix + w for w in unreadable_warnings(measures)]
+        outcome.warnings += run_warnings(measures, named=len(runs) > 1)
+    outcome.warnings += base.rejected if base is not None else []
     outcome.measures = all_measures
     outcome.intervals = intervals_of(all_measures[0])
     outcome.notes += [multiturn_note(r, several=len(runs) > 1) for r in runs if r.multiturn]
@@ -464,7 +467,15 @@ def _pages(
             f"episode images not shown: data directory not found ({', '.join(unavailable)})"
         )
     page = render_html(
-        heading, runs, all_measures, tables, images, outcome.notes, thumbs, keep_order
+        heading,
+        runs,
+        all_measures,
+        tables,
+        images,
+        outcome.notes,
+        thumbs,
+        keep_order,
+        warnings=outcome.warnings,
     )
     files.write("report.html", page)
     missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())
@@ -664,6 +675,9 @@ def _markdown(
     for run in runs:
         size = f", {run.params_b:g}B parameters" if run.params_b else ""
         lines.append(f"- **{md(run.label)}**: {md(str(run.run_dir))}{size}")
+    if outcome.warnings:  # first: what must not be missed, before any number
+        lines += ["", "## Warnings", ""]
+        lines += [f"- **warning:** {md(w)}" for w in outcome.warnings]
     lines += ["", "## What the columns mean", ""]
     metrics = []
     for run in runs:
@@ -675,9 +689,9 @@ def _markdown(
         lines += ["## Plots", ""]
         lines += [f"![{name}](plots/{name}.png)" for name in images]
         lines.append("")
-    if outcome.notes or outcome.warnings:
+    if outcome.notes:
         lines += ["## Notes", ""]
-        lines += [f"- {md(n)}" for n in [*outcome.warnings, *outcome.notes]]
+        lines += [f"- {md(n)}" for n in outcome.notes]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -312,9 +312,11 @@ def render_html(
     notes: Sequence[str],
     thumbs: dict[str, Thumbnails | None],
     keep_order: bool = False,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The whole page; the tables side by side first unless `keep_order` (a report laid out
-    as the paper, `report.layout`)."""
+    as the paper, `report.layout`); the `warnings` (`measures.run_warnings`) at its top,
+    before any number, as eval prints them."""
 
     def e(text: str) -> str:
         return html.escape(visible(text))
@@ -336,13 +338,16 @@ def render_html(
         for name, png in plots.items()
     )
     note_html = "".join(f'<p class="note">{e(n)}</p>' for n in notes)
+    warning_html = "".join(
+        f'<p class="warning" role="alert"><strong>warning:</strong> {e(w)}</p>' for w in warnings
+    )
     viewer_blocks = viewer_data(runs, thumbs)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(title)}</title><style>{_asset("report.css")}</style></head>
-<body><header><h1>{e(title)}</h1>
+<body><header><h1>{e(title)}</h1>{warning_html}
 <nav><a href="#tables">Tables</a><a href="#plots">Plots</a><a href="#episodes">Episodes</a></nav>
 <ul>{run_items}</ul>{note_html}</header>
 <main><section id="tables"><h2>Tables</h2>{legend_html(metrics)}

@@ -38,24 +38,38 @@ class Layout:
     preface: tuple[Table, ...] = ()
     #: A note every table carries.
     note: str | None = None
+    #: Run directory (resolved) -> the `--limit` it was played with (suite.json), which
+    #: makes it partial where its run.json records no selection (`report.comparable`).
+    limits: Mapping[str, int] = field(default_factory=dict)
 
     @staticmethod
-    def of(counterparts: Mapping[str | Path, str], **rest: Any) -> Layout:
-        """A layout whose `counterparts` are keyed by any path of each run directory."""
-        return Layout({str(Path(p).resolve()): key for p, key in counterparts.items()}, **rest)
+    def of(
+        counterparts: Mapping[str | Path, str],
+        limits: Mapping[str | Path, int] | None = None,
+        **rest: Any,
+    ) -> Layout:
+        """A layout whose `counterparts` and `limits` are keyed by any path of each run
+        directory."""
+        placed = {str(Path(p).resolve()): key for p, key in counterparts.items()}
+        limited = {str(Path(p).resolve()): n for p, n in (limits or {}).items()}
+        return Layout(placed, limits=limited, **rest)
 
     def stamp(self) -> dict[str, Any]:
         """What the report's up-to-date check compares: another layout is another report."""
-        return {
+        stamp = {
             "counterparts": dict(sorted(self.counterparts.items())),
             "preface": [to_csv(t) for t in self.preface],
             "note": self.note,
         }
+        if self.limits:
+            stamp["limits"] = dict(sorted(self.limits.items()))
+        return stamp
 
     def place(self, runs: Sequence[Run]) -> None:
-        """Tell each run the paper's table its caller named for it."""
+        """Tell each run the paper's table its caller named for it, and its `--limit`."""
         for run in runs:
             run.counterpart = self.counterparts.get(str(run.run_dir.resolve()))
+            run.limit = self.limits.get(str(run.run_dir.resolve()))
 
     def arrange(self, tables: Sequence[Table]) -> list[Table]:
         """The preface, then `tables` in the paper's order (`ORDER`; the order they came in

@@ -30,6 +30,7 @@ from proactivebench.metrics import (
     values_by_metric,
 )
 from proactivebench.paper import published_sizes
+from proactivebench.report.comparable import not_comparable
 from proactivebench.report.runs import Run, is_plain, load_runs
 from proactivebench.rundir import FinishedRun, RunLock
 from proactivebench.stats import (
@@ -413,6 +414,10 @@ def size_correlations(
     keys = {k for m in sized for k, v in m.average.values.items() if v is not None}
     result: dict[str, Any] = {"runs": len(sized)}
     published: dict[str, Any] = {}
+    # A run not comparable with the paper's rows (`comparable`) joins no rho with them.
+    apart = [m for m in sized if with_paper and not_comparable(m.run)]
+    if apart:
+        result["not_with_published"] = [m.run.label for m in apart]
     for key in sorted(keys):
         pairs = [
             (m.run.params_b, m.average.values[key].estimate)  # type: ignore[union-attr]
@@ -422,8 +427,13 @@ def size_correlations(
         if len(sized) > 1:
             result[key] = spearman_rho([p[0] for p in pairs], [p[1] for p in pairs])
         paper = [(size, value) for size, value, _ in published_sizes(key)] if with_paper else []
-        if paper:
-            both = [*pairs, *paper]
+        ours = [
+            (m.run.params_b, m.average.values[key].estimate)  # type: ignore[union-attr]
+            for m in sized
+            if m.average.values.get(key) is not None and m not in apart
+        ]
+        if paper and ours:
+            both = [*ours, *paper]
             published[key] = {
                 "rho": spearman_rho([p[0] for p in both], [p[1] for p in both]),
                 "published_points": len(paper),
@@ -496,6 +506,22 @@ def unreadable_warnings(measures: RunMeasures) -> list[str]:
     return warnings
 
 
+def run_warnings(measures: RunMeasures, named: bool = False) -> list[str]:
+    """Every warning a run's lines give, the same wherever the run is shown or shared (eval's
+    terminal, `report`, a suite's output, report.html and report.md, the Hub card): an empty
+    run, the lines of results.jsonl no count holds (`Run.rejected`), lines scored by an
+    earlier judge, and the unreadable answers and verdicts (`unreadable_warnings`). `named`
+    (beside other runs): those that name no file of the run start with its label."""
+    run = measures.run
+    warnings = []
+    if not run.lines:
+        why = run.left_out() or "results.jsonl is empty"
+        warnings.append(f"{run.run_dir} holds no episodes ({why}): its row is all —")
+    warnings += run.rejected
+    prefix = f"{run.label}: " if named else ""
+    return warnings + [prefix + w for w in unreadable_warnings(measures)]
+
+
 def earlier_verdicts_warning(run: Run) -> str | None:
     """A warning naming the scenarios where lines are scored by an earlier judge's verdict:
     `judge RUN_DIR` keeps a verdict its judge could not replace (`judge_error`), while
@@ -531,9 +557,10 @@ def _earlier_verdict(line: dict[str, Any], judge: Any) -> bool:
 
 
 def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
-    """What `eval --no-report` tells of a run besides its scores: the unreadable-answer
-    warnings and each rate's interval, remembered in the note of a complete run
-    (`rundir.FinishedRun`), so that a rerun of it reads no line and resamples nothing."""
+    """What `eval --no-report` (and `paper`/`suite --no-report`, and `push`'s card) tells of a
+    run besides its scores: its warnings (`run_warnings`) and each rate's interval,
+    remembered in the note of a complete run (`rundir.FinishedRun`), so that a rerun of it
+    reads no line and resamples nothing."""
     note = FinishedRun.read(run_dir)
     if note is not None:
         warnings = note.outcome.get("warnings")
@@ -541,7 +568,7 @@ def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
         if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
             return warnings, intervals
     measures = measure_run(load_runs([run_dir])[0])
-    warnings, intervals = unreadable_warnings(measures), intervals_of(measures)
+    warnings, intervals = run_warnings(measures), intervals_of(measures)
     if note is not None:
         with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered
             note.remember(run_dir, "warnings", warnings)

@@ -20,6 +20,7 @@ from proactivebench import registry
 from proactivebench.metrics import CHOICE_KINDS, metric
 from proactivebench.paper import PAPER_SOURCE, published_sizes
 from proactivebench.registry import scenario_order
+from proactivebench.report.comparable import not_comparable
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.published import published_averages
 from proactivebench.report.text import visible
@@ -360,7 +361,7 @@ def accuracy_vs_ps(all_measures: Sequence[RunMeasures], with_paper: bool = False
 
 #: The marks of the paper's published averages (`report --paper`), one per table shown: hollow
 #: grey shapes no scenario uses (`registry`'s markers: o s ^ D v P X, h for one's own), as
-#: many as the tables a run can stand beside (`published.COUNTERPARTS`: seven; `paper` shows
+#: many as the tables a run can stand beside (`comparable.COUNTERPARTS`: seven; `paper` shows
 #: four in one scatter), so that no two tables share a shape (three went round before: Table
 #: 10's marks were Table 1's).
 _PUBLISHED_MARKS = ("*", "p", "8", "<", ">", "d", "H")
@@ -501,6 +502,15 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
     absent = [_label(m.run.label) for i, m in enumerate(all_measures) if i not in drawn]
     if absent:
         notes.append("Not in this plot (no value on these axes): " + ", ".join(absent) + ".")
+    apart = [
+        all_measures[i].run for i in drawn if published and not_comparable(all_measures[i].run)
+    ]
+    if apart:
+        notes.append(
+            "Not comparable with the published models: "
+            + "; ".join(f"{_label(r.label)} ({', '.join(not_comparable(r))})" for r in apart)
+            + "."
+        )
     note_height = _note(figure, notes)
     below = 0.6 + legend_height + note_height  # x label, runs, notes
     height = 0.35 + plot_height + below
@@ -565,6 +575,12 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
             "one point per model (its plain-setting run): "
             + ", ".join(m.run.label for m in same_model)
         )
+    # A run not comparable with the paper's rows (`comparable`): drawn, in no rho with them.
+    apart = {m.run.label for m in sized if with_paper and not_comparable(m.run)}
+    if apart:
+        left_out.append(
+            "from rho with the published models (not comparable with them): " + ", ".join(apart)
+        )
     labelled = []
     for ax, key in ((axes[0], second), (axes[1], main)):
         label = metric(key).heading
@@ -600,7 +616,7 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
         ax.margins(x=0.2, y=0.15)
         ax.set_xlabel("parameters (billions, log scale)")
         ax.set_ylabel(label)
-        every = [*points, *paper]
+        every = [*(p for p in points if p[2] not in apart), *paper] if paper else points
         shown = rho_text([p[0] for p in every], [p[1] for p in every], label)
         if paper:
             shown += " (with the published models)"

@@ -13,7 +13,7 @@ The published numbers come from `paper.paper_table` as transcribed; nothing is r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +31,13 @@ from proactivebench.paper import (
 )
 from proactivebench.protocol import official_filter_ids
 from proactivebench.registry import by_stem
+from proactivebench.report.comparable import (
+    not_comparable,
+    said_table,
+    settings_table,
+)
 from proactivebench.report.measures import RunMeasures
-from proactivebench.report.runs import Run, labelled
+from proactivebench.report.runs import Run
 from proactivebench.report.tables import MISSING, Cell, Table
 from proactivebench.stats import Interval
 
@@ -43,18 +48,6 @@ PAPER_AVERAGE = "avg"
 #: Half the paper's last printed digit: a published value within this of our interval counts
 #: as inside it (the paper rounds to one decimal).
 ROUNDING = 0.05
-#: The paper's tables by the kind of run (`counterpart`): (mode, the setting that sets the run
-#: apart, or None for none) -> the key in paper_results.json.
-COUNTERPARTS: dict[tuple[str, str | None], str] = {
-    ("mcqa", None): "table1_mcqa",
-    ("mcqa", "hint"): "table7_hint",
-    ("mcqa", "reference"): "table6_oracle",
-    ("mcqa", "all_samples"): "table4_unfiltered",
-    ("oeg", None): "table2_oeg",
-    ("oeg", "hint"): "table9_oeg_hint",
-    ("oeg-multiturn", None): "table10_multiturn_oeg",
-}
-
 #: A metric a counterpart table does not print, printed for the same models and setting by
 #: another table, which is then shown for that metric alone: Table 2 (plain OEG, main text)
 #: prints cc and ps; Table 8, its twin in the appendix (the same cc and ps), adds the
@@ -63,49 +56,14 @@ ALSO_PRINTED: dict[str, tuple[str, tuple[str, ...]]] = {"table2_oeg": ("table8_o
 
 
 def counterpart(run: Run) -> str | None:
-    """The paper's table of runs like `run` (`COUNTERPARTS`); None for settings the paper
-    tabulates nowhere (history, ICL, CoT, a filter of one's own, two settings at once)."""
-    if run.counterpart is not None:  # said by the caller (a suite's experiment)
-        if run.counterpart not in COUNTERPARTS.values() or contradicted(run):
-            return None
-        return run.counterpart
-    return table_of(_mode(run), run.settings, all_samples=unfiltered(run))
-
-
-def contradicted(run: Run) -> bool:
-    """Whether the table the caller placed `run` in (a suite's `published`) is not one runs
-    of its recorded settings stand beside: it is placed in none rather than ranked among
-    models played otherwise (a suite.json written by hand, or before its entries were
-    checked). Either filter counts: run.json does not record `--all-samples`."""
-    given = run.counterpart
-    if given is None or given not in COUNTERPARTS.values():
-        return False
-    mode = _mode(run)
-    return all(table_of(mode, run.settings, all_samples=b) != given for b in (False, True))
-
-
-def _mode(run: Run) -> str:
-    return "oeg" if run.oeg else str(run.settings.get("mode") or "mcqa")
-
-
-def table_of(mode: str, settings: Mapping[str, Any], *, all_samples: bool) -> str | None:
-    """The paper's table of runs of `mode` whose run.json records `settings` (`COUNTERPARTS`)
-    and that played samples the official filter drops or not (`all_samples`: `unfiltered`):
-    the one rule, for a run (`counterpart`) and for a suite's experiment before it plays."""
-    if own_filter(settings):
-        return None  # a test set of one's own: no table of the paper
-    marks = [k for k in labelled(settings) if k != "mode"]
-    if all_samples:
-        marks.append("all_samples")
-    if len(marks) > 1:
-        return None
-    return COUNTERPARTS.get((mode, marks[0] if marks else None))
-
-
-def own_filter(settings: Mapping[str, Any]) -> bool:
-    """Whether a run played a test set of its own (`--filter`: run.json records the digest of
-    its ids under `filter`, or `filter_digest`)."""
-    return bool(settings.get("filter") or settings.get("filter_digest"))
+    """The paper's table of runs like `run` (`comparable.COUNTERPARTS`): the one its caller
+    named (a suite's experiment) unless its settings contradict it, else its settings'; None
+    for settings the paper tabulates nowhere (history, ICL, CoT, a filter of one's own, two
+    settings at once) and for a named table the settings contradict (`comparable.said_table`:
+    never placed by it)."""
+    if run.counterpart is not None:
+        return said_table(run)
+    return settings_table(run, unfiltered(run))
 
 
 def unfiltered(run: Run) -> bool:
@@ -143,6 +101,9 @@ class Placed:
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The scenarios the run's average covers (the paper's: all seven).
     covers: list[str] = field(default_factory=list)
+    #: What makes the run not comparable with the published rows (`comparable`): then it
+    #: has no rank and no inside/outside verdict.
+    caveats: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -194,6 +155,7 @@ class PaperComparison:
                     "model": p.run.model,
                     "paper_model": p.paper_model.name if p.paper_model else None,
                     "average_covers": p.covers,
+                    "not_comparable": p.caveats,
                     "cells": p.cells,
                 }
                 for p in self.placed
@@ -275,16 +237,12 @@ def _compare(
         own = dict(published).get(model.name) if model is not None else None
         row = Placed(measures.run, model if own is not None else None)
         row.covers = list(measures.average.covers)
+        row.caveats = not_comparable(measures.run)
         for column in columns:
+            scored = [v[column] for _, v in published if v[column] is not None]
+            printed = own[column] if own is not None else None
             value = value_of(measures, column, ours.key)
-            cell: dict[str, Any] = {"value": None}
-            if value is not None:
-                scored = [v[column] for _, v in published if v[column] is not None]
-                cell = {"value": value.estimate, "low": value.low, "high": value.high}
-                cell.update(rank=rank(ours, value.estimate, scored), of=len(scored) + 1)
-                if own is not None and own[column] is not None:
-                    cell.update(paper=own[column], inside=inside(own[column], value))
-            row.cells[column] = cell
+            row.cells[column] = _cell(ours, value, scored, printed, ranked=not row.caveats)
         placed.append(row)
     figure = FIGURE_AVERAGES.get((paper_key, theirs))
     means = None
@@ -302,6 +260,28 @@ def _compare(
         placed,
         means,
     )
+
+
+def _cell(
+    ours: Metric,
+    value: Interval | None,
+    scored: list[float],
+    theirs: float | None,
+    ranked: bool,
+) -> dict[str, Any]:
+    """A run's cell in a paper column: its value and interval, the paper's value for its model,
+    and, when the run is comparable (`ranked`), its rank among the published values and
+    whether the paper's value lies inside its interval."""
+    if value is None:
+        return {"value": None}
+    cell: dict[str, Any] = {"value": value.estimate, "low": value.low, "high": value.high}
+    if ranked:
+        cell.update(rank=rank(ours, value.estimate, scored), of=len(scored) + 1)
+    if theirs is not None:
+        cell["paper"] = theirs
+        if ranked:
+            cell["inside"] = inside(theirs, value)
+    return cell
 
 
 def published_averages(
@@ -366,8 +346,10 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         rows, kinds = _run_rows(placed, comparison)
         average = placed.cells[PAPER_AVERAGE].get("value")
         entries.append((_sort_value(metric, average), -1 - index, rows, kinds))
-    # Runs before published rows of the same average: the reader's row is not buried.
-    entries.sort(key=lambda e: (e[0], e[1] >= 0, e[1] if e[1] >= 0 else -e[1]))
+    unranked = {-1 - i for i, placed in enumerate(comparison.placed) if placed.caveats}
+    # Runs before published rows of the same average: the reader's row is not buried. A run
+    # not comparable is not placed among the published rows: after them all.
+    entries.sort(key=lambda e: (e[1] in unranked, e[0], e[1] >= 0, e[1] if e[1] >= 0 else -e[1]))
     rows = [row for entry in entries for row in entry[2]]
     kinds = [kind for entry in entries for kind in entry[3]]
     direction = "lower is better" if metric.higher_is_better is False else "higher is better"
@@ -389,6 +371,8 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         )
     scenarios = comparison.columns[:-1]
     for placed in comparison.placed:
+        if placed.caveats:
+            notes.append(unranked_note(placed.run.label, placed.caveats))
         if sorted(placed.covers) != sorted(scenarios):
             notes.append(
                 f"{placed.run.label}: its average covers {', '.join(placed.covers) or 'nothing'}, "
@@ -396,6 +380,14 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
             )
     title = f"{metric.heading} among the paper's models ({comparison.source})"
     return Table(comparison.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
+
+
+def unranked_note(label: str, caveats: list[str]) -> str:
+    """What a table says of a run shown beside the published rows but not comparable."""
+    return (
+        f"{label}: not comparable with the published rows ({'; '.join(caveats)}): shown "
+        "last, without a rank or an inside/outside verdict"
+    )
 
 
 def _paper_cell(value: float | None, decimals: int = 1) -> Cell:
@@ -406,8 +398,11 @@ def _paper_cell(value: float | None, decimals: int = 1) -> Cell:
 def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Cell]], list[str]]:
     metric, columns = comparison.metric, comparison.columns
     label = placed.run.label
+    ranked = not placed.caveats
     mine = [Cell(label), Cell("yours")]
     ranks = [Cell(f"{label}: rank"), Cell("yours: rank")]
+    if not ranked:
+        ranks = [Cell(f"{label}: not ranked"), Cell("yours: not comparable")]
     checks = [Cell(f"{label} vs {placed.paper_model.name if placed.paper_model else ''}")]
     checks.append(Cell(f"yours vs {comparison.short_source}"))
     for column in columns:
@@ -422,9 +417,11 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
         if low != high:
             text += f" [{number_text(low, metric.percent)}, {number_text(high, metric.percent)}]"
         mine.append(Cell(text, value, low, high))
-        ranks.append(Cell(f"{cell['rank']}/{cell['of']}", cell["rank"]))
+        ranks.append(
+            Cell(f"{cell['rank']}/{cell['of']}", cell["rank"]) if ranked else Cell(MISSING)
+        )
         if "paper" in cell:
-            mark = "inside" if cell["inside"] else "outside"
+            mark = ("inside" if cell["inside"] else "outside") if ranked else "not compared"
             checks.append(Cell(f"{cell['paper']:.1f} {mark}", cell["paper"]))
         else:
             checks.append(Cell(MISSING))

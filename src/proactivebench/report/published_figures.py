@@ -15,6 +15,7 @@ from typing import Any
 
 from proactivebench.metrics import Metric, metric, number_text
 from proactivebench.paper import PAPER_SOURCE, figure_mean, figure_models, paper_table
+from proactivebench.report.comparable import not_comparable, own_filter
 from proactivebench.report.measures import RunMeasures
 from proactivebench.report.published import (
     PAPER_AVERAGE,
@@ -22,7 +23,6 @@ from proactivebench.report.published import (
     PUBLISHED,
     YOURS,
     figure_name,
-    own_filter,
     unfiltered,
     value_of,
 )
@@ -99,7 +99,15 @@ class FigureComparison:
                 "models": self.models,
                 "cells": self.zero_shot,
             },
-            "runs": [{"label": run.label, "model": run.model, "cells": c} for run, c in self.runs],
+            "runs": [
+                {
+                    "label": run.label,
+                    "model": run.model,
+                    "not_comparable": not_comparable(run),
+                    "cells": c,
+                }
+                for run, c in self.runs
+            ],
         }
 
     def table(self) -> Table:
@@ -143,6 +151,13 @@ class FigureComparison:
             "zero-shot mean is Table 1's over the same models. Rows marked 'yours' are this "
             "report's runs, with their 95 % bootstrap interval.",
         ]
+        for run, _ in self.runs:
+            caveats = not_comparable(run)
+            if caveats:
+                notes.append(
+                    f"{run.label}: not comparable with the published averages "
+                    f"({'; '.join(caveats)})"
+                )
         title = f"{self.metric.heading} beside the paper's {name} ({self.source})"
         return Table(self.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
 

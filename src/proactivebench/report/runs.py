@@ -46,6 +46,10 @@ class Run:
     #: the caller knows (a suite's experiment says); None: read from its settings
     #: (`report.published.counterpart`).
     counterpart: str | None = None
+    #: The `--limit` (episodes per scenario) the caller says the run was played with (a
+    #: suite's experiment: suite.json), for a run.json that records no selection; None: not
+    #: said (`report.comparable.partial`).
+    limit: int | None = None
 
     @property
     def model(self) -> str:
@@ -109,6 +113,7 @@ _CONFIG_TYPES: dict[str, tuple[type, ...]] = {
     "settings": (dict,),
     "model": (str,),
     "data_dir": (str,),
+    "selection": (dict,),  # what the run selected (`report.comparable`)
 }
 
 

@@ -22,6 +22,7 @@ from proactivebench.paper import paper_results
 from proactivebench.paths import read_file
 from proactivebench.registry import scenario_order
 from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
+from proactivebench.report.comparable import stopped
 from proactivebench.report.layout import Layout
 from proactivebench.report.tables import Cell, Table
 from proactivebench.rundir import RESULTS, RUN_CONFIG, latest_results, read_results
@@ -58,6 +59,7 @@ def write_suite_report(
     report = report_dir or out_dir / REPORT_DIR
     layout = Layout.of(
         {runs[e["id"]]: e["published"] for e in entries if isinstance(e.get("published"), str)},
+        limits=_limits(entries, runs, limit),
         preface=(experiments_table(entries, runs, statuses, report),),
         note=partial_note(limit) if isinstance(limit, int) else None,
     )
@@ -133,6 +135,17 @@ def partial_note(limit: int) -> str:
     )
 
 
+def _limits(entries: list[dict[str, Any]], runs: Mapping[str, Path], limit: Any) -> dict[Path, int]:
+    """Each experiment's `--limit` as suite.json keeps it (entries written before they kept
+    their own: the record's), for `report.comparable.partial`."""
+    found = {}
+    for entry in entries:
+        own = entry.get("limit", limit)
+        if isinstance(own, int) and not isinstance(own, bool):
+            found[runs[entry["id"]]] = own
+    return found
+
+
 def _relative(target: Path, report: Path) -> str:
     """`target` as a link from a page in `report` (a path with forward slashes)."""
     return Path(os.path.relpath(target.resolve(), report.resolve())).as_posix()
@@ -160,21 +173,13 @@ def _episodes(run: Path) -> tuple[dict[str, int], int]:
 
 
 def _stopped(run: Path) -> str | None:
-    """How the run's last invocation was stopped short (run.json's provenance: `stopped_by`,
-    'interrupted' or an error's class; no end time: killed, or still running), or None when
-    it ended: the experiments table must not call such a run "done"."""
+    """How the run's last invocation was stopped short (`comparable.stopped`), or None when it
+    ended: the experiments table must not call such a run "done"."""
     try:
-        entries = loads(read_file(run / RUN_CONFIG).decode("utf-8")).get("provenance") or []
-        last = entries[-1] if entries else {}
-    except (OSError, ValueError, AttributeError, TypeError):
+        config = loads(read_file(run / RUN_CONFIG).decode("utf-8"))
+    except (OSError, ValueError):
         return None
-    if not isinstance(last, dict) or not last:
-        return None
-    if last.get("stopped_by"):
-        return str(last["stopped_by"])
-    if last.get("ended") is None:
-        return "no end time: killed, or still running"
-    return None
+    return stopped(config) if isinstance(config, dict) else None
 
 
 def _model(run: Path) -> str:

@@ -1,0 +1,191 @@
+"""Whether a run can stand beside the paper's published rows: the one place that decides it.
+
+A run is ranked among the paper's models, and its values checked against its model's
+published ones, only when nothing it recorded makes the comparison meaningless. What does
+(`not_comparable`):
+
+- **generated data**: run.json's `selection.synthetic`, or (older runs) a `synth_manifest.json`
+  in the run's data directory (`data synth`): other images, other answers;
+- **partial**: fewer episodes than the data offers: `selection` records per scenario what the
+  data offered (`available`) and what the run selected (`selected`: fewer under `--limit`),
+  and the shard a launched rank played; fewer scored lines than selected (a stopped run,
+  episodes that ended in an error); for runs recorded before `selection`, the `--limit` a
+  suite says its experiment was played with (`suite.json`) and a last invocation that run.json
+  says was stopped (a suite's later extension, interrupted);
+- **settings the table does not have**: a caller (a suite's experiment) may name the paper's
+  table a run stands beside, where the settings cannot tell (an `--all-samples` run is not
+  recorded as one); a name the run's settings contradict (`hint = true` placed in Table 1,
+  zero-shot) is not followed (`said_table`).
+
+Every surface that sets a run beside the published models (`report --paper`'s tables and
+plots, a suite's report) asks here; such a run is shown with the reasons and without a rank
+or an inside/outside verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from proactivebench.data.layout import is_synthetic
+from proactivebench.report.runs import Run, labelled, labelled_settings
+from proactivebench.selected import Selection, selection_of
+
+#: The paper's tables by the kind of run: (mode, the setting that sets the run apart, or None
+#: for none) -> the key in paper_results.json.
+COUNTERPARTS: dict[tuple[str, str | None], str] = {
+    ("mcqa", None): "table1_mcqa",
+    ("mcqa", "hint"): "table7_hint",
+    ("mcqa", "reference"): "table6_oracle",
+    ("mcqa", "all_samples"): "table4_unfiltered",
+    ("oeg", None): "table2_oeg",
+    ("oeg", "hint"): "table9_oeg_hint",
+    ("oeg-multiturn", None): "table10_multiturn_oeg",
+}
+#: The samples per scenario the paper's open-ended tables scored (§3.1: "100 examples per
+#: scenario", `subset = 100` in suites/paper.toml): an open-ended run that selected that many
+#: of the more a scenario offers is whole.
+PAPER_OEG_SAMPLES = 100
+#: A table a caller may name where the settings name another: Table 4 is Table 1's setting on
+#: every sample (run.json does not record `--all-samples`), Table 8 is Table 2's twin.
+_SAME_SETTINGS = {"table4_unfiltered": "table1_mcqa", "table8_oeg_agg": "table2_oeg"}
+
+
+def run_mode(run: Run) -> str:
+    """mcqa, oeg or oeg-multiturn."""
+    return "oeg" if run.oeg else str(run.settings.get("mode") or "mcqa")
+
+
+def own_filter(settings: Mapping[str, Any]) -> bool:
+    """Whether a run played a test set of its own (`--filter`: run.json records the digest of
+    its ids under `filter`, or `filter_digest`)."""
+    return bool(settings.get("filter") or settings.get("filter_digest"))
+
+
+def table_of(mode: str, settings: Mapping[str, Any], *, all_samples: bool = False) -> str | None:
+    """The paper's table of runs of `mode` whose run.json records `settings` (`COUNTERPARTS`)
+    and that played samples the official filter drops or not (`all_samples`); None for
+    settings the paper tabulates nowhere (history, ICL, CoT, a filter of one's own, two
+    settings at once). The one rule, for a run (`settings_table`) and for a suite's
+    experiment before it plays (its `published` checked)."""
+    if own_filter(settings):
+        return None  # a test set of one's own: no table of the paper
+    marks = [k for k in labelled(settings) if k != "mode"]
+    if all_samples or settings.get("all_samples"):
+        marks.append("all_samples")
+    if len(marks) > 1:
+        return None
+    return COUNTERPARTS.get((mode, marks[0] if marks else None))
+
+
+def settings_table(run: Run, unfiltered: bool = False) -> str | None:
+    """`table_of` a run (`unfiltered`: it played samples the official filter drops)."""
+    return table_of(run_mode(run), run.settings, all_samples=unfiltered)
+
+
+def said_table(run: Run) -> str | None:
+    """The table a caller named for `run` (`Run.counterpart`) when its settings agree with it;
+    None when none was named, the name is no table of `COUNTERPARTS`, or the settings
+    contradict it (`contradiction` says how)."""
+    said = run.counterpart
+    if said is None or said not in COUNTERPARTS.values():
+        return None
+    return said if contradiction(run) is None else None
+
+
+def contradiction(run: Run) -> str | None:
+    """Why the table a caller named for `run` is not the table of its settings, or None."""
+    said = run.counterpart
+    if said is None or said not in COUNTERPARTS.values():
+        return None
+    own = settings_table(run)
+    if own in (said, None if said is None else _SAME_SETTINGS.get(said)):
+        return None
+    marks = [k for k in labelled_settings(run) if k != "mode"] or ["none"]
+    where = f"{_table_name(own)}'s" if own is not None else "no table's of the paper"
+    return (
+        f"settings the table does not have: named for {_table_name(said)}, but its settings "
+        f"(mode {run_mode(run)}, {', '.join(marks)}) are {where}"
+    )
+
+
+def _table_name(key: str) -> str:
+    return "Table " + key.split("_", 1)[0].removeprefix("table")
+
+
+def not_comparable(run: Run) -> list[str]:
+    """What makes `run` not comparable with the paper's published rows, each a short reason
+    (generated data, partial, settings the table does not have); empty when nothing does."""
+    reasons = []
+    if synthetic(run):
+        reasons.append("generated data (data synth), not the paper's")
+    reasons += partial(run)
+    contradicted = contradiction(run)
+    if contradicted is not None:
+        reasons.append(contradicted)
+    return reasons
+
+
+def selection(run: Run) -> Selection | None:
+    """What the run selected (run.json's `selection`, read by the readers' one rule:
+    `selected.selection_of`), or None for a run recorded before it was."""
+    return selection_of(run.config, run.run_dir / "run.json")
+
+
+def synthetic(run: Run) -> bool:
+    """Whether the run played generated data: as `selection` records it, else as its data
+    directory shows (`data synth`'s manifest)."""
+    recorded = selection(run)
+    if recorded is not None:
+        return recorded.synthetic
+    return run.data_dir is not None and is_synthetic(run.data_dir)
+
+
+def partial(run: Run) -> list[str]:
+    """Why the run holds fewer episodes than the data offers (see the module's docstring);
+    empty when it holds them all or, for a run that recorded no selection, when nothing
+    says."""
+    recorded = selection(run)
+    if recorded is None:
+        reasons = [f"partial: played with --limit {run.limit}"] if run.limit is not None else []
+        how = stopped(run.config)
+        return [*reasons, f"partial: its last invocation stopped ({how})"] if how else reasons
+    reasons = []
+    if recorded.shard is not None and recorded.shard[1] > 1:
+        index, count = recorded.shard
+        reasons.append(f"partial: one shard ({index} of {count}) of the selection")
+    short = _short_scenarios(run, recorded)
+    if short:
+        reasons.append("partial: " + ", ".join(short))
+    return reasons
+
+
+def stopped(config: Mapping[str, Any]) -> str | None:
+    """How a run's last invocation was stopped short (run.json's provenance: `stopped_by`,
+    'interrupted' or an error's class; no end time: killed, or still running), or None when
+    it ended (or run.json says nothing of it)."""
+    entries = config.get("provenance")
+    last = entries[-1] if isinstance(entries, list) and entries else None
+    if not isinstance(last, dict) or not last:
+        return None
+    if last.get("stopped_by"):
+        return str(last["stopped_by"])
+    if last.get("ended") is None:
+        return "no end time: killed, or still running"
+    return None
+
+
+def _short_scenarios(run: Run, recorded: Selection) -> list[str]:
+    """Per scenario of the selection, what falls short: samples selected of those available,
+    or episodes scored of those selected."""
+    found = []
+    cap = PAPER_OEG_SAMPLES if run_mode(run) != "mcqa" else None
+    for name, entry in recorded.scenarios.items():
+        available, selected = entry.available, entry.selected
+        scored = sum(1 for line in run.by_scenario.get(name, []) if not line.get("error"))
+        wanted = available if cap is None or available is None else min(available, cap)
+        if wanted is not None and selected < wanted:
+            found.append(f"{name} {selected} of {wanted} samples selected")
+        elif scored < selected:
+            found.append(f"{name} {scored} of {selected} selected episodes scored")
+    return found

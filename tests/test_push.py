@@ -94,6 +94,15 @@ def push(
     )
 
 
+def rewrite_summary(run: Path) -> None:
+    """summary.json of `run` rewritten from its lines, as eval writes it after a rerun."""
+    from proactivebench.metrics import summarize
+    from proactivebench.rundir import read_run_config, run_lines, write_summary
+
+    config = read_run_config(run)
+    write_summary(run, summarize(run_lines(run, config).lines, model=config["model"]))
+
+
 def assert_one_line_failure(done: subprocess.CompletedProcess[str], *wanted: str) -> str:
     output = (done.stdout + done.stderr).strip()
     assert done.returncode == 1, output
@@ -188,17 +197,27 @@ def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path
     assert first.returncode == 0, first.stdout + first.stderr
     before = dict(hub.repos[REPO].files)
 
-    # The run changed (a summary rewritten): the rerun sends only what changed, same paths.
-    summary = json.loads((run / "summary.json").read_text())
-    summary["average"]["accuracy"] = 42.0
-    (run / "summary.json").write_text(json.dumps(summary))
+    # The run changed (a line edited, its summary rewritten as eval would): the rerun sends
+    # only what changed, same paths.
+    lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["scenario"] == "ROD")
+    first = json.loads(lines[at])
+    assert first["correct"]
+    first["correct"] = False
+    lines[at] = json.dumps(first) + "\n"
+    (run / "results.jsonl").write_text("".join(lines))
+    rewrite_summary(run)
     second = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
     assert second.returncode == 0, second.stdout + second.stderr
     after = hub.repos[REPO].files
     assert set(after) == set(before)
     assert after["runs/run-a/summary.json"] == (run / "summary.json").read_bytes()
-    assert "| average | 14 | 42.0 |" in after["README.md"].decode()  # the card regenerated
-    assert sorted(hub.commits[-1].paths) == ["README.md", "runs/run-a/summary.json"]
+    assert "| ROD | 2 | 50.0 |" in after["README.md"].decode()  # the card regenerated
+    assert sorted(hub.commits[-1].paths) == [
+        "README.md",
+        "runs/run-a/results.jsonl",
+        "runs/run-a/summary.json",
+    ]
     assert [c for c in hub.requests if c == "POST /api/repos/create"] == [
         "POST /api/repos/create"
     ] * 2
@@ -233,6 +252,43 @@ def test_a_later_push_keeps_the_earlier_runs_in_the_card(
     assert third.returncode == 0, third.stdout + third.stderr
     again = hub.repos[REPO].files["README.md"].decode()
     assert [line for line in again.splitlines() if line.startswith("## `")] == sections
+
+
+def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """Lines moved out of results.jsonl after eval wrote summary.json (as the docs advise for
+    lines not counted): push published the old summary.json and a card with n = 14 and ROD
+    beside 12 lines and no ROD. Both are now computed from the lines at push time, and the
+    stale file is named."""
+    run = tmp_path / "run-a"
+    shutil.copytree(runs / "run-a", run)
+    stale = (run / "summary.json").read_bytes()
+    lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line)["scenario"] != "ROD"]
+    assert len(kept) == 12
+    (run / "results.jsonl").write_text("".join(kept))
+    (tmp_path / "moved-out.jsonl").write_text("".join(set(lines) - set(kept)))
+
+    done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "summary.json is not what its results.jsonl gives" in done.stderr
+    files = hub.repos[REPO].files
+    pushed = json.loads(files["runs/run-a/summary.json"])
+    assert "ROD" not in pushed["scenarios"] and pushed["average"]["n"] == 12
+    card = files["README.md"].decode()
+    table = [line for line in card.splitlines() if line.startswith("| ")]
+    assert not any(row.startswith("| ROD ") for row in table)
+    assert table[-1].startswith("| average | 12 | 100.0 |"), table
+    assert files["runs/run-a/results.jsonl"] == "".join(kept).encode()
+    assert (run / "summary.json").read_bytes() == stale  # the run folder is not written
+
+    # What was published is what eval writes for these lines: after a rerun's rewrite, the
+    # same bytes, and no note.
+    rewrite_summary(run)
+    assert files["runs/run-a/summary.json"] == (run / "summary.json").read_bytes()
+    again = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
 
 
 # --- one line when it cannot -------------------------------------------------------------

@@ -3,7 +3,9 @@
 Where things go in the repo (documented in docs/reports.md, "Results on the Hub"):
 
 - a run directory `RUN` → `runs/<RUN's name>/` (run.json, results.jsonl, summary.json and its
-  `report/` folder when it has one);
+  `report/` folder when it has one); summary.json and the card's table are computed at push
+  time from the lines as every reader counts them (`run_lines`, `metrics.summarize`), never
+  taken from the file, which may predate lines moved out or in;
 - a suite's output `OUT` (`paper --out OUT`, `suite FILE --out OUT`: suite.json and one run
   directory per experiment) → every experiment as `runs/<OUT's name>/<experiment id>/` and the
   suite's report `OUT/report` as `reports/<OUT's name>/`;
@@ -33,16 +35,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, PushError, hub_answer
-from proactivebench.metrics import Metric, headline_metrics
+from proactivebench.metrics import Metric, headline_metrics, summarize
 from proactivebench.rundir import (
     REPORT_DIR,
     RESULTS,
     RUN_CONFIG,
     SUMMARY,
     RunLock,
+    file_stamp,
     has_results,
     read_run_config,
     run_lines,
+    summary_json,
 )
 from proactivebench.suite import is_suite_dir, read_suite_record
 from proactivebench.texts import dumps, loads
@@ -70,15 +74,19 @@ class PushedRun:
 
 @dataclass
 class PushPlan:
-    """What one push sends: each file (its repo path → the local file) and the runs and
-    reports it holds."""
+    """What one push sends: each file (its repo path → the local file it comes from), the
+    bytes sent for those not sent as the file is now (`contents`), the runs and reports it
+    holds, and what the pusher should know (`notes`)."""
 
     files: dict[str, Path] = field(default_factory=dict)
+    contents: dict[str, bytes] = field(default_factory=dict)
     runs: list[PushedRun] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
-    def add(self, repo_path: str, local: Path) -> None:
-        """One file; two local files for one repo path (two runs of one name) are refused."""
+    def add(self, repo_path: str, local: Path, content: bytes | None = None) -> None:
+        """One file (`content`: the bytes to send instead of the file as it is then); two
+        local files for one repo path (two runs of one name) are refused."""
         before = self.files.get(repo_path)
         if before is not None and before != local:
             raise PushError(
@@ -86,6 +94,8 @@ class PushPlan:
                 "separately or rename one directory"
             )
         self.files[repo_path] = local
+        if content is not None:
+            self.contents[repo_path] = content
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,8 @@ class PushOutcome:
     files: int
     runs: list[str]
     reports: list[str]
+    #: What the pusher should know: a summary.json its lines contradict, a folder replaced.
+    notes: list[str] = field(default_factory=list)
 
 
 # --- what to send -------------------------------------------------------------------------
@@ -142,20 +154,49 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
     # The same reading every counting command makes (`run_lines`): a line that `report`,
     # `show` and a resume leave out would be published as the run's all the same, beside a
     # card whose table (summary.json) does not count it.
-    rejected = run_lines(run_dir, config).rejected
-    if rejected:
-        first = rejected[0].removesuffix("; not counted")
-        raise PushError(
-            f"{run_dir}: {len(rejected)} line(s) of {RESULTS} cannot be counted (the first: "
-            f"{first}); fix or move them out of the run before pushing"
+    lines, results = _counted_lines(run_dir, config)
+    # summary.json as eval writes it, from the lines as they are now: a file written before
+    # lines were moved out (or in) would publish numbers no reader of the pushed lines gives.
+    summary = summarize(lines, model=str(config.get("model", "")))
+    fresh = summary_json(summary).encode("utf-8")
+    if _plain_file(run_dir / SUMMARY) and (run_dir / SUMMARY).read_bytes() != fresh:
+        plan.notes.append(
+            f"{run_dir / SUMMARY} is not what its {RESULTS} gives (lines moved or edited since "
+            "it was written): pushed the summary its lines give"
         )
-    for name in (RUN_CONFIG, RESULTS, SUMMARY):
-        if _plain_file(run_dir / name):
-            plan.add(f"{repo_path}/{name}", run_dir / name)
+    if _plain_file(run_dir / RUN_CONFIG):
+        plan.add(f"{repo_path}/{RUN_CONFIG}", run_dir / RUN_CONFIG)
+    plan.add(f"{repo_path}/{RESULTS}", run_dir / RESULTS, results)
+    plan.add(f"{repo_path}/{SUMMARY}", run_dir / SUMMARY, fresh)
     if (run_dir / RUN_REPORT).is_dir():
         for local, relative in _files_under(run_dir / RUN_REPORT):
             plan.add(f"{repo_path}/{RUN_REPORT}/{relative}", local)
-    plan.runs.append(PushedRun(repo_path, config, _read_summary(run_dir / SUMMARY)))
+    plan.runs.append(PushedRun(repo_path, config, summary.as_dict()))
+
+
+def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str, Any]], bytes]:
+    """The lines every counting command reads (`run_lines`) and the bytes of results.jsonl
+    they were read from, which are what is sent: a line appended in between would otherwise
+    be published beside a summary that does not count it."""
+    path = run_dir / RESULTS
+    before = file_stamp(path)
+    # The same reading every counting command makes (`run_lines`): a line that `report`,
+    # `show` and a resume leave out would be published as the run's all the same, beside a
+    # card whose table does not count it.
+    found = run_lines(run_dir, config)
+    if found.rejected:
+        first = found.rejected[0].removesuffix("; not counted")
+        raise PushError(
+            f"{run_dir}: {len(found.rejected)} line(s) of {RESULTS} cannot be counted (the "
+            f"first: {first}); fix or move them out of the run before pushing"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PushError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if file_stamp(path) != before:
+        raise PushError(f"{path} changed while push read it: push again once it is written")
+    return found.lines, data
 
 
 def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
@@ -192,15 +233,6 @@ def _files_under(root: Path) -> Iterator[tuple[Path, str]]:
             if not name.startswith(".") and _plain_file(local):
                 found.append((local, PurePosixPath(*local.relative_to(root).parts).as_posix()))
     yield from sorted(found, key=lambda item: item[1])
-
-
-def _read_summary(path: Path) -> dict[str, Any] | None:
-    """summary.json, or None when there is none or it is not an object (the card says so)."""
-    try:
-        summary = loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return summary if isinstance(summary, dict) else None
 
 
 # --- the dataset card ---------------------------------------------------------------------
@@ -338,7 +370,10 @@ def push(
             )
         card = dataset_card(plan, repo_id, _earlier_runs(api, repo_id, plan))
         operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
-        operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
+        operations += [
+            CommitOperationAdd(p, plan.contents.get(p, str(local)))
+            for p, local in sorted(plan.files.items())
+        ]
         with _hub_answer(f"the commit to {repo_id}"):
             commit = api.create_commit(
                 repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
@@ -349,6 +384,7 @@ def push(
         files=len(operations),
         runs=[run.repo_path for run in plan.runs],
         reports=list(plan.reports),
+        notes=list(plan.notes),
     )
 
 

@@ -291,6 +291,53 @@ def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
     assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
 
 
+def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A second run whose folder name equals one the repo holds replaced run.json and
+    results.jsonl but left the first run's report/ beside them (one model's lines, another's
+    report), exit 0 without a word. The folder is now replaced whole in the same commit, and
+    the clash is named."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "runs/run-a/report/report.json" in hub.repos[REPO].files
+
+    other = tmp_path / "elsewhere" / "run-a"  # the reactive run, without a report
+    shutil.copytree(runs / "suite" / "mcqa", other, ignore=shutil.ignore_patterns("report"))
+    done = push(hub.endpoint, tmp_path / "hf", other, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    held = sorted(p for p in files if p.startswith("runs/run-a/"))
+    assert held == [f"runs/run-a/{name}" for name in sorted(RUN_FILES)]
+    for name in RUN_FILES:
+        assert files[f"runs/run-a/{name}"] == (other / name).read_bytes(), name
+    assert hub.commits[-1].deleted and all(
+        p.startswith("runs/run-a/report/") for p in hub.commits[-1].deleted
+    )
+    assert len(hub.commits) == 2  # the deletions are in the push's one commit
+    warning = " ".join(done.stderr.split())
+    assert "runs/run-a in someone/pb-results held another run" in warning, done.stderr
+    assert 'model: "baseline:proactive" → "baseline:reactive"' in warning, done.stderr
+    card = files["README.md"].decode()
+    assert card.count("## `runs/run-a`") == 1 and "- model: `baseline:reactive`" in card
+
+    # A suite's folder replaced by a run of the same name: its experiments leave the repo
+    # and the card.
+    suite_push = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert suite_push.returncode == 0, suite_push.stdout + suite_push.stderr
+    renamed = tmp_path / "again" / "suite"
+    shutil.copytree(runs / "run-a", renamed)
+    done = push(hub.endpoint, tmp_path / "hf", renamed, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    assert not any(p.startswith(("runs/suite/mcqa/", "runs/suite/hint/")) for p in files)
+    sections = [
+        line for line in files["README.md"].decode().splitlines() if line.startswith("## `")
+    ]
+    assert sections == ["## `runs/run-a`", "## `runs/suite`"]
+    assert "reports/suite/report.html" in files  # another folder: left alone
+
+
 # --- one line when it cannot -------------------------------------------------------------
 
 

@@ -14,8 +14,11 @@ Where things go in the repo (documented in docs/reports.md, "Results on the Hub"
   those earlier pushes left in `runs/` (model, settings, data, the summary table).
 
 Everything goes in one commit; a rerun overwrites the same paths (files that did not change are
-not sent again: the Hub says which it holds) and rewrites the card. Files the repo holds and
-this push does not name are left alone.
+not sent again: the Hub says which it holds) and rewrites the card. Each folder pushed
+(`runs/NAME/`, `reports/NAME/`) is replaced whole: files an earlier push left there that this
+push does not hold are deleted in the same commit, so that one run's lines never stand beside
+another's report; a folder that held another run (run.json's identity differs) is named in a
+warning. Files elsewhere in the repo are left alone.
 
 huggingface_hub is imported inside functions only: its endpoint (`HF_ENDPOINT`) is fixed at
 import, and importing this module must not fix it. Its errors become one `PushError` line
@@ -28,6 +31,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -44,9 +48,11 @@ from proactivebench.rundir import (
     RunLock,
     file_stamp,
     has_results,
+    identity_differences,
     read_run_config,
     run_lines,
     summary_json,
+    without_provenance,
 )
 from proactivebench.suite import is_suite_dir, read_suite_record
 from proactivebench.texts import dumps, loads
@@ -355,7 +361,13 @@ def push(
     if not _REPO_ID.fullmatch(repo_id):
         raise PushError(f"--repo must be OWNER/NAME (a dataset repo on the Hub), not {repo_id!r}")
     plan = plan_push(paths)
-    from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
+    from huggingface_hub import (
+        CommitOperationAdd,
+        CommitOperationDelete,
+        HfApi,
+        constants,
+        get_token,
+    )
 
     token = token or get_token()
     if not token:
@@ -368,12 +380,18 @@ def push(
             url = api.create_repo(
                 repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True
             )
-        card = dataset_card(plan, repo_id, _earlier_runs(api, repo_id, plan))
-        operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
+        with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
+            repo = _RepoFiles(api, repo_id, Path(scratch))
+            earlier = _earlier_runs(repo, plan)
+            stale = _stale_files(repo.held, plan)
+            plan.notes += _replaced(repo, plan, stale)
+        card = dataset_card(plan, repo_id, earlier)
+        operations: list[Any] = [CommitOperationAdd(CARD, card.encode("utf-8"))]
         operations += [
             CommitOperationAdd(p, plan.contents.get(p, str(local)))
             for p, local in sorted(plan.files.items())
         ]
+        operations += [CommitOperationDelete(p) for p in stale]
         with _hub_answer(f"the commit to {repo_id}"):
             commit = api.create_commit(
                 repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
@@ -388,43 +406,89 @@ def push(
     )
 
 
-def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
-    """The runs the repo holds from earlier pushes that this one does not replace, read back
-    (run.json, summary.json) so that the regenerated card still describes them. A file there
-    that is not ours to read (not JSON, not an object) leaves its run out of the card."""
-    import tempfile
+class _RepoFiles:
+    """What the repo holds before this push (its file paths), and a JSON file of it read back."""
 
-    pushed = {run.repo_path for run in plan.runs}
-    with _hub_answer(f"the files of {repo_id}"):
-        held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+    def __init__(self, api: Any, repo_id: str, scratch: Path) -> None:
+        self.api, self.repo_id, self.scratch = api, repo_id, scratch
+        with _hub_answer(f"the files of {repo_id}"):
+            self.held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+
+    def read_json(self, repo_path: str) -> Any:
+        """The file's JSON value; None when the repo has no such file or it is not JSON."""
+        if repo_path not in self.held:
+            return None
+        with _hub_answer(f"{self.repo_id}/{repo_path}"):
+            local = self.api.hf_hub_download(
+                self.repo_id, repo_path, repo_type=REPO_TYPE, local_dir=self.scratch
+            )
+        try:
+            return loads(Path(local).read_bytes().decode("utf-8"))
+        except ValueError:
+            return None
+
+
+def _folders(plan: PushPlan) -> set[str]:
+    """The folders this push replaces whole: `runs/NAME` and `reports/NAME` of every file."""
+    return {"/".join(p.split("/")[:2]) for p in plan.files}
+
+
+def _under(repo_path: str, folders: set[str]) -> bool:
+    return any(repo_path.startswith(f"{folder}/") for folder in folders)
+
+
+def _stale_files(held: set[str], plan: PushPlan) -> list[str]:
+    """Files an earlier push left in a folder this push replaces and this push does not hold:
+    deleted in the same commit (kept, they would mix two runs: one's lines, another's report)."""
+    folders = _folders(plan)
+    return sorted(p for p in held if _under(p, folders) and p not in plan.files)
+
+
+def _replaced(repo: _RepoFiles, plan: PushPlan, stale: list[str]) -> list[str]:
+    """What the pusher should know of the folders replaced: a run pushed where the repo held
+    another one (its run.json's identity differs), and the files removed."""
+    notes = []
+    for run in plan.runs:
+        old = repo.read_json(f"{run.repo_path}/{RUN_CONFIG}")
+        if not isinstance(old, dict):
+            continue
+        differences = identity_differences(without_provenance(old), without_provenance(run.config))
+        if differences:
+            shown = "; ".join(differences[:3]) + ("; ..." if len(differences) > 3 else "")
+            notes.append(
+                f"{run.repo_path} in {repo.repo_id} held another run ({shown}): replaced by this "
+                "one (rename the local directory and push again to keep both)"
+            )
+    for folder in sorted(_folders(plan)):
+        gone = [p for p in stale if p.startswith(f"{folder}/")]
+        if gone:
+            notes.append(
+                f"{folder}: {len(gone)} file(s) of an earlier push that this one does not hold "
+                f"deleted (the first: {gone[0]})"
+            )
+    return notes
+
+
+def _earlier_runs(repo: _RepoFiles, plan: PushPlan) -> list[PushedRun]:
+    """The runs the repo holds from earlier pushes outside the folders this push replaces,
+    read back (run.json, summary.json) so that the regenerated card still describes them. A
+    file there that is not ours to read (not JSON, not an object) leaves its run out of the
+    card."""
+    folders = _folders(plan)
     suffix = f"/{RUN_CONFIG}"
     earlier = []
-    with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
-
-        def fetch(repo_path: str) -> Any:
-            if repo_path not in held:
-                return None
-            with _hub_answer(f"{repo_id}/{repo_path}"):
-                local = api.hf_hub_download(
-                    repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch
-                )
-            try:
-                return loads(Path(local).read_bytes().decode("utf-8"))
-            except ValueError:
-                return None
-
-        for config_path in sorted(held):
-            run_path = config_path.removesuffix(suffix)
-            if not (config_path.startswith(f"{RUNS}/") and config_path.endswith(suffix)):
-                continue
-            if run_path in pushed or f"/{RUN_REPORT}/" in f"{run_path}/":
-                continue
-            config = fetch(config_path)
-            summary = fetch(f"{run_path}/{SUMMARY}")
-            if isinstance(config, dict):
-                earlier.append(
-                    PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
-                )
+    for config_path in sorted(repo.held):
+        run_path = config_path.removesuffix(suffix)
+        if not (config_path.startswith(f"{RUNS}/") and config_path.endswith(suffix)):
+            continue
+        if _under(config_path, folders) or f"/{RUN_REPORT}/" in f"{run_path}/":
+            continue
+        config = repo.read_json(config_path)
+        summary = repo.read_json(f"{run_path}/{SUMMARY}")
+        if isinstance(config, dict):
+            earlier.append(
+                PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
+            )
     return earlier
 
 

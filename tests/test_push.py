@@ -338,6 +338,46 @@ def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
     assert "reports/suite/report.html" in files  # another folder: left alone
 
 
+def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
+    """Folder names, run.json's model, settings, judge and data went into the card as they
+    were: an escape sequence, a bidirectional override (a model shown under another name), a
+    line break (a fake heading) and a link's delimiters reached every reader of the Hub page,
+    and a NaN or infinite rate was shown as "nan". Every such text is now written as its
+    escapes; a rate that is no number is shown as missing."""
+    import unicodedata
+
+    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+
+    hostile = "gpt\x1b[31m\u202eevil`|x\n## Injected\u2066\u200b\u2028"
+    config = {
+        "model": hostile,
+        "data_dir": f"/home/me/data{hostile}",
+        "data_revision": hostile,
+        "settings": {"mode": "mcqa", "note": hostile},
+        "judge": {"model": hostile},
+    }
+    score = {"n": 2, "accuracy": float("nan"), "ps_rate": float("inf"), "errors": 0}
+    summary = {"scenarios": {"ROD": score, "VS\u202eOD": score}, "average": score}
+    plan = PushPlan(
+        runs=[PushedRun(f"runs/a{hostile}", config, summary)],
+        reports=["reports/x) [click](https://example.com"],
+    )
+    card = dataset_card(plan, REPO)
+
+    body = card.partition("\n---\n")[2]
+    unsafe = [c for c in body if c != "\n" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"}]
+    assert unsafe == [], unsafe
+    assert "\n## Injected" not in body  # no heading of its own
+    assert "- model: `gpt\\x1b[31m\\u202eevil'\\|x\\n## Injected\\u2066\\u200b\\u2028`" in body
+    table = [line for line in body.splitlines() if line.startswith("| ")]
+    assert table[1:] == [
+        "| ROD | 2 | – | – | 0 |",
+        "| VS\\u202eOD | 2 | – | – | 0 |",
+        "| average | 2 | – | – | 0 |",
+    ]
+    assert "- [`reports/x) [click](https://example.com`](reports/x%29%20%5Bclick%5D" in body
+
+
 # --- one line when it cannot -------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -37,8 +38,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 from proactivebench.errors import ProactiveBenchError, PushError, hub_answer
+from proactivebench.escapes import visible
 from proactivebench.metrics import Metric, headline_metrics, summarize
 from proactivebench.rundir import (
     REPORT_DIR,
@@ -271,7 +274,7 @@ def dataset_card(plan: PushPlan, repo_id: str, earlier: Sequence[PushedRun] = ()
         lines += _run_section(run)
     if plan.reports:
         lines += ["## Reports", ""]
-        lines += [f"- [`{r}`]({r}/report.html)" for r in plan.reports]
+        lines += [f"- [`{_code(r)}`]({quote(r)}/report.html)" for r in plan.reports]
         lines.append("")
     return "\n".join(lines)
 
@@ -328,7 +331,8 @@ def _row(name: str, score: Any, metrics: Sequence[Metric]) -> list[str]:
     for metric in metrics:
         value = score.get(metric.key)
         ok = isinstance(value, int | float) and not isinstance(value, bool)
-        cells.append(metric.text(float(value)) if ok else "–")
+        # A NaN or an infinity is no rate: shown as missing, never as "nan %".
+        cells.append(metric.text(float(value)) if ok and math.isfinite(value) else "–")
     return [*cells, _number(score.get("errors"))]
 
 
@@ -341,8 +345,11 @@ def _compact(value: Any) -> str:
 
 
 def _code(text: str) -> str:
-    """Text from a run's files made safe inside a Markdown code span and a table cell."""
-    return " ".join(text.split()).replace("`", "'").replace("|", "\\|")
+    """Text from a run's files (folder names, run.json's model, settings and data) made inert
+    inside a Markdown code span and a table cell: control, format and bidirectional characters
+    written as their escapes (`escapes.visible`: an override would show another name than the
+    file holds), and the span's and the table's delimiters replaced."""
+    return " ".join(visible(text).split()).replace("`", "'").replace("|", "\\|")
 
 
 # --- the push -----------------------------------------------------------------------------
@@ -374,7 +381,7 @@ def push(
         raise PushError(f"no Hugging Face token to push to {repo_id}: {_LOGIN}")
     api = HfApi(token=token)
     named = [run.repo_path for run in plan.runs] + plan.reports
-    message = "proactivebench push: " + ", ".join(named)
+    message = "proactivebench push: " + visible(", ".join(named))
     with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
         with _hub_answer(f"the repo {repo_id}"):
             url = api.create_repo(

@@ -191,8 +191,8 @@ def test_card_table_is_summary_json(hub: UploadHub, runs: Path, tmp_path: Path) 
 
 
 def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
-    run = tmp_path / "run-a"
-    shutil.copytree(runs / "run-a", run)
+    run = tmp_path / "run-a"  # without its report, which a changed line makes stale
+    shutil.copytree(runs / "run-a", run, ignore=shutil.ignore_patterns("report"))
     first = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
     assert first.returncode == 0, first.stdout + first.stderr
     before = dict(hub.repos[REPO].files)
@@ -264,6 +264,10 @@ def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
     run = tmp_path / "run-a"
     shutil.copytree(runs / "run-a", run)
     stale = (run / "summary.json").read_bytes()
+    from proactivebench.publish import plan_push
+
+    # A copy keeps its report's record true (size and time of the files): pushed whole.
+    assert "runs/run-a/report/report.html" in plan_push([run]).files
     lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
     kept = [line for line in lines if json.loads(line)["scenario"] != "ROD"]
     assert len(kept) == 12
@@ -272,7 +276,11 @@ def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
 
     done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "summary.json is not what its results.jsonl gives" in done.stderr
+    warnings = " ".join(done.stderr.split())
+    assert "summary.json is not what its results.jsonl gives" in warnings
+    # Its report too was built from the 14 lines: not published beside 12.
+    assert f"{run / 'report'} was not built from the lines as they are now" in warnings
+    assert not any("/report/" in p for p in hub.repos[REPO].files)
     files = hub.repos[REPO].files
     pushed = json.loads(files["runs/run-a/summary.json"])
     assert "ROD" not in pushed["scenarios"] and pushed["average"]["n"] == 12
@@ -286,6 +294,7 @@ def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
     # What was published is what eval writes for these lines: after a rerun's rewrite, the
     # same bytes, and no note.
     rewrite_summary(run)
+    shutil.rmtree(run / "report")
     assert files["runs/run-a/summary.json"] == (run / "summary.json").read_bytes()
     again = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
     assert again.returncode == 0 and "warning" not in again.stderr, again.stderr

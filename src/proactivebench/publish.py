@@ -177,7 +177,7 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
         plan.add(f"{repo_path}/{RUN_CONFIG}", run_dir / RUN_CONFIG)
     plan.add(f"{repo_path}/{RESULTS}", run_dir / RESULTS, results)
     plan.add(f"{repo_path}/{SUMMARY}", run_dir / SUMMARY, fresh)
-    if (run_dir / RUN_REPORT).is_dir():
+    if _current_report(plan, run_dir / RUN_REPORT, [run_dir]):
         for local, relative in _files_under(run_dir / RUN_REPORT):
             plan.add(f"{repo_path}/{RUN_REPORT}/{relative}", local)
     plan.runs.append(PushedRun(repo_path, config, summary.as_dict()))
@@ -216,8 +216,25 @@ def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
         raise PushError(f"{out_dir} holds no experiment's run yet: nothing to push")
     for experiment in played:
         _add_run(plan, out_dir / experiment, f"{RUNS}/{name}/{experiment}")
-    if (out_dir / RUN_REPORT).is_dir():
+    if _current_report(plan, out_dir / RUN_REPORT, [out_dir / e for e in played]):
         _add_report(plan, out_dir / RUN_REPORT, f"{REPORTS}/{name}")
+
+
+def _current_report(plan: PushPlan, report_dir: Path, run_dirs: list[Path]) -> bool:
+    """Whether the report of a run or a suite is pushed: only when it was built from the
+    lines as they are (`built_from_runs_as_they_are`); one built before is named in a note and
+    left out (its numbers would contradict the pushed lines and the card)."""
+    from proactivebench.report.build import built_from_runs_as_they_are
+
+    if not report_dir.is_dir():
+        return False
+    if built_from_runs_as_they_are(report_dir, run_dirs):
+        return True
+    plan.notes.append(
+        f"{report_dir} was not built from the lines as they are now (or does not say what it "
+        f"was built from): not pushed; `proactivebench report` rewrites it, then push again"
+    )
+    return False
 
 
 def _add_report(plan: PushPlan, report_dir: Path, repo_path: str) -> None:

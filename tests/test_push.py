@@ -242,9 +242,9 @@ def test_a_later_push_keeps_the_earlier_runs_in_the_card(
     assert sections == ["## `runs/run-a`", "## `runs/suite/hint`", "## `runs/suite/mcqa`"]
     hint = card.split("## `runs/suite/hint`")[1].split("## ")[0]
     assert "- model: `baseline:reactive`" in hint and '"hint": true' in hint
-    assert "| average | 14 |" in hint  # its summary read back from the repo
+    assert "| average | 14 |" in hint  # its lines read back from the repo and counted
     assert any(
-        "/resolve/" in r and r.endswith("/runs/suite/hint/summary.json") for r in hub.requests
+        "/resolve/" in r and r.endswith("/runs/suite/hint/results.jsonl") for r in hub.requests
     )
 
     # Pushing one of them again replaces its section, never adds a second one.
@@ -385,6 +385,41 @@ def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
         "| average | 2 | – | – | 0 |",
     ]
     assert "- [`reports/x) [click](https://example.com`](reports/x%29%20%5Bclick%5D" in body
+
+
+def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A run an earlier push left in the repo was carded from the summary.json there, which
+    an older version pushed stale or someone edited on the Hub: its table is now counted from
+    its lines read back (run_lines), and the repo's summary.json is replaced by theirs."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    files = hub.repos[REPO].files
+    lines = files["runs/run-a/results.jsonl"].decode().splitlines(keepends=True)
+    files["runs/run-a/results.jsonl"] = "".join(
+        line for line in lines if json.loads(line)["scenario"] != "ROD"
+    ).encode()  # as a push of 12 lines beside an older summary.json of 14 left it
+
+    second = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert second.returncode == 0, second.stdout + second.stderr
+    files = hub.repos[REPO].files
+    section = files["README.md"].decode().split("## `runs/run-a`")[1].split("## ")[0]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    assert not any(row.startswith("| ROD ") for row in table), table
+    assert table[-1].startswith("| average | 12 | 100.0 |"), table
+    summary = json.loads(files["runs/run-a/summary.json"])
+    assert "ROD" not in summary["scenarios"] and summary["average"]["n"] == 12
+    warning = " ".join(second.stderr.split())
+    assert f"runs/run-a/summary.json in {REPO} was not what the lines beside it give" in warning
+
+    # A line no reader counts, left there: said in the run's section, not counted.
+    files["runs/run-a/results.jsonl"] += b'{"scenario": "ROD", "sample_id": "seven"}\n'
+    third = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert third.returncode == 0, third.stdout + third.stderr
+    section = hub.repos[REPO].files["README.md"].decode().split("## `runs/run-a`")[1]
+    assert "1 line(s) of results.jsonl are not counted" in section.split("## ")[0]
+    assert "| average | 12 | 100.0 |" in section
 
 
 # --- one line when it cannot -------------------------------------------------------------

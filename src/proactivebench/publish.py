@@ -27,6 +27,7 @@ naming the repo and what to do (`hf auth login`, HF_TOKEN, the network).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -43,6 +44,7 @@ from urllib.parse import quote
 from proactivebench.errors import ProactiveBenchError, PushError, hub_answer
 from proactivebench.escapes import visible
 from proactivebench.metrics import Metric, headline_metrics, summarize
+from proactivebench.paths import read_file
 from proactivebench.rundir import (
     REPORT_DIR,
     RESULTS,
@@ -74,11 +76,13 @@ _LOGIN = "log in with `hf auth login` or set HF_TOKEN to a token with write acce
 
 @dataclass
 class PushedRun:
-    """One run as the card describes it: where it went and what run.json and summary.json say."""
+    """One run as the card describes it: where it went, its run.json, and the summary of its
+    lines as every reader counts them (`not_counted`: lines a reader leaves out)."""
 
     repo_path: str
     config: dict[str, Any]
     summary: dict[str, Any] | None
+    not_counted: int = 0
 
 
 @dataclass
@@ -200,7 +204,7 @@ def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str
             f"first: {first}); fix or move them out of the run before pushing"
         )
     try:
-        data = path.read_bytes()
+        data = read_file(path)  # as run_lines read it
     except OSError as exc:
         raise PushError(f"cannot read {path}: {exc.strerror or exc}") from None
     if file_stamp(path) != before:
@@ -310,7 +314,13 @@ def _run_section(run: PushedRun) -> list[str]:
     lines.append(f"- data: {_data_text(config)}")
     lines.append("")
     if run.summary is None:
-        return [*lines, f"No {SUMMARY} in this run: no summary table.", ""]
+        return [*lines, f"No {RESULTS} in this run: no summary table.", ""]
+    if run.not_counted:
+        lines += [
+            f"{run.not_counted} line(s) of {RESULTS} are not counted (not result lines "
+            "of this run: `proactivebench report` names them).",
+            "",
+        ]
     return [*lines, *_summary_table(run.summary, settings.get("mode") == "oeg"), ""]
 
 
@@ -406,14 +416,20 @@ def push(
             )
         with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
             repo = _RepoFiles(api, repo_id, Path(scratch))
-            earlier = _earlier_runs(repo, plan)
-            stale = _stale_files(repo.held, plan)
+            earlier, refreshed = _earlier_runs(repo, plan)
+            stale = _stale_files(set(repo.held), plan)
             plan.notes += _replaced(repo, plan, stale)
         card = dataset_card(plan, repo_id, earlier)
         operations: list[Any] = [CommitOperationAdd(CARD, card.encode("utf-8"))]
         operations += [
             CommitOperationAdd(p, plan.contents.get(p, str(local)))
             for p, local in sorted(plan.files.items())
+        ]
+        operations += [CommitOperationAdd(p, data) for p, data in sorted(refreshed.items())]
+        plan.notes += [
+            f"{p} in {repo_id} was not what the lines beside it give: replaced by theirs"
+            for p in sorted(refreshed)
+            if p in repo.held
         ]
         operations += [CommitOperationDelete(p) for p in stale]
         with _hub_answer(f"the commit to {repo_id}"):
@@ -431,25 +447,42 @@ def push(
 
 
 class _RepoFiles:
-    """What the repo holds before this push (its file paths), and a JSON file of it read back."""
+    """What the repo holds before this push (each file's path and git blob id), and files of
+    it read back into `scratch` (at their repo paths)."""
 
     def __init__(self, api: Any, repo_id: str, scratch: Path) -> None:
         self.api, self.repo_id, self.scratch = api, repo_id, scratch
         with _hub_answer(f"the files of {repo_id}"):
-            self.held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+            entries = list(api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE))
+            self.held: dict[str, str | None] = {
+                e.path: e.blob_id for e in entries if hasattr(e, "blob_id")
+            }
 
-    def read_json(self, repo_path: str) -> Any:
-        """The file's JSON value; None when the repo has no such file or it is not JSON."""
+    def download(self, repo_path: str) -> Path | None:
+        """The file read back (under `scratch`); None when the repo has no such file."""
         if repo_path not in self.held:
             return None
         with _hub_answer(f"{self.repo_id}/{repo_path}"):
-            local = self.api.hf_hub_download(
-                self.repo_id, repo_path, repo_type=REPO_TYPE, local_dir=self.scratch
+            return Path(
+                self.api.hf_hub_download(
+                    self.repo_id, repo_path, repo_type=REPO_TYPE, local_dir=self.scratch
+                )
             )
+
+    def read_json(self, repo_path: str) -> Any:
+        """The file's JSON value; None when the repo has no such file or it is not JSON."""
+        local = self.download(repo_path)
+        if local is None:
+            return None
         try:
-            return loads(Path(local).read_bytes().decode("utf-8"))
+            return loads(local.read_bytes().decode("utf-8"))
         except ValueError:
             return None
+
+    def holds_as(self, repo_path: str, data: bytes) -> bool:
+        """Whether the repo holds `data` at `repo_path` (its git blob id, as the Hub lists it)."""
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        return self.held.get(repo_path) == blob
 
 
 def _folders(plan: PushPlan) -> set[str]:
@@ -493,14 +526,16 @@ def _replaced(repo: _RepoFiles, plan: PushPlan, stale: list[str]) -> list[str]:
     return notes
 
 
-def _earlier_runs(repo: _RepoFiles, plan: PushPlan) -> list[PushedRun]:
-    """The runs the repo holds from earlier pushes outside the folders this push replaces,
-    read back (run.json, summary.json) so that the regenerated card still describes them. A
-    file there that is not ours to read (not JSON, not an object) leaves its run out of the
-    card."""
+def _earlier_runs(repo: _RepoFiles, plan: PushPlan) -> tuple[list[PushedRun], dict[str, bytes]]:
+    """The runs the repo holds from earlier pushes outside the folders this push replaces, read
+    back so that the regenerated card still describes them, with their tables computed from
+    their lines as this push's are (a summary.json pushed by an earlier version, or edited on
+    the Hub, is not taken on trust); and each such summary.json the repo does not hold as its
+    lines give it, to send. A run.json there that is not ours to read (not JSON, not an
+    object) leaves its run out of the card."""
     folders = _folders(plan)
     suffix = f"/{RUN_CONFIG}"
-    earlier = []
+    earlier, refreshed = [], {}
     for config_path in sorted(repo.held):
         run_path = config_path.removesuffix(suffix)
         if not (config_path.startswith(f"{RUNS}/") and config_path.endswith(suffix)):
@@ -508,12 +543,26 @@ def _earlier_runs(repo: _RepoFiles, plan: PushPlan) -> list[PushedRun]:
         if _under(config_path, folders) or f"/{RUN_REPORT}/" in f"{run_path}/":
             continue
         config = repo.read_json(config_path)
-        summary = repo.read_json(f"{run_path}/{SUMMARY}")
-        if isinstance(config, dict):
-            earlier.append(
-                PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
-            )
-    return earlier
+        if not isinstance(config, dict):
+            continue
+        run, summary = _earlier_run(repo, run_path, config)
+        earlier.append(run)
+        if summary is not None and not repo.holds_as(f"{run_path}/{SUMMARY}", summary):
+            refreshed[f"{run_path}/{SUMMARY}"] = summary
+    return earlier, refreshed
+
+
+def _earlier_run(
+    repo: _RepoFiles, run_path: str, config: dict[str, Any]
+) -> tuple[PushedRun, bytes | None]:
+    """A run of the repo as the card shows it, its lines read back and counted by `run_lines`,
+    and its summary.json's bytes as those lines give it (None: the repo holds no lines)."""
+    if repo.download(f"{run_path}/{RESULTS}") is None:
+        return PushedRun(run_path, config, None), None
+    found = run_lines(repo.scratch / run_path, config)
+    summary = summarize(found.lines, model=str(config.get("model", "")))
+    run = PushedRun(run_path, config, summary.as_dict(), not_counted=len(found.rejected))
+    return run, summary_json(summary).encode("utf-8")
 
 
 def _hub_answer(what: str) -> AbstractContextManager[None]:

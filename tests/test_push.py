@@ -240,6 +240,7 @@ def test_a_later_push_keeps_the_earlier_runs_in_the_card(
     card = hub.repos[REPO].files["README.md"].decode()
     sections = [line for line in card.splitlines() if line.startswith("## `")]
     assert sections == ["## `runs/run-a`", "## `runs/suite/hint`", "## `runs/suite/mcqa`"]
+    assert "[`reports/suite`](reports/suite/report.html)" in card  # the suite's report too
     hint = card.split("## `runs/suite/hint`")[1].split("## ")[0]
     assert "- model: `baseline:reactive`" in hint and '"hint": true' in hint
     assert "| average | 14 |" in hint  # its lines read back from the repo and counted

@@ -268,7 +268,12 @@ def _files_under(root: Path) -> Iterator[tuple[Path, str]]:
 # --- the dataset card ---------------------------------------------------------------------
 
 
-def dataset_card(plan: PushPlan, repo_id: str, earlier: Sequence[PushedRun] = ()) -> str:
+def dataset_card(
+    plan: PushPlan,
+    repo_id: str,
+    earlier: Sequence[PushedRun] = (),
+    earlier_reports: Sequence[str] = (),
+) -> str:
     """README.md of the repo: YAML front matter the Hub reads (no viewer: the files are runs,
     not one table), then each run's model, settings, data and summary table: this push's runs
     and the `earlier` ones the repo holds, in the order of their paths."""
@@ -293,9 +298,10 @@ def dataset_card(plan: PushPlan, repo_id: str, earlier: Sequence[PushedRun] = ()
     ]
     for run in sorted([*plan.runs, *earlier], key=lambda r: r.repo_path):
         lines += _run_section(run)
-    if plan.reports:
+    reports = sorted({*plan.reports, *earlier_reports})
+    if reports:
         lines += ["## Reports", ""]
-        lines += [f"- [`{_code(r)}`]({quote(r)}/report.html)" for r in plan.reports]
+        lines += [f"- [`{_code(r)}`]({quote(r)}/report.html)" for r in reports]
         lines.append("")
     return "\n".join(lines)
 
@@ -419,7 +425,7 @@ def push(
             earlier, refreshed = _earlier_runs(repo, plan)
             stale = _stale_files(set(repo.held), plan)
             plan.notes += _replaced(repo, plan, stale)
-        card = dataset_card(plan, repo_id, earlier)
+        card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
         operations: list[Any] = [CommitOperationAdd(CARD, card.encode("utf-8"))]
         operations += [
             CommitOperationAdd(p, plan.contents.get(p, str(local)))
@@ -550,6 +556,19 @@ def _earlier_runs(repo: _RepoFiles, plan: PushPlan) -> tuple[list[PushedRun], di
         if summary is not None and not repo.holds_as(f"{run_path}/{SUMMARY}", summary):
             refreshed[f"{run_path}/{SUMMARY}"] = summary
     return earlier, refreshed
+
+
+def _earlier_reports(repo: _RepoFiles, plan: PushPlan) -> list[str]:
+    """The reports earlier pushes left in the repo (`reports/NAME/report.html`) outside the
+    folders this push replaces: the card still links them."""
+    folders = _folders(plan)
+    page = "/report.html"
+    return sorted(
+        p.removesuffix(page)
+        for p in repo.held
+        if p.startswith(f"{REPORTS}/") and p.count("/") == 2 and p.endswith(page)
+        if not _under(p, folders)
+    )
 
 
 def _earlier_run(

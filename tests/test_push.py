@@ -423,6 +423,23 @@ def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
     assert "| average | 12 | 100.0 |" in section
 
 
+def test_a_run_and_a_suite_of_one_name_are_not_pushed_into_one_folder(
+    runs: Path, tmp_path: Path
+) -> None:
+    """`push RUN OUT` where the run and the suite's output have one name put the run's files
+    and the suite's experiments in one runs/NAME/ (two runs mixed in one folder): refused,
+    naming the folder."""
+    from proactivebench.errors import PushError
+    from proactivebench.publish import plan_push
+
+    suite = tmp_path / "run-a"
+    shutil.copytree(runs / "suite", suite)
+    with pytest.raises(PushError, match=r"would go to runs/run-a/ in the repo, where another"):
+        plan_push([runs / "run-a", suite])
+    with pytest.raises(PushError, match=r"would go to runs/run-a/ in the repo"):
+        plan_push([suite, runs / "run-a"])
+
+
 # --- one line when it cannot -------------------------------------------------------------
 
 

@@ -140,19 +140,38 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
         if path.resolve() in seen:  # named again (RUN and RUN/): pushed, counted and carded once
             continue
         seen.add(path.resolve())
-        name = path.resolve().name
-        if (path / RUN_CONFIG).is_file():
-            _add_run(plan, path, f"{RUNS}/{name}")
-        elif is_suite_dir(path):
-            _add_suite(plan, path, name)
-        elif any((path / f).is_file() for f in REPORT_FILES):
-            _add_report(plan, path, f"{REPORTS}/{name}")
-        else:
-            raise PushError(
-                f"{path} is neither a run directory ({RUN_CONFIG}), a suite's output (suite.json) "
-                f"nor a report ({' or '.join(REPORT_FILES)})"
-            )
+        before = set(plan.files)
+        _add_path(plan, path, path.resolve().name)
+        _refuse_shared_folder(plan, before, path)
     return plan
+
+
+def _add_path(plan: PushPlan, path: Path, name: str) -> None:
+    """A run directory, a suite's output or a report, by what it holds."""
+    if (path / RUN_CONFIG).is_file():
+        _add_run(plan, path, f"{RUNS}/{name}")
+    elif is_suite_dir(path):
+        _add_suite(plan, path, name)
+    elif any((path / f).is_file() for f in REPORT_FILES):
+        _add_report(plan, path, f"{REPORTS}/{name}")
+    else:
+        raise PushError(
+            f"{path} is neither a run directory ({RUN_CONFIG}), a suite's output (suite.json) "
+            f"nor a report ({' or '.join(REPORT_FILES)})"
+        )
+
+
+def _refuse_shared_folder(plan: PushPlan, before: set[str], path: Path) -> None:
+    """Two directories named alike (a run and a suite's output, two reports) would fill one
+    folder of the repo with the files of both: refused, naming the folder. `before`: the
+    repo paths planned before `path`'s."""
+    mine = {_folder_of(p) for p in plan.files if p not in before}
+    shared = sorted(mine & {_folder_of(p) for p in before})
+    if shared:
+        raise PushError(
+            f"{path} would go to {shared[0]}/ in the repo, where another directory of this push "
+            "goes: push them separately or rename one directory"
+        )
 
 
 def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
@@ -493,7 +512,12 @@ class _RepoFiles:
 
 def _folders(plan: PushPlan) -> set[str]:
     """The folders this push replaces whole: `runs/NAME` and `reports/NAME` of every file."""
-    return {"/".join(p.split("/")[:2]) for p in plan.files}
+    return {_folder_of(p) for p in plan.files}
+
+
+def _folder_of(repo_path: str) -> str:
+    """The folder a pushed file belongs to: `runs/NAME` or `reports/NAME`."""
+    return "/".join(repo_path.split("/")[:2])
 
 
 def _under(repo_path: str, folders: set[str]) -> bool:

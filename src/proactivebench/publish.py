@@ -183,9 +183,6 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
         )
     if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
-    # The same reading every counting command makes (`run_lines`): a line that `report`,
-    # `show` and a resume leave out would be published as the run's all the same, beside a
-    # card whose table (summary.json) does not count it.
     lines, results = _counted_lines(run_dir, config)
     # summary.json as eval writes it, from the lines as they are now: a file written before
     # lines were moved out (or in) would publish numbers no reader of the pushed lines gives.
@@ -444,18 +441,16 @@ def push(
             earlier, refreshed = _earlier_runs(repo, plan)
             stale = _stale_files(set(repo.held), plan)
             plan.notes += _replaced(repo, plan, stale)
-        card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
-        operations: list[Any] = [CommitOperationAdd(CARD, card.encode("utf-8"))]
-        operations += [
-            CommitOperationAdd(p, plan.contents.get(p, str(local)))
-            for p, local in sorted(plan.files.items())
-        ]
-        operations += [CommitOperationAdd(p, data) for p, data in sorted(refreshed.items())]
         plan.notes += [
             f"{p} in {repo_id} was not what the lines beside it give: replaced by theirs"
             for p in sorted(refreshed)
             if p in repo.held
         ]
+        card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
+        sent: dict[str, bytes | str] = {CARD: card.encode("utf-8")}
+        sent |= {p: plan.contents.get(p, str(local)) for p, local in plan.files.items()}
+        sent |= refreshed
+        operations: list[Any] = [CommitOperationAdd(p, what) for p, what in sorted(sent.items())]
         operations += [CommitOperationDelete(p) for p in stale]
         with _hub_answer(f"the commit to {repo_id}"):
             commit = api.create_commit(

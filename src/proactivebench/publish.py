@@ -252,7 +252,8 @@ def _current_report(plan: PushPlan, report_dir: Path, run_dirs: list[Path]) -> b
         return True
     plan.notes.append(
         f"{report_dir} was not built from the lines as they are now (or does not say what it "
-        f"was built from): not pushed; `proactivebench report` rewrites it, then push again"
+        f"was built from): not pushed; `proactivebench report {report_dir.parent}` rewrites "
+        "it, then push again"
     )
     return False
 

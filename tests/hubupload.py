@@ -13,7 +13,8 @@
   "regular" (its bytes inline in the commit), with the git blob id of the file the repo holds
   under that path, so that the library leaves out what did not change;
 - `POST /api/datasets/{repo}/commit/{rev}` (NDJSON: a header, then one `file` line per file,
-  base64) → the files stored, the commit recorded, {commitUrl, commitOid}.
+  base64, and one `deletedFile` line per file deleted) → the files stored and deleted, the
+  commit recorded, {commitUrl, commitOid}.
 
 Every request must carry `Authorization: Bearer <token>`; any other token gets the Hub's 401.
 `repos` holds what each repo holds now; `commits` every commit, in order.
@@ -51,6 +52,8 @@ class Commit:
     summary: str
     #: The paths the commit sent (the library leaves out files the repo holds unchanged).
     paths: list[str]
+    #: The paths the commit deleted.
+    deleted: list[str] = field(default_factory=list)
 
 
 class _Handler(QuietHandler):
@@ -186,12 +189,16 @@ class UploadHub:
     def commit(self, h: BaseHTTPRequestHandler, repo_id: str, repo: Repo, body: bytes) -> None:
         items = [json.loads(line) for line in body.splitlines() if line.strip()]
         assert items[0]["key"] == "header", items[0]
-        paths = []
+        paths, deleted = [], []
         for item in items[1:]:
+            if item["key"] == "deletedFile":
+                del repo.files[item["value"]["path"]]  # the Hub refuses a file it does not hold
+                deleted.append(item["value"]["path"])
+                continue
             assert item["key"] == "file" and item["value"]["encoding"] == "base64", item["key"]
             repo.files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
             paths.append(item["value"]["path"])
-        self.commits.append(Commit(repo_id, items[0]["value"]["summary"], paths))
+        self.commits.append(Commit(repo_id, items[0]["value"]["summary"], paths, deleted))
         repo.sha = hashlib.sha1(f"{repo_id}:{len(self.commits)}".encode()).hexdigest()
         url = f"{self.endpoint}/datasets/{repo_id}/commit/{repo.sha}"
         return self.send(h, 200, {"commitUrl": url, "commitOid": repo.sha})

@@ -413,3 +413,40 @@ def test_a_damaged_result_line_in_the_log_is_refused_before_anything_is_written(
     assert f"sample {sample.id!r}: not a result line (num_turns must be" in text, text
     assert not run.exists()
     assert run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)[0] == 0
+
+
+def test_a_log_holding_an_episode_twice_is_refused_and_later_epochs_are_said(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log with one episode twice, its results contradicting, was imported whole (both lines
+    counted, exit 0) while `report` on the same run counted neither: refused now, naming both
+    samples, as import-lmms-eval refuses it (one rule, `adapters.imported`). Samples of a
+    later epoch, left out silently, are counted in one line; the table then is report's."""
+    from proactivebench.metrics import summarize
+    from proactivebench.report.runs import load_run
+
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=2, scenarios="ROD")
+    assert len(log.samples) == 2
+    twin = log.samples[0].model_copy(deep=True, update={"id": "ROD-twin"})
+    line = next(iter(twin.scores.values())).metadata["result"]
+    line["correct"] = not line["correct"]
+    doubled = rewritten(log, tmp_path / "doubled.eval", samples=[*log.samples, twin])
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", doubled, "--out", str(run)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert f"an episode twice in {doubled}: ROD sample {line['sample_id']}" in flat, text
+    assert f"sample {log.samples[0].id!r}" in flat and "'ROD-twin'" in flat, text
+    assert "different results" in flat and "nothing imported" in flat, text
+    assert not run.exists()
+
+    again = log.samples[0].model_copy(deep=True, update={"epoch": 2})
+    epochs = rewritten(log, tmp_path / "epochs.eval", samples=[*log.samples, again])
+    code, text = run_cli(["import-inspect", epochs, "--out", str(run)], capsys)
+    assert code == 0, text
+    flat = " ".join(text.split())
+    assert f"left out of {epochs}: 1 sample(s) of epochs after the first" in flat, text
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scenarios"]["ROD"]["n"] == 2
+    reported = summarize(load_run(run).lines, model=log.eval.model).as_dict()
+    assert summary == reported

@@ -155,3 +155,23 @@ def test_a_log_that_is_not_utf8_is_one_line(
     code, text = run_cli(["import-lmms-eval", str(log), "--out", str(tmp_path / "r")], capsys)
     assert code == 1 and "Traceback" not in text, text
     assert f"{log}: not a samples log (not UTF-8" in text and len(text.strip().splitlines()) == 1
+
+
+def test_an_episode_in_two_logs_is_refused_naming_both_places(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Logs of two runs given together hold an episode twice: refused as import-inspect
+    refuses it (`adapters.imported`), naming the episode, both `file:line` and whether the
+    results contradict (the message said only "an episode twice")."""
+    first, second = _lines(oracle_run)[:2]
+    changed = {**first, "correct": not first["correct"]}
+    one = _samples_log(tmp_path / "one.jsonl", [first, second])
+    other = _samples_log(tmp_path / "other.jsonl", [changed])
+    out = tmp_path / "imported"
+    code, text = run_cli(["import-lmms-eval", str(one), str(other), "--out", str(out)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    episode = f"{first['scenario']} sample {first['sample_id']}"
+    assert f"an episode twice in the samples logs: {episode} at {one}:1 and at {other}:1" in flat
+    assert "with different results" in flat and "nothing imported" in flat, text
+    assert not out.exists()

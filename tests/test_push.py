@@ -94,6 +94,15 @@ def push(
     )
 
 
+def rewrite_summary(run: Path) -> None:
+    """summary.json of `run` rewritten from its lines, as eval writes it after a rerun."""
+    from proactivebench.metrics import summarize
+    from proactivebench.rundir import read_run_config, run_lines, write_summary
+
+    config = read_run_config(run)
+    write_summary(run, summarize(run_lines(run, config).lines, model=config["model"]))
+
+
 def assert_one_line_failure(done: subprocess.CompletedProcess[str], *wanted: str) -> str:
     output = (done.stdout + done.stderr).strip()
     assert done.returncode == 1, output
@@ -182,23 +191,33 @@ def test_card_table_is_summary_json(hub: UploadHub, runs: Path, tmp_path: Path) 
 
 
 def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
-    run = tmp_path / "run-a"
-    shutil.copytree(runs / "run-a", run)
+    run = tmp_path / "run-a"  # without its report, which a changed line makes stale
+    shutil.copytree(runs / "run-a", run, ignore=shutil.ignore_patterns("report"))
     first = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
     assert first.returncode == 0, first.stdout + first.stderr
     before = dict(hub.repos[REPO].files)
 
-    # The run changed (a summary rewritten): the rerun sends only what changed, same paths.
-    summary = json.loads((run / "summary.json").read_text())
-    summary["average"]["accuracy"] = 42.0
-    (run / "summary.json").write_text(json.dumps(summary))
+    # The run changed (a line edited, its summary rewritten as eval would): the rerun sends
+    # only what changed, same paths.
+    lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["scenario"] == "ROD")
+    first = json.loads(lines[at])
+    assert first["correct"]
+    first["correct"] = False
+    lines[at] = json.dumps(first) + "\n"
+    (run / "results.jsonl").write_text("".join(lines))
+    rewrite_summary(run)
     second = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
     assert second.returncode == 0, second.stdout + second.stderr
     after = hub.repos[REPO].files
     assert set(after) == set(before)
     assert after["runs/run-a/summary.json"] == (run / "summary.json").read_bytes()
-    assert "| average | 14 | 42.0 |" in after["README.md"].decode()  # the card regenerated
-    assert sorted(hub.commits[-1].paths) == ["README.md", "runs/run-a/summary.json"]
+    assert "| ROD | 2 | 50.0 |" in after["README.md"].decode()  # the card regenerated
+    assert sorted(hub.commits[-1].paths) == [
+        "README.md",
+        "runs/run-a/results.jsonl",
+        "runs/run-a/summary.json",
+    ]
     assert [c for c in hub.requests if c == "POST /api/repos/create"] == [
         "POST /api/repos/create"
     ] * 2
@@ -221,11 +240,12 @@ def test_a_later_push_keeps_the_earlier_runs_in_the_card(
     card = hub.repos[REPO].files["README.md"].decode()
     sections = [line for line in card.splitlines() if line.startswith("## `")]
     assert sections == ["## `runs/run-a`", "## `runs/suite/hint`", "## `runs/suite/mcqa`"]
+    assert "[`reports/suite`](reports/suite/report.html)" in card  # the suite's report too
     hint = card.split("## `runs/suite/hint`")[1].split("## ")[0]
     assert "- model: `baseline:reactive`" in hint and '"hint": true' in hint
-    assert "| average | 14 |" in hint  # its summary read back from the repo
+    assert "| average | 14 |" in hint  # its lines read back from the repo and counted
     assert any(
-        "/resolve/" in r and r.endswith("/runs/suite/hint/summary.json") for r in hub.requests
+        "/resolve/" in r and r.endswith("/runs/suite/hint/results.jsonl") for r in hub.requests
     )
 
     # Pushing one of them again replaces its section, never adds a second one.
@@ -233,6 +253,191 @@ def test_a_later_push_keeps_the_earlier_runs_in_the_card(
     assert third.returncode == 0, third.stdout + third.stderr
     again = hub.repos[REPO].files["README.md"].decode()
     assert [line for line in again.splitlines() if line.startswith("## `")] == sections
+
+
+def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """Lines moved out of results.jsonl after eval wrote summary.json (as the docs advise for
+    lines not counted): push published the old summary.json and a card with n = 14 and ROD
+    beside 12 lines and no ROD. Both are now computed from the lines at push time, and the
+    stale file is named."""
+    run = tmp_path / "run-a"
+    shutil.copytree(runs / "run-a", run)
+    stale = (run / "summary.json").read_bytes()
+    from proactivebench.publish import plan_push
+
+    # A copy keeps its report's record true (size and time of the files): pushed whole.
+    assert "runs/run-a/report/report.html" in plan_push([run]).files
+    lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line)["scenario"] != "ROD"]
+    assert len(kept) == 12
+    (run / "results.jsonl").write_text("".join(kept))
+    (tmp_path / "moved-out.jsonl").write_text("".join(set(lines) - set(kept)))
+
+    done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    warnings = " ".join(done.stderr.split())
+    assert "summary.json is not what its results.jsonl gives" in warnings
+    # Its report too was built from the 14 lines: not published beside 12.
+    assert f"{run / 'report'} was not built from the lines as they are now" in warnings
+    assert not any("/report/" in p for p in hub.repos[REPO].files)
+    files = hub.repos[REPO].files
+    pushed = json.loads(files["runs/run-a/summary.json"])
+    assert "ROD" not in pushed["scenarios"] and pushed["average"]["n"] == 12
+    card = files["README.md"].decode()
+    table = [line for line in card.splitlines() if line.startswith("| ")]
+    assert not any(row.startswith("| ROD ") for row in table)
+    assert table[-1].startswith("| average | 12 | 100.0 |"), table
+    assert files["runs/run-a/results.jsonl"] == "".join(kept).encode()
+    assert (run / "summary.json").read_bytes() == stale  # the run folder is not written
+
+    # What was published is what eval writes for these lines: after a rerun's rewrite, the
+    # same bytes, and no note.
+    rewrite_summary(run)
+    shutil.rmtree(run / "report")
+    assert files["runs/run-a/summary.json"] == (run / "summary.json").read_bytes()
+    again = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
+
+
+def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A second run whose folder name equals one the repo holds replaced run.json and
+    results.jsonl but left the first run's report/ beside them (one model's lines, another's
+    report), exit 0 without a word. The folder is now replaced whole in the same commit, and
+    the clash is named."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "runs/run-a/report/report.json" in hub.repos[REPO].files
+
+    other = tmp_path / "elsewhere" / "run-a"  # the reactive run, without a report
+    shutil.copytree(runs / "suite" / "mcqa", other, ignore=shutil.ignore_patterns("report"))
+    done = push(hub.endpoint, tmp_path / "hf", other, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    held = sorted(p for p in files if p.startswith("runs/run-a/"))
+    assert held == [f"runs/run-a/{name}" for name in sorted(RUN_FILES)]
+    for name in RUN_FILES:
+        assert files[f"runs/run-a/{name}"] == (other / name).read_bytes(), name
+    assert hub.commits[-1].deleted and all(
+        p.startswith("runs/run-a/report/") for p in hub.commits[-1].deleted
+    )
+    assert len(hub.commits) == 2  # the deletions are in the push's one commit
+    warning = " ".join(done.stderr.split())
+    assert "runs/run-a in someone/pb-results held another run" in warning, done.stderr
+    assert 'model: "baseline:proactive" → "baseline:reactive"' in warning, done.stderr
+    card = files["README.md"].decode()
+    assert card.count("## `runs/run-a`") == 1 and "- model: `baseline:reactive`" in card
+
+    # A suite's folder replaced by a run of the same name: its experiments leave the repo
+    # and the card.
+    suite_push = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert suite_push.returncode == 0, suite_push.stdout + suite_push.stderr
+    renamed = tmp_path / "again" / "suite"
+    shutil.copytree(runs / "run-a", renamed)
+    done = push(hub.endpoint, tmp_path / "hf", renamed, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    assert not any(p.startswith(("runs/suite/mcqa/", "runs/suite/hint/")) for p in files)
+    sections = [
+        line for line in files["README.md"].decode().splitlines() if line.startswith("## `")
+    ]
+    assert sections == ["## `runs/run-a`", "## `runs/suite`"]
+    assert "reports/suite/report.html" in files  # another folder: left alone
+
+
+def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
+    """Folder names, run.json's model, settings, judge and data went into the card as they
+    were: an escape sequence, a bidirectional override (a model shown under another name), a
+    line break (a fake heading) and a link's delimiters reached every reader of the Hub page,
+    and a NaN or infinite rate was shown as "nan". Every such text is now written as its
+    escapes; a rate that is no number is shown as missing."""
+    import unicodedata
+
+    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+
+    hostile = "gpt\x1b[31m\u202eevil`|x\n## Injected\u2066\u200b\u2028"
+    config = {
+        "model": hostile,
+        "data_dir": f"/home/me/data{hostile}",
+        "data_revision": hostile,
+        "settings": {"mode": "mcqa", "note": hostile},
+        "judge": {"model": hostile},
+    }
+    score = {"n": 2, "accuracy": float("nan"), "ps_rate": float("inf"), "errors": 0}
+    summary = {"scenarios": {"ROD": score, "VS\u202eOD": score}, "average": score}
+    plan = PushPlan(
+        runs=[PushedRun(f"runs/a{hostile}", config, summary)],
+        reports=["reports/x) [click](https://example.com"],
+    )
+    card = dataset_card(plan, REPO)
+
+    body = card.partition("\n---\n")[2]
+    unsafe = [c for c in body if c != "\n" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"}]
+    assert unsafe == [], unsafe
+    assert "\n## Injected" not in body  # no heading of its own
+    assert "- model: `gpt\\x1b[31m\\u202eevil'\\|x\\n## Injected\\u2066\\u200b\\u2028`" in body
+    table = [line for line in body.splitlines() if line.startswith("| ")]
+    assert table[1:] == [
+        "| ROD | 2 | – | – | 0 |",
+        "| VS\\u202eOD | 2 | – | – | 0 |",
+        "| average | 2 | – | – | 0 |",
+    ]
+    assert "- [`reports/x) [click](https://example.com`](reports/x%29%20%5Bclick%5D" in body
+
+
+def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A run an earlier push left in the repo was carded from the summary.json there, which
+    an older version pushed stale or someone edited on the Hub: its table is now counted from
+    its lines read back (run_lines), and the repo's summary.json is replaced by theirs."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    files = hub.repos[REPO].files
+    lines = files["runs/run-a/results.jsonl"].decode().splitlines(keepends=True)
+    files["runs/run-a/results.jsonl"] = "".join(
+        line for line in lines if json.loads(line)["scenario"] != "ROD"
+    ).encode()  # as a push of 12 lines beside an older summary.json of 14 left it
+
+    second = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert second.returncode == 0, second.stdout + second.stderr
+    files = hub.repos[REPO].files
+    section = files["README.md"].decode().split("## `runs/run-a`")[1].split("## ")[0]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    assert not any(row.startswith("| ROD ") for row in table), table
+    assert table[-1].startswith("| average | 12 | 100.0 |"), table
+    summary = json.loads(files["runs/run-a/summary.json"])
+    assert "ROD" not in summary["scenarios"] and summary["average"]["n"] == 12
+    warning = " ".join(second.stderr.split())
+    assert f"runs/run-a/summary.json in {REPO} was not what the lines beside it give" in warning
+
+    # A line no reader counts, left there: said in the run's section, not counted.
+    files["runs/run-a/results.jsonl"] += b'{"scenario": "ROD", "sample_id": "seven"}\n'
+    third = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert third.returncode == 0, third.stdout + third.stderr
+    section = hub.repos[REPO].files["README.md"].decode().split("## `runs/run-a`")[1]
+    assert "1 line(s) of results.jsonl are not counted" in section.split("## ")[0]
+    assert "| average | 12 | 100.0 |" in section
+
+
+def test_a_run_and_a_suite_of_one_name_are_not_pushed_into_one_folder(
+    runs: Path, tmp_path: Path
+) -> None:
+    """`push RUN OUT` where the run and the suite's output have one name put the run's files
+    and the suite's experiments in one runs/NAME/ (two runs mixed in one folder): refused,
+    naming the folder."""
+    from proactivebench.errors import PushError
+    from proactivebench.publish import plan_push
+
+    suite = tmp_path / "run-a"
+    shutil.copytree(runs / "suite", suite)
+    with pytest.raises(PushError, match=r"would go to runs/run-a/ in the repo, where another"):
+        plan_push([runs / "run-a", suite])
+    with pytest.raises(PushError, match=r"would go to runs/run-a/ in the repo"):
+        plan_push([suite, runs / "run-a"])
 
 
 # --- one line when it cannot -------------------------------------------------------------

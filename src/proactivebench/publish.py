@@ -3,7 +3,9 @@
 Where things go in the repo (documented in docs/reports.md, "Results on the Hub"):
 
 - a run directory `RUN` → `runs/<RUN's name>/` (run.json, results.jsonl, summary.json and its
-  `report/` folder when it has one);
+  `report/` folder when it has one); summary.json and the card's table are computed at push
+  time from the lines as every reader counts them (`run_lines`, `metrics.summarize`), never
+  taken from the file, which may predate lines moved out or in;
 - a suite's output `OUT` (`paper --out OUT`, `suite FILE --out OUT`: suite.json and one run
   directory per experiment) → every experiment as `runs/<OUT's name>/<experiment id>/` and the
   suite's report `OUT/report` as `reports/<OUT's name>/`;
@@ -12,8 +14,11 @@ Where things go in the repo (documented in docs/reports.md, "Results on the Hub"
   those earlier pushes left in `runs/` (model, settings, data, the summary table).
 
 Everything goes in one commit; a rerun overwrites the same paths (files that did not change are
-not sent again: the Hub says which it holds) and rewrites the card. Files the repo holds and
-this push does not name are left alone.
+not sent again: the Hub says which it holds) and rewrites the card. Each folder pushed
+(`runs/NAME/`, `reports/NAME/`) is replaced whole: files an earlier push left there that this
+push does not hold are deleted in the same commit, so that one run's lines never stand beside
+another's report; a folder that held another run (run.json's identity differs) is named in a
+warning. Files elsewhere in the repo are left alone.
 
 huggingface_hub is imported inside functions only: its endpoint (`HF_ENDPOINT`) is fixed at
 import, and importing this module must not fix it. Its errors become one `PushError` line
@@ -22,27 +27,37 @@ naming the repo and what to do (`hf auth login`, HF_TOKEN, the network).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import math
 import os
 import re
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 from proactivebench.errors import ProactiveBenchError, PushError, hub_answer
-from proactivebench.metrics import Metric, headline_metrics
+from proactivebench.escapes import visible
+from proactivebench.metrics import Metric, headline_metrics, summarize
+from proactivebench.paths import read_file
 from proactivebench.rundir import (
     REPORT_DIR,
     RESULTS,
     RUN_CONFIG,
     SUMMARY,
     RunLock,
+    file_stamp,
     has_results,
+    identity_differences,
     read_run_config,
     run_lines,
+    summary_json,
+    without_provenance,
 )
 from proactivebench.suite import is_suite_dir, read_suite_record
 from proactivebench.texts import dumps, loads
@@ -61,24 +76,30 @@ _LOGIN = "log in with `hf auth login` or set HF_TOKEN to a token with write acce
 
 @dataclass
 class PushedRun:
-    """One run as the card describes it: where it went and what run.json and summary.json say."""
+    """One run as the card describes it: where it went, its run.json, and the summary of its
+    lines as every reader counts them (`not_counted`: lines a reader leaves out)."""
 
     repo_path: str
     config: dict[str, Any]
     summary: dict[str, Any] | None
+    not_counted: int = 0
 
 
 @dataclass
 class PushPlan:
-    """What one push sends: each file (its repo path → the local file) and the runs and
-    reports it holds."""
+    """What one push sends: each file (its repo path → the local file it comes from), the
+    bytes sent for those not sent as the file is now (`contents`), the runs and reports it
+    holds, and what the pusher should know (`notes`)."""
 
     files: dict[str, Path] = field(default_factory=dict)
+    contents: dict[str, bytes] = field(default_factory=dict)
     runs: list[PushedRun] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
-    def add(self, repo_path: str, local: Path) -> None:
-        """One file; two local files for one repo path (two runs of one name) are refused."""
+    def add(self, repo_path: str, local: Path, content: bytes | None = None) -> None:
+        """One file (`content`: the bytes to send instead of the file as it is then); two
+        local files for one repo path (two runs of one name) are refused."""
         before = self.files.get(repo_path)
         if before is not None and before != local:
             raise PushError(
@@ -86,6 +107,8 @@ class PushPlan:
                 "separately or rename one directory"
             )
         self.files[repo_path] = local
+        if content is not None:
+            self.contents[repo_path] = content
 
 
 @dataclass(frozen=True)
@@ -97,6 +120,8 @@ class PushOutcome:
     files: int
     runs: list[str]
     reports: list[str]
+    #: What the pusher should know: a summary.json its lines contradict, a folder replaced.
+    notes: list[str] = field(default_factory=list)
 
 
 # --- what to send -------------------------------------------------------------------------
@@ -115,19 +140,38 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
         if path.resolve() in seen:  # named again (RUN and RUN/): pushed, counted and carded once
             continue
         seen.add(path.resolve())
-        name = path.resolve().name
-        if (path / RUN_CONFIG).is_file():
-            _add_run(plan, path, f"{RUNS}/{name}")
-        elif is_suite_dir(path):
-            _add_suite(plan, path, name)
-        elif any((path / f).is_file() for f in REPORT_FILES):
-            _add_report(plan, path, f"{REPORTS}/{name}")
-        else:
-            raise PushError(
-                f"{path} is neither a run directory ({RUN_CONFIG}), a suite's output (suite.json) "
-                f"nor a report ({' or '.join(REPORT_FILES)})"
-            )
+        before = set(plan.files)
+        _add_path(plan, path, path.resolve().name)
+        _refuse_shared_folder(plan, before, path)
     return plan
+
+
+def _add_path(plan: PushPlan, path: Path, name: str) -> None:
+    """A run directory, a suite's output or a report, by what it holds."""
+    if (path / RUN_CONFIG).is_file():
+        _add_run(plan, path, f"{RUNS}/{name}")
+    elif is_suite_dir(path):
+        _add_suite(plan, path, name)
+    elif any((path / f).is_file() for f in REPORT_FILES):
+        _add_report(plan, path, f"{REPORTS}/{name}")
+    else:
+        raise PushError(
+            f"{path} is neither a run directory ({RUN_CONFIG}), a suite's output (suite.json) "
+            f"nor a report ({' or '.join(REPORT_FILES)})"
+        )
+
+
+def _refuse_shared_folder(plan: PushPlan, before: set[str], path: Path) -> None:
+    """Two directories named alike (a run and a suite's output, two reports) would fill one
+    folder of the repo with the files of both: refused, naming the folder. `before`: the
+    repo paths planned before `path`'s."""
+    mine = {_folder_of(p) for p in plan.files if p not in before}
+    shared = sorted(mine & {_folder_of(p) for p in before})
+    if shared:
+        raise PushError(
+            f"{path} would go to {shared[0]}/ in the repo, where another directory of this push "
+            "goes: push them separately or rename one directory"
+        )
 
 
 def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
@@ -139,23 +183,49 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
         )
     if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
-    # The same reading every counting command makes (`run_lines`): a line that `report`,
-    # `show` and a resume leave out would be published as the run's all the same, beside a
-    # card whose table (summary.json) does not count it.
-    rejected = run_lines(run_dir, config).rejected
-    if rejected:
-        first = rejected[0].removesuffix("; not counted")
-        raise PushError(
-            f"{run_dir}: {len(rejected)} line(s) of {RESULTS} cannot be counted (the first: "
-            f"{first}); fix or move them out of the run before pushing"
+    lines, results = _counted_lines(run_dir, config)
+    # summary.json as eval writes it, from the lines as they are now: a file written before
+    # lines were moved out (or in) would publish numbers no reader of the pushed lines gives.
+    summary = summarize(lines, model=str(config.get("model", "")))
+    fresh = summary_json(summary).encode("utf-8")
+    if _plain_file(run_dir / SUMMARY) and (run_dir / SUMMARY).read_bytes() != fresh:
+        plan.notes.append(
+            f"{run_dir / SUMMARY} is not what its {RESULTS} gives (lines moved or edited since "
+            "it was written): pushed the summary its lines give"
         )
-    for name in (RUN_CONFIG, RESULTS, SUMMARY):
-        if _plain_file(run_dir / name):
-            plan.add(f"{repo_path}/{name}", run_dir / name)
-    if (run_dir / RUN_REPORT).is_dir():
+    if _plain_file(run_dir / RUN_CONFIG):
+        plan.add(f"{repo_path}/{RUN_CONFIG}", run_dir / RUN_CONFIG)
+    plan.add(f"{repo_path}/{RESULTS}", run_dir / RESULTS, results)
+    plan.add(f"{repo_path}/{SUMMARY}", run_dir / SUMMARY, fresh)
+    if _current_report(plan, run_dir / RUN_REPORT, [run_dir]):
         for local, relative in _files_under(run_dir / RUN_REPORT):
             plan.add(f"{repo_path}/{RUN_REPORT}/{relative}", local)
-    plan.runs.append(PushedRun(repo_path, config, _read_summary(run_dir / SUMMARY)))
+    plan.runs.append(PushedRun(repo_path, config, summary.as_dict()))
+
+
+def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str, Any]], bytes]:
+    """The lines every counting command reads (`run_lines`) and the bytes of results.jsonl
+    they were read from, which are what is sent: a line appended in between would otherwise
+    be published beside a summary that does not count it."""
+    path = run_dir / RESULTS
+    before = file_stamp(path)
+    # The same reading every counting command makes (`run_lines`): a line that `report`,
+    # `show` and a resume leave out would be published as the run's all the same, beside a
+    # card whose table does not count it.
+    found = run_lines(run_dir, config)
+    if found.rejected:
+        first = found.rejected[0].removesuffix("; not counted")
+        raise PushError(
+            f"{run_dir}: {len(found.rejected)} line(s) of {RESULTS} cannot be counted (the "
+            f"first: {first}); fix or move them out of the run before pushing"
+        )
+    try:
+        data = read_file(path)  # as run_lines read it
+    except OSError as exc:
+        raise PushError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if file_stamp(path) != before:
+        raise PushError(f"{path} changed while push read it: push again once it is written")
+    return found.lines, data
 
 
 def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
@@ -166,8 +236,26 @@ def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
         raise PushError(f"{out_dir} holds no experiment's run yet: nothing to push")
     for experiment in played:
         _add_run(plan, out_dir / experiment, f"{RUNS}/{name}/{experiment}")
-    if (out_dir / RUN_REPORT).is_dir():
+    if _current_report(plan, out_dir / RUN_REPORT, [out_dir / e for e in played]):
         _add_report(plan, out_dir / RUN_REPORT, f"{REPORTS}/{name}")
+
+
+def _current_report(plan: PushPlan, report_dir: Path, run_dirs: list[Path]) -> bool:
+    """Whether the report of a run or a suite is pushed: only when it was built from the
+    lines as they are (`built_from_runs_as_they_are`); one built before is named in a note and
+    left out (its numbers would contradict the pushed lines and the card)."""
+    from proactivebench.report.build import built_from_runs_as_they_are
+
+    if not report_dir.is_dir():
+        return False
+    if built_from_runs_as_they_are(report_dir, run_dirs):
+        return True
+    plan.notes.append(
+        f"{report_dir} was not built from the lines as they are now (or does not say what it "
+        f"was built from): not pushed; `proactivebench report {report_dir.parent}` rewrites "
+        "it, then push again"
+    )
+    return False
 
 
 def _add_report(plan: PushPlan, report_dir: Path, repo_path: str) -> None:
@@ -194,19 +282,15 @@ def _files_under(root: Path) -> Iterator[tuple[Path, str]]:
     yield from sorted(found, key=lambda item: item[1])
 
 
-def _read_summary(path: Path) -> dict[str, Any] | None:
-    """summary.json, or None when there is none or it is not an object (the card says so)."""
-    try:
-        summary = loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return summary if isinstance(summary, dict) else None
-
-
 # --- the dataset card ---------------------------------------------------------------------
 
 
-def dataset_card(plan: PushPlan, repo_id: str, earlier: Sequence[PushedRun] = ()) -> str:
+def dataset_card(
+    plan: PushPlan,
+    repo_id: str,
+    earlier: Sequence[PushedRun] = (),
+    earlier_reports: Sequence[str] = (),
+) -> str:
     """README.md of the repo: YAML front matter the Hub reads (no viewer: the files are runs,
     not one table), then each run's model, settings, data and summary table: this push's runs
     and the `earlier` ones the repo holds, in the order of their paths."""
@@ -231,9 +315,10 @@ def dataset_card(plan: PushPlan, repo_id: str, earlier: Sequence[PushedRun] = ()
     ]
     for run in sorted([*plan.runs, *earlier], key=lambda r: r.repo_path):
         lines += _run_section(run)
-    if plan.reports:
+    reports = sorted({*plan.reports, *earlier_reports})
+    if reports:
         lines += ["## Reports", ""]
-        lines += [f"- [`{r}`]({r}/report.html)" for r in plan.reports]
+        lines += [f"- [`{_code(r)}`]({quote(r)}/report.html)" for r in reports]
         lines.append("")
     return "\n".join(lines)
 
@@ -252,7 +337,13 @@ def _run_section(run: PushedRun) -> list[str]:
     lines.append(f"- data: {_data_text(config)}")
     lines.append("")
     if run.summary is None:
-        return [*lines, f"No {SUMMARY} in this run: no summary table.", ""]
+        return [*lines, f"No {RESULTS} in this run: no summary table.", ""]
+    if run.not_counted:
+        lines += [
+            f"{run.not_counted} line(s) of {RESULTS} are not counted (not result lines "
+            "of this run: `proactivebench report` names them).",
+            "",
+        ]
     return [*lines, *_summary_table(run.summary, settings.get("mode") == "oeg"), ""]
 
 
@@ -290,7 +381,8 @@ def _row(name: str, score: Any, metrics: Sequence[Metric]) -> list[str]:
     for metric in metrics:
         value = score.get(metric.key)
         ok = isinstance(value, int | float) and not isinstance(value, bool)
-        cells.append(metric.text(float(value)) if ok else "–")
+        # A NaN or an infinity is no rate: shown as missing, never as "nan %".
+        cells.append(metric.text(float(value)) if ok and math.isfinite(value) else "–")
     return [*cells, _number(score.get("errors"))]
 
 
@@ -303,8 +395,11 @@ def _compact(value: Any) -> str:
 
 
 def _code(text: str) -> str:
-    """Text from a run's files made safe inside a Markdown code span and a table cell."""
-    return " ".join(text.split()).replace("`", "'").replace("|", "\\|")
+    """Text from a run's files (folder names, run.json's model, settings and data) made inert
+    inside a Markdown code span and a table cell: control, format and bidirectional characters
+    written as their escapes (`escapes.visible`: an override would show another name than the
+    file holds), and the span's and the table's delimiters replaced."""
+    return " ".join(visible(text).split()).replace("`", "'").replace("|", "\\|")
 
 
 # --- the push -----------------------------------------------------------------------------
@@ -323,22 +418,41 @@ def push(
     if not _REPO_ID.fullmatch(repo_id):
         raise PushError(f"--repo must be OWNER/NAME (a dataset repo on the Hub), not {repo_id!r}")
     plan = plan_push(paths)
-    from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
+    from huggingface_hub import (
+        CommitOperationAdd,
+        CommitOperationDelete,
+        HfApi,
+        constants,
+        get_token,
+    )
 
     token = token or get_token()
     if not token:
         raise PushError(f"no Hugging Face token to push to {repo_id}: {_LOGIN}")
     api = HfApi(token=token)
     named = [run.repo_path for run in plan.runs] + plan.reports
-    message = "proactivebench push: " + ", ".join(named)
+    message = "proactivebench push: " + visible(", ".join(named))
     with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
         with _hub_answer(f"the repo {repo_id}"):
             url = api.create_repo(
                 repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True
             )
-        card = dataset_card(plan, repo_id, _earlier_runs(api, repo_id, plan))
-        operations = [CommitOperationAdd(CARD, card.encode("utf-8"))]
-        operations += [CommitOperationAdd(p, str(local)) for p, local in sorted(plan.files.items())]
+        with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
+            repo = _RepoFiles(api, repo_id, Path(scratch))
+            earlier, refreshed = _earlier_runs(repo, plan)
+            stale = _stale_files(set(repo.held), plan)
+            plan.notes += _replaced(repo, plan, stale)
+        plan.notes += [
+            f"{p} in {repo_id} was not what the lines beside it give: replaced by theirs"
+            for p in sorted(refreshed)
+            if p in repo.held
+        ]
+        card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
+        sent: dict[str, bytes | str] = {CARD: card.encode("utf-8")}
+        sent |= {p: plan.contents.get(p, str(local)) for p, local in plan.files.items()}
+        sent |= refreshed
+        operations: list[Any] = [CommitOperationAdd(p, what) for p, what in sorted(sent.items())]
+        operations += [CommitOperationDelete(p) for p in stale]
         with _hub_answer(f"the commit to {repo_id}"):
             commit = api.create_commit(
                 repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
@@ -349,47 +463,145 @@ def push(
         files=len(operations),
         runs=[run.repo_path for run in plan.runs],
         reports=list(plan.reports),
+        notes=list(plan.notes),
     )
 
 
-def _earlier_runs(api: Any, repo_id: str, plan: PushPlan) -> list[PushedRun]:
-    """The runs the repo holds from earlier pushes that this one does not replace, read back
-    (run.json, summary.json) so that the regenerated card still describes them. A file there
-    that is not ours to read (not JSON, not an object) leaves its run out of the card."""
-    import tempfile
+class _RepoFiles:
+    """What the repo holds before this push (each file's path and git blob id), and files of
+    it read back into `scratch` (at their repo paths)."""
 
-    pushed = {run.repo_path for run in plan.runs}
-    with _hub_answer(f"the files of {repo_id}"):
-        held = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE))
+    def __init__(self, api: Any, repo_id: str, scratch: Path) -> None:
+        self.api, self.repo_id, self.scratch = api, repo_id, scratch
+        with _hub_answer(f"the files of {repo_id}"):
+            entries = list(api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE))
+            self.held: dict[str, str | None] = {
+                e.path: e.blob_id for e in entries if hasattr(e, "blob_id")
+            }
+
+    def download(self, repo_path: str) -> Path | None:
+        """The file read back (under `scratch`); None when the repo has no such file."""
+        if repo_path not in self.held:
+            return None
+        with _hub_answer(f"{self.repo_id}/{repo_path}"):
+            return Path(
+                self.api.hf_hub_download(
+                    self.repo_id, repo_path, repo_type=REPO_TYPE, local_dir=self.scratch
+                )
+            )
+
+    def read_json(self, repo_path: str) -> Any:
+        """The file's JSON value; None when the repo has no such file or it is not JSON."""
+        local = self.download(repo_path)
+        if local is None:
+            return None
+        try:
+            return loads(local.read_bytes().decode("utf-8"))
+        except ValueError:
+            return None
+
+    def holds_as(self, repo_path: str, data: bytes) -> bool:
+        """Whether the repo holds `data` at `repo_path` (its git blob id, as the Hub lists it)."""
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        return self.held.get(repo_path) == blob
+
+
+def _folders(plan: PushPlan) -> set[str]:
+    """The folders this push replaces whole: `runs/NAME` and `reports/NAME` of every file."""
+    return {_folder_of(p) for p in plan.files}
+
+
+def _folder_of(repo_path: str) -> str:
+    """The folder a pushed file belongs to: `runs/NAME` or `reports/NAME`."""
+    return "/".join(repo_path.split("/")[:2])
+
+
+def _under(repo_path: str, folders: set[str]) -> bool:
+    return any(repo_path.startswith(f"{folder}/") for folder in folders)
+
+
+def _stale_files(held: set[str], plan: PushPlan) -> list[str]:
+    """Files an earlier push left in a folder this push replaces and this push does not hold:
+    deleted in the same commit (kept, they would mix two runs: one's lines, another's report)."""
+    folders = _folders(plan)
+    return sorted(p for p in held if _under(p, folders) and p not in plan.files)
+
+
+def _replaced(repo: _RepoFiles, plan: PushPlan, stale: list[str]) -> list[str]:
+    """What the pusher should know of the folders replaced: a run pushed where the repo held
+    another one (its run.json's identity differs), and the files removed."""
+    notes = []
+    for run in plan.runs:
+        old = repo.read_json(f"{run.repo_path}/{RUN_CONFIG}")
+        if not isinstance(old, dict):
+            continue
+        differences = identity_differences(without_provenance(old), without_provenance(run.config))
+        if differences:
+            shown = "; ".join(differences[:3]) + ("; ..." if len(differences) > 3 else "")
+            notes.append(
+                f"{run.repo_path} in {repo.repo_id} held another run ({shown}): replaced by this "
+                "one (rename the local directory and push again to keep both)"
+            )
+    for folder in sorted(_folders(plan)):
+        gone = [p for p in stale if p.startswith(f"{folder}/")]
+        if gone:
+            notes.append(
+                f"{folder}: {len(gone)} file(s) of an earlier push that this one does not hold "
+                f"deleted (the first: {gone[0]})"
+            )
+    return notes
+
+
+def _earlier_runs(repo: _RepoFiles, plan: PushPlan) -> tuple[list[PushedRun], dict[str, bytes]]:
+    """The runs the repo holds from earlier pushes outside the folders this push replaces, read
+    back so that the regenerated card still describes them, with their tables computed from
+    their lines as this push's are (a summary.json pushed by an earlier version, or edited on
+    the Hub, is not taken on trust); and each such summary.json the repo does not hold as its
+    lines give it, to send. A run.json there that is not ours to read (not JSON, not an
+    object) leaves its run out of the card."""
+    folders = _folders(plan)
     suffix = f"/{RUN_CONFIG}"
-    earlier = []
-    with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
+    earlier, refreshed = [], {}
+    for config_path in sorted(repo.held):
+        run_path = config_path.removesuffix(suffix)
+        if not (config_path.startswith(f"{RUNS}/") and config_path.endswith(suffix)):
+            continue
+        if _under(config_path, folders) or f"/{RUN_REPORT}/" in f"{run_path}/":
+            continue
+        config = repo.read_json(config_path)
+        if not isinstance(config, dict):
+            continue
+        run, summary = _earlier_run(repo, run_path, config)
+        earlier.append(run)
+        if summary is not None and not repo.holds_as(f"{run_path}/{SUMMARY}", summary):
+            refreshed[f"{run_path}/{SUMMARY}"] = summary
+    return earlier, refreshed
 
-        def fetch(repo_path: str) -> Any:
-            if repo_path not in held:
-                return None
-            with _hub_answer(f"{repo_id}/{repo_path}"):
-                local = api.hf_hub_download(
-                    repo_id, repo_path, repo_type=REPO_TYPE, local_dir=scratch
-                )
-            try:
-                return loads(Path(local).read_bytes().decode("utf-8"))
-            except ValueError:
-                return None
 
-        for config_path in sorted(held):
-            run_path = config_path.removesuffix(suffix)
-            if not (config_path.startswith(f"{RUNS}/") and config_path.endswith(suffix)):
-                continue
-            if run_path in pushed or f"/{RUN_REPORT}/" in f"{run_path}/":
-                continue
-            config = fetch(config_path)
-            summary = fetch(f"{run_path}/{SUMMARY}")
-            if isinstance(config, dict):
-                earlier.append(
-                    PushedRun(run_path, config, summary if isinstance(summary, dict) else None)
-                )
-    return earlier
+def _earlier_reports(repo: _RepoFiles, plan: PushPlan) -> list[str]:
+    """The reports earlier pushes left in the repo (`reports/NAME/report.html`) outside the
+    folders this push replaces: the card still links them."""
+    folders = _folders(plan)
+    page = "/report.html"
+    return sorted(
+        p.removesuffix(page)
+        for p in repo.held
+        if p.startswith(f"{REPORTS}/") and p.count("/") == 2 and p.endswith(page)
+        if not _under(p, folders)
+    )
+
+
+def _earlier_run(
+    repo: _RepoFiles, run_path: str, config: dict[str, Any]
+) -> tuple[PushedRun, bytes | None]:
+    """A run of the repo as the card shows it, its lines read back and counted by `run_lines`,
+    and its summary.json's bytes as those lines give it (None: the repo holds no lines)."""
+    if repo.download(f"{run_path}/{RESULTS}") is None:
+        return PushedRun(run_path, config, None), None
+    found = run_lines(repo.scratch / run_path, config)
+    summary = summarize(found.lines, model=str(config.get("model", "")))
+    run = PushedRun(run_path, config, summary.as_dict(), not_counted=len(found.rejected))
+    return run, summary_json(summary).encode("utf-8")
 
 
 def _hub_answer(what: str) -> AbstractContextManager[None]:

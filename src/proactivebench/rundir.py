@@ -756,7 +756,12 @@ def jsonl(lines: Iterable[dict[str, Any]]) -> str:
 
 
 def write_summary(out_dir: Path, summary: Summary) -> None:
-    write_whole(out_dir / SUMMARY, dumps(summary.as_dict(), indent=2) + "\n")
+    write_whole(out_dir / SUMMARY, summary_json(summary))
+
+
+def summary_json(summary: Summary) -> str:
+    """summary.json's text: one format for the file a run holds and the one `push` uploads."""
+    return dumps(summary.as_dict(), indent=2) + "\n"
 
 
 # ----- a complete run, known without reading it ------------------------------------------------

@@ -6,7 +6,8 @@ import copies lines, it does not rebuild them: the summary of the imported run e
 A sample that Inspect ended in an error becomes an error line, left out of the metrics; a
 run that Inspect did not finish (it stopped at a sample error, or was cancelled) is imported as
 far as it went, and the outcome says why it ended and which of the task's samples the log
-lacks, so that nobody takes it for a complete run.
+lacks, so that nobody takes it for a complete run. A log that holds an episode twice is refused
+(`adapters.imported`); samples of epochs after the first are left out and counted (`left_out`).
 """
 
 from __future__ import annotations
@@ -17,17 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proactivebench.adapters.imported import refuse_twice, write_imported
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary, summarize
-from proactivebench.results import EpisodeResult, OEGResult, result_order
-from proactivebench.rundir import (
-    RESULTS,
-    RunLock,
-    claim_run_dir,
-    line_problem,
-    write_results,
-    write_summary,
-)
+from proactivebench.metrics import Summary
+from proactivebench.results import EpisodeResult, OEGResult
+from proactivebench.rundir import RESULTS, line_problem
 from proactivebench.texts import storable_json
 
 #: The registered name of the task (`inspect eval proactivebench/proactivebench`).
@@ -51,6 +46,8 @@ class InspectImport:
     missing: list[str] = field(default_factory=list)
     #: How many samples the task has (None when the log does not say).
     expected: int | None = None
+    #: What the import left out of the log, by kind (`adapters.imported.left_out_text`).
+    left_out: Counter[str] = field(default_factory=Counter)
 
     @property
     def ending(self) -> str | None:
@@ -79,6 +76,7 @@ def import_inspect_log(
     metadata = log.eval.metadata or {}
     settings = metadata.get("settings", {})
     samples = [s for s in log.samples or [] if getattr(s, "epoch", 1) == 1]
+    later = len(log.samples or []) - len(samples)
     # Lines come from the log's metadata, text from outside: made storable as it enters.
     lines = [storable_json(_line(sample, settings)) for sample in samples]
     # A line no reader could count (damaged, another run's settings, an unknown scenario) is
@@ -94,6 +92,9 @@ def import_inspect_log(
             raise ProactiveBenchError(
                 f"{log_path}: sample {sample.id!r}: {problem}; nothing imported"
             )
+    refuse_twice(
+        [(f"sample {s.id!r}", line) for s, line in zip(samples, lines, strict=True)], str(log_path)
+    )
     ended = _ending(log)
     if not lines:
         raise ProactiveBenchError(
@@ -107,13 +108,13 @@ def import_inspect_log(
         "generate_config": log.plan.config.model_dump(mode="json", exclude_none=True),
         "inspect_log": str(log_path),
     }
-    with RunLock(out):
-        claim_run_dir(out, identity)
-        ordered = sorted(lines, key=result_order)
-        write_results(out / RESULTS, ordered)
-        summary = summarize(ordered, model=log.eval.model)
-        write_summary(out, summary)
-    return _outcome(log, summary, samples, ordered)
+    summary = write_imported(out, identity, lines, log.eval.model)
+    outcome = _outcome(log, summary, samples, lines)
+    if later:
+        outcome.left_out["sample(s) of epochs after the first (a run plays each episode once)"] = (
+            later
+        )
+    return outcome
 
 
 def _ending(log: Any) -> str | None:

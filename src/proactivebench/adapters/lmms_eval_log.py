@@ -4,7 +4,8 @@
 subtask; each of its lines holds, under every metric's name, the episode's `results.jsonl` line
 (`adapters.lmms_eval_task.process_results` put it there). The import copies those lines, it does
 not rebuild them: the imported run's summary equals the one `proactivebench eval` gives for the
-same answers, and `report` and `show` read it as any run. No lmms-eval import is needed.
+same answers, and `report` and `show` read it as any run. No lmms-eval import is needed. Nothing
+of a log is left out: a line that is not an episode, or an episode twice, refuses the import.
 """
 
 from __future__ import annotations
@@ -14,17 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proactivebench.adapters.imported import refuse_twice, write_imported
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary, headline_metrics, summarize
-from proactivebench.results import result_order
-from proactivebench.rundir import (
-    RESULTS,
-    RunLock,
-    claim_run_dir,
-    line_problem,
-    write_results,
-    write_summary,
-)
+from proactivebench.metrics import Summary, headline_metrics
+from proactivebench.rundir import RESULTS, line_problem
 from proactivebench.texts import loads, storable_json
 
 #: The key of a metric's entry that holds the line; the same as
@@ -52,22 +46,13 @@ def import_lmms_eval_samples(
         problem = line_problem(line, settings, whose="the first line's", source="first line")
         if problem is not None:
             raise ProactiveBenchError(f"{where}: {problem}; nothing imported")
-    lines = [line for _, line in found]
-    keys = {(line["scenario"], line["sample_id"]) for line in lines}
-    if len(keys) != len(lines):
-        raise ProactiveBenchError("the samples logs hold an episode twice (logs of two runs?)")
+    refuse_twice(found, "the samples logs")
     identity = {
         "model": model,
         "settings": settings,
         "lmms_eval_samples": [str(Path(p)) for p in samples],
     }
-    with RunLock(out):
-        claim_run_dir(out, identity)
-        ordered = sorted(lines, key=result_order)
-        write_results(out / RESULTS, ordered)
-        summary = summarize(ordered, model=model)
-        write_summary(out, summary)
-    return summary
+    return write_imported(out, identity, [line for _, line in found], model)
 
 
 def _lines_of(path: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -18,6 +18,7 @@ from proactivebench.cli.output import (
     EXIT_EPISODE_ERRORS,
     console,
     print_failures,
+    print_warnings,
     printable,
 )
 from proactivebench.cli.run import tell_table
@@ -37,10 +38,13 @@ def import_inspect_command(log: Path, out_dir: Path) -> None:
 
     Exits 3 when samples ended in an error or the log lacks some of the task's samples (a run
     Inspect did not finish: inspect eval-retry LOG finishes it), 1 when it holds none."""
+    from proactivebench.adapters.imported import left_out_text
     from proactivebench.adapters.inspect_log import import_inspect_log
 
     imported = import_inspect_log(log, out_dir)
     tell_table(imported.summary, out_dir)
+    left_out = left_out_text(imported.left_out, str(log))
+    print_warnings([left_out] if left_out else [])
     report_gaps(imported, log)
 
 

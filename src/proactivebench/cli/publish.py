@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from proactivebench.cli.output import out
+from proactivebench.cli.output import out, print_warnings
 
 
 @click.command("push")
@@ -35,3 +35,4 @@ def push_command(paths: tuple[Path, ...], repo_id: str, private: bool) -> None:
         f"pushed {what} to {escape(outcome.url)} (commit {escape(outcome.commit[:12])})",
         highlight=False,
     )
+    print_warnings(outcome.notes)

@@ -220,6 +220,29 @@ def write_report(
         return outcome
 
 
+def built_from_runs_as_they_are(out: Path, run_dirs: Sequence[Path]) -> bool:
+    """Whether the report in `out` was built from `run_dirs` (in any order) as their
+    results.jsonl and run.json are now: each file's size and modification time, which a copy
+    of the folders keeps (its path and inode it does not). `push` publishes a report only
+    then: one built before lines were moved out shows numbers the pushed lines do not give.
+    A report without its record (copied without hidden files, damaged) is not known to be."""
+    try:
+        note = loads(read_file(out / BUILT_FROM).decode("utf-8"))
+        then = [_size_and_time(stamps) for stamps in note["inputs"]["runs"].values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    now = [
+        _size_and_time([file_stamp(Path(run) / name) for name in (RESULTS, RUN_CONFIG)])
+        for run in run_dirs
+    ]
+    return sorted(map(str, then)) == sorted(map(str, now))
+
+
+def _size_and_time(stamps: Any) -> list[Any]:
+    """[size, modification time] of each `file_stamp` (None for a missing file)."""
+    return [stamp[:2] if isinstance(stamp, list) else None for stamp in stamps]
+
+
 class _BuiltFrom:
     """`.built-from.json`: the inputs of a report (`stat` of each run's results.jsonl and
     run.json: any line appended, merged or re-judged changes them; the options; the report's

@@ -1,0 +1,75 @@
+"""What every importer (`import-inspect`, `import-lmms-eval`) does alike once it has the lines of
+a log: refuse an episode the log holds twice, write the run, and summarize what the readers
+count, so that the table an import ends with is the one `report` gives for the imported run.
+
+An importer copies lines another harness kept; two lines of one episode (logs of two runs
+given together, a sample logged twice) cannot both be the run's, and which one counts is not
+ours to guess: the import is refused, naming both. What an importer leaves out of a log on
+purpose (Inspect's later epochs) is counted in `left_out` and said in one line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from proactivebench.errors import ProactiveBenchError
+from proactivebench.metrics import Summary, summarize
+from proactivebench.results import result_key, result_order
+from proactivebench.rundir import (
+    RESULTS,
+    RunLock,
+    claim_run_dir,
+    read_run_config,
+    refuse_rejected,
+    run_lines,
+    write_results,
+    write_summary,
+)
+
+#: A line and where it was found in the log (`file:line`, `sample 'ROD-3'`).
+Found = tuple[str, dict[str, Any]]
+
+
+def refuse_twice(found: Sequence[Found], source: str) -> None:
+    """Refuse lines that hold one episode twice, naming the episode, where each was found and
+    whether they contradict; nothing is written. `source`: the log(s), for the message."""
+    first_at: dict[tuple[str, int], Found] = {}
+    for where, line in found:
+        key = result_key(line)
+        if key not in first_at:
+            first_at[key] = (where, line)
+            continue
+        before, earlier = first_at[key]
+        same = "the same result" if earlier == line else "different results"
+        raise ProactiveBenchError(
+            f"an episode twice in {source}: {key[0]} sample {key[1]} at {before} and at "
+            f"{where}, with {same} (logs of two runs?); nothing imported"
+        )
+
+
+def write_imported(
+    out: Path, identity: dict[str, Any], lines: Sequence[dict[str, Any]], model: str
+) -> Summary:
+    """Write `lines` as the run `identity` in `out` (results.jsonl in the paper's order, run.json,
+    summary.json) and return the summary of the lines as every reader counts them (`run_lines`),
+    the one eval and report give."""
+    with RunLock(out):
+        claim_run_dir(out, identity)
+        write_results(out / RESULTS, sorted(lines, key=result_order))
+        found = run_lines(out, read_run_config(out))
+        refuse_rejected(found.rejected, f"{out / RESULTS} holds lines no reader counts")
+        summary = summarize(found.lines, model=model)
+        write_summary(out, summary)
+    return summary
+
+
+def left_out_text(left_out: Counter[str], source: str) -> str | None:
+    """One line on what an import left out of `source` (`left_out`: how many of each kind, by
+    what they are); None when it left out nothing."""
+    if not left_out:
+        return None
+    kinds = ", ".join(f"{count} {what}" for what, count in left_out.items())
+    return f"left out of {source}: {kinds}"

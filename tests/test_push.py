@@ -244,6 +244,8 @@ def test_a_later_push_keeps_the_earlier_runs_in_the_card(
     hint = card.split("## `runs/suite/hint`")[1].split("## ")[0]
     assert "- model: `baseline:reactive`" in hint and '"hint": true' in hint
     assert "| average | 14 |" in hint  # its lines read back from the repo and counted
+    # ... and what makes them not comparable, from the run.json read back (issue 45, item 4).
+    assert "generated data (data synth)" in hint
     assert any(
         "/resolve/" in r and r.endswith("/runs/suite/hint/results.jsonl") for r in hub.requests
     )
@@ -441,6 +443,37 @@ def test_a_run_and_a_suite_of_one_name_are_not_pushed_into_one_folder(
 
 
 # --- one line when it cannot -------------------------------------------------------------
+
+
+def test_the_card_says_what_eval_warns_and_why_a_run_is_not_comparable(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """Issue 45, items 4 and 5: the card's table of a run whose answers designate no option
+    stands under the warning eval gives (it said nothing), and under why the run is not
+    comparable with the paper's numbers (generated data, 1 of 2 samples: partial); its
+    text is inert Markdown (the warning's underscores and brackets escaped)."""
+    agent = tmp_path / "agent.py"
+    agent.write_text("def answer(messages, observation):\n    return '**The answer is (B)**'\n")
+    run = tmp_path / "unreadable"
+    args = ["eval", "--data", str(runs / "data"), "--model", f"python:{agent}:answer"]
+    done = subprocess.run(
+        [sys.executable, "-m", "proactivebench", *args, "--limit", "1", "--out", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    pushed = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    section = card.split("## `runs/unreadable`")[1]
+    caution, table = section.split("| scenario |")
+    assert "Read with care:" in caution
+    assert "designate no shown option" in caution and "ROD (100.0 %)" in caution
+    assert "not comparable with the paper's published numbers: generated data" in caution
+    assert "partial: ROD 1 of 2 samples selected" in caution
+    assert "\\`proactivebench show\\`" in caution  # inert: no markup of its own
+    assert "| ROD | 1 |" in table
 
 
 def test_refused_token_is_one_line(hub: UploadHub, runs: Path, tmp_path: Path) -> None:

@@ -83,6 +83,9 @@ class PushedRun:
     config: dict[str, Any]
     summary: dict[str, Any] | None
     not_counted: int = 0
+    #: What a reader of the table must know (`cautions`): eval's warnings, and why the run is
+    #: not comparable with the paper's published numbers.
+    cautions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -200,7 +203,26 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
     if _current_report(plan, run_dir / RUN_REPORT, [run_dir]):
         for local, relative in _files_under(run_dir / RUN_REPORT):
             plan.add(f"{repo_path}/{RUN_REPORT}/{relative}", local)
-    plan.runs.append(PushedRun(repo_path, config, summary.as_dict()))
+    plan.runs.append(PushedRun(repo_path, config, summary.as_dict(), cautions=cautions(run_dir)))
+
+
+def cautions(run_dir: Path) -> list[str]:
+    """What the card says above a run's table, as `report` says it: the warnings its lines
+    give (`report.measures.run_warnings`: unreadable answers, verdicts kept from an earlier
+    judge...) and what makes it not comparable with the paper's rows (`report.comparable`:
+    generated data, partial, settings the table does not have)."""
+    from proactivebench.report.comparable import not_comparable
+    from proactivebench.report.measures import run_warnings_and_intervals
+    from proactivebench.report.runs import load_run
+
+    warnings, _ = run_warnings_and_intervals(run_dir)
+    reasons = not_comparable(load_run(run_dir))
+    if reasons:
+        warnings = [
+            *warnings,
+            "not comparable with the paper's published numbers: " + "; ".join(reasons),
+        ]
+    return warnings
 
 
 def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str, Any]], bytes]:
@@ -338,6 +360,8 @@ def _run_section(run: PushedRun) -> list[str]:
     lines.append("")
     if run.summary is None:
         return [*lines, f"No {RESULTS} in this run: no summary table.", ""]
+    if run.cautions:
+        lines += ["Read with care:", "", *(f"- {_prose(c)}" for c in run.cautions), ""]
     if run.not_counted:
         lines += [
             f"{run.not_counted} line(s) of {RESULTS} are not counted (not result lines "
@@ -400,6 +424,16 @@ def _code(text: str) -> str:
     written as their escapes (`escapes.visible`: an override would show another name than the
     file holds), and the span's and the table's delimiters replaced."""
     return " ".join(visible(text).split()).replace("`", "'").replace("|", "\\|")
+
+
+#: Characters Markdown reads as markup in running text.
+_MARKUP = re.compile(r"([\\`*_\[\]<>|#!~])")
+
+
+def _prose(text: str) -> str:
+    """Text the tool wrote from a run (a warning naming its files or answers) made inert in
+    running Markdown: `escapes.visible`, one line, and every markup character escaped."""
+    return _MARKUP.sub(r"\\\1", " ".join(visible(text).split()))
 
 
 # --- the push -----------------------------------------------------------------------------
@@ -601,6 +635,8 @@ def _earlier_run(
     found = run_lines(repo.scratch / run_path, config)
     summary = summarize(found.lines, model=str(config.get("model", "")))
     run = PushedRun(run_path, config, summary.as_dict(), not_counted=len(found.rejected))
+    if (repo.scratch / run_path / RUN_CONFIG).is_file() and not found.rejected:
+        run.cautions = cautions(repo.scratch / run_path)
     return run, summary_json(summary).encode("utf-8")
 
 

@@ -415,6 +415,33 @@ def test_a_damaged_result_line_in_the_log_is_refused_before_anything_is_written(
     assert run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)[0] == 0
 
 
+def test_an_imported_run_records_the_episodes_its_log_held_as_its_selection(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run.json's `selection` of an imported run holds the log's episodes (what the data
+    offered unknown): a line of another sample pasted in afterwards is named and not counted
+    by `report`, without the data at hand (it was counted: the import recorded no selection)."""
+    from proactivebench.report.runs import load_run
+    from proactivebench.selected import parse_id_ranges
+
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=2, scenarios="ROD")
+    run = tmp_path / "imported"
+    assert run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)[0] == 0
+    written = (run / "results.jsonl").read_text().splitlines()
+    ids = {json.loads(line)["sample_id"] for line in written}
+    selection = json.loads((run / "run.json").read_text())["selection"]
+    assert selection["scenarios"].keys() == {"ROD"} and len(ids) == 2
+    assert selection["scenarios"]["ROD"]["available"] is None
+    assert parse_id_ranges(selection["scenarios"]["ROD"]["ids"]) == ids
+    pasted = json.loads((run / "results.jsonl").read_text().splitlines()[0])
+    pasted["sample_id"] = 900
+    with (run / "results.jsonl").open("a") as out:
+        out.write(json.dumps(pasted) + "\n")
+    loaded = load_run(run)
+    assert len(loaded.lines) == 2
+    assert any("ROD sample 900 was not selected" in r for r in loaded.rejected)
+
+
 def test_a_log_holding_an_episode_twice_is_refused_and_later_epochs_are_said(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

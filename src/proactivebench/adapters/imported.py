@@ -22,12 +22,16 @@ from proactivebench.rundir import (
     RESULTS,
     RunLock,
     claim_run_dir,
+    provenance_of,
     read_run_config,
     refuse_rejected,
     run_lines,
+    without_provenance,
     write_results,
+    write_run_config,
     write_summary,
 )
+from proactivebench.selected import played_keys
 
 #: A line and where it was found in the log (`file:line`, `sample 'ROD-3'`).
 Found = tuple[str, dict[str, Any]]
@@ -53,11 +57,16 @@ def refuse_twice(found: Sequence[Found], source: str) -> None:
 def write_imported(
     out: Path, identity: dict[str, Any], lines: Sequence[dict[str, Any]], model: str
 ) -> Summary:
-    """Write `lines` as the run `identity` in `out` (results.jsonl in the paper's order, run.json,
-    summary.json) and return the summary of the lines as every reader counts them (`run_lines`),
-    the one eval and report give."""
+    """Write `lines` as the run `identity` in `out` (results.jsonl in the paper's order, run.json
+    with the episodes the log held as its selection, summary.json) and return the summary of
+    the lines as every reader counts them (`run_lines`), the one eval and report give."""
     with RunLock(out):
         claim_run_dir(out, identity)
+        # What the log played is what the run selected (what the data offered is not known):
+        # a line pasted in later, of an episode the log did not hold, is named by every reader.
+        config = read_run_config(out)
+        selected = played_keys(result_key(line) for line in lines)
+        write_run_config(out, without_provenance(config), provenance_of(config), selected)
         write_results(out / RESULTS, sorted(lines, key=result_order))
         found = run_lines(out, read_run_config(out))
         refuse_rejected(found.rejected, f"{out / RESULTS} holds lines no reader counts")

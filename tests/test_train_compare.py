@@ -102,3 +102,30 @@ def test_a_damaged_run_is_named_with_compare_wording(
     code, text = run_cli(["train", "compare", str(run), str(run), "--holdout", "QD"], capsys)
     assert code == 1 and "damaged" in text and "cannot compare" in text
     assert "afresh" not in text and "Traceback" not in text
+
+
+def test_compare_counts_the_lines_report_counts_and_says_when_table_3_is_not_comparable(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45, items 1 and 4: a line pasted into the tuned run (a sample it never selected,
+    its result flipped) was counted by `train compare` (its own reading of results.jsonl)
+    where `report` leaves it out: now the same lines, the pasted one named; and `--paper` sets
+    runs on generated data beside Table 3 with a note saying they are not comparable."""
+    base = eval_run(test_data, tmp_path / "base", "baseline:abstain", capsys, "--scenarios", "QD")
+    tuned = eval_run(test_data, tmp_path / "tuned", "baseline:oracle", capsys, "--scenarios", "QD")
+    lines = (base / "results.jsonl").read_text().splitlines()
+    pasted = json.loads(lines[0])
+    pasted["sample_id"], pasted["correct"] = 900, True
+    (tuned / "results.jsonl").write_text((tuned / "results.jsonl").read_text() + "\n")
+    with (tuned / "results.jsonl").open("a") as out:
+        out.write(json.dumps(pasted) + "\n")
+    comparison = compare_runs(base, tuned, holdout="QD")
+    assert [(r.scenario, r.base.n, r.tuned.n) for r in comparison.rows] == [("QD", 2, 2)]
+    assert any("QD sample 900 was not selected" in note for note in comparison.notes)
+    args = ["train", "compare", str(base), str(tuned), "--holdout", "QD", "--paper"]
+    code, text = run_cli(args, capsys)
+    flat = " ".join(text.split())
+    assert code == 0, text
+    for role, run in (("base", base), ("tuned", tuned)):
+        said = f"note: {role} run {run} is not comparable with Table 3's rows: generated data"
+        assert said in flat, text

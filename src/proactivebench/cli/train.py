@@ -204,7 +204,7 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
 )
 def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper: bool) -> None:
     """Seen vs held-out scenario gains from two eval runs (base model, tuned model)."""
-    from proactivebench.train.compare import beside_paper, compare_runs
+    from proactivebench.train.compare import beside_paper, compare_runs, not_comparable_notes
 
     comparison = compare_runs(base_run, tuned_run, holdout)
     for note in comparison.notes:
@@ -234,6 +234,8 @@ def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper:
     if paper:
         columns, rows = beside_paper(comparison)
         out.print(paper_table(columns, rows))
+        for note in not_comparable_notes(base_run, tuned_run):
+            console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
 
 def paper_table(columns: list[str], rows: list[Any]) -> Table:

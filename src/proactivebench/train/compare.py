@@ -24,7 +24,7 @@ from proactivebench.errors import (
 from proactivebench.metrics import ScenarioScore, summarize
 from proactivebench.paper import paper_table
 from proactivebench.results import is_oeg_line
-from proactivebench.rundir import RUN_CONFIG, identity_differences, latest_results, read_results
+from proactivebench.rundir import RUN_CONFIG, identity_differences, run_lines
 from proactivebench.texts import loads
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
@@ -99,6 +99,8 @@ class EvalRun:
     path: Path
     config: dict[str, Any]
     lines: list[dict[str, Any]]
+    #: The lines of results.jsonl no reader counts (`rundir.run_lines`), each `file:line: why`.
+    rejected: list[str] = field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -115,12 +117,15 @@ def _read_run(run_dir: Path) -> EvalRun:
         raise DamagedRunError(f"{path} is damaged ({exc}); cannot compare this run") from None
     if not isinstance(config, dict):
         raise DamagedRunError(f"{path} is damaged (not a JSON object); cannot compare this run")
-    lines = latest_results(read_results(run_dir / "results.jsonl"))
+    # The readers' one rule (`run_lines`): a pasted or hand-edited line `report` leaves out is
+    # left out of the gains too, and named.
+    found = run_lines(Path(run_dir), config)
+    lines = found.lines
     if not lines:
         raise NothingToDoError(f"{run_dir}: no results to compare")
     if any(map(is_oeg_line, lines)):
         raise ProactiveBenchError(f"{run_dir}: an open-ended run; compare needs MCQA runs")
-    return EvalRun(Path(run_dir), config, [dict(line) for line in lines])
+    return EvalRun(Path(run_dir), config, [dict(line) for line in lines], found.rejected)
 
 
 def _key(line: dict[str, Any]) -> tuple[str, Any]:
@@ -199,6 +204,7 @@ def compare_runs(base_dir: Path, tuned_dir: Path, holdout: str | None = None) ->
     the episodes both runs played."""
     base_run, tuned_run = _read_run(Path(base_dir)), _read_run(Path(tuned_dir))
     base_lines, tuned_lines, notes = shared_lines(base_run, tuned_run)
+    notes = [*base_run.rejected, *tuned_run.rejected, *notes]
     if not base_lines:
         raise NothingToDoError("the two runs share no episode (scenario and sample id)")
     base = summarize(base_lines, model=base_run.model).scenarios
@@ -286,3 +292,20 @@ def beside_paper(comparison: Comparison) -> tuple[list[str], list[ScoreRow]]:
         run_row(f"tuned: {comparison.tuned_model}", tuned, columns),
     ]
     return columns, rows
+
+
+def not_comparable_notes(base_dir: Path, tuned_dir: Path) -> list[str]:
+    """Why each run set beside Table 3 is not comparable with its rows (generated data,
+    partial, settings the table does not have: `report.comparable`, the one place that decides
+    it for every table beside the paper's), one line per such run."""
+    from proactivebench.report.comparable import not_comparable
+    from proactivebench.report.runs import load_run
+
+    notes = []
+    for role, run_dir in (("base", base_dir), ("tuned", tuned_dir)):
+        reasons = not_comparable(load_run(run_dir))
+        if reasons:
+            notes.append(
+                f"{role} run {run_dir} is not comparable with Table 3's rows: " + "; ".join(reasons)
+            )
+    return notes

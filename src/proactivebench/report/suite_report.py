@@ -25,7 +25,7 @@ from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
 from proactivebench.report.comparable import stopped
 from proactivebench.report.layout import Layout
 from proactivebench.report.tables import Cell, Table
-from proactivebench.rundir import RESULTS, RUN_CONFIG, latest_results, read_results
+from proactivebench.rundir import RUN_CONFIG, read_run_config, run_lines
 from proactivebench.texts import loads
 
 
@@ -153,12 +153,12 @@ def _relative(target: Path, report: Path) -> str:
 
 def _episodes(run: Path) -> tuple[dict[str, int], int]:
     """Scored episodes per scenario and the episodes that ended in an error, counted from the
-    run's results.jsonl (one line per episode, `latest_results`), not its summary.json: a
+    run's results.jsonl as every reader counts it (`run_lines`), not its summary.json: a
     run stopped before its first end has none and a resumed one stopped again an old one, so
     an interrupted experiment showed 0 (or its earlier count) beside tables of its episodes.
     None when the results cannot be read (the report says why elsewhere)."""
     try:
-        lines = latest_results(read_results(run / RESULTS))
+        lines = run_lines(run, read_run_config(run)).lines
     except (OSError, ProactiveBenchError):
         return {}, 0
     scored: dict[str, int] = {}

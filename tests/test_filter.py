@@ -56,6 +56,7 @@ def _line(scenario: str, sample_id: int, verdicts: list[str], settings: dict) ->
         "proactive_suggestions": verdicts.count("proactive"),
         "trace": turns,
         "end_reason": verdicts[-1],
+        "correct_category": "cat",  # what every writer records (the action distribution reads it)
         "settings": settings,
     }
 

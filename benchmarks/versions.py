@@ -70,7 +70,7 @@ def answer(messages, observation):
     text = messages[-1]["content"][-1]["text"]
     if _bit(text + str(observation.sample_id), "model"):
         return "I cannot tell: please move the blocks, rotate it or zoom out."
-    return f"It is a {observation.categories[observation.sample_id % len(observation.categories)]}."
+    return f"It is object number {observation.sample_id % 5}."  # no options in open-ended modes
 
 
 def _verdict(messages, salt):

@@ -39,6 +39,7 @@ from proactivebench.rundir import (
     provenance_of,
     read_results,
     read_run_config,
+    refuse_not_a_run,
     refuse_orphan_lines,
     refuse_rejected,
     run_lines,
@@ -227,7 +228,9 @@ def _refuse_another_run(out: Path, run: Path, identity: dict[str, Any]) -> None:
     """`out` (another directory than `run`) may hold nothing yet, an interrupted judging's
     journal, or `run` judged there before (by any judge: judging it again replaces its
     verdicts, as in place). Another run's directory, or result lines of no known run, would
-    lose their run.json and results: refused, naming what differs."""
+    lose their run.json and results: refused, naming what differs, as is a suite's output or a
+    report folder (`refuse_not_a_run`)."""
+    refuse_not_a_run(out)
     if not (out / RUN_CONFIG).exists():
         refuse_orphan_lines(out)
         return

@@ -504,8 +504,10 @@ def claim_run_dir(
 
 def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
     """The `run.json` of `out_dir` when it holds the run `identity` (None when it holds no
-    run yet); a run of other data, model or settings is refused, naming what differs.
+    run yet); a run of other data, model or settings is refused, naming what differs, and so
+    is a folder that is not a run's (`refuse_not_a_run`).
     Provenance (`PROVENANCE`: versions, times, endpoints) is never compared."""
+    refuse_not_a_run(out_dir)
     make_run_dir(out_dir)
     path = out_dir / RUN_CONFIG
     if not path.exists():
@@ -519,6 +521,29 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
             "--out to start a new run, or the same options to resume"
         )
     return previous
+
+
+#: Files that only other kinds of folders hold, and what they say the folder is: a suite's
+#: output (`suite.SUITE_RECORD`) and a report (`publish.REPORT_FILES`, `report.build.BUILT_FROM`).
+NOT_A_RUN = {
+    "suite.json": "a suite's output (paper or suite --out)",
+    "report.json": "a report folder",
+    "report.html": "a report folder",
+    ".built-from.json": "a report folder",
+}
+
+
+def refuse_not_a_run(out_dir: Path) -> None:
+    """Refuse `out_dir` as a run's home when it is a suite's output or a report folder:
+    writing a run there would put one run's files over the suite's (or inside a report),
+    and every reader would then take the folder for the wrong thing. Checked before anything
+    is written, by every writer of a run (`check_run_dir`, a judged copy)."""
+    for name, kind in NOT_A_RUN.items():
+        if (out_dir / name).exists():
+            raise NotARunDirError(
+                f"cannot write a run into {out_dir}: it is {kind} ({out_dir / name}), not a "
+                "run directory. Give --out a new directory"
+            )
 
 
 def refuse_orphan_lines(out_dir: Path) -> None:

@@ -172,6 +172,9 @@ def rejudge(
         )
         results = [judged.get(result_key(line)) or way.as_it_is(line, settings) for line in lines]
         ordered = sorted((r.to_json() for r in results), key=result_order)
+        # Whether the judge gave one verdict, asked before the episodes it changed are left
+        # out: a judge whose verdicts change every episode judged, and must say so.
+        verdicts = any(_judged_by(line, settings) for line in ordered)
         # A multi-turn episode whose verdicts changed would have gone otherwise: its line is
         # left out, for `eval` with this judge to play again (docs/protocol.md §6).
         replay = {
@@ -187,9 +190,11 @@ def rejudge(
             if is_unjudged(line) and (not multiturn or line.get("judge_error")):
                 outcome.failures[line.get("judge_error") or line["error"]] += 1
                 outcome.kept += bool(line.get("judge_error"))
-        if todo and not any(_judged_by(line, settings) for line in ordered):
+        if todo and not verdicts:
             # Writing now would name a judge in run.json that gave no verdict: the run could
-            # then resume with neither judge. Leave it as it was; a rerun asks again.
+            # then resume with neither judge. Leave it as it was; a rerun asks again. (A judge
+            # whose verdicts left every episode out gave verdicts: the run is written, with
+            # no line, for `eval` with this judge to play them all again.)
             outcome.untouched = True
             (out / JUDGED_SO_FAR).unlink(missing_ok=True)
             return outcome

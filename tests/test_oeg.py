@@ -920,3 +920,32 @@ def test_the_files_that_mark_a_folder_not_a_run_are_the_suites_and_the_reports()
     from proactivebench.suite import SUITE_RECORD
 
     assert set(NOT_A_RUN) == {SUITE_RECORD, *REPORT_FILES, BUILT_FROM}
+
+
+def test_another_judge_says_it_discards_an_interrupted_judges_verdicts(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A judging interrupted (Ctrl-C) leaves its verdicts in results.judging.jsonl; another
+    judge asked then does not take them and removes the journal: it says so, naming the
+    interrupted judge and how many verdicts it held."""
+    run, calls, mark = tmp_path / "run", tmp_path / "calls.log", tmp_path / "interrupt"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+        source = INTERRUPTING_JUDGE.format(
+            tests=str(Path(__file__).parent), calls=str(calls), mark=str(mark), at=8
+        )
+        (tmp_path / "judging.py").write_text(source)
+        mark.touch()
+        first = f"python:{tmp_path / 'judging.py'}:judge"
+        args = ["judge", str(run), "--judge", first, "--no-cache", "--no-report"]
+        with ctrl_c_here():
+            code, text = run_cli([*args, "--concurrency", "2"], capsys)
+        assert code == 130, text
+        held = len(read_results(run / "results.judging.jsonl"))
+        assert held >= 1
+        code, text = run_cli(judge_args(run, fake.url, "j2", "--no-report"), capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert f"the interrupted judging by {first} held {held} verdict(s)" in said
+    assert "discarded, since another judge was asked" in said
+    assert not (run / "results.judging.jsonl").exists()

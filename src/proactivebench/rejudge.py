@@ -77,6 +77,9 @@ class RejudgeOutcome:
     #: Not one line got a verdict of the new judge (every call failed): nothing was written,
     #: and the run still says it was judged by its earlier judge, as its lines do.
     untouched: bool = False
+    #: Verdicts an interrupted judging by another judge left in `JUDGED_SO_FAR`, by that
+    #: judge: not taken (another judge was asked), and gone with the journal at the end.
+    discarded: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ def rejudge(
         if out.resolve() != run.resolve():
             _refuse_another_run(out, run, without_provenance(identity))
         so_far = read_results(out / JUDGED_SO_FAR)
+        discarded = _other_judges(so_far, settings)
         lines, before = _judged_before(lines, so_far, settings, way.needs)
         todo = [line for line in lines if way.needs(line, settings)]
 
@@ -186,6 +190,7 @@ def rejudge(
         provenance.end()
         outcome = RejudgeOutcome(summarize(ordered, model=str(identity.get("model", ""))), out)
         outcome.replay = len(replay)
+        outcome.discarded = discarded
         for line in ordered:
             if is_unjudged(line) and (not multiturn or line.get("judge_error")):
                 outcome.failures[line.get("judge_error") or line["error"]] += 1
@@ -262,6 +267,20 @@ def _judged_by(line: dict[str, Any], settings: dict[str, Any]) -> bool:
     return (
         line.get("settings") == settings and not line.get("judge_error") and not line.get("error")
     )
+
+
+def _other_judges(so_far: list[dict[str, Any]], settings: dict[str, Any]) -> Counter[str]:
+    """The verdicts in `so_far` (an interrupted judging's journal) of other judges than the
+    one whose run settings are `settings`, counted by judge: this judging never takes them,
+    and removes the journal when it ends, so they must be named, not lost in silence."""
+    found: Counter[str] = Counter()
+    for line in so_far:
+        held = line.get("settings")
+        if held == settings or not isinstance(held, dict) or not _judged_by(line, held):
+            continue
+        judge = held.get("judge")
+        found[str(judge.get("judge")) if isinstance(judge, dict) else "another judge"] += 1
+    return found
 
 
 def _judged_before(

@@ -476,6 +476,7 @@ def judge_command(
             on_start=on_start,
             on_result=on_result,
         )
+    tell_discarded(outcome.discarded, target)
     if outcome.untouched:
         print_failures(
             outcome.failures or Counter({"the judge gave no verdict": 1}),
@@ -501,6 +502,22 @@ def judge_command(
             "retry them",
         )
         sys.exit(EXIT_EPISODE_ERRORS)
+
+
+def tell_discarded(discarded: Counter[str], out_dir: Path) -> None:
+    """Say, one line a judge, which verdicts of an interrupted judging by another judge this
+    judging did not take: they were in the journal it removed."""
+    from proactivebench.rejudge import JUDGED_SO_FAR
+
+    for judge, count in sorted(discarded.items()):
+        out.print(
+            escape(
+                f"note: the interrupted judging by {judge} held {count} verdict(s) in "
+                f"{out_dir / JUDGED_SO_FAR}; discarded, since another judge was asked (rerun "
+                "that judge to judge those lines again)"
+            ),
+            highlight=False,
+        )
 
 
 def tell_replay(count: int, out_dir: Path, judge_spec: str, previous: Path | None) -> None:

@@ -886,9 +886,10 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
 def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
     data: Path, tmp_path: Path, capsys
 ) -> None:
-    """`judge --out`, `eval --out` and `merge --out` into a suite's output (its suite.json)
-    or a report folder (a run's report/) are refused before anything is written there: a run
-    written over them would be taken for the suite, or sit inside a report."""
+    """`judge --out`, `eval --out` and `merge --out` into a suite's output (its suite.json),
+    a report folder (a run's report/) or a folder of runs are refused before anything is
+    written there: a run written over them would be taken for the suite, sit inside a report,
+    or hide the runs beside it."""
     (tmp_path / "named.py").write_text(NAMED)
     run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
     args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
@@ -898,7 +899,8 @@ def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "suite.json").write_text('{"experiments": []}\n')
-    for folder, kind in ((suite, "a suite's output"), (run / "report", "a report folder")):
+    folders = [(suite, "a suite's output"), (run / "report", "a report folder")]
+    for folder, kind in [*folders, (tmp_path, f"a folder of runs ({run / 'run.json'})")]:
         before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         for command in (
             ["judge", str(run), "--judge", f"{named}:judge", "--no-cache", "--out", str(folder)],

@@ -534,16 +534,36 @@ NOT_A_RUN = {
 
 
 def refuse_not_a_run(out_dir: Path) -> None:
-    """Refuse `out_dir` as a run's home when it is a suite's output or a report folder:
-    writing a run there would put one run's files over the suite's (or inside a report),
-    and every reader would then take the folder for the wrong thing. Checked before anything
-    is written, by every writer of a run (`check_run_dir`, a judged copy)."""
+    """Refuse `out_dir` as a run's home when it is a suite's output, a report folder or a
+    folder of runs: writing a run there would put one run's files over the suite's (or inside
+    a report, or over the runs it holds), and every reader would then take the folder for the
+    wrong thing. Checked before anything is written, by every writer of a run
+    (`check_run_dir`, a judged copy)."""
     for name, kind in NOT_A_RUN.items():
         if (out_dir / name).exists():
-            raise NotARunDirError(
-                f"cannot write a run into {out_dir}: it is {kind} ({out_dir / name}), not a "
-                "run directory. Give --out a new directory"
-            )
+            _refuse_as(out_dir, f"{kind} ({out_dir / name})")
+    if not (out_dir / RUN_CONFIG).exists():
+        held = _runs_within(out_dir)
+        if held is not None:
+            _refuse_as(out_dir, f"a folder of runs ({held})")
+
+
+def _refuse_as(out_dir: Path, what: str) -> None:
+    """Refuse `out_dir` as a run's home, saying what it is instead."""
+    raise NotARunDirError(
+        f"cannot write a run into {out_dir}: it is {what}, not a run directory. Give --out a "
+        "new directory"
+    )
+
+
+def _runs_within(folder: Path) -> Path | None:
+    """The run.json of a run directly inside `folder` (a suite's experiments before its
+    suite.json, runs gathered in one folder), or None: a run never holds another directly."""
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return None
+    return next((c / RUN_CONFIG for c in children if (c / RUN_CONFIG).is_file()), None)
 
 
 def refuse_orphan_lines(out_dir: Path) -> None:

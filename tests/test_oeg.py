@@ -881,3 +881,73 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     config = json.loads((run / "run.json").read_text())
     assert config["settings"]["judge"]["judge"] == f"{named}:flaky"
     assert not (run / "results.judging.jsonl").exists()
+
+
+def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """`judge --out`, `eval --out` and `merge --out` into a suite's output (its suite.json),
+    a report folder (a run's report/) or a folder of runs are refused before anything is
+    written there: a run written over them would be taken for the suite, sit inside a report,
+    or hide the runs beside it."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
+    code, text = run_cli([*args, "--out", str(run)], capsys)
+    assert code == 0, text
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "suite.json").write_text('{"experiments": []}\n')
+    folders = [(suite, "a suite's output"), (run / "report", "a report folder")]
+    for folder, kind in [*folders, (tmp_path, f"a folder of runs ({run / 'run.json'})")]:
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        for command in (
+            ["judge", str(run), "--judge", f"{named}:judge", "--no-cache", "--out", str(folder)],
+            [*args, "--out", str(folder)],
+            ["merge", str(run), "--out", str(folder)],
+        ):
+            code, text = run_cli(command, capsys)
+            said = " ".join(text.split())
+            assert code == 1 and "Traceback" not in text, (command, text)
+            assert f"cannot write a run into {folder}: it is {kind}" in said, (command, text)
+            assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
+def test_the_files_that_mark_a_folder_not_a_run_are_the_suites_and_the_reports() -> None:
+    """`rundir.NOT_A_RUN` names the files the suite and the report write by these names."""
+    from proactivebench.publish import REPORT_FILES
+    from proactivebench.report.build import BUILT_FROM
+    from proactivebench.rundir import NOT_A_RUN
+    from proactivebench.suite import SUITE_RECORD
+
+    assert set(NOT_A_RUN) == {SUITE_RECORD, *REPORT_FILES, BUILT_FROM}
+
+
+def test_another_judge_says_it_discards_an_interrupted_judges_verdicts(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A judging interrupted (Ctrl-C) leaves its verdicts in results.judging.jsonl; another
+    judge asked then does not take them and removes the journal: it says so, naming the
+    interrupted judge and how many verdicts it held."""
+    run, calls, mark = tmp_path / "run", tmp_path / "calls.log", tmp_path / "interrupt"
+    with FakeOpenAI(respond=respond) as fake:
+        oeg_run(data, fake.url, run)
+        source = INTERRUPTING_JUDGE.format(
+            tests=str(Path(__file__).parent), calls=str(calls), mark=str(mark), at=8
+        )
+        (tmp_path / "judging.py").write_text(source)
+        mark.touch()
+        first = f"python:{tmp_path / 'judging.py'}:judge"
+        args = ["judge", str(run), "--judge", first, "--no-cache", "--no-report"]
+        with ctrl_c_here():
+            code, text = run_cli([*args, "--concurrency", "2"], capsys)
+        assert code == 130, text
+        held = len(read_results(run / "results.judging.jsonl"))
+        assert held >= 1
+        code, text = run_cli(judge_args(run, fake.url, "j2", "--no-report"), capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert f"the interrupted judging by {first} held {held} verdict(s)" in said
+    assert "discarded, since another judge was asked" in said
+    assert not (run / "results.judging.jsonl").exists()

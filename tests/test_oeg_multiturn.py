@@ -418,3 +418,39 @@ def test_show_says_a_turn_whose_judge_call_failed_was_not_judged(
     code, text = run_cli(["report", str(tmp_path / "run"), "--out", str(tmp_path / "r")], capsys)
     assert code == 0, text
     assert '"not judged"' in (tmp_path / "r" / "report.html").read_text()
+
+
+def test_a_judge_whose_verdicts_change_every_episode_says_they_need_playing_again(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A second judge that decides otherwise at a turn of every episode gave verdicts on every
+    line: not "no line could be judged, rerun" (a rerun got the same every time), but the run
+    written judged by it with no line, the earlier lines kept as results.previous.jsonl, and
+    the `eval` that plays the episodes again named; that eval plays both, as the new judge
+    leads."""
+    first = {"QD:0": ["ps", "cp"], "QD:1": ["ps", "ps", "cp"]}
+    play(data, tmp_path, first, scenarios=("QD",), limit=2)
+    run = tmp_path / "run"
+    before = (run / "results.jsonl").read_bytes()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "judging.py").write_text(JUDGE)
+    (other / "script.json").write_text(json.dumps({"QD:0": ["cp"], "QD:1": ["none"]}))
+    spec = f"python:{other / 'judging.py'}:judge"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache"], capsys)
+    said = " ".join(text.split())
+    assert code == 0 and "Traceback" not in text, text
+    assert "no line could be judged" not in said and "rerun the same command" not in said
+    assert "2 multi-turn episode(s) were judged otherwise" in said
+    assert f"--model python:{tmp_path / 'agent.py'}:answer" in said and spec in said
+    assert (run / "results.previous.jsonl").read_bytes() == before
+    assert read_results(run / "results.jsonl") == []
+    assert json.loads((run / "run.json").read_text())["settings"]["judge"]["judge"] == spec
+    model = load_model(f"python:{tmp_path / 'agent.py'}:answer")
+    settings = EvalSettings(mode="oeg-multiturn", all_samples=True, scenarios=("QD",), limit=2)
+    evaluate(data, model, run, settings, judge=Judge(load_model(spec)))
+    replayed = {x["sample_id"]: x for x in read_results(run / "results.jsonl")}
+    assert {k: (x["correct"], x["num_turns"]) for k, x in replayed.items()} == {
+        0: (True, 1),
+        1: (False, 1),
+    }

@@ -39,6 +39,7 @@ from proactivebench.rundir import (
     provenance_of,
     read_results,
     read_run_config,
+    refuse_not_a_run,
     refuse_orphan_lines,
     refuse_rejected,
     run_lines,
@@ -76,6 +77,9 @@ class RejudgeOutcome:
     #: Not one line got a verdict of the new judge (every call failed): nothing was written,
     #: and the run still says it was judged by its earlier judge, as its lines do.
     untouched: bool = False
+    #: Verdicts an interrupted judging by another judge left in `JUDGED_SO_FAR`, by that
+    #: judge: not taken (another judge was asked), and gone with the journal at the end.
+    discarded: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ def rejudge(
         if out.resolve() != run.resolve():
             _refuse_another_run(out, run, without_provenance(identity))
         so_far = read_results(out / JUDGED_SO_FAR)
+        discarded = _other_judges(so_far, settings)
         lines, before = _judged_before(lines, so_far, settings, way.needs)
         todo = [line for line in lines if way.needs(line, settings)]
 
@@ -171,6 +176,9 @@ def rejudge(
         )
         results = [judged.get(result_key(line)) or way.as_it_is(line, settings) for line in lines]
         ordered = sorted((r.to_json() for r in results), key=result_order)
+        # Whether the judge gave one verdict, asked before the episodes it changed are left
+        # out: a judge whose verdicts change every episode judged, and must say so.
+        verdicts = any(_judged_by(line, settings) for line in ordered)
         # A multi-turn episode whose verdicts changed would have gone otherwise: its line is
         # left out, for `eval` with this judge to play again (docs/protocol.md §6).
         replay = {
@@ -182,13 +190,16 @@ def rejudge(
         provenance.end()
         outcome = RejudgeOutcome(summarize(ordered, model=str(identity.get("model", ""))), out)
         outcome.replay = len(replay)
+        outcome.discarded = discarded
         for line in ordered:
             if is_unjudged(line) and (not multiturn or line.get("judge_error")):
                 outcome.failures[line.get("judge_error") or line["error"]] += 1
                 outcome.kept += bool(line.get("judge_error"))
-        if todo and not any(_judged_by(line, settings) for line in ordered):
+        if todo and not verdicts:
             # Writing now would name a judge in run.json that gave no verdict: the run could
-            # then resume with neither judge. Leave it as it was; a rerun asks again.
+            # then resume with neither judge. Leave it as it was; a rerun asks again. (A judge
+            # whose verdicts left every episode out gave verdicts: the run is written, with
+            # no line, for `eval` with this judge to play them all again.)
             outcome.untouched = True
             (out / JUDGED_SO_FAR).unlink(missing_ok=True)
             return outcome
@@ -227,7 +238,9 @@ def _refuse_another_run(out: Path, run: Path, identity: dict[str, Any]) -> None:
     """`out` (another directory than `run`) may hold nothing yet, an interrupted judging's
     journal, or `run` judged there before (by any judge: judging it again replaces its
     verdicts, as in place). Another run's directory, or result lines of no known run, would
-    lose their run.json and results: refused, naming what differs."""
+    lose their run.json and results: refused, naming what differs, as is a suite's output or a
+    report folder (`refuse_not_a_run`)."""
+    refuse_not_a_run(out)
     if not (out / RUN_CONFIG).exists():
         refuse_orphan_lines(out)
         return
@@ -254,6 +267,20 @@ def _judged_by(line: dict[str, Any], settings: dict[str, Any]) -> bool:
     return (
         line.get("settings") == settings and not line.get("judge_error") and not line.get("error")
     )
+
+
+def _other_judges(so_far: list[dict[str, Any]], settings: dict[str, Any]) -> Counter[str]:
+    """The verdicts in `so_far` (an interrupted judging's journal) of other judges than the
+    one whose run settings are `settings`, counted by judge: this judging never takes them,
+    and removes the journal when it ends, so they must be named, not lost in silence."""
+    found: Counter[str] = Counter()
+    for line in so_far:
+        held = line.get("settings")
+        if held == settings or not isinstance(held, dict) or not _judged_by(line, held):
+            continue
+        judge = held.get("judge")
+        found[str(judge.get("judge")) if isinstance(judge, dict) else "another judge"] += 1
+    return found
 
 
 def _judged_before(

@@ -504,8 +504,10 @@ def claim_run_dir(
 
 def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
     """The `run.json` of `out_dir` when it holds the run `identity` (None when it holds no
-    run yet); a run of other data, model or settings is refused, naming what differs.
+    run yet); a run of other data, model or settings is refused, naming what differs, and so
+    is a folder that is not a run's (`refuse_not_a_run`).
     Provenance (`PROVENANCE`: versions, times, endpoints) is never compared."""
+    refuse_not_a_run(out_dir)
     make_run_dir(out_dir)
     path = out_dir / RUN_CONFIG
     if not path.exists():
@@ -519,6 +521,49 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
             "--out to start a new run, or the same options to resume"
         )
     return previous
+
+
+#: Files that only other kinds of folders hold, and what they say the folder is: a suite's
+#: output (`suite.SUITE_RECORD`) and a report (`publish.REPORT_FILES`, `report.build.BUILT_FROM`).
+NOT_A_RUN = {
+    "suite.json": "a suite's output (paper or suite --out)",
+    "report.json": "a report folder",
+    "report.html": "a report folder",
+    ".built-from.json": "a report folder",
+}
+
+
+def refuse_not_a_run(out_dir: Path) -> None:
+    """Refuse `out_dir` as a run's home when it is a suite's output, a report folder or a
+    folder of runs: writing a run there would put one run's files over the suite's (or inside
+    a report, or over the runs it holds), and every reader would then take the folder for the
+    wrong thing. Checked before anything is written, by every writer of a run
+    (`check_run_dir`, a judged copy)."""
+    for name, kind in NOT_A_RUN.items():
+        if (out_dir / name).exists():
+            _refuse_as(out_dir, f"{kind} ({out_dir / name})")
+    if not (out_dir / RUN_CONFIG).exists():
+        held = _runs_within(out_dir)
+        if held is not None:
+            _refuse_as(out_dir, f"a folder of runs ({held})")
+
+
+def _refuse_as(out_dir: Path, what: str) -> None:
+    """Refuse `out_dir` as a run's home, saying what it is instead."""
+    raise NotARunDirError(
+        f"cannot write a run into {out_dir}: it is {what}, not a run directory. Give --out a "
+        "new directory"
+    )
+
+
+def _runs_within(folder: Path) -> Path | None:
+    """The run.json of a run directly inside `folder` (a suite's experiments before its
+    suite.json, runs gathered in one folder), or None: a run never holds another directly."""
+    try:
+        children = sorted(folder.iterdir())
+    except OSError:
+        return None
+    return next((c / RUN_CONFIG for c in children if (c / RUN_CONFIG).is_file()), None)
 
 
 def refuse_orphan_lines(out_dir: Path) -> None:

@@ -9,6 +9,7 @@ are generated from the settings' declaration (`cli.options.setting_options`).
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -423,7 +424,8 @@ def judge_command(
     """Judge a finished open-ended run again, without asking the tested model anything.
 
     A multi-turn run (--mode oeg-multiturn) keeps the episodes every turn of which the new
-    judge judges as before; the others are left out, for `eval` to play again.
+    judge judges as before; the others are left out, for `eval` to play again (it prints
+    the command).
     A line the judge could not judge (its call failed) keeps the verdict it had; rerun the
     same command to retry those lines (exit 3 until none is left). Interrupted (Ctrl-C), the
     same command goes on from the lines judged so far."""
@@ -474,6 +476,7 @@ def judge_command(
             on_start=on_start,
             on_result=on_result,
         )
+    tell_discarded(outcome.discarded, target)
     if outcome.untouched:
         print_failures(
             outcome.failures or Counter({"the judge gave no verdict": 1}),
@@ -487,12 +490,7 @@ def judge_command(
     out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
     tell_report(warnings, report)
     if outcome.replay:
-        out.print(
-            f"{outcome.replay} multi-turn episode(s) were judged otherwise at some turn, so they "
-            f"would have gone otherwise: left out of {outcome.out_dir / 'results.jsonl'}; "
-            "`proactivebench eval` with the same model and this --judge into that directory "
-            "plays them again"
-        )
+        tell_replay(outcome.replay, outcome.out_dir, judge_spec or "", outcome.previous)
     if outcome.failures:
         total = outcome.failures.total()
         unscored = total - outcome.kept
@@ -504,6 +502,57 @@ def judge_command(
             "retry them",
         )
         sys.exit(EXIT_EPISODE_ERRORS)
+
+
+def tell_discarded(discarded: Counter[str], out_dir: Path) -> None:
+    """Say, one line a judge, which verdicts of an interrupted judging by another judge this
+    judging did not take: they were in the journal it removed."""
+    from proactivebench.rejudge import JUDGED_SO_FAR
+
+    for judge, count in sorted(discarded.items()):
+        out.print(
+            escape(
+                f"note: the interrupted judging by {judge} held {count} verdict(s) in "
+                f"{out_dir / JUDGED_SO_FAR}; discarded, since another judge was asked (rerun "
+                "that judge to judge those lines again)"
+            ),
+            highlight=False,
+        )
+
+
+def tell_replay(count: int, out_dir: Path, judge_spec: str, previous: Path | None) -> None:
+    """Say which multi-turn episodes re-judging left out and the `eval` that plays them again:
+    a verdict changed at a turn means the episode would have gone otherwise, which only
+    playing it with the new judge can tell (docs/protocol.md §6); rerunning `judge` cannot."""
+    from proactivebench.rundir import read_run_config
+
+    identity = read_run_config(out_dir)
+    command = shlex.join(
+        [
+            "proactivebench",
+            "eval",
+            "--data",
+            str(identity.get("data_dir", "DATA")),
+            "--model",
+            str(identity.get("model", "MODEL")),
+            "--mode",
+            "oeg-multiturn",
+            "--judge",
+            judge_spec,
+            "--out",
+            str(out_dir),
+        ]
+    )
+    kept = f"; the lines they replace are kept in {previous}" if previous else ""
+    out.print(
+        escape(
+            f"{count} multi-turn episode(s) were judged otherwise at some turn, so they would "
+            f"have gone otherwise: left out of {out_dir / 'results.jsonl'}{kept}. Play them "
+            f"again with the new judge (with the run's other settings, as its run.json "
+            f"records them): {command}"
+        ),
+        highlight=False,
+    )
 
 
 @click.command("merge")

@@ -601,6 +601,33 @@ def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path
     [
         ("{broken", "not JSON: Expecting property name"),
         ('{"experiments": [{"id": "../elsewhere"}]}', "not a list of experiments, each with an id"),
+        # Every value is checked where suite.json is read (hostile tryout of issue 45: these
+        # were taken without a word, a bad limit or flag ignored).
+        (
+            '{"experiments": [{"id": "hint", "published": 5}]}',
+            "experiment 'hint': published is 5, not the key of a paper's table or null",
+        ),
+        (
+            '{"experiments": [{"id": "a", "limit": -3}]}',
+            "experiment 'a': limit is -3, not a count of episodes (1 or more) or null",
+        ),
+        (
+            '{"experiments": [{"id": "a", "limit": "2"}]}',
+            "experiment 'a': limit is \"2\", not a count of episodes (1 or more) or null",
+        ),
+        (
+            '{"experiments": [{"id": "a", "plain": "yes"}]}',
+            "experiment 'a': plain is \"yes\", not true or false",
+        ),
+        (
+            '{"experiments": [{"id": "a", "paper": 1}]}',
+            "experiment 'a': paper is 1, not a text or null",
+        ),
+        (
+            '{"experiments": [{"id": "a"}], "limit": true}',
+            "limit is true, not a count of episodes (1 or more) or null",
+        ),
+        ('{"experiments": [{"id": "a"}, {"id": "a"}]}', "experiment 'a' is listed twice"),
     ],
 )
 def test_a_damaged_suite_json_is_named_not_taken_for_a_run_without_run_json(

@@ -914,3 +914,50 @@ def test_paper_without_a_report_warns_as_eval_does(data: Path, tmp_path: Path, c
     single = ["eval", "--data", str(data), "--model", f"python:{agent}:answer", "--limit", "1"]
     code, alone = run_cli([*single, "--out", str(tmp_path / "e"), "--no-report"], capsys)
     assert code == 0 and warned[0].replace("warning: mcqa: ", "warning: ") in alone
+
+
+def test_a_suites_report_names_each_played_experiment_it_leaves_out(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Hostile tryout of issue 45, finding 3: `report OUT` dropped `hint` without a word when
+    its run.json was gone (its results.jsonl left), when its folder was gone while suite.json
+    listed it, and when suite.json did not list it. Each is a warning naming it, in the
+    terminal, at the top of report.md and report.html, and in report.json."""
+    import html
+    import shutil
+
+    from proactivebench.report.text import markdown
+
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text('[[experiment]]\nid = "mcqa"\n[[experiment]]\nid = "hint"\nhint = true\n')
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(out), "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    record = json.loads((out / "suite.json").read_text())
+    no_config, no_folder, not_listed = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for copy in (no_config, no_folder, not_listed):
+        shutil.copytree(out, copy)
+    (no_config / "hint" / "run.json").unlink()
+    shutil.rmtree(no_folder / "hint")
+    record["experiments"] = [e for e in record["experiments"] if e["id"] == "mcqa"]
+    (not_listed / "suite.json").write_text(json.dumps(record))
+    expected = {
+        no_config: f"experiment 'hint': {no_config / 'hint'} holds no run.json (7 lines in "
+        "results.jsonl): left out of this report",
+        no_folder: f"experiment 'hint' of suite.json has no folder ({no_folder / 'hint'}): "
+        "left out of this report",
+        not_listed: f"{not_listed / 'hint'} is a run folder suite.json does not list: left out "
+        f"of this report (report it alone: report {not_listed / 'hint'})",
+    }
+    for folder, warning in expected.items():
+        code, text = run_cli(["report", str(folder)], capsys)
+        assert code == 0 and f"warning: {warning}" in " ".join(text.split()), text
+        report = folder / "report"
+        assert json.loads((report / "report.json").read_text())["warnings"] == [warning]
+        top = (report / "report.md").read_text().split("## What the columns mean")[0]
+        assert f"- **warning:** {markdown(warning)}" in top.splitlines()
+        assert html.escape(warning) in (report / "report.html").read_text()
+    # A whole OUT: nothing left out, no warning.
+    code, text = run_cli(["report", str(out)], capsys)
+    assert code == 0 and "warning" not in text
+    assert json.loads((out / "report" / "report.json").read_text())["warnings"] == []

@@ -25,7 +25,8 @@ from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
 from proactivebench.report.comparable import stopped
 from proactivebench.report.layout import Layout
 from proactivebench.report.tables import Cell, Table
-from proactivebench.rundir import RUN_CONFIG, read_run_config, run_lines
+from proactivebench.rundir import RESULTS, RUN_CONFIG, read_run_config, run_lines
+from proactivebench.suite import RESERVED_IDS, SUITE_RECORD
 from proactivebench.texts import loads
 
 
@@ -49,8 +50,10 @@ def write_suite_report(
     code at one version, the data set's images) may have changed."""
     listed = record.get("experiments", [])
     entries = [e for e in listed if (out_dir / e["id"] / RUN_CONFIG).is_file()]
+    left_out = left_out_warnings(out_dir, listed)
     if not entries:
-        raise NothingToDoError(f"{out_dir}: no experiment of its suite.json has a run yet")
+        told = "".join(f"; {w}" for w in left_out)
+        raise NothingToDoError(f"{out_dir}: no experiment of its suite.json has a run yet{told}")
     cache = "default" if thumb_cache else None
     runs = {e["id"]: out_dir / e["id"] for e in entries}
     for run in runs.values():  # each experiment's own report and episode viewer
@@ -62,6 +65,7 @@ def write_suite_report(
         limits=_limits(entries, runs, limit),
         preface=(experiments_table(entries, runs, statuses, report),),
         note=partial_note(limit) if isinstance(limit, int) else None,
+        warnings=tuple(left_out),
     )
     plain = next((runs[e["id"]] for e in entries if e.get("plain")), None)
     model = _model(next(iter(runs.values())))
@@ -122,6 +126,46 @@ def experiments_table(
         average_last=False,
         text_columns=(1, 3, 4, 5),
     )
+
+
+def left_out_warnings(out_dir: Path, listed: list[dict[str, Any]]) -> list[str]:
+    """What a suite's report leaves out, each named: an experiment suite.json lists whose
+    folder is gone or holds no run.json, and a run folder in `out_dir` it does not list (its
+    entry removed, or lost to two invocations at once). Left out without a word, a played
+    experiment was missing from every table while the report looked whole."""
+    warnings = []
+    for entry in listed:
+        folder = out_dir / entry["id"]
+        if not folder.is_dir():
+            warnings.append(
+                f"experiment {entry['id']!r} of {SUITE_RECORD} has no folder ({folder}): "
+                "left out of this report"
+            )
+        elif not (folder / RUN_CONFIG).is_file():
+            warnings.append(
+                f"experiment {entry['id']!r}: {folder} holds no {RUN_CONFIG}{_lines_of(folder)}: "
+                "left out of this report"
+            )
+    ids = {entry["id"].casefold() for entry in listed}
+    reserved = {name.casefold() for name in RESERVED_IDS}
+    for folder in sorted(out_dir.iterdir() if out_dir.is_dir() else []):
+        if folder.name.casefold() in ids | reserved or not folder.is_dir():
+            continue
+        if (folder / RUN_CONFIG).is_file() or (folder / RESULTS).is_file():
+            warnings.append(
+                f"{folder} is a run folder {SUITE_RECORD} does not list: left out of this "
+                f"report (report it alone: report {folder})"
+            )
+    return warnings
+
+
+def _lines_of(folder: Path) -> str:
+    """How many lines the folder's results.jsonl holds, as ' (N lines in results.jsonl)'."""
+    try:
+        count = sum(1 for line in read_file(folder / RESULTS).splitlines() if line.strip())
+    except OSError:
+        return ""
+    return f" ({count} lines in {RESULTS})"
 
 
 def partial_note(limit: int) -> str:

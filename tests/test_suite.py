@@ -678,7 +678,12 @@ def test_a_report_of_runs_any_of_which_is_partial_says_so(
     record = json.loads((out / "suite.json").read_text())
     assert {e["id"]: e["limit"] for e in record["experiments"]} == {"a": None, "b": 1, "c": 2}
     assert record["limit"] == 2
-    assert "Partial: played with --limit 2" in (out / "report" / "report.md").read_text()
+    # b and c are partial, a is whole: the experiments table names b and c, and no table says
+    # that the whole report is (finding 6 of issue 45's hostile tryout).
+    markdown = (out / "report" / "report.md").read_text()
+    experiments = markdown.split("### Experiments")[1].split("\n### ")[0]
+    assert "_b: partial: ROD 1 of" in experiments and "_c: partial: ROD 2 of" in experiments
+    assert "_a: partial" not in experiments and "Partial: played" not in markdown
     assert len(episodes_once(out / "b")) == 7 and len(episodes_once(out / "c")) == 14
 
 
@@ -961,3 +966,39 @@ def test_a_suites_report_names_each_played_experiment_it_leaves_out(
     code, text = run_cli(["report", str(out)], capsys)
     assert code == 0 and "warning" not in text
     assert json.loads((out / "report" / "report.json").read_text())["warnings"] == []
+
+
+def test_one_experiments_limit_is_no_partial_note_on_the_tables_of_complete_runs(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Hostile tryout of issue 45, finding 6: `paper --only mcqa --limit 1`, then `paper --only
+    hint` whole, on data taken as the paper's: suite.json's `limit` is 1 and every table said
+    "Partial: played with --limit 1", Table 7 under a complete hint run it ranked 1/23. Each
+    run's partiality is decided per run (`report.comparable.partial`): the experiments table
+    names mcqa's, hint's table ranks it with no partial note; all partial, every table says."""
+    import shutil
+
+    official = tmp_path / "data"
+    shutil.copytree(data, official)
+    (official / "synth_manifest.json").unlink()
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(official), "--model", "baseline:oracle", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "mcqa", "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    code, text = run_cli([*args, "--only", "hint"], capsys)
+    assert code == 0, text
+    assert json.loads((out / "suite.json").read_text())["limit"] == 1
+    report = json.loads((out / "report" / "report.json").read_text())
+    hint = report["paper"]["paper-table7-acc"]
+    assert not hint["runs"][0]["not_comparable"] and "rank" in hint["runs"][0]["cells"]["ROD"]
+    markdown = (out / "report" / "report.md").read_text()
+    assert "Partial: played" not in markdown
+    experiments = markdown.split("### Experiments")[1].split("\n### ")[0]
+    assert "_mcqa: partial: ROD 1 of" in experiments and "_hint:" not in experiments
+    # Every experiment partial: every table says so, with the limit.
+    every = tmp_path / "p"
+    args[-1] = str(every)
+    code, text = run_cli([*args, "--only", "mcqa,hint", "--limit", "1"], capsys)
+    assert code == 0, text
+    sections = (every / "report" / "report.md").read_text().split("\n### ")[1:]
+    assert sections and all("_Partial: played with --limit 1" in s for s in sections)

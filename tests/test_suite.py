@@ -608,6 +608,10 @@ def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path
             "experiment 'hint': published is 5, not the key of a paper's table or null",
         ),
         (
+            '{"experiments": [{"id": "hint", "published": "table99"}]}',
+            "experiment 'hint': published is \"table99\", not the key of a paper's table or null",
+        ),
+        (
             '{"experiments": [{"id": "a", "limit": -3}]}',
             "experiment 'a': limit is -3, not a count of episodes (1 or more) or null",
         ),

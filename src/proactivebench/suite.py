@@ -590,10 +590,16 @@ def _limit_ok(value: Any) -> bool:
 #: The values of a suite.json entry besides its id: what each must hold, and how it is named.
 _ENTRY_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
     PAPER: (lambda v: v is None or isinstance(v, str), "a text or null"),
-    PUBLISHED: (lambda v: v is None or isinstance(v, str), "the key of a paper's table or null"),
+    PUBLISHED: (lambda v: v is None or _a_table(v), "the key of a paper's table or null"),
     "plain": (lambda v: isinstance(v, bool), "true or false"),
     LIMIT: (_limit_ok, "a count of episodes (1 or more) or null"),
 }
+
+
+def _a_table(value: Any) -> bool:
+    """Whether `value` is the key of one of the paper's tables or figures (paper_results.json),
+    as a suite file's `published` must be: another was placed nowhere, without a word."""
+    return isinstance(value, str) and value in paper_results()["tables"]
 
 
 def _shown(value: Any) -> str:

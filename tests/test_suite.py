@@ -601,6 +601,37 @@ def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path
     [
         ("{broken", "not JSON: Expecting property name"),
         ('{"experiments": [{"id": "../elsewhere"}]}', "not a list of experiments, each with an id"),
+        # Every value is checked where suite.json is read (hostile tryout of issue 45: these
+        # were taken without a word, a bad limit or flag ignored).
+        (
+            '{"experiments": [{"id": "hint", "published": 5}]}',
+            "experiment 'hint': published is 5, not the key of a paper's table or null",
+        ),
+        (
+            '{"experiments": [{"id": "hint", "published": "table99"}]}',
+            "experiment 'hint': published is \"table99\", not the key of a paper's table or null",
+        ),
+        (
+            '{"experiments": [{"id": "a", "limit": -3}]}',
+            "experiment 'a': limit is -3, not a count of episodes (1 or more) or null",
+        ),
+        (
+            '{"experiments": [{"id": "a", "limit": "2"}]}',
+            "experiment 'a': limit is \"2\", not a count of episodes (1 or more) or null",
+        ),
+        (
+            '{"experiments": [{"id": "a", "plain": "yes"}]}',
+            "experiment 'a': plain is \"yes\", not true or false",
+        ),
+        (
+            '{"experiments": [{"id": "a", "paper": 1}]}',
+            "experiment 'a': paper is 1, not a text or null",
+        ),
+        (
+            '{"experiments": [{"id": "a"}], "limit": true}',
+            "limit is true, not a count of episodes (1 or more) or null",
+        ),
+        ('{"experiments": [{"id": "a"}, {"id": "a"}]}', "experiment 'a' is listed twice"),
     ],
 )
 def test_a_damaged_suite_json_is_named_not_taken_for_a_run_without_run_json(
@@ -651,7 +682,12 @@ def test_a_report_of_runs_any_of_which_is_partial_says_so(
     record = json.loads((out / "suite.json").read_text())
     assert {e["id"]: e["limit"] for e in record["experiments"]} == {"a": None, "b": 1, "c": 2}
     assert record["limit"] == 2
-    assert "Partial: played with --limit 2" in (out / "report" / "report.md").read_text()
+    # b and c are partial, a is whole: the experiments table names b and c, and no table says
+    # that the whole report is (finding 6 of issue 45's hostile tryout).
+    markdown = (out / "report" / "report.md").read_text()
+    experiments = markdown.split("### Experiments")[1].split("\n### ")[0]
+    assert "_b: partial: ROD 1 of" in experiments and "_c: partial: ROD 2 of" in experiments
+    assert "_a: partial" not in experiments and "Partial: played" not in markdown
     assert len(episodes_once(out / "b")) == 7 and len(episodes_once(out / "c")) == 14
 
 
@@ -887,3 +923,86 @@ def test_paper_without_a_report_warns_as_eval_does(data: Path, tmp_path: Path, c
     single = ["eval", "--data", str(data), "--model", f"python:{agent}:answer", "--limit", "1"]
     code, alone = run_cli([*single, "--out", str(tmp_path / "e"), "--no-report"], capsys)
     assert code == 0 and warned[0].replace("warning: mcqa: ", "warning: ") in alone
+
+
+def test_a_suites_report_names_each_played_experiment_it_leaves_out(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Hostile tryout of issue 45, finding 3: `report OUT` dropped `hint` without a word when
+    its run.json was gone (its results.jsonl left), when its folder was gone while suite.json
+    listed it, and when suite.json did not list it. Each is a warning naming it, in the
+    terminal, at the top of report.md and report.html, and in report.json."""
+    import html
+    import shutil
+
+    from proactivebench.report.text import markdown
+
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text('[[experiment]]\nid = "mcqa"\n[[experiment]]\nid = "hint"\nhint = true\n')
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(out), "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    record = json.loads((out / "suite.json").read_text())
+    no_config, no_folder, not_listed = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for copy in (no_config, no_folder, not_listed):
+        shutil.copytree(out, copy)
+    (no_config / "hint" / "run.json").unlink()
+    shutil.rmtree(no_folder / "hint")
+    record["experiments"] = [e for e in record["experiments"] if e["id"] == "mcqa"]
+    (not_listed / "suite.json").write_text(json.dumps(record))
+    expected = {
+        no_config: f"experiment 'hint': {no_config / 'hint'} holds no run.json (7 lines in "
+        "results.jsonl): left out of this report",
+        no_folder: f"experiment 'hint' of suite.json has no folder ({no_folder / 'hint'}): "
+        "left out of this report",
+        not_listed: f"{not_listed / 'hint'} is a run folder suite.json does not list: left out "
+        f"of this report (report it alone: report {not_listed / 'hint'})",
+    }
+    for folder, warning in expected.items():
+        code, text = run_cli(["report", str(folder)], capsys)
+        assert code == 0 and f"warning: {warning}" in " ".join(text.split()), text
+        report = folder / "report"
+        assert json.loads((report / "report.json").read_text())["warnings"] == [warning]
+        top = (report / "report.md").read_text().split("## What the columns mean")[0]
+        assert f"- **warning:** {markdown(warning)}" in top.splitlines()
+        assert html.escape(warning) in (report / "report.html").read_text()
+    # A whole OUT: nothing left out, no warning.
+    code, text = run_cli(["report", str(out)], capsys)
+    assert code == 0 and "warning" not in text
+    assert json.loads((out / "report" / "report.json").read_text())["warnings"] == []
+
+
+def test_one_experiments_limit_is_no_partial_note_on_the_tables_of_complete_runs(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Hostile tryout of issue 45, finding 6: `paper --only mcqa --limit 1`, then `paper --only
+    hint` whole, on data taken as the paper's: suite.json's `limit` is 1 and every table said
+    "Partial: played with --limit 1", Table 7 under a complete hint run it ranked 1/23. Each
+    run's partiality is decided per run (`report.comparable.partial`): the experiments table
+    names mcqa's, hint's table ranks it with no partial note; all partial, every table says."""
+    import shutil
+
+    official = tmp_path / "data"
+    shutil.copytree(data, official)
+    (official / "synth_manifest.json").unlink()
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(official), "--model", "baseline:oracle", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "mcqa", "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    code, text = run_cli([*args, "--only", "hint"], capsys)
+    assert code == 0, text
+    assert json.loads((out / "suite.json").read_text())["limit"] == 1
+    report = json.loads((out / "report" / "report.json").read_text())
+    hint = report["paper"]["paper-table7-acc"]
+    assert not hint["runs"][0]["not_comparable"] and "rank" in hint["runs"][0]["cells"]["ROD"]
+    markdown = (out / "report" / "report.md").read_text()
+    assert "Partial: played" not in markdown
+    experiments = markdown.split("### Experiments")[1].split("\n### ")[0]
+    assert "_mcqa: partial: ROD 1 of" in experiments and "_hint:" not in experiments
+    # Every experiment partial: every table says so, with the limit.
+    every = tmp_path / "p"
+    args[-1] = str(every)
+    code, text = run_cli([*args, "--only", "mcqa,hint", "--limit", "1"], capsys)
+    assert code == 0, text
+    sections = (every / "report" / "report.md").read_text().split("\n### ")[1:]
+    assert sections and all("_Partial: played with --limit 1" in s for s in sections)

@@ -527,18 +527,22 @@ def is_suite_dir(path: str | os.PathLike[str]) -> bool:
     root = Path(path)
     if (root / RUN_CONFIG).exists():
         return False
+    return bool(read_suite_record(root))
+
+
+def read_suite_record(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """`suite.json` of a suite's output, or {} when there is none. One that is there but
+    damaged (not JSON, a bad id, a value of the wrong kind) is refused by name, with its
+    experiment and key: taken as {} it was overwritten by the next invocation, and a bad
+    value was ignored without a word."""
+    root = Path(out_dir)
     record, problem = _suite_record(root)
     if problem is not None and (root / SUITE_RECORD).exists():
         raise DamagedRunError(
             f"{root / SUITE_RECORD} is damaged ({problem}); run the suite's command (paper or "
             f"suite) again to write it, or name its experiments' run directories"
         )
-    return bool(record)
-
-
-def read_suite_record(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """`suite.json` of a suite's output, or {} when there is none (or it is not ours)."""
-    return _suite_record(Path(out_dir))[0]
+    return record
 
 
 def _suite_record(out_dir: Path) -> tuple[dict[str, Any], str | None]:
@@ -554,7 +558,54 @@ def _suite_record(out_dir: Path) -> tuple[dict[str, Any], str | None]:
         isinstance(e, dict) and isinstance(e.get(ID), str) and _ID.fullmatch(e[ID]) for e in entries
     ):
         return {}, "not a list of experiments, each with an id that names a folder"
-    return record, None
+    problem = _bad_value(record)
+    return ({}, problem) if problem is not None else (record, None)
+
+
+def _bad_value(record: dict[str, Any]) -> str | None:
+    """The first value of `record` the readers could not take as it was written (a hand edit:
+    `published: 5`, `limit: "2"`, `plain: "yes"`), named with its experiment and key; None when
+    all hold. Taken as they were, a bad limit or flag was ignored without a word."""
+    if not _limit_ok(record.get(LIMIT)):
+        return (
+            f"{LIMIT} is {_shown(record.get(LIMIT))}, not a count of episodes (1 or more) or null"
+        )
+    seen: set[str] = set()
+    for entry in record["experiments"]:
+        where = f"experiment {entry[ID]!r}"
+        if entry[ID] in seen:
+            return f"{where} is listed twice"
+        seen.add(entry[ID])
+        for key, (holds, wanted) in _ENTRY_VALUES.items():
+            if key in entry and not holds(entry[key]):
+                return f"{where}: {key} is {_shown(entry[key])}, not {wanted}"
+    return None
+
+
+def _limit_ok(value: Any) -> bool:
+    """A limit as suite.json keeps it: a count of episodes per scenario, or None (all)."""
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
+
+
+#: The values of a suite.json entry besides its id: what each must hold, and how it is named.
+_ENTRY_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    PAPER: (lambda v: v is None or isinstance(v, str), "a text or null"),
+    PUBLISHED: (lambda v: v is None or _a_table(v), "the key of a paper's table or null"),
+    "plain": (lambda v: isinstance(v, bool), "true or false"),
+    LIMIT: (_limit_ok, "a count of episodes (1 or more) or null"),
+}
+
+
+def _a_table(value: Any) -> bool:
+    """Whether `value` is the key of one of the paper's tables or figures (paper_results.json),
+    as a suite file's `published` must be: another was placed nowhere, without a word."""
+    return isinstance(value, str) and value in paper_results()["tables"]
+
+
+def _shown(value: Any) -> str:
+    """A value as the file holds it (JSON), cut short."""
+    text = dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _plain(settings: EvalSettings) -> bool:

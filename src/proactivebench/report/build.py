@@ -390,6 +390,7 @@ def _write_report(
         told = "; ".join(f"no episode in {r.run_dir} ({_emptiness(r)})" for r in empty)
         raise NothingToDoError(f"nothing to report: {told}")
     outcome = ReportOutcome(out_dir=out)
+    outcome.warnings += layout.warnings if layout is not None else ()
     all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
     for measures in all_measures:
         outcome.warnings += run_warnings(measures, named=len(runs) > 1)

@@ -5,10 +5,10 @@ the table or figure of the paper it reproduces.
 three things the runs alone cannot: which of the paper's tables each run stands beside (a
 suite's experiment names it, where its settings may not tell: an `--all-samples` run is not
 recorded as one, and on generated data no run is filtered), the tables to show first (the
-experiments, with links to their own reports), and a note for every table (a partial run:
-`--limit`). The tables come in the paper's order: its tables and figures with the published
-rows first, then the action distributions (Fig. 4) and their changes from the plain run
-(Figs. 5, 7), then what the report shows of any runs.
+experiments, with links to their own reports), a note for every table (every run partial:
+`--limit`) and warnings of what the report leaves out. The tables come in the paper's order:
+its tables and figures with the published rows first, then the action distributions (Fig. 4)
+and their changes from the plain run (Figs. 5, 7), then what the report shows of any runs.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ class Layout:
     #: Run directory (resolved) -> the `--limit` it was played with (suite.json), which
     #: makes it partial where its run.json records no selection (`report.comparable`).
     limits: Mapping[str, int] = field(default_factory=dict)
+    #: What the report must say first, of what it leaves out (a suite's experiments that
+    #: suite.json lists without a run, run folders it does not list).
+    warnings: tuple[str, ...] = ()
 
     @staticmethod
     def of(
@@ -63,6 +66,8 @@ class Layout:
         }
         if self.limits:
             stamp["limits"] = dict(sorted(self.limits.items()))
+        if self.warnings:
+            stamp["warnings"] = list(self.warnings)
         return stamp
 
     def place(self, runs: Sequence[Run]) -> None:

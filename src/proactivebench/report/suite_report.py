@@ -7,7 +7,8 @@ report of them all goes to `OUT/report/`: first the experiments (their episodes 
 how each ended, a link to its own report and episode viewer, written beside its run), then
 the paper's tables with the 22 published models and this model's row, the action
 distributions and their changes from the plain run (the paper's Figs. 4, 5, 7), then each
-run's own tables. Played with `--limit`, every table says that it is partial.
+run's own tables. When every run is partial (`report.comparable.partial`), every table says
+so; when some are, the experiments table names them.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from proactivebench.paper import paper_results
 from proactivebench.paths import read_file
 from proactivebench.registry import scenario_order
 from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
-from proactivebench.report.comparable import stopped
+from proactivebench.report.comparable import partial, stopped
 from proactivebench.report.layout import Layout
+from proactivebench.report.runs import load_run
 from proactivebench.report.tables import Cell, Table
-from proactivebench.rundir import RUN_CONFIG, read_run_config, run_lines
+from proactivebench.rundir import RESULTS, RUN_CONFIG, read_run_config, run_lines
+from proactivebench.suite import RESERVED_IDS, SUITE_RECORD
 from proactivebench.texts import loads
 
 
@@ -49,19 +52,24 @@ def write_suite_report(
     code at one version, the data set's images) may have changed."""
     listed = record.get("experiments", [])
     entries = [e for e in listed if (out_dir / e["id"] / RUN_CONFIG).is_file()]
+    left_out = left_out_warnings(out_dir, listed)
     if not entries:
-        raise NothingToDoError(f"{out_dir}: no experiment of its suite.json has a run yet")
+        told = "".join(f"; {w}" for w in left_out)
+        raise NothingToDoError(f"{out_dir}: no experiment of its suite.json has a run yet{told}")
     cache = "default" if thumb_cache else None
     runs = {e["id"]: out_dir / e["id"] for e in entries}
     for run in runs.values():  # each experiment's own report and episode viewer
         write_report([run], run / REPORT_DIR, if_changed=if_changed, thumb_cache=cache)
-    limit = record.get("limit")
     report = report_dir or out_dir / REPORT_DIR
+    limits = _limits(entries, runs, record.get("limit"))
+    partial = partial_runs(runs, limits)
+    every = len(partial) == len(entries)
     layout = Layout.of(
         {runs[e["id"]]: e["published"] for e in entries if isinstance(e.get("published"), str)},
-        limits=_limits(entries, runs, limit),
-        preface=(experiments_table(entries, runs, statuses, report),),
-        note=partial_note(limit) if isinstance(limit, int) else None,
+        limits=limits,
+        preface=(experiments_table(entries, runs, statuses, report, {} if every else partial),),
+        note=partial_note(_common_limit(limits, len(entries))) if every else None,
+        warnings=tuple(left_out),
     )
     plain = next((runs[e["id"]] for e in entries if e.get("plain")), None)
     model = _model(next(iter(runs.values())))
@@ -83,9 +91,11 @@ def experiments_table(
     runs: Mapping[str, Path],
     statuses: Mapping[str, str],
     report: Path,
+    partial: Mapping[str, list[str]] | None = None,
 ) -> Table:
     """A row per experiment: where the paper shows it, its scored episodes per scenario, how it
-    ended, and a link to its own report (relative to the suite's report in `report`)."""
+    ended, and a link to its own report (relative to the suite's report in `report`); a note
+    for each experiment in `partial` (id -> why it is partial)."""
     rows = []
     for entry in entries:
         ident = entry["id"]
@@ -113,6 +123,10 @@ def experiments_table(
         "each); its own report holds its episode viewer. Episodes: scored ones (those that "
         "ended in an error are left out)."
     ]
+    notes += [
+        f"{ident}: {'; '.join(reasons)} (beside the paper's rows without a rank)"
+        for ident, reasons in (partial or {}).items()
+    ]
     return Table(
         "experiments",
         "Experiments",
@@ -124,20 +138,90 @@ def experiments_table(
     )
 
 
-def partial_note(limit: int) -> str:
-    """What every table of a report of runs played with `--limit` says."""
+def left_out_warnings(out_dir: Path, listed: list[dict[str, Any]]) -> list[str]:
+    """What a suite's report leaves out, each named: an experiment suite.json lists whose
+    folder is gone or holds no run.json, and a run folder in `out_dir` it does not list (its
+    entry removed, or lost to two invocations at once). Left out without a word, a played
+    experiment was missing from every table while the report looked whole."""
+    warnings = []
+    for entry in listed:
+        folder = out_dir / entry["id"]
+        if not folder.is_dir():
+            warnings.append(
+                f"experiment {entry['id']!r} of {SUITE_RECORD} has no folder ({folder}): "
+                "left out of this report"
+            )
+        elif not (folder / RUN_CONFIG).is_file():
+            warnings.append(
+                f"experiment {entry['id']!r}: {folder} holds no {RUN_CONFIG}{_lines_of(folder)}: "
+                "left out of this report"
+            )
+    ids = {entry["id"].casefold() for entry in listed}
+    reserved = {name.casefold() for name in RESERVED_IDS}
+    for folder in sorted(out_dir.iterdir() if out_dir.is_dir() else []):
+        if folder.name.casefold() in ids | reserved or not folder.is_dir():
+            continue
+        if (folder / RUN_CONFIG).is_file() or (folder / RESULTS).is_file():
+            warnings.append(
+                f"{folder} is a run folder {SUITE_RECORD} does not list: left out of this "
+                f"report (report it alone: report {folder})"
+            )
+    return warnings
+
+
+def _lines_of(folder: Path) -> str:
+    """How many lines the folder's results.jsonl holds, as ' (N lines in results.jsonl)'."""
+    try:
+        count = sum(1 for line in read_file(folder / RESULTS).splitlines() if line.strip())
+    except OSError:
+        return ""
+    return f" ({count} lines in {RESULTS})"
+
+
+def partial_note(limit: int | None) -> str:
+    """What every table says when every run of the report is partial (played with `--limit`,
+    when all were: the largest; stopped, one shard)."""
     after = paper_results()["filtering"]["counts_after"]
     counts = ", ".join(f"{s} {after[s]}" for s in scenario_order(after) if s != "total")
+    how = (
+        f"played with --limit {limit}, at most {limit} episodes per scenario"
+        if limit is not None
+        else "every experiment holds fewer episodes than its data offers"
+    )
     return (
-        f"Partial: played with --limit {limit}, at most {limit} episodes per scenario (the "
-        f"experiments table gives each run's), where the paper scored every sample ({counts} "
-        "after its filter)."
+        f"Partial: {how} (the experiments table gives each run's), where the paper scored "
+        f"every sample ({counts} after its filter)."
     )
 
 
+def partial_runs(runs: Mapping[str, Path], limits: Mapping[Path, int]) -> dict[str, list[str]]:
+    """Why each experiment's run is partial, as `report.comparable.partial` decides it for the
+    run (its selection, else the `--limit` suite.json keeps): the one rule its rank in the
+    paper's tables follows. A note from the record's largest limit alone stamped "Partial" on
+    tables of complete, ranked runs. A run that cannot be read is left to the report, which
+    says why."""
+    found = {}
+    for ident, path in runs.items():
+        try:
+            run = load_run(path)
+        except (OSError, ProactiveBenchError):
+            continue
+        run.limit = limits.get(path)
+        reasons = partial(run)
+        if reasons:
+            found[ident] = reasons
+    return found
+
+
+def _common_limit(limits: Mapping[Path, int], count: int) -> int | None:
+    """The largest `--limit` when each of the `count` runs was played with one, else None."""
+    return max(limits.values()) if limits and len(limits) == count else None
+
+
 def _limits(entries: list[dict[str, Any]], runs: Mapping[str, Path], limit: Any) -> dict[Path, int]:
-    """Each experiment's `--limit` as suite.json keeps it (entries written before they kept
-    their own: the record's), for `report.comparable.partial`."""
+    """Each experiment's `--limit` as suite.json keeps it, for `report.comparable.partial`:
+    an entry's own, null included (played whole); the record's only for an entry written
+    before entries kept their own (no `limit` key)."""
     found = {}
     for entry in entries:
         own = entry.get("limit", limit)

@@ -421,6 +421,7 @@ def test_an_imported_run_records_the_episodes_its_log_held_as_its_selection(
     """run.json's `selection` of an imported run holds the log's episodes (what the data
     offered unknown): a line of another sample pasted in afterwards is named and not counted
     by `report`, without the data at hand (it was counted: the import recorded no selection)."""
+    from proactivebench.report.comparable import not_comparable
     from proactivebench.report.runs import load_run
     from proactivebench.selected import parse_id_ranges
 
@@ -432,6 +433,12 @@ def test_an_imported_run_records_the_episodes_its_log_held_as_its_selection(
     selection = json.loads((run / "run.json").read_text())["selection"]
     assert selection["scenarios"].keys() == {"ROD"} and len(ids) == 2
     assert selection["scenarios"]["ROD"]["available"] is None
+    # The task's data directory is at hand and generated (data synth): recorded as such, so
+    # report --paper says "generated data" and "comparability unknown", and ranks it nowhere.
+    assert selection["synthetic"] is True
+    reasons = not_comparable(load_run(run))
+    assert reasons[0] == "generated data (data synth), not the paper's", reasons
+    assert reasons[1].startswith("comparability unknown: what the data offered is not recorded")
     assert parse_id_ranges(selection["scenarios"]["ROD"]["ids"]) == ids
     pasted = json.loads((run / "results.jsonl").read_text().splitlines()[0])
     pasted["sample_id"] = 900

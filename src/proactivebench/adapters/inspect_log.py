@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.adapters.imported import refuse_twice, write_imported
+from proactivebench.data.layout import is_synthetic
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary
 from proactivebench.results import EpisodeResult, OEGResult
@@ -108,13 +109,21 @@ def import_inspect_log(
         "generate_config": log.plan.config.model_dump(mode="json", exclude_none=True),
         "inspect_log": str(log_path),
     }
-    summary = write_imported(out, identity, lines, log.eval.model)
+    summary = write_imported(
+        out, identity, lines, log.eval.model, synthetic=_generated(metadata.get("data_dir"))
+    )
     outcome = _outcome(log, summary, samples, lines)
     if later:
         outcome.left_out["sample(s) of epochs after the first (a run plays each episode once)"] = (
             later
         )
     return outcome
+
+
+def _generated(data_dir: Any) -> bool:
+    """Whether the data directory the log's task names holds generated data (`data synth`'s
+    manifest), where it is still at hand."""
+    return isinstance(data_dir, str) and bool(data_dir) and is_synthetic(Path(data_dir))
 
 
 def _ending(log: Any) -> str | None:

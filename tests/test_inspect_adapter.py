@@ -394,6 +394,17 @@ def test_an_interrupted_inspect_log_names_its_missing_samples_and_an_empty_one_i
     assert code == 1, text
     assert "no finished sample to import" in text and "status 'cancelled'" in text
     assert "Traceback" not in text and not (tmp_path / "r2").exists()
+    # A kept sample whose id is renamed in the log is still its episode, imported and counted:
+    # not "missing" (it was compared by the id's text: "5 of the task's 6 ... (ROD-0, ...").
+    renamed = log.samples[0].model_copy(deep=True, update={"id": "weird-id-999"})
+    odd = rewritten(
+        log, tmp_path / "renamed.eval", status="cancelled", samples=[renamed, log.samples[1]]
+    )
+    code, text = run_cli(["import-inspect", odd, "--out", str(tmp_path / "r3")], capsys)
+    assert code == 3, text
+    flat = " ".join(text.split())
+    assert "4 of the task's 6 samples are not in the log" in flat, text
+    assert f"{log.samples[0].id}," not in flat and f"{log.samples[0].id})" not in flat, text
 
 
 def test_a_damaged_result_line_in_the_log_is_refused_before_anything_is_written(

@@ -344,6 +344,14 @@ def test_filter_with_all_samples_is_refused(
             '{"ids": {"QuickDraw": [1]}, "provenance": {"records": ["sha256:0"]}}',
             r'"provenance"\."records" must map file stems to digests',
         ),
+        # Applied on any data without a word: a provenance that is not data filter's object
+        # skipped the check of the data it was computed on; an unknown key was ignored.
+        ('{"ids": {"QuickDraw": [1]}, "provenance": "garbage"}', '"provenance" must be an object'),
+        (
+            '{"ids": {"QuickDraw": [1], "NotAScenario": [1]}}',
+            '"ids" has keys that are no scenario\'s data file stem: NotAScenario \\(the stems: '
+            "Realistic-Occlusion-Dataset,",
+        ),
     ],
 )
 def test_a_bad_filter_file_is_one_error_naming_it(
@@ -369,9 +377,10 @@ def test_a_scenario_the_filter_does_not_cover_is_refused_by_name(
 
 
 def test_a_filter_of_no_scenario_played_names_its_stems(synth: Path, tmp_path: Path) -> None:
-    chosen = _filter_file(tmp_path / "f.json", {"Bogus": [1]})
+    # (A key that is no scenario's stem is refused when the file is read: the bad-file cases.)
+    chosen = _filter_file(tmp_path / "f.json", {})
     settings = EvalSettings(filter=str(chosen))
-    with pytest.raises(DataError, match=r"covers none of the scenarios played .*: Bogus; ROD's"):
+    with pytest.raises(DataError, match=r"covers none of the scenarios played .*: none; ROD's"):
         load_dataset(synth, ["ROD", "QD"], sample_filter=settings.sample_filter)
 
 

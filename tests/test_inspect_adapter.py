@@ -394,6 +394,17 @@ def test_an_interrupted_inspect_log_names_its_missing_samples_and_an_empty_one_i
     assert code == 1, text
     assert "no finished sample to import" in text and "status 'cancelled'" in text
     assert "Traceback" not in text and not (tmp_path / "r2").exists()
+    # A kept sample whose id is renamed in the log is still its episode, imported and counted:
+    # not "missing" (it was compared by the id's text: "5 of the task's 6 ... (ROD-0, ...").
+    renamed = log.samples[0].model_copy(deep=True, update={"id": "weird-id-999"})
+    odd = rewritten(
+        log, tmp_path / "renamed.eval", status="cancelled", samples=[renamed, log.samples[1]]
+    )
+    code, text = run_cli(["import-inspect", odd, "--out", str(tmp_path / "r3")], capsys)
+    assert code == 3, text
+    flat = " ".join(text.split())
+    assert "4 of the task's 6 samples are not in the log" in flat, text
+    assert f"{log.samples[0].id}," not in flat and f"{log.samples[0].id})" not in flat, text
 
 
 def test_a_damaged_result_line_in_the_log_is_refused_before_anything_is_written(
@@ -421,6 +432,7 @@ def test_an_imported_run_records_the_episodes_its_log_held_as_its_selection(
     """run.json's `selection` of an imported run holds the log's episodes (what the data
     offered unknown): a line of another sample pasted in afterwards is named and not counted
     by `report`, without the data at hand (it was counted: the import recorded no selection)."""
+    from proactivebench.report.comparable import not_comparable
     from proactivebench.report.runs import load_run
     from proactivebench.selected import parse_id_ranges
 
@@ -432,6 +444,12 @@ def test_an_imported_run_records_the_episodes_its_log_held_as_its_selection(
     selection = json.loads((run / "run.json").read_text())["selection"]
     assert selection["scenarios"].keys() == {"ROD"} and len(ids) == 2
     assert selection["scenarios"]["ROD"]["available"] is None
+    # The task's data directory is at hand and generated (data synth): recorded as such, so
+    # report --paper says "generated data" and "comparability unknown", and ranks it nowhere.
+    assert selection["synthetic"] is True
+    reasons = not_comparable(load_run(run))
+    assert reasons[0] == "generated data (data synth), not the paper's", reasons
+    assert reasons[1].startswith("comparability unknown: what the data offered is not recorded")
     assert parse_id_ranges(selection["scenarios"]["ROD"]["ids"]) == ids
     pasted = json.loads((run / "results.jsonl").read_text().splitlines()[0])
     pasted["sample_id"] = 900

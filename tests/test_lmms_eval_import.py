@@ -175,3 +175,41 @@ def test_an_episode_in_two_logs_is_refused_naming_both_places(
     assert f"an episode twice in the samples logs: {episode} at {one}:1 and at {other}:1" in flat
     assert "with different results" in flat and "nothing imported" in flat, text
     assert not out.exists()
+
+
+def test_a_row_whose_metrics_hold_different_lines_is_refused_naming_it(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row whose accuracy entry holds a line with correct false and whose ps_rate entry holds
+    the same line with correct true was imported without a word (the first taken), though
+    docs/lmms-eval.md says contradictions are refused."""
+    first, second = _lines(oracle_run)[:2]
+    log = _samples_log(tmp_path / "log.jsonl", [first, second])
+    rows = [json.loads(t) for t in log.read_text().splitlines()]
+    rows[1]["ps_rate"]["result"] = {**second, "correct": not second["correct"]}
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "imported"
+    code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert f"{log}:2: its metrics hold different result lines (accuracy and ps_rate)" in flat
+    assert "nothing imported" in flat and not out.exists()
+
+
+def test_one_log_given_twice_is_said_so(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same file given twice was refused as "an episode twice ... at X:1 and at X:1 (logs
+    of two runs?)": it is one log given twice, under one name or two."""
+    log = _samples_log(tmp_path / "log.jsonl", _lines(oracle_run)[:2])
+    out = tmp_path / "imported"
+    code, text = run_cli(["import-lmms-eval", str(log), str(log), "--out", str(out)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert f"the samples log {log} is given twice; nothing imported" in flat, text
+    other_name = tmp_path / "link.jsonl"
+    other_name.symlink_to(log)
+    code, text = run_cli(["import-lmms-eval", str(log), str(other_name), "--out", str(out)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and f"is given twice (as {log} and {other_name})" in flat, text
+    assert "two runs" not in flat and not out.exists()

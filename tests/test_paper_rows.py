@@ -647,6 +647,21 @@ def test_the_selection_recorded_in_run_json_says_partial(tmp_path: Path) -> None
     assert placed["cells"]["ROD"]["inside"] is False and placed["cells"]["ROD"]["rank"] == 2
 
 
+def test_an_imported_run_whose_offer_is_unknown_is_not_ranked(tmp_path: Path) -> None:
+    """An imported run's selection holds the episodes its log held, what the data offered
+    unknown (`available` null): whole or partial cannot be told, so it is not ranked nor
+    checked (before: a log of 2 of 7 samples ranked 8/23 with "inside" verdicts)."""
+    ids = id_ranges(sample_ids("ROD", 88))
+    selection = {"scenarios": {"ROD": {"available": None, "selected": 88, "ids": ids}}}
+    run = _llava_at_half(tmp_path, "imported", selection=selection, inspect_log="x.eval")
+    placed, notes = _not_ranked(_report(tmp_path, run, paper=True), tmp_path)
+    assert placed["not_comparable"] == [
+        "comparability unknown: what the data offered is not recorded for ROD (imported: the "
+        "log holds only the episodes played)"
+    ]
+    assert "comparability unknown" in notes[0]
+
+
 def test_a_table_the_settings_contradict_places_no_run(tmp_path: Path) -> None:
     """A suite's experiment named `published = "table1_mcqa"` with `hint = true` (its
     suite.json, written before the suite file was checked for it): the run is not ranked

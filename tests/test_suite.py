@@ -881,14 +881,15 @@ def test_a_path_in_a_suite_file_is_relative_to_the_suite_files_folder(
     """`filter = "keep.json"` in sub/mine.toml is sub/keep.json, whatever the current
     directory (and whatever keep.json it holds)."""
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "keep.json").write_text('{"ids": {"rod": [1, 2]}}')
-    (tmp_path / "keep.json").write_text('{"ids": {"rod": [7]}}')
+    stem = "Realistic-Occlusion-Dataset"  # ROD's data file
+    (tmp_path / "sub" / "keep.json").write_text(f'{{"ids": {{"{stem}": [1, 2]}}}}')
+    (tmp_path / "keep.json").write_text(f'{{"ids": {{"{stem}": [7]}}}}')
     (tmp_path / "sub" / "mine.toml").write_text('[[experiment]]\nid = "a"\nfilter = "keep.json"\n')
     monkeypatch.chdir(tmp_path)
     for given in (Path("sub/mine.toml"), tmp_path / "sub" / "mine.toml"):
         (experiment,) = read_suite(given).experiments
         assert experiment.settings.sample_filter is not None
-        assert dict(experiment.settings.sample_filter.ids) == {"rod": frozenset({1, 2})}
+        assert dict(experiment.settings.sample_filter.ids) == {stem: frozenset({1, 2})}
 
 
 def test_every_value_of_a_suite_file_is_checked_before_anything_plays(

@@ -31,7 +31,7 @@ from proactivebench.rundir import (
     write_run_config,
     write_summary,
 )
-from proactivebench.selected import played_keys
+from proactivebench.selected import Selection, played_keys
 
 #: A line and where it was found in the log (`file:line`, `sample 'ROD-3'`).
 Found = tuple[str, dict[str, Any]]
@@ -55,17 +55,23 @@ def refuse_twice(found: Sequence[Found], source: str) -> None:
 
 
 def write_imported(
-    out: Path, identity: dict[str, Any], lines: Sequence[dict[str, Any]], model: str
+    out: Path,
+    identity: dict[str, Any],
+    lines: Sequence[dict[str, Any]],
+    model: str,
+    synthetic: bool = False,
 ) -> Summary:
     """Write `lines` as the run `identity` in `out` (results.jsonl in the paper's order, run.json
-    with the episodes the log held as its selection, summary.json) and return the summary of
-    the lines as every reader counts them (`run_lines`), the one eval and report give."""
+    with the episodes the log held as its selection, `synthetic` when the log names generated
+    data, summary.json) and return the summary of the lines as every reader counts them
+    (`run_lines`), the one eval and report give."""
     with RunLock(out):
         claim_run_dir(out, identity)
         # What the log played is what the run selected (what the data offered is not known):
         # a line pasted in later, of an episode the log did not hold, is named by every reader.
         config = read_run_config(out)
-        selected = played_keys(result_key(line) for line in lines)
+        held = played_keys(result_key(line) for line in lines)
+        selected = Selection(held.scenarios, held.shard, synthetic)
         write_run_config(out, without_provenance(config), provenance_of(config), selected)
         write_results(out / RESULTS, sorted(lines, key=result_order))
         found = run_lines(out, read_run_config(out))

@@ -13,15 +13,17 @@ lacks, so that nobody takes it for a complete run. A log that holds an episode t
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactivebench.adapters.imported import refuse_twice, write_imported
+from proactivebench.data.layout import is_synthetic
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary
-from proactivebench.results import EpisodeResult, OEGResult
+from proactivebench.results import EpisodeResult, OEGResult, result_key
 from proactivebench.rundir import RESULTS, line_problem
 from proactivebench.texts import storable_json
 
@@ -30,6 +32,8 @@ TASK_NAME = "proactivebench/proactivebench"
 #: Where the task's scorer keeps the line; the same key as `adapters.inspect_task.RESULT_KEY`
 #: (not imported from there, so that reading a log does not load the task's module).
 RESULT_KEY = "result"
+#: A task's sample id: the scenario, a dash, the record's id.
+_SAMPLE_ID = re.compile(r"(.+?)-(-?\d+)")
 
 
 @dataclass
@@ -108,13 +112,21 @@ def import_inspect_log(
         "generate_config": log.plan.config.model_dump(mode="json", exclude_none=True),
         "inspect_log": str(log_path),
     }
-    summary = write_imported(out, identity, lines, log.eval.model)
+    summary = write_imported(
+        out, identity, lines, log.eval.model, synthetic=_generated(metadata.get("data_dir"))
+    )
     outcome = _outcome(log, summary, samples, lines)
     if later:
         outcome.left_out["sample(s) of epochs after the first (a run plays each episode once)"] = (
             later
         )
     return outcome
+
+
+def _generated(data_dir: Any) -> bool:
+    """Whether the data directory the log's task names holds generated data (`data synth`'s
+    manifest), where it is still at hand."""
+    return isinstance(data_dir, str) and bool(data_dir) and is_synthetic(Path(data_dir))
 
 
 def _ending(log: Any) -> str | None:
@@ -130,8 +142,9 @@ def ending(status: str, reason: str | None) -> str | None:
 
 def _outcome(log: Any, summary: Summary, samples: list[Any], lines: list[dict]) -> InspectImport:
     expected = log.eval.dataset.sample_ids
-    present = {str(sample.id) for sample in samples}
-    missing = [str(i) for i in expected or [] if str(i) not in present]
+    # By the episode a line holds, not the sample's id text (an id may be renamed in the log).
+    present = {result_key(line) for line in lines} | {str(sample.id) for sample in samples}
+    missing = [str(i) for i in expected or [] if _episode_of(str(i)) not in present]
     return InspectImport(
         summary=summary,
         status=log.status,
@@ -140,6 +153,13 @@ def _outcome(log: Any, summary: Summary, samples: list[Any], lines: list[dict]) 
         missing=missing,
         expected=len(expected) if expected is not None else None,
     )
+
+
+def _episode_of(sample_id: str) -> tuple[str, int] | str:
+    """The episode a task's sample id names (`SCENARIO-ID`, as `inspect_task` makes it: "QD-3",
+    "MVP-N-5", "ROD--2"), or the id itself when it names none."""
+    match = _SAMPLE_ID.fullmatch(sample_id)
+    return (match[1], int(match[2])) if match else sample_id
 
 
 def _read_log(path: Path) -> Any:

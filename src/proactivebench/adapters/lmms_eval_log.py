@@ -34,6 +34,7 @@ def import_lmms_eval_samples(
     out = Path(out_dir)
     if (out / RESULTS).exists():
         raise ProactiveBenchError(f"{out / RESULTS} exists; import into a new directory")
+    _refuse_repeated(samples)
     found: list[tuple[str, dict[str, Any]]] = []
     for path in map(Path, samples):
         found += _lines_of(path)
@@ -53,6 +54,24 @@ def import_lmms_eval_samples(
         "lmms_eval_samples": [str(Path(p)) for p in samples],
     }
     return write_imported(out, identity, [line for _, line in found], model)
+
+
+def _refuse_repeated(samples: Sequence[str | os.PathLike[str]]) -> None:
+    """Refuse one samples log given twice (the same file under one name or two): its episodes
+    would be refused as logs of two runs, which they are not."""
+    seen: dict[Path, str] = {}
+    for given in samples:
+        path = Path(given)
+        try:
+            key = path.resolve()
+        except (OSError, RuntimeError):
+            key = path.absolute()
+        if key in seen:
+            same = "" if seen[key] == str(path) else f" (as {seen[key]} and {path})"
+            raise ProactiveBenchError(
+                f"the samples log {path} is given twice{same}; nothing imported"
+            )
+        seen[key] = str(path)
 
 
 def _lines_of(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -76,7 +95,7 @@ def _lines_of(path: Path) -> list[tuple[str, dict[str, Any]]]:
             sample = loads(text)
         except ValueError as exc:
             raise ProactiveBenchError(f"{path}:{number}: not JSON ({exc})") from None
-        line = _line(sample)
+        line = _line(sample, f"{path}:{number}")
         if line is None:
             raise ProactiveBenchError(
                 f"{path}:{number}: not a sample of the proactivebench lmms-eval task (no result "
@@ -86,12 +105,22 @@ def _lines_of(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return lines
 
 
-def _line(sample: Any) -> dict[str, Any] | None:
+def _line(sample: Any, where: str) -> dict[str, Any] | None:
+    """The result line a row holds under its metrics; None when it holds none. Every metric
+    holds the same line (`process_results`): a row whose metrics hold different lines cannot
+    say which is the episode's, and is refused, naming it (`where`)."""
     if not isinstance(sample, dict):
         return None
+    held = []
     for metric in headline_metrics(oeg=False):
         entry = sample.get(metric.key)
         line = entry.get(RESULT_KEY) if isinstance(entry, dict) else None
         if isinstance(line, dict) and isinstance(line.get("scenario"), str):
-            return line
-    return None
+            held.append((metric.key, line))
+    for key, line in held[1:]:
+        if line != held[0][1]:
+            raise ProactiveBenchError(
+                f"{where}: its metrics hold different result lines ({held[0][0]} and {key}): "
+                "which is the episode's cannot be told; nothing imported"
+            )
+    return held[0][1] if held else None

@@ -27,6 +27,7 @@ from typing import Any
 from proactivebench.errors import DataError
 from proactivebench.paths import read_file
 from proactivebench.protocol import filter_ids
+from proactivebench.registry import by_stem
 from proactivebench.texts import dumps, loads
 
 
@@ -114,9 +115,18 @@ def read_sample_filter(path: str | os.PathLike[str]) -> SampleFilter:
         ids = filter_ids(document)
     except ValueError as exc:
         raise DataError(f"not a filter file: {exc}", path=where) from None
+    _refuse_unknown_stems(ids, where)
     provenance = document.get("provenance")
-    if not isinstance(provenance, dict):  # none, or a note of the user's own
+    if provenance is None:
         return SampleFilter(where, ids)
+    if not isinstance(provenance, dict):
+        # What data filter writes is an object; anything else would skip the check of the
+        # data it was computed on, unsaid.
+        raise DataError(
+            'not a filter file: "provenance" must be an object (as `data filter` writes it); '
+            "remove it to play the filter's ids without its checks",
+            path=where,
+        )
     made_on = provenance.get("data_dir")
     return SampleFilter(
         where,
@@ -125,6 +135,19 @@ def read_sample_filter(path: str | os.PathLike[str]) -> SampleFilter:
         _recorded_digests(provenance.get("records"), where),
         _not_played(provenance.get("counts")),
     )
+
+
+def _refuse_unknown_stems(ids: Mapping[str, frozenset[int]], where: str) -> None:
+    """Refuse ids under a key that names no scenario's data file: they would be ignored, unsaid
+    (a typo, a short name where the file's stem is meant)."""
+    stems = by_stem()
+    unknown = sorted(stem for stem in ids if stem not in stems)
+    if unknown:
+        raise DataError(
+            f'not a filter file: "ids" has keys that are no scenario\'s data file stem: '
+            f"{', '.join(unknown)} (the stems: {', '.join(stems)})",
+            path=where,
+        )
 
 
 def _recorded_digests(value: Any, where: str) -> dict[str, str]:

@@ -15,7 +15,10 @@ published ones, only when nothing it recorded makes the comparison meaningless. 
 - **settings the table does not have**: a caller (a suite's experiment) may name the paper's
   table a run stands beside, where the settings cannot tell (an `--all-samples` run is not
   recorded as one); a name the run's settings contradict (`hint = true` placed in Table 1,
-  zero-shot) is not followed (`said_table`).
+  zero-shot) is not followed (`said_table`);
+- **comparability unknown**: a selection that does not record what the data offered for a
+  scenario (`available` null: an imported run, whose log says only which episodes it held), so
+  neither whole nor partial can be told.
 
 Every surface that sets a run beside the published models (`report --paper`'s tables and
 plots, a suite's report) asks here; such a run is shown with the reasons and without a rank
@@ -120,6 +123,9 @@ def not_comparable(run: Run) -> list[str]:
     if synthetic(run):
         reasons.append("generated data (data synth), not the paper's")
     reasons += partial(run)
+    unknown = unknown_offer(run)
+    if unknown is not None:
+        reasons.append(unknown)
     contradicted = contradiction(run)
     if contradicted is not None:
         reasons.append(contradicted)
@@ -158,6 +164,24 @@ def partial(run: Run) -> list[str]:
     if short:
         reasons.append("partial: " + ", ".join(short))
     return reasons
+
+
+def unknown_offer(run: Run) -> str | None:
+    """Why whether `run` is whole cannot be told: its selection records no `available` for
+    some scenarios (an import, whose log held episodes of a data set it does not describe);
+    None when it records them all, or records no selection."""
+    recorded = selection(run)
+    if recorded is None:
+        return None
+    names = [name for name, entry in recorded.scenarios.items() if entry.available is None]
+    if not names:
+        return None
+    imported = "inspect_log" in run.config or "lmms_eval_samples" in run.config
+    return (
+        "comparability unknown: what the data offered is not recorded for "
+        + ", ".join(names)
+        + (" (imported: the log holds only the episodes played)" if imported else "")
+    )
 
 
 def stopped(config: Mapping[str, Any]) -> str | None:

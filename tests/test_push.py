@@ -15,7 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -348,6 +348,80 @@ def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
     ]
     assert sections == ["## `runs/run-a`", "## `runs/suite`"]
     assert "reports/suite/report.html" in files  # another folder: left alone
+
+
+def another_push_lands_first(source: str, target: str) -> Callable[[UploadHub], None]:
+    """A `before_commit` hook: the commit a second push made to `target`, landing between
+    this push's reading of the repo and its commit. That push's files are those it made to
+    the repo `source` (its card included), as it would have sent them."""
+
+    def land(hub: UploadHub) -> None:
+        hub.apply(target, "proactivebench push: the other one", dict(hub.repos[source].files))
+
+    return land
+
+
+def test_two_pushes_at_once_never_mix_two_runs_in_one_folder(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """Two pushes to one repo at once, of two runs of one folder name: the one that read the
+    repo first committed over the other's, deleting from what it had read, so runs/run-a/
+    held one run's lines beside the other's report/ (tryout: 2 of 4 times), both exit 0.
+    The commit is now made on the head it was computed from (parent_commit); refused by the
+    Hub (412), the push reads the repo again and replaces the folder whole."""
+    other = "someone/other"  # where the other push's files are taken from
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", other)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "runs/run-a/report/report.json" in hub.repos[other].files
+    mine = tmp_path / "elsewhere" / "run-a"  # the reactive run, without a report
+    shutil.copytree(runs / "suite" / "mcqa", mine, ignore=shutil.ignore_patterns("report"))
+
+    hub.before_commit.append(another_push_lands_first(other, REPO))
+    done = push(hub.endpoint, tmp_path / "hf", mine, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    held = sorted(p for p in files if p.startswith("runs/run-a/"))
+    assert held == [f"runs/run-a/{name}" for name in sorted(RUN_FILES)]
+    for name in RUN_FILES:
+        assert files[f"runs/run-a/{name}"] == (mine / name).read_bytes(), name
+    card = files["README.md"].decode()
+    assert card.count("## `runs/") == 1 and "- model: `baseline:reactive`" in card
+    # The clash with what the other push left is named, as for one pushed earlier.
+    warning = " ".join(done.stderr.split())
+    assert f"runs/run-a in {REPO} held another run" in warning, done.stderr
+    assert [c.summary for c in hub.commits[1:]] == [
+        "proactivebench push: the other one",
+        "proactivebench push: runs/run-a",
+    ]
+
+
+def test_two_pushes_at_once_keep_both_runs_in_the_card(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """The second case of the tryout: two runs of two names pushed at once; the repo held
+    both, but the card written last listed only its own run (it was computed from a repo
+    without the other). Now the card is recomputed on the head it is committed to; a repo
+    that keeps moving is refused in one line after a bounded number of tries."""
+    other = "someone/other"
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", other)
+    assert first.returncode == 0, first.stdout + first.stderr
+    hub.before_commit.append(another_push_lands_first(other, REPO))
+    done = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    sections = [line for line in card.splitlines() if line.startswith("## `")]
+    assert sections == ["## `runs/run-a`", "## `runs/suite/hint`", "## `runs/suite/mcqa`"]
+
+    # Another commit before every one of this push's: never committed, one line.
+    commits = len(hub.commits)
+    hub.before_commit += [another_push_lands_first(other, REPO)] * 20
+    again = tmp_path / "run-b"
+    shutil.copytree(runs / "run-a", again)
+    done = push(hub.endpoint, tmp_path / "hf", again, "--repo", REPO)
+    assert_one_line_failure(done, f"{REPO} changed 5 times while push read it", "push again")
+    assert not any(p.startswith("runs/run-b/") for p in hub.repos[REPO].files)
+    assert {c.summary for c in hub.commits[commits:]} == {"proactivebench push: the other one"}
+    assert len(hub.before_commit) == 15
 
 
 def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:

@@ -13,8 +13,11 @@ Where things go in the repo (documented in docs/reports.md, "Results on the Hub"
 - `README.md`: the dataset card, written anew at every push from the runs of this push and
   those earlier pushes left in `runs/` (model, settings, data, the summary table).
 
-Everything goes in one commit; a rerun overwrites the same paths (files that did not change are
-not sent again: the Hub says which it holds) and rewrites the card. Each folder pushed
+Everything goes in one commit, made on the repo's head the push read (`parent_commit`): a
+second push committing in between makes the Hub refuse it, and the push reads the repo again
+(`_commit_on_head`), so that two pushes at once never mix. A rerun overwrites the same paths
+(files that did not change are not sent again: the Hub says which it holds) and rewrites the
+card. Each folder pushed
 (`runs/NAME/`, `reports/NAME/`) is replaced whole: files an earlier push left there that this
 push does not hold are deleted in the same commit, so that one run's lines never stand beside
 another's report; a folder that held another run (run.json's identity differs) is named in a
@@ -71,6 +74,12 @@ RUN_REPORT = REPORT_DIR
 #: What marks a directory as a report of `report` (no run.json beside).
 REPORT_FILES = ("report.json", "report.html")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+#: How many times a push reads the repo and commits when other commits keep landing between
+#: the two (`_commit_on_head`), and the Hub's answer to a commit whose parent is no longer
+#: the head ("A commit has happened since").
+_TRIES = 5
+_MOVED_ON = 412
 _LOGIN = "log in with `hf auth login` or set HF_TOKEN to a token with write access"
 
 
@@ -452,63 +461,96 @@ def push(
     if not _REPO_ID.fullmatch(repo_id):
         raise PushError(f"--repo must be OWNER/NAME (a dataset repo on the Hub), not {repo_id!r}")
     plan = plan_push(paths)
-    from huggingface_hub import (
-        CommitOperationAdd,
-        CommitOperationDelete,
-        HfApi,
-        constants,
-        get_token,
-    )
+    from huggingface_hub import HfApi, constants, get_token
 
     token = token or get_token()
     if not token:
         raise PushError(f"no Hugging Face token to push to {repo_id}: {_LOGIN}")
     api = HfApi(token=token)
-    named = [run.repo_path for run in plan.runs] + plan.reports
-    message = "proactivebench push: " + visible(", ".join(named))
     with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
         with _hub_answer(f"the repo {repo_id}"):
             url = api.create_repo(
                 repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True
             )
-        with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
-            repo = _RepoFiles(api, repo_id, Path(scratch))
-            earlier, refreshed = _earlier_runs(repo, plan)
-            stale = _stale_files(set(repo.held), plan)
-            plan.notes += _replaced(repo, plan, stale)
-        plan.notes += [
-            f"{p} in {repo_id} was not what the lines beside it give: replaced by theirs"
-            for p in sorted(refreshed)
-            if p in repo.held
-        ]
-        card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
-        sent: dict[str, bytes | str] = {CARD: card.encode("utf-8")}
-        sent |= {p: plan.contents.get(p, str(local)) for p, local in plan.files.items()}
-        sent |= refreshed
-        operations: list[Any] = [CommitOperationAdd(p, what) for p, what in sorted(sent.items())]
-        operations += [CommitOperationDelete(p) for p in stale]
-        with _hub_answer(f"the commit to {repo_id}"):
-            commit = api.create_commit(
-                repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
-            )
+        commit, count, notes = _commit_on_head(api, repo_id, plan)
     return PushOutcome(
         url=str(url),
-        commit=str(commit.oid),
-        files=len(operations),
+        commit=commit,
+        files=count,
         runs=[run.repo_path for run in plan.runs],
         reports=list(plan.reports),
-        notes=list(plan.notes),
+        notes=[*plan.notes, *notes],
     )
 
 
+def _commit_on_head(api: Any, repo_id: str, plan: PushPlan) -> tuple[str, int, list[str]]:
+    """The push's one commit (`_commit_once`), made on the head the card and the deletions
+    were computed from. Another commit landing in between (a second push at the same moment)
+    would otherwise mix them: its run's report beside this run's lines, a card without its
+    run. The Hub refuses such a commit (HTTP 412): the repo is read again and the commit
+    recomputed, at most `_TRIES` times, then refused in one line."""
+    from huggingface_hub import errors
+
+    for _ in range(_TRIES):
+        try:
+            return _commit_once(api, repo_id, plan)
+        except errors.HfHubHTTPError as exc:
+            if exc.response is None or exc.response.status_code != _MOVED_ON:
+                raise
+    raise PushError(
+        f"{repo_id} changed {_TRIES} times while push read it (other pushes to it at the same "
+        "moment): nothing pushed; push again once they are done"
+    )
+
+
+def _commit_once(api: Any, repo_id: str, plan: PushPlan) -> tuple[str, int, list[str]]:
+    """Read the repo at its head, compute from it the card, the summaries to refresh and the
+    files to delete, and commit all of it with that head as parent (`parent_commit`): the
+    commit's id, how many operations it held, and what the pusher should know."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
+        repo = _RepoFiles(api, repo_id, Path(scratch))
+        earlier, refreshed = _earlier_runs(repo, plan)
+        stale = _stale_files(set(repo.held), plan)
+        notes = _replaced(repo, plan, stale)
+    notes += [
+        f"{p} in {repo_id} was not what the lines beside it give: replaced by theirs"
+        for p in sorted(refreshed)
+        if p in repo.held
+    ]
+    card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
+    sent: dict[str, bytes | str] = {CARD: card.encode("utf-8")}
+    sent |= {p: plan.contents.get(p, str(local)) for p, local in plan.files.items()}
+    sent |= refreshed
+    operations: list[Any] = [CommitOperationAdd(p, what) for p, what in sorted(sent.items())]
+    operations += [CommitOperationDelete(p) for p in stale]
+    named = [run.repo_path for run in plan.runs] + plan.reports
+    message = "proactivebench push: " + visible(", ".join(named))
+    with _hub_answer(f"the commit to {repo_id}"):
+        commit = api.create_commit(
+            repo_id,
+            operations,
+            commit_message=message[:200],
+            repo_type=REPO_TYPE,
+            parent_commit=repo.head,
+        )
+    return str(commit.oid), len(operations), notes
+
+
 class _RepoFiles:
-    """What the repo holds before this push (each file's path and git blob id), and files of
-    it read back into `scratch` (at their repo paths)."""
+    """What the repo holds before this push, at its head commit (`head`, None where the Hub
+    names none): each file's path and git blob id, and files of it read back into `scratch`
+    (at their repo paths), all of that one commit."""
 
     def __init__(self, api: Any, repo_id: str, scratch: Path) -> None:
         self.api, self.repo_id, self.scratch = api, repo_id, scratch
         with _hub_answer(f"the files of {repo_id}"):
-            entries = list(api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE))
+            sha = api.repo_info(repo_id, repo_type=REPO_TYPE).sha
+            self.head: str | None = sha if isinstance(sha, str) and _COMMIT.fullmatch(sha) else None
+            entries = list(
+                api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE, revision=self.head)
+            )
             self.held: dict[str, str | None] = {
                 e.path: e.blob_id for e in entries if hasattr(e, "blob_id")
             }
@@ -520,7 +562,11 @@ class _RepoFiles:
         with _hub_answer(f"{self.repo_id}/{repo_path}"):
             return Path(
                 self.api.hf_hub_download(
-                    self.repo_id, repo_path, repo_type=REPO_TYPE, local_dir=self.scratch
+                    self.repo_id,
+                    repo_path,
+                    repo_type=REPO_TYPE,
+                    revision=self.head,
+                    local_dir=self.scratch,
                 )
             )
 

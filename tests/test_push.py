@@ -350,6 +350,34 @@ def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
     assert "reports/suite/report.html" in files  # another folder: left alone
 
 
+def test_a_suites_stale_report_leaves_the_repo_with_its_runs(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A suite pushed, then a line moved out of one experiment and the suite pushed again:
+    push declined the stale OUT/report and replaced runs/OUT/, but left the earlier push's
+    reports/OUT/ in the repo, linked from the card (the old numbers, links to deleted files).
+    The suite's report folder is now replaced whole with its runs: deleted, said, unlinked."""
+    suite = tmp_path / "suite"
+    shutil.copytree(runs / "suite", suite)
+    first = push(hub.endpoint, tmp_path / "hf", suite, "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "reports/suite/report.html" in hub.repos[REPO].files
+
+    results = suite / "mcqa" / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(lines[1:]))
+    done = push(hub.endpoint, tmp_path / "hf", suite, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    assert not any(p.startswith("reports/") for p in files), sorted(files)
+    assert "reports/suite" not in files["README.md"].decode()
+    warning = " ".join(done.stderr.split())
+    assert f"{suite / 'report'} was not built from the lines as they are now" in warning
+    assert "reports/suite: " in warning and "deleted (the first: reports/suite/" in warning
+    section = files["README.md"].decode().split("## `runs/suite/mcqa`")[1]
+    assert f"| average | {len(lines) - 1} |" in section
+
+
 def another_push_lands_first(source: str, target: str) -> Callable[[UploadHub], None]:
     """A `before_commit` hook: the commit a second push made to `target`, landing between
     this push's reading of the repo and its commit. That push's files are those it made to

@@ -108,6 +108,9 @@ class PushPlan:
     runs: list[PushedRun] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Folders this push replaces whole though it may send no file there: a suite's
+    #: `reports/<OUT>/` when its report is stale or missing (the repo's is of other lines).
+    replaced: set[str] = field(default_factory=set)
 
     def add(self, repo_path: str, local: Path, content: bytes | None = None) -> None:
         """One file (`content`: the bytes to send instead of the file as it is then); two
@@ -152,7 +155,7 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
         if path.resolve() in seen:  # named again (RUN and RUN/): pushed, counted and carded once
             continue
         seen.add(path.resolve())
-        before = set(plan.files)
+        before = (set(plan.files), set(plan.replaced))
         _add_path(plan, path, path.resolve().name)
         _refuse_shared_folder(plan, before, path)
     return plan
@@ -173,12 +176,13 @@ def _add_path(plan: PushPlan, path: Path, name: str) -> None:
         )
 
 
-def _refuse_shared_folder(plan: PushPlan, before: set[str], path: Path) -> None:
+def _refuse_shared_folder(plan: PushPlan, before: tuple[set[str], set[str]], path: Path) -> None:
     """Two directories named alike (a run and a suite's output, two reports) would fill one
     folder of the repo with the files of both: refused, naming the folder. `before`: the
-    repo paths planned before `path`'s."""
-    mine = {_folder_of(p) for p in plan.files if p not in before}
-    shared = sorted(mine & {_folder_of(p) for p in before})
+    repo paths and the folders replaced planned before `path`'s."""
+    files, replaced = before
+    mine = {_folder_of(p) for p in plan.files if p not in files} | (plan.replaced - replaced)
+    shared = sorted(mine & ({_folder_of(p) for p in files} | replaced))
     if shared:
         raise PushError(
             f"{path} would go to {shared[0]}/ in the repo, where another directory of this push "
@@ -267,6 +271,10 @@ def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
         raise PushError(f"{out_dir} holds no experiment's run yet: nothing to push")
     for experiment in played:
         _add_run(plan, out_dir / experiment, f"{RUNS}/{name}/{experiment}")
+    # The suite's report folder is replaced whole even when no report of it is sent: the one
+    # an earlier push left is of the lines as they were then (its links name files this push
+    # replaces), and would stay published, and linked from the card, beside these.
+    plan.replaced.add(f"{REPORTS}/{name}")
     if _current_report(plan, out_dir / RUN_REPORT, [out_dir / e for e in played]):
         _add_report(plan, out_dir / RUN_REPORT, f"{REPORTS}/{name}")
 
@@ -587,8 +595,9 @@ class _RepoFiles:
 
 
 def _folders(plan: PushPlan) -> set[str]:
-    """The folders this push replaces whole: `runs/NAME` and `reports/NAME` of every file."""
-    return {_folder_of(p) for p in plan.files}
+    """The folders this push replaces whole: `runs/NAME` and `reports/NAME` of every file,
+    and those replaced without a file (`PushPlan.replaced`)."""
+    return {_folder_of(p) for p in plan.files} | plan.replaced
 
 
 def _folder_of(repo_path: str) -> str:

@@ -527,6 +527,35 @@ def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
     assert "| average | 12 | 100.0 |" in section
 
 
+def test_an_earlier_run_with_lines_not_counted_keeps_its_cautions_and_counts_lines(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A run an earlier push left, given lines no reader counts on the Hub: its section lost
+    its "Read with care" block (generated data) and said "2 line(s)" for a pasted line plus a
+    contradicting pair, where 3 lines are out. Its cautions are now given as report gives
+    them, with the rest of its lines counted, and the count is of lines."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    files = hub.repos[REPO].files
+    lines = [json.loads(line) for line in files["runs/run-a/results.jsonl"].splitlines()]
+    pasted = {**lines[0], "sample_id": 900}  # an episode the run never selected
+    contradicting = {**lines[-1], "correct": not lines[-1]["correct"]}
+    files["runs/run-a/results.jsonl"] += "".join(
+        json.dumps(line) + "\n" for line in (pasted, contradicting)
+    ).encode()
+
+    done = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    section = card.split("## `runs/run-a`")[1].split("## ")[0]
+    caution, table = section.split("| scenario |")
+    assert "Read with care:" in caution
+    assert "not comparable with the paper's published numbers: generated data" in caution
+    assert "/proactivebench-push-" not in caution  # no path of the pusher's scratch folder
+    assert "3 line(s) of results.jsonl are not counted" in caution
+    assert f"| average | {len(lines) - 1} |" in table  # the pair's first line is out too
+
+
 def test_a_run_and_a_suite_of_one_name_are_not_pushed_into_one_folder(
     runs: Path, tmp_path: Path
 ) -> None:

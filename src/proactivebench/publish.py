@@ -687,12 +687,27 @@ def _earlier_run(
     and its summary.json's bytes as those lines give it (None: the repo holds no lines)."""
     if repo.download(f"{run_path}/{RESULTS}") is None:
         return PushedRun(run_path, config, None), None
-    found = run_lines(repo.scratch / run_path, config)
+    local = repo.scratch / run_path
+    found = run_lines(local, config)
     summary = summarize(found.lines, model=str(config.get("model", "")))
-    run = PushedRun(run_path, config, summary.as_dict(), not_counted=len(found.rejected))
-    if (repo.scratch / run_path / RUN_CONFIG).is_file() and not found.rejected:
-        run.cautions = cautions(repo.scratch / run_path)
+    not_counted = _lines_named(found.rejected, local / RESULTS)
+    run = PushedRun(run_path, config, summary.as_dict(), not_counted=not_counted)
+    if (local / RUN_CONFIG).is_file():
+        # As `report` does: lines left out are counted in the sentence under the cautions
+        # (`not_counted`), and the rest of the run is read with care all the same.
+        shown = [w for w in cautions(local) if w not in found.rejected]
+        run.cautions = [w.replace(str(local), run_path) for w in shown]
     return run, summary_json(summary).encode("utf-8")
+
+
+def _lines_named(rejected: Sequence[str], path: Path) -> int:
+    """How many lines of `path` the rejected messages of `run_lines` name: one each, or
+    every line of a contradicting set (`FILE:3, 7: different finished results...`)."""
+    count = 0
+    for message in rejected:
+        numbers = message.removeprefix(f"{path}:").partition(":")[0].split(",")
+        count += sum(1 for n in numbers if n.strip().isdigit()) or 1
+    return count
 
 
 def _hub_answer(what: str) -> AbstractContextManager[None]:

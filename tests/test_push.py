@@ -704,6 +704,26 @@ def test_a_run_still_being_written_is_not_pushed(runs: Path) -> None:
     assert [r.repo_path for r in plan_push([runs / "run-a"]).runs] == ["runs/run-a"]
 
 
+def test_a_torn_last_line_is_not_published(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
+    """A results.jsonl whose last line was cut short (a write killed midway): every reader
+    leaves the fragment out, but push sent the file as it was, so the Hub's results.jsonl
+    ended in a JSON fragment without a newline. Only its whole lines are pushed now, said."""
+    run = tmp_path / "run-a"
+    shutil.copytree(runs / "run-a", run, ignore=shutil.ignore_patterns("report"))
+    data = (run / "results.jsonl").read_bytes()
+    cut = data[:-30]
+    (run / "results.jsonl").write_bytes(cut)
+    whole = cut[: cut.rindex(b"\n") + 1]
+    done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    assert files["runs/run-a/results.jsonl"] == whole
+    warning = " ".join(done.stderr.split())
+    assert f"{run / 'results.jsonl'} ends in a torn line ({len(cut) - len(whole)} bytes" in warning
+    pushed = json.loads(files["runs/run-a/summary.json"])
+    assert pushed["average"]["n"] == whole.count(b"\n")
+
+
 def test_a_run_with_lines_no_reader_counts_is_not_pushed(
     hub: UploadHub, runs: Path, tmp_path: Path
 ) -> None:

@@ -200,6 +200,12 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
     if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
     lines, results = _counted_lines(run_dir, config)
+    results, torn = _whole_lines(results)
+    if torn:
+        plan.notes.append(
+            f"{run_dir / RESULTS} ends in a torn line ({torn} bytes without a newline: a write "
+            "cut short), which no reader counts: pushed its whole lines only"
+        )
     # summary.json as eval writes it, from the lines as they are now: a file written before
     # lines were moved out (or in) would publish numbers no reader of the pushed lines gives.
     summary = summarize(lines, model=str(config.get("model", "")))
@@ -261,6 +267,16 @@ def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str
     if file_stamp(path) != before:
         raise PushError(f"{path} changed while push read it: push again once it is written")
     return found.lines, data
+
+
+def _whole_lines(data: bytes) -> tuple[bytes, int]:
+    """`data` up to its last newline, and how many bytes followed it: a torn last line is
+    counted by no reader (`numbered_lines`), and published it would end the Hub's file in a
+    fragment of JSON. Blank bytes after the last newline are kept (0)."""
+    cut = data.rfind(b"\n") + 1
+    if not data[cut:].strip():
+        return data, 0
+    return data[:cut], len(data) - cut
 
 
 def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:

@@ -482,7 +482,7 @@ def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
     unsafe = [c for c in body if c != "\n" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"}]
     assert unsafe == [], unsafe
     assert "\n## Injected" not in body  # no heading of its own
-    assert "- model: `gpt\\x1b[31m\\u202eevil'\\|x\\n## Injected\\u2066\\u200b\\u2028`" in body
+    assert "- model: `gpt\\x1b[31m\\u202eevil'|x\\n## Injected\\u2066\\u200b\\u2028`" in body
     table = [line for line in body.splitlines() if line.startswith("| ")]
     assert table[1:] == [
         "| ROD | 2 | – | – | 0 |",
@@ -490,6 +490,49 @@ def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
         "| average | 2 | – | – | 0 |",
     ]
     assert "- [`reports/x) [click](https://example.com`](reports/x%29%20%5Bclick%5D" in body
+
+
+def test_a_name_with_a_pipe_is_shown_as_it_is_in_headings_and_table_cells() -> None:
+    """A folder named `junk<ESC>[31m<RLO>|x|` was escaped safely in the card's heading, but
+    its `|` was written `\\|` inside the heading's code span, where a backslash is shown: the
+    card named another folder. `|` is escaped where it is markup (a table cell) and only there:
+    rendered (markdown-it, GFM tables), every place shows the name as its escapes spell it."""
+    from html.parser import HTMLParser
+
+    from markdown_it import MarkdownIt
+
+    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+
+    name = "runs/junk\x1b[31m\u202e|x|"
+    shown = "runs/junk\\x1b[31m\\u202e|x|"  # what escapes.visible writes
+    score = {"n": 2, "accuracy": 50.0, "ps_rate": 1.0, "errors": 0}
+    config = {"model": "m|n", "settings": {"mode": "mcqa"}, "data_dir": "/d/da|ta"}
+    summary = {"scenarios": {"a|b": score}, "average": score}
+    card = dataset_card(PushPlan(runs=[PushedRun(name, config, summary)]), REPO)
+
+    class Texts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[str] = []
+            self.found: list[tuple[str, str]] = []
+
+        def handle_starttag(self, tag: str, attrs: object) -> None:
+            self.stack.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            self.stack.pop()
+
+        def handle_data(self, data: str) -> None:
+            if self.stack and data.strip():
+                self.found.append(("/".join(self.stack[-2:]), data))
+
+    html = MarkdownIt("commonmark").enable("table").render(card.partition("\n---\n")[2])
+    texts = Texts()
+    texts.feed(html)
+    assert ("h2/code", shown) in texts.found
+    assert ("li/code", "m|n") in texts.found and ("li/code", "da|ta") in texts.found
+    cells = [text for where, text in texts.found if where.endswith("td")]
+    assert cells[:5] == ["a|b", "2", "50.0", "1.00", "0"]  # one cell, the row intact
 
 
 def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(

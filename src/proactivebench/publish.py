@@ -434,7 +434,7 @@ def _summary_table(summary: dict[str, Any], oeg: bool) -> list[str]:
 
 def _row(name: str, score: Any, metrics: Sequence[Metric]) -> list[str]:
     score = score if isinstance(score, dict) else {}
-    cells = [_code(name), _number(score.get("n"))]
+    cells = [_cell(name), _number(score.get("n"))]
     for metric in metrics:
         value = score.get(metric.key)
         ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -453,10 +453,17 @@ def _compact(value: Any) -> str:
 
 def _code(text: str) -> str:
     """Text from a run's files (folder names, run.json's model, settings and data) made inert
-    inside a Markdown code span and a table cell: control, format and bidirectional characters
-    written as their escapes (`escapes.visible`: an override would show another name than the
-    file holds), and the span's and the table's delimiters replaced."""
-    return " ".join(visible(text).split()).replace("`", "'").replace("|", "\\|")
+    inside a Markdown code span: control, format and bidirectional characters written as their
+    escapes (`escapes.visible`: an override would show another name than the file holds), on
+    one line, and the span's delimiter replaced. A `|` stays as it is: outside a table it is
+    no markup, and a backslash before it would be shown (`_cell` is for table cells)."""
+    return " ".join(visible(text).split()).replace("`", "'")
+
+
+def _cell(text: str) -> str:
+    """`_code` for a table cell, where an unescaped `|` would end the cell: written `\\|`,
+    which the table shows as `|`."""
+    return _code(text).replace("|", "\\|")
 
 
 #: Characters Markdown reads as markup in running text.

@@ -8,7 +8,8 @@ Where things go in the repo (documented in docs/reports.md, "Results on the Hub"
   taken from the file, which may predate lines moved out or in;
 - a suite's output `OUT` (`paper --out OUT`, `suite FILE --out OUT`: suite.json and one run
   directory per experiment) → every experiment as `runs/<OUT's name>/<experiment id>/` and the
-  suite's report `OUT/report` as `reports/<OUT's name>/`;
+  suite's report `OUT/report` as `reports/<OUT's name>/` (replaced with the runs: deleted
+  when this push sends no current report);
 - a report directory `DIR` (report.json or report.html, no run.json) → `reports/<DIR's name>/`;
 - `README.md`: the dataset card, written anew at every push from the runs of this push and
   those earlier pushes left in `runs/` (model, settings, data, the summary table).

@@ -14,7 +14,14 @@
   under that path, so that the library leaves out what did not change;
 - `POST /api/datasets/{repo}/commit/{rev}` (NDJSON: a header, then one `file` line per file,
   base64, and one `deletedFile` line per file deleted) → the files stored and deleted, the
-  commit recorded, {commitUrl, commitOid}.
+  commit recorded, {commitUrl, commitOid}; a header whose `parentCommit` is not the repo's
+  head (another commit came in since the pusher read it) → the Hub's 412, "A commit has
+  happened since. Please refresh and try again." (huggingface_hub's own tests check it), and
+  nothing written.
+
+`before_commit`: callables run, one per commit request, before it is answered, each making
+another commit (`UploadHub.apply`) as a second pusher's would land between a push's reading of
+the repo and its commit: two pushes at once, in a fixed order, without timing.
 
 Every request must carry `Authorization: Bearer <token>`; any other token gets the Hub's 401.
 `repos` holds what each repo holds now; `commits` every commit, in order.
@@ -26,7 +33,7 @@ import base64
 import hashlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -82,6 +89,9 @@ class UploadHub:
         #: A body sent (200, as JSON) instead of the answer to a request whose path holds the
         #: key: a proxy's page or JSON of another shape where the Hub's answer should be.
         self.garbage: dict[str, bytes] = {}
+        #: Run (and removed), one per commit request, before it is answered: another
+        #: pusher's commit landing between a push's reading of the repo and its commit.
+        self.before_commit: list[Callable[[UploadHub], None]] = []
         self.lock = threading.Lock()
         self.server, self.endpoint = start(_Handler, self)
 
@@ -189,19 +199,35 @@ class UploadHub:
     def commit(self, h: BaseHTTPRequestHandler, repo_id: str, repo: Repo, body: bytes) -> None:
         items = [json.loads(line) for line in body.splitlines() if line.strip()]
         assert items[0]["key"] == "header", items[0]
-        paths, deleted = [], []
+        if self.before_commit:
+            self.before_commit.pop(0)(self)
+        parent = items[0]["value"].get("parentCommit")
+        if parent is not None and parent != repo.sha:
+            return self.send(
+                h, 412, {"error": "A commit has happened since. Please refresh and try again."}
+            )
+        added, deleted = {}, []
         for item in items[1:]:
             if item["key"] == "deletedFile":
-                del repo.files[item["value"]["path"]]  # the Hub refuses a file it does not hold
                 deleted.append(item["value"]["path"])
                 continue
             assert item["key"] == "file" and item["value"]["encoding"] == "base64", item["key"]
-            repo.files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
-            paths.append(item["value"]["path"])
-        self.commits.append(Commit(repo_id, items[0]["value"]["summary"], paths, deleted))
-        repo.sha = hashlib.sha1(f"{repo_id}:{len(self.commits)}".encode()).hexdigest()
+            added[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+        self.apply(repo_id, items[0]["value"]["summary"], added, deleted)
         url = f"{self.endpoint}/datasets/{repo_id}/commit/{repo.sha}"
         return self.send(h, 200, {"commitUrl": url, "commitOid": repo.sha})
+
+    def apply(
+        self, repo_id: str, summary: str, added: dict[str, bytes], deleted: Sequence[str] = ()
+    ) -> None:
+        """One commit to `repo_id`: `deleted` removed (the Hub refuses a file it does not
+        hold), `added` written, the commit recorded and the repo's head moved."""
+        repo = self.repos[repo_id]
+        for path in deleted:
+            del repo.files[path]
+        repo.files.update(added)
+        self.commits.append(Commit(repo_id, summary, list(added), list(deleted)))
+        repo.sha = hashlib.sha1(f"{repo_id}:{len(self.commits)}".encode()).hexdigest()
 
     def send(self, h: BaseHTTPRequestHandler, status: int, obj: Any, **headers: str | None) -> None:
         """`obj` as JSON; `code` and `message` as in `send_bytes`."""

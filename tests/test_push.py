@@ -15,7 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -350,6 +350,108 @@ def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
     assert "reports/suite/report.html" in files  # another folder: left alone
 
 
+def test_a_suites_stale_report_leaves_the_repo_with_its_runs(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A suite pushed, then a line moved out of one experiment and the suite pushed again:
+    push declined the stale OUT/report and replaced runs/OUT/, but left the earlier push's
+    reports/OUT/ in the repo, linked from the card (the old numbers, links to deleted files).
+    The suite's report folder is now replaced whole with its runs: deleted, said, unlinked."""
+    suite = tmp_path / "suite"
+    shutil.copytree(runs / "suite", suite)
+    first = push(hub.endpoint, tmp_path / "hf", suite, "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "reports/suite/report.html" in hub.repos[REPO].files
+
+    results = suite / "mcqa" / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(lines[1:]))
+    done = push(hub.endpoint, tmp_path / "hf", suite, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    assert not any(p.startswith("reports/") for p in files), sorted(files)
+    assert "reports/suite" not in files["README.md"].decode()
+    warning = " ".join(done.stderr.split())
+    assert f"{suite / 'report'} was not built from the lines as they are now" in warning
+    assert "reports/suite: " in warning and "deleted (the first: reports/suite/" in warning
+    section = files["README.md"].decode().split("## `runs/suite/mcqa`")[1]
+    assert f"| average | {len(lines) - 1} |" in section
+
+
+def another_push_lands_first(source: str, target: str) -> Callable[[UploadHub], None]:
+    """A `before_commit` hook: the commit a second push made to `target`, landing between
+    this push's reading of the repo and its commit. That push's files are those it made to
+    the repo `source` (its card included), as it would have sent them."""
+
+    def land(hub: UploadHub) -> None:
+        hub.apply(target, "proactivebench push: the other one", dict(hub.repos[source].files))
+
+    return land
+
+
+def test_two_pushes_at_once_never_mix_two_runs_in_one_folder(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """Two pushes to one repo at once, of two runs of one folder name: the one that read the
+    repo first committed over the other's, deleting from what it had read, so runs/run-a/
+    held one run's lines beside the other's report/ (tryout: 2 of 4 times), both exit 0.
+    The commit is now made on the head it was computed from (parent_commit); refused by the
+    Hub (412), the push reads the repo again and replaces the folder whole."""
+    other = "someone/other"  # where the other push's files are taken from
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", other)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "runs/run-a/report/report.json" in hub.repos[other].files
+    mine = tmp_path / "elsewhere" / "run-a"  # the reactive run, without a report
+    shutil.copytree(runs / "suite" / "mcqa", mine, ignore=shutil.ignore_patterns("report"))
+
+    hub.before_commit.append(another_push_lands_first(other, REPO))
+    done = push(hub.endpoint, tmp_path / "hf", mine, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    held = sorted(p for p in files if p.startswith("runs/run-a/"))
+    assert held == [f"runs/run-a/{name}" for name in sorted(RUN_FILES)]
+    for name in RUN_FILES:
+        assert files[f"runs/run-a/{name}"] == (mine / name).read_bytes(), name
+    card = files["README.md"].decode()
+    assert card.count("## `runs/") == 1 and "- model: `baseline:reactive`" in card
+    # The clash with what the other push left is named, as for one pushed earlier.
+    warning = " ".join(done.stderr.split())
+    assert f"runs/run-a in {REPO} held another run" in warning, done.stderr
+    assert [c.summary for c in hub.commits[1:]] == [
+        "proactivebench push: the other one",
+        "proactivebench push: runs/run-a",
+    ]
+
+
+def test_two_pushes_at_once_keep_both_runs_in_the_card(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """The second case of the tryout: two runs of two names pushed at once; the repo held
+    both, but the card written last listed only its own run (it was computed from a repo
+    without the other). Now the card is recomputed on the head it is committed to; a repo
+    that keeps moving is refused in one line after a bounded number of tries."""
+    other = "someone/other"
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", other)
+    assert first.returncode == 0, first.stdout + first.stderr
+    hub.before_commit.append(another_push_lands_first(other, REPO))
+    done = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    sections = [line for line in card.splitlines() if line.startswith("## `")]
+    assert sections == ["## `runs/run-a`", "## `runs/suite/hint`", "## `runs/suite/mcqa`"]
+
+    # Another commit before every one of this push's: never committed, one line.
+    commits = len(hub.commits)
+    hub.before_commit += [another_push_lands_first(other, REPO)] * 20
+    again = tmp_path / "run-b"
+    shutil.copytree(runs / "run-a", again)
+    done = push(hub.endpoint, tmp_path / "hf", again, "--repo", REPO)
+    assert_one_line_failure(done, f"{REPO} changed 5 times while push read it", "push again")
+    assert not any(p.startswith("runs/run-b/") for p in hub.repos[REPO].files)
+    assert {c.summary for c in hub.commits[commits:]} == {"proactivebench push: the other one"}
+    assert len(hub.before_commit) == 15
+
+
 def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
     """Folder names, run.json's model, settings, judge and data went into the card as they
     were: an escape sequence, a bidirectional override (a model shown under another name), a
@@ -380,7 +482,7 @@ def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
     unsafe = [c for c in body if c != "\n" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"}]
     assert unsafe == [], unsafe
     assert "\n## Injected" not in body  # no heading of its own
-    assert "- model: `gpt\\x1b[31m\\u202eevil'\\|x\\n## Injected\\u2066\\u200b\\u2028`" in body
+    assert "- model: `gpt\\x1b[31m\\u202eevil'|x\\n## Injected\\u2066\\u200b\\u2028`" in body
     table = [line for line in body.splitlines() if line.startswith("| ")]
     assert table[1:] == [
         "| ROD | 2 | – | – | 0 |",
@@ -388,6 +490,49 @@ def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
         "| average | 2 | – | – | 0 |",
     ]
     assert "- [`reports/x) [click](https://example.com`](reports/x%29%20%5Bclick%5D" in body
+
+
+def test_a_name_with_a_pipe_is_shown_as_it_is_in_headings_and_table_cells() -> None:
+    """A folder named `junk<ESC>[31m<RLO>|x|` was escaped safely in the card's heading, but
+    its `|` was written `\\|` inside the heading's code span, where a backslash is shown: the
+    card named another folder. `|` is escaped where it is markup (a table cell) and only there:
+    rendered (markdown-it, GFM tables), every place shows the name as its escapes spell it."""
+    from html.parser import HTMLParser
+
+    from markdown_it import MarkdownIt
+
+    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+
+    name = "runs/junk\x1b[31m\u202e|x|"
+    shown = "runs/junk\\x1b[31m\\u202e|x|"  # what escapes.visible writes
+    score = {"n": 2, "accuracy": 50.0, "ps_rate": 1.0, "errors": 0}
+    config = {"model": "m|n", "settings": {"mode": "mcqa"}, "data_dir": "/d/da|ta"}
+    summary = {"scenarios": {"a|b": score}, "average": score}
+    card = dataset_card(PushPlan(runs=[PushedRun(name, config, summary)]), REPO)
+
+    class Texts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[str] = []
+            self.found: list[tuple[str, str]] = []
+
+        def handle_starttag(self, tag: str, attrs: object) -> None:
+            self.stack.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            self.stack.pop()
+
+        def handle_data(self, data: str) -> None:
+            if self.stack and data.strip():
+                self.found.append(("/".join(self.stack[-2:]), data))
+
+    html = MarkdownIt("commonmark").enable("table").render(card.partition("\n---\n")[2])
+    texts = Texts()
+    texts.feed(html)
+    assert ("h2/code", shown) in texts.found
+    assert ("li/code", "m|n") in texts.found and ("li/code", "da|ta") in texts.found
+    cells = [text for where, text in texts.found if where.endswith("td")]
+    assert cells[:5] == ["a|b", "2", "50.0", "1.00", "0"]  # one cell, the row intact
 
 
 def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
@@ -423,6 +568,35 @@ def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
     section = hub.repos[REPO].files["README.md"].decode().split("## `runs/run-a`")[1]
     assert "1 line(s) of results.jsonl are not counted" in section.split("## ")[0]
     assert "| average | 12 | 100.0 |" in section
+
+
+def test_an_earlier_run_with_lines_not_counted_keeps_its_cautions_and_counts_lines(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A run an earlier push left, given lines no reader counts on the Hub: its section lost
+    its "Read with care" block (generated data) and said "2 line(s)" for a pasted line plus a
+    contradicting pair, where 3 lines are out. Its cautions are now given as report gives
+    them, with the rest of its lines counted, and the count is of lines."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    files = hub.repos[REPO].files
+    lines = [json.loads(line) for line in files["runs/run-a/results.jsonl"].splitlines()]
+    pasted = {**lines[0], "sample_id": 900}  # an episode the run never selected
+    contradicting = {**lines[-1], "correct": not lines[-1]["correct"]}
+    files["runs/run-a/results.jsonl"] += "".join(
+        json.dumps(line) + "\n" for line in (pasted, contradicting)
+    ).encode()
+
+    done = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    card = hub.repos[REPO].files["README.md"].decode()
+    section = card.split("## `runs/run-a`")[1].split("## ")[0]
+    caution, table = section.split("| scenario |")
+    assert "Read with care:" in caution
+    assert "not comparable with the paper's published numbers: generated data" in caution
+    assert "/proactivebench-push-" not in caution  # no path of the pusher's scratch folder
+    assert "3 line(s) of results.jsonl are not counted" in caution
+    assert f"| average | {len(lines) - 1} |" in table  # the pair's first line is out too
 
 
 def test_a_run_and_a_suite_of_one_name_are_not_pushed_into_one_folder(
@@ -571,6 +745,26 @@ def test_a_run_still_being_written_is_not_pushed(runs: Path) -> None:
         with pytest.raises(PushError, match=r"in use by another run"):
             plan_push([runs / "suite", runs / "run-a"])
     assert [r.repo_path for r in plan_push([runs / "run-a"]).runs] == ["runs/run-a"]
+
+
+def test_a_torn_last_line_is_not_published(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
+    """A results.jsonl whose last line was cut short (a write killed midway): every reader
+    leaves the fragment out, but push sent the file as it was, so the Hub's results.jsonl
+    ended in a JSON fragment without a newline. Only its whole lines are pushed now, said."""
+    run = tmp_path / "run-a"
+    shutil.copytree(runs / "run-a", run, ignore=shutil.ignore_patterns("report"))
+    data = (run / "results.jsonl").read_bytes()
+    cut = data[:-30]
+    (run / "results.jsonl").write_bytes(cut)
+    whole = cut[: cut.rindex(b"\n") + 1]
+    done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = hub.repos[REPO].files
+    assert files["runs/run-a/results.jsonl"] == whole
+    warning = " ".join(done.stderr.split())
+    assert f"{run / 'results.jsonl'} ends in a torn line ({len(cut) - len(whole)} bytes" in warning
+    pushed = json.loads(files["runs/run-a/summary.json"])
+    assert pushed["average"]["n"] == whole.count(b"\n")
 
 
 def test_a_run_with_lines_no_reader_counts_is_not_pushed(

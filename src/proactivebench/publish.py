@@ -8,13 +8,17 @@ Where things go in the repo (documented in docs/reports.md, "Results on the Hub"
   taken from the file, which may predate lines moved out or in;
 - a suite's output `OUT` (`paper --out OUT`, `suite FILE --out OUT`: suite.json and one run
   directory per experiment) → every experiment as `runs/<OUT's name>/<experiment id>/` and the
-  suite's report `OUT/report` as `reports/<OUT's name>/`;
+  suite's report `OUT/report` as `reports/<OUT's name>/` (replaced with the runs: deleted
+  when this push sends no current report);
 - a report directory `DIR` (report.json or report.html, no run.json) → `reports/<DIR's name>/`;
 - `README.md`: the dataset card, written anew at every push from the runs of this push and
   those earlier pushes left in `runs/` (model, settings, data, the summary table).
 
-Everything goes in one commit; a rerun overwrites the same paths (files that did not change are
-not sent again: the Hub says which it holds) and rewrites the card. Each folder pushed
+Everything goes in one commit, made on the repo's head the push read (`parent_commit`): a
+second push committing in between makes the Hub refuse it, and the push reads the repo again
+(`_commit_on_head`), so that two pushes at once never mix. A rerun overwrites the same paths
+(files that did not change are not sent again: the Hub says which it holds) and rewrites the
+card. Each folder pushed
 (`runs/NAME/`, `reports/NAME/`) is replaced whole: files an earlier push left there that this
 push does not hold are deleted in the same commit, so that one run's lines never stand beside
 another's report; a folder that held another run (run.json's identity differs) is named in a
@@ -71,6 +75,12 @@ RUN_REPORT = REPORT_DIR
 #: What marks a directory as a report of `report` (no run.json beside).
 REPORT_FILES = ("report.json", "report.html")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+#: How many times a push reads the repo and commits when other commits keep landing between
+#: the two (`_commit_on_head`), and the Hub's answer to a commit whose parent is no longer
+#: the head ("A commit has happened since").
+_TRIES = 5
+_MOVED_ON = 412
 _LOGIN = "log in with `hf auth login` or set HF_TOKEN to a token with write access"
 
 
@@ -99,6 +109,9 @@ class PushPlan:
     runs: list[PushedRun] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Folders this push replaces whole though it may send no file there: a suite's
+    #: `reports/<OUT>/` when its report is stale or missing (the repo's is of other lines).
+    replaced: set[str] = field(default_factory=set)
 
     def add(self, repo_path: str, local: Path, content: bytes | None = None) -> None:
         """One file (`content`: the bytes to send instead of the file as it is then); two
@@ -143,7 +156,7 @@ def plan_push(paths: Sequence[str | os.PathLike[str]]) -> PushPlan:
         if path.resolve() in seen:  # named again (RUN and RUN/): pushed, counted and carded once
             continue
         seen.add(path.resolve())
-        before = set(plan.files)
+        before = (set(plan.files), set(plan.replaced))
         _add_path(plan, path, path.resolve().name)
         _refuse_shared_folder(plan, before, path)
     return plan
@@ -164,12 +177,13 @@ def _add_path(plan: PushPlan, path: Path, name: str) -> None:
         )
 
 
-def _refuse_shared_folder(plan: PushPlan, before: set[str], path: Path) -> None:
+def _refuse_shared_folder(plan: PushPlan, before: tuple[set[str], set[str]], path: Path) -> None:
     """Two directories named alike (a run and a suite's output, two reports) would fill one
     folder of the repo with the files of both: refused, naming the folder. `before`: the
-    repo paths planned before `path`'s."""
-    mine = {_folder_of(p) for p in plan.files if p not in before}
-    shared = sorted(mine & {_folder_of(p) for p in before})
+    repo paths and the folders replaced planned before `path`'s."""
+    files, replaced = before
+    mine = {_folder_of(p) for p in plan.files if p not in files} | (plan.replaced - replaced)
+    shared = sorted(mine & ({_folder_of(p) for p in files} | replaced))
     if shared:
         raise PushError(
             f"{path} would go to {shared[0]}/ in the repo, where another directory of this push "
@@ -187,6 +201,12 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
     if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
     lines, results = _counted_lines(run_dir, config)
+    results, torn = _whole_lines(results)
+    if torn:
+        plan.notes.append(
+            f"{run_dir / RESULTS} ends in a torn line ({torn} bytes without a newline: a write "
+            "cut short), which no reader counts: pushed its whole lines only"
+        )
     # summary.json as eval writes it, from the lines as they are now: a file written before
     # lines were moved out (or in) would publish numbers no reader of the pushed lines gives.
     summary = summarize(lines, model=str(config.get("model", "")))
@@ -250,6 +270,16 @@ def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str
     return found.lines, data
 
 
+def _whole_lines(data: bytes) -> tuple[bytes, int]:
+    """`data` up to its last newline, and how many bytes followed it: a torn last line is
+    counted by no reader (`numbered_lines`), and published it would end the Hub's file in a
+    fragment of JSON. Blank bytes after the last newline are kept (0)."""
+    cut = data.rfind(b"\n") + 1
+    if not data[cut:].strip():
+        return data, 0
+    return data[:cut], len(data) - cut
+
+
 def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
     """Every experiment of suite.json that has a run directory, and the suite's report."""
     ids = [entry["id"] for entry in read_suite_record(out_dir).get("experiments", [])]
@@ -258,6 +288,10 @@ def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
         raise PushError(f"{out_dir} holds no experiment's run yet: nothing to push")
     for experiment in played:
         _add_run(plan, out_dir / experiment, f"{RUNS}/{name}/{experiment}")
+    # The suite's report folder is replaced whole even when no report of it is sent: the one
+    # an earlier push left is of the lines as they were then (its links name files this push
+    # replaces), and would stay published, and linked from the card, beside these.
+    plan.replaced.add(f"{REPORTS}/{name}")
     if _current_report(plan, out_dir / RUN_REPORT, [out_dir / e for e in played]):
         _add_report(plan, out_dir / RUN_REPORT, f"{REPORTS}/{name}")
 
@@ -401,7 +435,7 @@ def _summary_table(summary: dict[str, Any], oeg: bool) -> list[str]:
 
 def _row(name: str, score: Any, metrics: Sequence[Metric]) -> list[str]:
     score = score if isinstance(score, dict) else {}
-    cells = [_code(name), _number(score.get("n"))]
+    cells = [_cell(name), _number(score.get("n"))]
     for metric in metrics:
         value = score.get(metric.key)
         ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -420,10 +454,17 @@ def _compact(value: Any) -> str:
 
 def _code(text: str) -> str:
     """Text from a run's files (folder names, run.json's model, settings and data) made inert
-    inside a Markdown code span and a table cell: control, format and bidirectional characters
-    written as their escapes (`escapes.visible`: an override would show another name than the
-    file holds), and the span's and the table's delimiters replaced."""
-    return " ".join(visible(text).split()).replace("`", "'").replace("|", "\\|")
+    inside a Markdown code span: control, format and bidirectional characters written as their
+    escapes (`escapes.visible`: an override would show another name than the file holds), on
+    one line, and the span's delimiter replaced. A `|` stays as it is: outside a table it is
+    no markup, and a backslash before it would be shown (`_cell` is for table cells)."""
+    return " ".join(visible(text).split()).replace("`", "'")
+
+
+def _cell(text: str) -> str:
+    """`_code` for a table cell, where an unescaped `|` would end the cell: written `\\|`,
+    which the table shows as `|`."""
+    return _code(text).replace("|", "\\|")
 
 
 #: Characters Markdown reads as markup in running text.
@@ -452,63 +493,96 @@ def push(
     if not _REPO_ID.fullmatch(repo_id):
         raise PushError(f"--repo must be OWNER/NAME (a dataset repo on the Hub), not {repo_id!r}")
     plan = plan_push(paths)
-    from huggingface_hub import (
-        CommitOperationAdd,
-        CommitOperationDelete,
-        HfApi,
-        constants,
-        get_token,
-    )
+    from huggingface_hub import HfApi, constants, get_token
 
     token = token or get_token()
     if not token:
         raise PushError(f"no Hugging Face token to push to {repo_id}: {_LOGIN}")
     api = HfApi(token=token)
-    named = [run.repo_path for run in plan.runs] + plan.reports
-    message = "proactivebench push: " + visible(", ".join(named))
     with _hub_errors(repo_id, constants.ENDPOINT), _quiet_library():
         with _hub_answer(f"the repo {repo_id}"):
             url = api.create_repo(
                 repo_id, repo_type=REPO_TYPE, private=private or None, exist_ok=True
             )
-        with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
-            repo = _RepoFiles(api, repo_id, Path(scratch))
-            earlier, refreshed = _earlier_runs(repo, plan)
-            stale = _stale_files(set(repo.held), plan)
-            plan.notes += _replaced(repo, plan, stale)
-        plan.notes += [
-            f"{p} in {repo_id} was not what the lines beside it give: replaced by theirs"
-            for p in sorted(refreshed)
-            if p in repo.held
-        ]
-        card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
-        sent: dict[str, bytes | str] = {CARD: card.encode("utf-8")}
-        sent |= {p: plan.contents.get(p, str(local)) for p, local in plan.files.items()}
-        sent |= refreshed
-        operations: list[Any] = [CommitOperationAdd(p, what) for p, what in sorted(sent.items())]
-        operations += [CommitOperationDelete(p) for p in stale]
-        with _hub_answer(f"the commit to {repo_id}"):
-            commit = api.create_commit(
-                repo_id, operations, commit_message=message[:200], repo_type=REPO_TYPE
-            )
+        commit, count, notes = _commit_on_head(api, repo_id, plan)
     return PushOutcome(
         url=str(url),
-        commit=str(commit.oid),
-        files=len(operations),
+        commit=commit,
+        files=count,
         runs=[run.repo_path for run in plan.runs],
         reports=list(plan.reports),
-        notes=list(plan.notes),
+        notes=[*plan.notes, *notes],
     )
 
 
+def _commit_on_head(api: Any, repo_id: str, plan: PushPlan) -> tuple[str, int, list[str]]:
+    """The push's one commit (`_commit_once`), made on the head the card and the deletions
+    were computed from. Another commit landing in between (a second push at the same moment)
+    would otherwise mix them: its run's report beside this run's lines, a card without its
+    run. The Hub refuses such a commit (HTTP 412): the repo is read again and the commit
+    recomputed, at most `_TRIES` times, then refused in one line."""
+    from huggingface_hub import errors
+
+    for _ in range(_TRIES):
+        try:
+            return _commit_once(api, repo_id, plan)
+        except errors.HfHubHTTPError as exc:
+            if exc.response is None or exc.response.status_code != _MOVED_ON:
+                raise
+    raise PushError(
+        f"{repo_id} changed {_TRIES} times while push read it (other pushes to it at the same "
+        "moment): nothing pushed; push again once they are done"
+    )
+
+
+def _commit_once(api: Any, repo_id: str, plan: PushPlan) -> tuple[str, int, list[str]]:
+    """Read the repo at its head, compute from it the card, the summaries to refresh and the
+    files to delete, and commit all of it with that head as parent (`parent_commit`): the
+    commit's id, how many operations it held, and what the pusher should know."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
+        repo = _RepoFiles(api, repo_id, Path(scratch))
+        earlier, refreshed = _earlier_runs(repo, plan)
+        stale = _stale_files(set(repo.held), plan)
+        notes = _replaced(repo, plan, stale)
+    notes += [
+        f"{p} in {repo_id} was not what the lines beside it give: replaced by theirs"
+        for p in sorted(refreshed)
+        if p in repo.held
+    ]
+    card = dataset_card(plan, repo_id, earlier, _earlier_reports(repo, plan))
+    sent: dict[str, bytes | str] = {CARD: card.encode("utf-8")}
+    sent |= {p: plan.contents.get(p, str(local)) for p, local in plan.files.items()}
+    sent |= refreshed
+    operations: list[Any] = [CommitOperationAdd(p, what) for p, what in sorted(sent.items())]
+    operations += [CommitOperationDelete(p) for p in stale]
+    named = [run.repo_path for run in plan.runs] + plan.reports
+    message = "proactivebench push: " + visible(", ".join(named))
+    with _hub_answer(f"the commit to {repo_id}"):
+        commit = api.create_commit(
+            repo_id,
+            operations,
+            commit_message=message[:200],
+            repo_type=REPO_TYPE,
+            parent_commit=repo.head,
+        )
+    return str(commit.oid), len(operations), notes
+
+
 class _RepoFiles:
-    """What the repo holds before this push (each file's path and git blob id), and files of
-    it read back into `scratch` (at their repo paths)."""
+    """What the repo holds before this push, at its head commit (`head`, None where the Hub
+    names none): each file's path and git blob id, and files of it read back into `scratch`
+    (at their repo paths), all of that one commit."""
 
     def __init__(self, api: Any, repo_id: str, scratch: Path) -> None:
         self.api, self.repo_id, self.scratch = api, repo_id, scratch
         with _hub_answer(f"the files of {repo_id}"):
-            entries = list(api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE))
+            sha = api.repo_info(repo_id, repo_type=REPO_TYPE).sha
+            self.head: str | None = sha if isinstance(sha, str) and _COMMIT.fullmatch(sha) else None
+            entries = list(
+                api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE, revision=self.head)
+            )
             self.held: dict[str, str | None] = {
                 e.path: e.blob_id for e in entries if hasattr(e, "blob_id")
             }
@@ -520,7 +594,11 @@ class _RepoFiles:
         with _hub_answer(f"{self.repo_id}/{repo_path}"):
             return Path(
                 self.api.hf_hub_download(
-                    self.repo_id, repo_path, repo_type=REPO_TYPE, local_dir=self.scratch
+                    self.repo_id,
+                    repo_path,
+                    repo_type=REPO_TYPE,
+                    revision=self.head,
+                    local_dir=self.scratch,
                 )
             )
 
@@ -541,8 +619,9 @@ class _RepoFiles:
 
 
 def _folders(plan: PushPlan) -> set[str]:
-    """The folders this push replaces whole: `runs/NAME` and `reports/NAME` of every file."""
-    return {_folder_of(p) for p in plan.files}
+    """The folders this push replaces whole: `runs/NAME` and `reports/NAME` of every file,
+    and those replaced without a file (`PushPlan.replaced`)."""
+    return {_folder_of(p) for p in plan.files} | plan.replaced
 
 
 def _folder_of(repo_path: str) -> str:
@@ -632,12 +711,27 @@ def _earlier_run(
     and its summary.json's bytes as those lines give it (None: the repo holds no lines)."""
     if repo.download(f"{run_path}/{RESULTS}") is None:
         return PushedRun(run_path, config, None), None
-    found = run_lines(repo.scratch / run_path, config)
+    local = repo.scratch / run_path
+    found = run_lines(local, config)
     summary = summarize(found.lines, model=str(config.get("model", "")))
-    run = PushedRun(run_path, config, summary.as_dict(), not_counted=len(found.rejected))
-    if (repo.scratch / run_path / RUN_CONFIG).is_file() and not found.rejected:
-        run.cautions = cautions(repo.scratch / run_path)
+    not_counted = _lines_named(found.rejected, local / RESULTS)
+    run = PushedRun(run_path, config, summary.as_dict(), not_counted=not_counted)
+    if (local / RUN_CONFIG).is_file():
+        # As `report` does: lines left out are counted in the sentence under the cautions
+        # (`not_counted`), and the rest of the run is read with care all the same.
+        shown = [w for w in cautions(local) if w not in found.rejected]
+        run.cautions = [w.replace(str(local), run_path) for w in shown]
     return run, summary_json(summary).encode("utf-8")
+
+
+def _lines_named(rejected: Sequence[str], path: Path) -> int:
+    """How many lines of `path` the rejected messages of `run_lines` name: one each, or
+    every line of a contradicting set (`FILE:3, 7: different finished results...`)."""
+    count = 0
+    for message in rejected:
+        numbers = message.removeprefix(f"{path}:").partition(":")[0].split(",")
+        count += sum(1 for n in numbers if n.strip().isdigit()) or 1
+    return count
 
 
 def _hub_answer(what: str) -> AbstractContextManager[None]:

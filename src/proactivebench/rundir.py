@@ -523,10 +523,16 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
     return previous
 
 
+#: What `suite.run_suite` records in its OUT of the experiments it played there (`report OUT`
+#: reads it); here, below the suite and its report, which both name it.
+SUITE_RECORD = "suite.json"
+#: What a suite writes in OUT beside the experiments' run directories: no experiment's id, in
+#: any case (a file system that ignores case, macOS's and Windows', would mix them).
+SUITE_RESERVED = (REPORT_DIR, SUITE_RECORD)
 #: Files that only other kinds of folders hold, and what they say the folder is: a suite's
-#: output (`suite.SUITE_RECORD`) and a report (`publish.REPORT_FILES`, `report.build.BUILT_FROM`).
+#: output (`SUITE_RECORD`) and a report (`publish.REPORT_FILES`, `report.build.BUILT_FROM`).
 NOT_A_RUN = {
-    "suite.json": "a suite's output (paper or suite --out)",
+    SUITE_RECORD: "a suite's output (paper or suite --out)",
     "report.json": "a report folder",
     "report.html": "a report folder",
     ".built-from.json": "a report folder",

@@ -47,8 +47,9 @@ from proactivebench.report.comparable import own_filter, table_of
 from proactivebench.report.published_figures import figure_of
 from proactivebench.report.runs import labelled
 from proactivebench.rundir import (
-    REPORT_DIR,
     RUN_CONFIG,
+    SUITE_RECORD,
+    SUITE_RESERVED,
     RunLock,
     identity_differences,
     read_run_config,
@@ -63,15 +64,12 @@ if TYPE_CHECKING:
 #: The keys of an entry besides the settings: its id, where the paper shows it, and the key
 #: (in paper_results.json) of the paper's table or figure its run stands beside in the report.
 ID, PAPER, PUBLISHED = "id", "paper", "published"
-#: What `run_suite` records in OUT of the experiments it played there (`report OUT` reads it).
-SUITE_RECORD = "suite.json"
 #: suite.json's key of the episodes per scenario a run was played with (None: all).
 LIMIT = "limit"
 #: An experiment's id names its run directory: a plain name.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-#: What the suite itself writes in OUT beside the experiments' run directories: no id's, in
-#: any case (a file system that ignores case, macOS's and Windows', would mix them).
-RESERVED_IDS = (REPORT_DIR, SUITE_RECORD)
+#: What the suite itself writes in OUT beside the experiments' run directories (no id's).
+RESERVED_IDS = SUITE_RESERVED
 
 
 @dataclass(frozen=True)

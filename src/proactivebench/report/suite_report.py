@@ -27,8 +27,14 @@ from proactivebench.report.comparable import partial, stopped
 from proactivebench.report.layout import Layout
 from proactivebench.report.runs import load_run
 from proactivebench.report.tables import Cell, Table
-from proactivebench.rundir import RESULTS, RUN_CONFIG, read_run_config, run_lines
-from proactivebench.suite import RESERVED_IDS, SUITE_RECORD
+from proactivebench.rundir import (
+    RESULTS,
+    RUN_CONFIG,
+    SUITE_RECORD,
+    SUITE_RESERVED,
+    read_run_config,
+    run_lines,
+)
 from proactivebench.texts import loads
 
 
@@ -157,7 +163,7 @@ def left_out_warnings(out_dir: Path, listed: list[dict[str, Any]]) -> list[str]:
                 "left out of this report"
             )
     ids = {entry["id"].casefold() for entry in listed}
-    reserved = {name.casefold() for name in RESERVED_IDS}
+    reserved = {name.casefold() for name in SUITE_RESERVED}
     for folder in sorted(out_dir.iterdir() if out_dir.is_dir() else []):
         if folder.name.casefold() in ids | reserved or not folder.is_dir():
             continue

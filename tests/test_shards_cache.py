@@ -370,3 +370,36 @@ def test_merge_tells_a_shard_that_stopped_before_it_ended(
     second_out = tmp_path / "m2"
     assert run_cli(["merge", str(second), "--out", str(second_out), "--partial"], capsys)[0] == 0
     assert not [r for r in caplog.records if "stopped before it ended" in r.getMessage()]
+
+
+def test_merge_counts_neither_of_two_shards_different_results_for_one_episode(
+    data: Path, tmp_path: Path, capsys, caplog
+) -> None:
+    """The shards partition a run, so two shards holding one episode means one of them holds a
+    line it never played: with a shard recorded before run.json named its selection, that
+    line passes its own shard's reading. When the two say different things of the episode,
+    the merge names them and counts neither (as `run_lines` does within one run), never
+    taking the first found."""
+    first = _shard(data, tmp_path / "s0", "0/2", capsys)
+    second = _shard(data, tmp_path / "s1", "1/2", capsys)
+    theirs = read_results(second / "results.jsonl")[0]
+    pasted = {**theirs, "correct": not theirs["correct"]}
+    with (first / "results.jsonl").open("a") as f:
+        f.write(json.dumps(pasted) + "\n")
+    config = json.loads((first / "run.json").read_text())
+    del config["selection"]  # a shard of a version that did not record it
+    (first / "run.json").write_text(json.dumps(config))
+    out = tmp_path / "m"
+    code, text = run_cli(["merge", str(first), str(second), "--out", str(out)], capsys)
+    assert code == 0, text
+    key = (theirs["scenario"], theirs["sample_id"])
+    told = [
+        r.getMessage() for r in caplog.records if "different finished results" in r.getMessage()
+    ]
+    assert told == [
+        f"different finished results for {key[0]} sample {key[1]} in {first}, {second}; "
+        "none of them counted"
+    ], told
+    merged = keyed(out)
+    assert key not in merged
+    assert merged == {k: v for k, v in (keyed(first) | keyed(second)).items() if k != key}

@@ -645,7 +645,6 @@ def merge_runs(
         raise NothingToDoError("merge needs at least one run directory")
     identity: dict[str, Any] | None = None
     shards: list[tuple[Path, dict[str, Any] | None]] = []
-    merged: dict[tuple[str, int], dict[str, Any]] = {}
     history: list[dict[str, Any]] = []
     configs: list[dict[str, Any]] = []
     for run in map(Path, run_dirs):
@@ -670,16 +669,15 @@ def merge_runs(
         )
     if gaps:
         log.warning("partial merge: %s", "; ".join(gaps))
+    held: list[tuple[Path, list[dict[str, Any]]]] = []
     for (run, _), config in zip(shards, configs, strict=True):
         # Each shard's lines against its own selection: a line of another shard's slice
         # pasted in is named, not merged.
         found = run_lines(run, config)
         for rejected in found.rejected:
             log.warning("%s", rejected)
-        for result in found.lines:
-            key = result_key(result)
-            if key not in merged or (merged[key].get("error") and not result.get("error")):
-                merged[key] = result
+        held.append((run, found.lines))
+    merged = _joined_lines(held)
     out = Path(out_dir)
     with RunLock(out):
         if (out / RESULTS).exists() and not replace:
@@ -693,6 +691,42 @@ def merge_runs(
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))
         write_summary(out, summary)
     return summary
+
+
+def _joined_lines(
+    held: Sequence[tuple[Path, list[dict[str, Any]]]],
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """The shards' counted lines as one run's, one per episode: a finished line before an
+    error line. Two shards that hold different finished results for one episode (the shards
+    partition the run, so one of them holds a line it never played: a pasted one, in a shard
+    recorded before run.json named its selection) are named, and neither is counted, as
+    `run_lines` does within one run: never one picked silently."""
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    holders: dict[tuple[str, int], list[str]] = {}
+    conflicting: set[tuple[str, int]] = set()
+    for run, lines in held:
+        for result in lines:
+            key = result_key(result)
+            before = merged.get(key)
+            finished = not result.get("error")
+            if (
+                before is not None
+                and not before.get("error")
+                and finished
+                and _what_it_says(before) != _what_it_says(result)
+            ):
+                conflicting.add(key)
+            if finished:
+                holders.setdefault(key, []).append(str(run))
+            if before is None or (before.get("error") and finished):
+                merged[key] = result
+    for key in sorted(conflicting, key=lambda k: result_order(merged[k])):
+        log.warning(
+            "different finished results for %s sample %s in %s; none of them counted",
+            *key,
+            ", ".join(holders[key]),
+        )
+    return {key: line for key, line in merged.items() if key not in conflicting}
 
 
 def _merged_selection(configs: Sequence[dict[str, Any]]) -> Selection | None:

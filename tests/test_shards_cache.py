@@ -27,7 +27,7 @@ from proactivebench.rundir import merge_runs, read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import Observation, View
 from proactivebench.settings import EvalSettings
-from resultlines import comparable
+from resultlines import comparable, flipped
 
 
 @pytest.fixture(scope="module")
@@ -383,7 +383,7 @@ def test_merge_counts_neither_of_two_shards_different_results_for_one_episode(
     first = _shard(data, tmp_path / "s0", "0/2", capsys)
     second = _shard(data, tmp_path / "s1", "1/2", capsys)
     theirs = read_results(second / "results.jsonl")[0]
-    pasted = {**theirs, "correct": not theirs["correct"]}
+    pasted = flipped(theirs)
     with (first / "results.jsonl").open("a") as f:
         f.write(json.dumps(pasted) + "\n")
     config = json.loads((first / "run.json").read_text())

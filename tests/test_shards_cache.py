@@ -403,3 +403,25 @@ def test_merge_counts_neither_of_two_shards_different_results_for_one_episode(
     merged = keyed(out)
     assert key not in merged
     assert merged == {k: v for k, v in (keyed(first) | keyed(second)).items() if k != key}
+
+
+def test_merge_says_when_the_shards_were_played_with_different_limits(
+    data: Path, tmp_path: Path, capsys, caplog
+) -> None:
+    """Shards of one run played with --limit 1 and --limit 2: together not the slices of any
+    one selection (each shard is the N-th part of one list), so the merge says so in one
+    warning; shards of one --limit merge without it."""
+    out = str(tmp_path / "m")
+    first = _shard(data, tmp_path / "s0", "0/2", capsys)
+    assert (
+        run_cli(eval_args(data, tmp_path / "s1", "--shard", "1/2", "--limit", "1"), capsys)[0] == 0
+    )
+    code, text = run_cli(["merge", str(first), str(tmp_path / "s1"), "--out", out], capsys)
+    told = [r.getMessage() for r in caplog.records if "did not select" in r.getMessage()]
+    assert code == 0 and len(told) == 1, told
+    assert told[0].startswith("the shards did not select the slices of one run (")
+    assert "another --limit" in told[0]
+    caplog.clear()
+    second = _shard(data, tmp_path / "t1", "1/2", capsys)
+    code, text = run_cli(["merge", str(first), str(second), "--out", str(tmp_path / "m2")], capsys)
+    assert code == 0 and "did not select" not in caplog.text

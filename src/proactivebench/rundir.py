@@ -669,6 +669,8 @@ def merge_runs(
         )
     if gaps:
         log.warning("partial merge: %s", "; ".join(gaps))
+    else:
+        _tell_if_not_one_selection(shards, configs)
     held: list[tuple[Path, list[dict[str, Any]]]] = []
     for (run, _), config in zip(shards, configs, strict=True):
         # Each shard's lines against its own selection: a line of another shard's slice
@@ -727,6 +729,50 @@ def _joined_lines(
             ", ".join(holders[key]),
         )
     return {key: line for key, line in merged.items() if key not in conflicting}
+
+
+def _tell_if_not_one_selection(
+    shards: Sequence[tuple[Path, dict[str, Any] | None]], configs: Sequence[dict[str, Any]]
+) -> None:
+    """Warn when the shards' recorded selections are not the N slices of one selection
+    (`selection.select_records`: every N-th episode of one list): shards played with another
+    `--limit` (or `--subset`, `--scenarios`) each, whose merge is a run no single command
+    selects. Slices of one list never share an episode, and slice I of T episodes holds
+    ceil((T - I) / N) of them. Shards that did not record their selection are not judged."""
+    selections = [selection_of(config) for config in configs]
+    if len(shards) < 2 or any(s is None for s in selections):
+        return
+    count = len(shards)
+    seen: set[tuple[str, int]] = set()
+    shared = 0
+    sizes: list[tuple[int, int, Path]] = []
+    for (run, shard), selection in zip(shards, selections, strict=True):
+        keys = _selected_keys(selection)  # type: ignore[arg-type]
+        shared += len(keys & seen)
+        seen |= keys
+        sizes.append(((shard or {"index": 0})["index"], len(keys), run))
+    total = len(seen)
+    uneven = [
+        f"{run}: {size}"
+        for index, size, run in sorted(sizes)
+        if size != -(-(total - index) // count)
+    ]
+    if shared or uneven:
+        signs = [f"{shared} episode(s) selected by two shards"] if shared else []
+        if uneven:
+            signs.append(
+                f"episodes per shard not those of {count} slices of {total} ({', '.join(uneven)})"
+            )
+        log.warning(
+            "the shards did not select the slices of one run (%s): played with another --limit, "
+            "--subset or --scenarios each? The merged run is what they played, not one selection",
+            "; ".join(signs),
+        )
+
+
+def _selected_keys(selection: Selection) -> set[tuple[str, int]]:
+    """Every (scenario, sample id) a selection chose."""
+    return {(name, i) for name, entry in selection.scenarios.items() for i in entry.ids}
 
 
 def _merged_selection(configs: Sequence[dict[str, Any]]) -> Selection | None:

@@ -34,6 +34,7 @@ from proactivebench.protocol import scenario_strings
 from proactivebench.registry import make_episode
 from proactivebench.scenarios import Episode
 from proactivebench.scenarios.answers import Choice
+from resultlines import flipped
 from scripted import Played, direct_run, lines, scripts
 
 # Inspect's retry policy uses a tenacity argument that tenacity deprecates: not ours to fix.
@@ -474,7 +475,7 @@ def test_a_log_holding_an_episode_twice_is_refused_and_later_epochs_are_said(
     assert len(log.samples) == 2
     twin = log.samples[0].model_copy(deep=True, update={"id": "ROD-twin"})
     line = next(iter(twin.scores.values())).metadata["result"]
-    line["correct"] = not line["correct"]
+    line.update(flipped(line))
     doubled = rewritten(log, tmp_path / "doubled.eval", samples=[*log.samples, twin])
     run = tmp_path / "imported"
     code, text = run_cli(["import-inspect", doubled, "--out", str(run)], capsys)

@@ -14,6 +14,7 @@ import pytest
 from clirun import run_cli
 from proactivebench.metrics import episode_scores
 from proactivebench.results import result_order
+from resultlines import flipped
 
 
 def _samples_log(path: Path, lines: list[dict[str, Any]]) -> Path:
@@ -164,7 +165,7 @@ def test_an_episode_in_two_logs_is_refused_naming_both_places(
     refuses it (`adapters.imported`), naming the episode, both `file:line` and whether the
     results contradict (the message said only "an episode twice")."""
     first, second = _lines(oracle_run)[:2]
-    changed = {**first, "correct": not first["correct"]}
+    changed = flipped(first)
     one = _samples_log(tmp_path / "one.jsonl", [first, second])
     other = _samples_log(tmp_path / "other.jsonl", [changed])
     out = tmp_path / "imported"

@@ -747,7 +747,7 @@ def test_an_open_ended_run_of_the_paper_s_100_per_scenario_is_whole(tmp_path: Pa
     from paperruns import oeg_line
 
     ids = sample_ids("MVP-N", 100)
-    lines = [oeg_line("MVP-N", s, i < 30, i < 60, i < 70) for i, s in enumerate(ids)]
+    lines = [oeg_line("MVP-N", s, i < 30, i < 60, i < 60) for i, s in enumerate(ids)]
     for name, selected in (("whole", 100), ("half", 50)):
         run = write_run(tmp_path, name, lines[:selected], "m", {"mode": "oeg"})
         scenarios = {"MVP-N": {"available": 2591, "ids": id_ranges(ids[:selected])}}

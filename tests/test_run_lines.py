@@ -15,6 +15,7 @@ from handmade import full_dataset
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.report.runs import load_run
 from proactivebench.rundir import merge_runs, read_results
+from resultlines import flipped
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_a_line_of_other_settings_is_refused_by_eval_and_left_out_by_report(
 ) -> None:
     run = tmp_path / "run"
     first = abstain_run(data, run, capsys)[0]
-    pasted = {**first, "correct": True, "settings": {**first["settings"], "hint": True}}
+    pasted = {**flipped(first), "settings": {**first["settings"], "hint": True}}
     number = append(run, pasted)
     code, text = resume(data, run, capsys)
     assert code == 1 and "Traceback" not in text
@@ -83,7 +84,7 @@ def test_lines_of_episodes_the_data_does_not_hold_are_refused(
 def test_contradicting_finished_lines_count_neither(data: Path, tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
     first, second = abstain_run(data, run, capsys)
-    number = append(run, {**first, "correct": True}, dict(second))  # a same copy is harmless
+    number = append(run, flipped(first), dict(second))  # a same copy is harmless
     code, text = resume(data, run, capsys)
     assert code == 1 and f"results.jsonl:1, {number}: different finished results for ROD" in text
     loaded = load_run(run)
@@ -328,7 +329,12 @@ def test_a_judged_turn_without_a_verdict_is_named_not_counted_as_0(tmp_path: Pat
     from proactivebench.rundir import run_lines
 
     settings = {"mode": "oeg-multiturn"}
-    turn = {"turn": 1, "valid_answers_text": "1. cat", "proactive_suggestion": 0}
+    turn = {
+        "turn": 1,
+        "verdict": "correct",
+        "valid_answers_text": "1. cat",
+        "proactive_suggestion": 0,
+    }
     lines = [
         {
             "scenario": "QD",
@@ -351,3 +357,162 @@ def test_a_judged_turn_without_a_verdict_is_named_not_counted_as_0(tmp_path: Pat
     assert values_by_metric([turn_cp], found.lines)["turn_cp"] == [100.0]
     assert len(found.rejected) == 1
     assert "results.jsonl:1: lacks turn 1's category_prediction, which" in found.rejected[0]
+
+
+AGENT = '''
+import random
+
+def answer(messages, observation):
+    """Now an option, now free text, now a failure: every kind of line a run writes."""
+    draw = random.Random(repr(messages)[-300:])
+    if draw.random() < 0.1:
+        raise RuntimeError("the agent failed")
+    options = list(getattr(observation, "options", None) or [])
+    if options and draw.random() < 0.8:
+        return draw.choice(options)
+    return draw.choice(["no idea", "Move it to the left; a banana", "It is a cat.", "A"])
+'''
+
+JUDGE = '''
+import ast, random
+
+def judge(messages, observation):
+    """A verdict of the right length, drawn per output (now and then none at all)."""
+    user = messages[1]["content"]
+    entries = ast.literal_eval(user.split("### Correct Answers (List):\\n")[1].split("\\n###")[0])
+    draw = random.Random(user)
+    if draw.random() < 0.1:
+        return "no verdict here"
+    return ", ".join(str(int(draw.random() < 0.4)) for _ in entries)
+'''
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--hint"],
+        ["--reference"],
+        ["--random-actions"],
+        ["--random-suggestions"],
+        ["--icl", "1"],
+        ["--history", "--answer-extraction", "lenient"],
+        ["--mode", "oeg", "--judge", "JUDGE"],
+        ["--mode", "oeg-multiturn", "--judge", "JUDGE"],
+    ],
+    ids=lambda extra: " ".join(extra).replace("JUDGE", "python") or "plain",
+)
+@pytest.mark.parametrize("model", ["agent", "baseline:random", "baseline:oracle"])
+def test_every_line_a_writer_writes_passes_the_readers_checks(
+    data: Path, tmp_path: Path, capsys, extra: list[str], model: str
+) -> None:
+    """The checks of a line's shape and consistency (`results.shape_problem`) refuse no line a
+    run writes: every scenario, every mode and setting, finished and error lines alike."""
+    from proactivebench.rundir import read_run_config, run_lines
+
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "judging.py").write_text(JUDGE)
+    if model == "agent":
+        model = f"python:{tmp_path / 'agent.py'}:answer"
+    extra = [f"python:{tmp_path / 'judging.py'}:judge" if e == "JUDGE" else e for e in extra]
+    run = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", model, "--out", str(run), "--no-report"]
+    code, text = run_cli([*args, "--no-cache", *extra], capsys)
+    assert code == 0 or (code == 3 and "ended in an error" in text), text  # 3: error lines
+    found = run_lines(run, read_run_config(run))
+    written = read_results(run / "results.jsonl")
+    assert found.rejected == [] and len(found.lines) == len(written) > 0
+
+
+def _turn_usage(line: dict, usage: dict) -> dict:
+    return {**line, "trace": [{**line["trace"][0], "usage": usage}]}
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (
+            lambda x: {**x, "trace": [{**x["trace"][0], "verdict": "bogus"}]},
+            "turn 1: verdict must be one of correct, proactive, wrong, mismatch, not 'bogus'",
+        ),
+        (
+            lambda x: {**x, "end_reason": "bogus"},
+            "end_reason must be one of correct, wrong, abstained, unreadable",
+        ),
+        (
+            lambda x: {**x, "correct": True},
+            "correct is True but end_reason is 'abstained'",
+        ),
+        (
+            lambda x: {**x, "correct": True, "end_reason": "correct"},
+            "correct is True but the last turn's verdict is 'wrong'",
+        ),
+        (
+            lambda x: {**x, "num_turns": 5, "proactive_suggestions": 4},
+            "num_turns is 5 but the trace holds 1 turn(s)",
+        ),
+        (
+            lambda x: {**x, "proactive_suggestions": True},
+            "proactive_suggestions must be num_turns - 1 (0), not True",
+        ),
+        (
+            lambda x: {**x, "proactive_suggestions": 3},
+            "proactive_suggestions must be num_turns - 1 (0), not 3",
+        ),
+        (
+            lambda x: _turn_usage(x, {"prompt_tokens": -10}),
+            "turn 1: usage's prompt_tokens must be a whole number from 0 to 1e+12, not -10",
+        ),
+        (
+            lambda x: _turn_usage(x, {"prompt_tokens": 1e308}),
+            "turn 1: usage's prompt_tokens must be a whole number from 0 to 1e+12, not 1e+308",
+        ),
+        (
+            lambda x: _turn_usage(x, {"prompt_tokens": 10**300}),
+            "turn 1: usage's prompt_tokens must be a whole number from 0 to 1e+12",
+        ),
+    ],
+    ids=[
+        "verdict",
+        "end_reason",
+        "correct-abstained",
+        "correct-last-verdict",
+        "num_turns-trace",
+        "suggestions-bool",
+        "suggestions-count",
+        "usage-negative",
+        "usage-float",
+        "usage-huge",
+    ],
+)
+def test_a_line_that_contradicts_itself_is_named_not_counted(
+    data: Path, tmp_path: Path, capsys, edit, why: str
+) -> None:
+    """The abstaining baseline on ROD: two one-turn lines, wrong and abstained (accuracy 0 %,
+    abstained 100 %, ps rate 0). A line whose fields contradict each other, as no writer
+    writes them, would have made a table that cannot be (accuracy 50 % beside abstained
+    100 %, a ps rate of 2 with nobody asking, a token sum of -10): it is named, not counted."""
+    run = tmp_path / "run"
+    first, second = abstain_run(data, run, capsys)
+    assert first["end_reason"] == "abstained" and first["trace"][0]["verdict"] == "wrong"
+    rewrite(run, [edit(first), second])
+    loaded = load_run(run)
+    assert [x["sample_id"] for x in loaded.lines] == [second["sample_id"]]
+    assert len(loaded.rejected) == 1 and "results.jsonl:1: not a result line" in loaded.rejected[0]
+    assert why in loaded.rejected[0], loaded.rejected[0]
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
+    assert code == 0 and why in text and "Traceback" not in text
+
+
+def test_an_open_ended_aggregate_that_is_not_ps_or_cp_is_named(tmp_path: Path) -> None:
+    """aggregate = ps or cp (docs/protocol.md §6): a line with a suggestion and aggregate 0
+    would have put the aggregate rate below the ps rate."""
+    from proactivebench.rundir import run_lines
+
+    oeg_run(tmp_path / "run", [{**verdicts(0, 1, 0), "aggregate": 0}, verdicts(1, 1, 1)])
+    found = run_lines(tmp_path / "run", {"settings": {"mode": "oeg"}})
+    assert [x["sample_id"] for x in found.lines] == [1]
+    assert (
+        "aggregate must be proactive_suggestion or category_prediction (1), not 0"
+        in (found.rejected[0])
+    )

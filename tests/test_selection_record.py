@@ -14,6 +14,7 @@ from handmade import full_dataset
 from proactivebench.report.runs import load_run
 from proactivebench.rundir import merge_runs, read_results
 from proactivebench.selected import id_ranges, parse_id_ranges
+from resultlines import flipped
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_merge_names_a_shards_line_of_another_shards_slice(
     assert selection(shards[0])["shard"] == [0, 2]
     other = read_results(shards[1] / "results.jsonl")[0]
     assert other["sample_id"] == 1 and other["correct"] is True
-    append(shards[0], [{**other, "correct": False}])
+    append(shards[0], [flipped(other)])
     summary = merge_runs(shards, tmp_path / "merged")
     assert (summary.scenarios["ROD"].n, summary.scenarios["ROD"].accuracy) == (2, 100.0)
     assert "ROD sample 1 was not selected by this run" in caplog.text

@@ -27,7 +27,7 @@ from proactivebench.rundir import merge_runs, read_results
 from proactivebench.runner import evaluate
 from proactivebench.scenarios import Observation, View
 from proactivebench.settings import EvalSettings
-from resultlines import comparable
+from resultlines import comparable, flipped
 
 
 @pytest.fixture(scope="module")
@@ -370,3 +370,58 @@ def test_merge_tells_a_shard_that_stopped_before_it_ended(
     second_out = tmp_path / "m2"
     assert run_cli(["merge", str(second), "--out", str(second_out), "--partial"], capsys)[0] == 0
     assert not [r for r in caplog.records if "stopped before it ended" in r.getMessage()]
+
+
+def test_merge_counts_neither_of_two_shards_different_results_for_one_episode(
+    data: Path, tmp_path: Path, capsys, caplog
+) -> None:
+    """The shards partition a run, so two shards holding one episode means one of them holds a
+    line it never played: with a shard recorded before run.json named its selection, that
+    line passes its own shard's reading. When the two say different things of the episode,
+    the merge names them and counts neither (as `run_lines` does within one run), never
+    taking the first found."""
+    first = _shard(data, tmp_path / "s0", "0/2", capsys)
+    second = _shard(data, tmp_path / "s1", "1/2", capsys)
+    theirs = read_results(second / "results.jsonl")[0]
+    pasted = flipped(theirs)
+    with (first / "results.jsonl").open("a") as f:
+        f.write(json.dumps(pasted) + "\n")
+    config = json.loads((first / "run.json").read_text())
+    del config["selection"]  # a shard of a version that did not record it
+    (first / "run.json").write_text(json.dumps(config))
+    out = tmp_path / "m"
+    code, text = run_cli(["merge", str(first), str(second), "--out", str(out)], capsys)
+    assert code == 0, text
+    key = (theirs["scenario"], theirs["sample_id"])
+    told = [
+        r.getMessage() for r in caplog.records if "different finished results" in r.getMessage()
+    ]
+    assert told == [
+        f"different finished results for {key[0]} sample {key[1]} in {first}, {second}; "
+        "none of them counted"
+    ], told
+    merged = keyed(out)
+    assert key not in merged
+    assert merged == {k: v for k, v in (keyed(first) | keyed(second)).items() if k != key}
+
+
+def test_merge_says_when_the_shards_were_played_with_different_limits(
+    data: Path, tmp_path: Path, capsys, caplog
+) -> None:
+    """Shards of one run played with --limit 1 and --limit 2: together not the slices of any
+    one selection (each shard is the N-th part of one list), so the merge says so in one
+    warning; shards of one --limit merge without it."""
+    out = str(tmp_path / "m")
+    first = _shard(data, tmp_path / "s0", "0/2", capsys)
+    assert (
+        run_cli(eval_args(data, tmp_path / "s1", "--shard", "1/2", "--limit", "1"), capsys)[0] == 0
+    )
+    code, text = run_cli(["merge", str(first), str(tmp_path / "s1"), "--out", out], capsys)
+    told = [r.getMessage() for r in caplog.records if "did not select" in r.getMessage()]
+    assert code == 0 and len(told) == 1, told
+    assert told[0].startswith("the shards did not select the slices of one run (")
+    assert "another --limit" in told[0]
+    caplog.clear()
+    second = _shard(data, tmp_path / "t1", "1/2", capsys)
+    code, text = run_cli(["merge", str(first), str(second), "--out", str(tmp_path / "m2")], capsys)
+    assert code == 0 and "did not select" not in caplog.text + text

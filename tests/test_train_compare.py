@@ -13,6 +13,7 @@ pytest.importorskip("datasets")
 from clirun import run_cli
 from proactivebench.data.synth import generate
 from proactivebench.train.compare import compare_runs
+from resultlines import flipped
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +115,7 @@ def test_compare_counts_the_lines_report_counts_and_says_when_table_3_is_not_com
     base = eval_run(test_data, tmp_path / "base", "baseline:abstain", capsys, "--scenarios", "QD")
     tuned = eval_run(test_data, tmp_path / "tuned", "baseline:oracle", capsys, "--scenarios", "QD")
     lines = (base / "results.jsonl").read_text().splitlines()
-    pasted = json.loads(lines[0])
-    pasted["sample_id"], pasted["correct"] = 900, True
+    pasted = {**flipped(json.loads(lines[0])), "sample_id": 900}
     (tuned / "results.jsonl").write_text((tuned / "results.jsonl").read_text() + "\n")
     with (tuned / "results.jsonl").open("a") as out:
         out.write(json.dumps(pasted) + "\n")

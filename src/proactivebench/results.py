@@ -20,6 +20,7 @@ from typing import Any
 
 from proactivebench.registry import scenario_rank
 from proactivebench.scenarios.answers import read_group
+from proactivebench.scenarios.base import VERDICTS, EndReason
 from proactivebench.texts import capped
 
 # ----- records --------------------------------------------------------------------------------
@@ -276,6 +277,9 @@ def is_oeg_line(line: Mapping[str, Any]) -> bool:
 #: More turns than any scenario plays (COCO's longest walk is a few dozen): a count above it
 #: is not a count of turns (`10**400` parses as a Python int).
 MAX_TURNS = 1000
+#: More tokens than one request can hold (a million times the longest contexts served): a
+#: count above it, or below 0, is not a token count, and the report sums them.
+MAX_TOKENS = 10**12
 
 
 def _is_int(value: Any) -> bool:
@@ -375,8 +379,65 @@ def shape_problem(line: Any) -> str | None:
     if line.get("settings") is not None and not isinstance(line["settings"], dict):
         return f"settings must be an object, not {_shown(line['settings'])}"
     if is_oeg_line(line):
-        return _oeg_problem(line) or _fields_problem(line, OEGResult)
-    return _mcqa_problem(line) or _fields_problem(line, EpisodeResult)
+        return _oeg_problem(line) or _fields_problem(line, OEGResult) or _oeg_contradiction(line)
+    return _mcqa_problem(line) or _fields_problem(line, EpisodeResult) or _mcqa_contradiction(line)
+
+
+#: Why an episode can end, as the scenarios declare it (`scenarios.base.EndReason`).
+END_REASONS: tuple[str, ...] = typing.get_args(EndReason)
+
+
+def _mcqa_contradiction(line: dict[str, Any]) -> str | None:
+    """Fields of one multiple-choice line that contradict each other as no writer writes them
+    (`play.play_episode`, `oeg_multiturn`): each is read by its own rate, so a line that says
+    correct and abstained, or five turns in a one-turn trace, gives a table that cannot be."""
+    trace = line.get("trace", [])
+    for number, turn in enumerate(trace, 1):
+        verdict = turn.get("verdict")
+        if verdict not in VERDICTS:
+            known = ", ".join(VERDICTS)
+            return f"turn {number}: verdict must be one of {known}, not {_shown(verdict)}"
+    end = line.get("end_reason")
+    if end is not None and end not in END_REASONS:
+        return f"end_reason must be one of {', '.join(END_REASONS)}, not {_shown(end)}"
+    if line.get("error") is not None:
+        return None  # an error line stops where the episode failed: its counts are not read
+    return _finished_contradiction(line, trace)
+
+
+def _finished_contradiction(line: dict[str, Any], trace: list[dict[str, Any]]) -> str | None:
+    """`_mcqa_contradiction` for a finished line: its verdict, ending, turns and suggestions
+    tell one story (an episode ends at its first correct turn, with end_reason correct)."""
+    correct, turns, end = line["correct"], line.get("num_turns", 0), line.get("end_reason")
+    if end is not None and correct != (end == "correct"):
+        return f"correct is {_shown(correct)} but end_reason is {_shown(end)}"
+    if "trace" in line and turns != len(trace):
+        return f"num_turns is {turns} but the trace holds {len(trace)} turn(s)"
+    last = trace[-1].get("verdict") if trace else None
+    if trace and correct != (last == "correct"):
+        return f"correct is {_shown(correct)} but the last turn's verdict is {_shown(last)}"
+    if any(turn.get("verdict") == "correct" for turn in trace[:-1]):
+        return "a turn before the last has the verdict correct (an episode ends at it)"
+    if "proactive_suggestions" in line:
+        suggestions = line["proactive_suggestions"]
+        if not _is_int(suggestions) or suggestions != turns - 1:
+            return (
+                f"proactive_suggestions must be num_turns - 1 ({turns - 1}), "
+                f"not {_shown(suggestions)}"
+            )
+    return None
+
+
+def _oeg_contradiction(line: dict[str, Any]) -> str | None:
+    """An open-ended line's aggregate is ps or cp (docs/protocol.md §6): one that differs
+    would make the aggregate rate fall below the ps rate, a table that cannot be."""
+    ps, cp, aggregate = (line.get(key) for key in _VERDICTS)
+    if None in (ps, cp, aggregate) or aggregate == int(ps or cp):
+        return None
+    return (
+        f"aggregate must be proactive_suggestion or category_prediction ({int(ps or cp)}), "
+        f"not {aggregate}"
+    )
 
 
 def _request_problem(request: dict[str, Any], where: str = "") -> str | None:
@@ -386,6 +447,12 @@ def _request_problem(request: dict[str, Any], where: str = "") -> str | None:
     usage = request.get("usage")
     if usage is not None and not isinstance(usage, dict):
         return f"{where}usage must be an object of token counts, not {_shown(usage)}"
+    for kind, count in (usage or {}).items():
+        if not (_is_int(count) and 0 <= count <= MAX_TOKENS):
+            return (
+                f"{where}usage's {kind} must be a whole number from 0 to {MAX_TOKENS:.0e}, "
+                f"not {_shown(count)}"
+            )
     image = request.get("image")
     if image is not None and not isinstance(image, str):
         return f"{where}image must be a path (text), not {_shown(image)}"

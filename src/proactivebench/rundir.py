@@ -696,7 +696,6 @@ def merge_runs(
         raise NothingToDoError("merge needs at least one run directory")
     identity: dict[str, Any] | None = None
     shards: list[tuple[Path, dict[str, Any] | None]] = []
-    merged: dict[tuple[str, int], dict[str, Any]] = {}
     history: list[dict[str, Any]] = []
     configs: list[dict[str, Any]] = []
     for run in map(Path, run_dirs):
@@ -721,16 +720,17 @@ def merge_runs(
         )
     if gaps:
         log.warning("partial merge: %s", "; ".join(gaps))
+    else:
+        _tell_if_not_one_selection(shards, configs)
+    held: list[tuple[Path, list[dict[str, Any]]]] = []
     for (run, _), config in zip(shards, configs, strict=True):
         # Each shard's lines against its own selection: a line of another shard's slice
         # pasted in is named, not merged.
         found = run_lines(run, config)
         for rejected in found.rejected:
             log.warning("%s", rejected)
-        for result in found.lines:
-            key = result_key(result)
-            if key not in merged or (merged[key].get("error") and not result.get("error")):
-                merged[key] = result
+        held.append((run, found.lines))
+    merged = _joined_lines(held)
     out = Path(out_dir)
     with RunLock(out):
         if (out / RESULTS).exists() and not replace:
@@ -744,6 +744,86 @@ def merge_runs(
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))
         write_summary(out, summary)
     return summary
+
+
+def _joined_lines(
+    held: Sequence[tuple[Path, list[dict[str, Any]]]],
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """The shards' counted lines as one run's, one per episode: a finished line before an
+    error line. Two shards that hold different finished results for one episode (the shards
+    partition the run, so one of them holds a line it never played: a pasted one, in a shard
+    recorded before run.json named its selection) are named, and neither is counted, as
+    `run_lines` does within one run: never one picked silently."""
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    holders: dict[tuple[str, int], list[str]] = {}
+    conflicting: set[tuple[str, int]] = set()
+    for run, lines in held:
+        for result in lines:
+            key = result_key(result)
+            before = merged.get(key)
+            finished = not result.get("error")
+            if (
+                before is not None
+                and not before.get("error")
+                and finished
+                and _what_it_says(before) != _what_it_says(result)
+            ):
+                conflicting.add(key)
+            if finished:
+                holders.setdefault(key, []).append(str(run))
+            if before is None or (before.get("error") and finished):
+                merged[key] = result
+    for key in sorted(conflicting, key=lambda k: result_order(merged[k])):
+        log.warning(
+            "different finished results for %s sample %s in %s; none of them counted",
+            *key,
+            ", ".join(holders[key]),
+        )
+    return {key: line for key, line in merged.items() if key not in conflicting}
+
+
+def _tell_if_not_one_selection(
+    shards: Sequence[tuple[Path, dict[str, Any] | None]], configs: Sequence[dict[str, Any]]
+) -> None:
+    """Warn when the shards' recorded selections are not the N slices of one selection
+    (`selection.select_records`: every N-th episode of one list): shards played with another
+    `--limit` (or `--subset`, `--scenarios`) each, whose merge is a run no single command
+    selects. Slices of one list never share an episode, and slice I of T episodes holds
+    ceil((T - I) / N) of them. Shards that did not record their selection are not judged."""
+    selections = [selection_of(config) for config in configs]
+    if len(shards) < 2 or any(s is None for s in selections):
+        return
+    count = len(shards)
+    seen: set[tuple[str, int]] = set()
+    shared = 0
+    sizes: list[tuple[int, int, Path]] = []
+    for (run, shard), selection in zip(shards, selections, strict=True):
+        keys = _selected_keys(selection)  # type: ignore[arg-type]
+        shared += len(keys & seen)
+        seen |= keys
+        sizes.append(((shard or {"index": 0})["index"], len(keys), run))
+    total = len(seen)
+    uneven = [
+        f"{run}: {size}"
+        for index, size, run in sorted(sizes)
+        if size != -(-(total - index) // count)
+    ]
+    if shared or uneven:
+        signs = [f"{shared} episode(s) selected by two shards"] if shared else []
+        if uneven:
+            signs.append(
+                f"episodes per shard not those of {count} slices of {total} ({', '.join(uneven)})"
+            )
+        log.warning(
+            "the shards did not select the slices of one run (%s): played with another --limit, "
+            "--subset or --scenarios each? The merged run is what they played, not one selection",
+            "; ".join(signs),
+        )
+
+
+def _selected_keys(selection: Selection) -> set[tuple[str, int]]:
+    """Every (scenario, sample id) a selection chose."""
+    return {(name, i) for name, entry in selection.scenarios.items() for i in entry.ids}
 
 
 def _merged_selection(configs: Sequence[dict[str, Any]]) -> Selection | None:

@@ -556,6 +556,14 @@ def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
         "mean of published, Table 1",
         "yours",
     ]
+    # Fig. 8's average is of all seven scenarios, the history run's of ROD and MVP-N: said;
+    # Fig. 9 prints no average: nothing to say of the ICL run's.
+    text = " ".join((tmp_path / "x" / "report.md").read_text().split())
+    assert (
+        "m +history +224px: not comparable with the published averages (average of other "
+        "scenarios: the run's covers ROD, MVP-N; the paper's covers all 7" in text
+    )
+    assert "m +ICL-3: not comparable" not in text and "m +ICL-3" in text
 
 
 def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(

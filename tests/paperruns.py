@@ -103,9 +103,12 @@ def write_run(
     model: str,
     settings: dict[str, Any] | None = None,
 ) -> Path:
-    """A run directory as `eval` leaves it: run.json and results.jsonl."""
+    """A run directory as `eval` left it before run.json recorded a selection: run.json and
+    results.jsonl, its data directory at hand (empty: the paper's data, as far as anything
+    tells; without it the run's comparability is unknown, `comparable.unknown`)."""
     run = root / name
     run.mkdir(parents=True)
+    (root / "no-data").mkdir(parents=True, exist_ok=True)
     config = {"data_dir": str(root / "no-data"), "model": model, "settings": settings or {}}
     (run / "run.json").write_text(json.dumps(config))
     (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))

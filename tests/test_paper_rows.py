@@ -183,6 +183,26 @@ def _made_up(root: Path) -> Path:
     return write_run(root, "mine", lines, "openai:my-own-model@http://h:1/v1")
 
 
+#: `_seven`'s right answers of 4 per scenario: 50, 0, then 25 % five times: average 25.0.
+SEVEN_RIGHT = {"ROD": 2, "VSOD": 0, "MVP-N": 1, "IN-C": 1, "QD": 1, "CIT": 1, "COCO": 1}
+
+
+def _seven(
+    root: Path,
+    name: str = "seven",
+    model: str = "openai:my-own-model@http://h:1/v1",
+    right: dict[str, int] | None = None,
+) -> Path:
+    """A run of the paper's seven scenarios, 4 episodes each, `right` of them right."""
+    right = SEVEN_RIGHT if right is None else right
+    lines = [
+        mcqa_line(scenario, sample, i < right[scenario], 0)
+        for scenario in SEVEN_RIGHT
+        for i, sample in enumerate(sample_ids(scenario, 4))
+    ]
+    return write_run(root, name, lines, model)
+
+
 def _report(tmp_path: Path, *runs: Path, out: str = "rep", **options) -> dict:
     write_report(list(runs), tmp_path / out, n_resamples=200, thumb_cache=None, **options)
     return json.loads((tmp_path / out / "report.json").read_text())
@@ -194,17 +214,18 @@ def _csv(tmp_path: Path, key: str, out: str = "rep") -> list[dict[str, str]]:
 
 
 def test_rank_of_a_made_up_run_computed_by_hand(tmp_path: Path) -> None:
-    report = _report(tmp_path, _made_up(tmp_path), paper=True)
+    report = _report(tmp_path, _seven(tmp_path), paper=True)
     [placed] = report["paper"]["paper-table1-acc"]["runs"]
     assert placed["paper_model"] is None
+    assert placed["not_comparable"] == [] and placed["average_not_comparable"] is None
     cells = placed["cells"]
     # Table 1 ROD acc: only InternVL3 1B (61.4) is above 50.0.
     assert (cells["ROD"]["rank"], cells["ROD"]["of"]) == (2, 23)
     # VSOD: 18 of the 22 published values are above 0.0 (four are 0.0 too).
     assert cells["VSOD"]["rank"] == 19
-    # Average 25.0: o4-mini 34.0, GPT-4.1 30.9, InternVL3 1B 27.1 are above it.
+    # Average (50 + 0 + 5 x 25) / 7 = 25.0: o4-mini 34.0, GPT-4.1 30.9, InternVL3 1B 27.1
+    # are above it.
     assert cells["avg"]["value"] == 25.0 and cells["avg"]["rank"] == 4
-    assert cells["MVP-N"] == {"value": None}  # not played: no rank
     assert "paper" not in cells["ROD"]  # not a model of the paper: nothing to check
     rows = _csv(tmp_path, "paper-table1-acc")
     # Sorted by average, best first: the run's row is fourth, its rank row under it.
@@ -344,7 +365,7 @@ def test_a_published_row_rebuilt_from_counts_prints_the_paper_s_average(
 def test_size_correlation_and_plot_take_the_published_models(tmp_path: Path) -> None:
     from proactivebench.stats import spearman_rho
 
-    run = _made_up(tmp_path)  # no size in its name: give one in run.json
+    run = _seven(tmp_path)  # no size in its name: give one in run.json
     config = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**config, "params": "7B"}))
     report = _report(tmp_path, run, paper=True)
@@ -365,10 +386,47 @@ def test_size_correlation_and_plot_take_the_published_models(tmp_path: Path) -> 
     assert not (without / "plots" / "size.png").exists()  # one run: no size plot without it
 
 
-def test_an_average_of_fewer_scenarios_is_said(tmp_path: Path) -> None:
-    _report(tmp_path, _made_up(tmp_path), paper=True)
-    text = (tmp_path / "rep" / "report.md").read_text()
-    assert "its average covers ROD, VSOD, the paper's all seven scenarios" in text
+def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: Path) -> None:
+    """A run of fewer scenarios than the table's (here ROD and VSOD; a `--scenarios ROD` run,
+    data without VSOD and MVP-N) averages other terms than the paper's average: its scenario
+    columns are ranked (like with like), its average is not, and the table says why."""
+    run = _made_up(tmp_path)
+    config = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**config, "params": "7B"}))
+    report = _report(tmp_path, run, paper_model="Qwen-2.5-VL 7B")
+    [placed] = report["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == []
+    # Said where the terminal and the report's top say what --paper did.
+    assert any("its average is not ranked" in n for n in report["notes"]), report["notes"]
+    # Nor does its average join a rho with the published models' averages.
+    label = "openai:my-own-model@http://h:1/v1"
+    assert report["size_correlation"]["not_with_published"] == [label]
+    assert placed["average_not_comparable"] == (
+        "average of other scenarios: the run's covers ROD, VSOD; the paper's covers all 7 "
+        "(ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO)"
+    )
+    cells = placed["cells"]
+    # Table 1 acc, Qwen-2.5-VL 7B: ROD 0.0 is inside [0, 100] (1 of 2 right); only
+    # InternVL3 1B (61.4) is above 50.0.
+    assert cells["ROD"]["rank"] == 2 and cells["ROD"]["inside"] is True
+    assert cells["VSOD"]["rank"] == 19
+    avg = cells["avg"]
+    assert avg["value"] == 25.0 and "rank" not in avg and "inside" not in avg and "paper" in avg
+    rows = _csv(tmp_path, "paper-table1-acc")
+    # Not placed among the published averages (22 rows and Fig. 3's mean): after them all,
+    # its rank row's average empty.
+    assert all(not r["source"].startswith("yours") for r in rows[:23])
+    mine, ranks, check = rows[23:26]
+    assert mine["source"] == "yours" and ranks["ROD"] == "2" and ranks["average"] == ""
+    assert check["source"] == "yours vs published, Table 1" and float(check["average"]) == 9.9
+    text = " ".join((tmp_path / "rep" / "report.md").read_text().split())
+    assert "| 0.0 inside | 0.0 inside | — | — | — | — | — | 9.9 not compared |" in text
+    assert (
+        "openai:my-own-model@http://h:1/v1: average of other scenarios: the run's covers ROD, "
+        "VSOD; the paper's covers all 7 (ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO): its average "
+        "is shown last, without a rank or an inside/outside verdict; its scenario columns are "
+        "ranked" in text
+    )
 
 
 def test_report_paper_from_the_command_line(
@@ -422,7 +480,7 @@ def test_accuracy_vs_ps_plot_draws_the_published_averages(tmp_path: Path) -> Non
 def test_a_paper_model_takes_the_paper_s_size(tmp_path: Path) -> None:
     """A spec whose name says no size (a server's own name for the model) is 7B with
     --paper-model naming the paper's Qwen2.5-VL 7B: the paper's size of that model."""
-    run = _made_up(tmp_path)
+    run = _seven(tmp_path)
     config = json.loads((run / "run.json").read_text())
     spec = "openai:served-model@http://localhost:8000/v1"
     (run / "run.json").write_text(json.dumps({**config, "model": spec}))
@@ -498,6 +556,14 @@ def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
         "mean of published, Table 1",
         "yours",
     ]
+    # Fig. 8's average is of all seven scenarios, the history run's of ROD and MVP-N: said;
+    # Fig. 9 prints no average: nothing to say of the ICL run's.
+    text = " ".join((tmp_path / "x" / "report.md").read_text().split())
+    assert (
+        "m +history +224px: not comparable with the published averages (average of other "
+        "scenarios: the run's covers ROD, MVP-N; the paper's covers all 7" in text
+    )
+    assert "m +ICL-3: not comparable" not in text and "m +ICL-3" in text
 
 
 def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
@@ -605,7 +671,7 @@ def test_a_run_on_generated_data_is_not_ranked(tmp_path: Path) -> None:
     """Before: a synthetic run was ranked among the published models and its values checked
     against its model's, and "synthetic" appeared nowhere in the report."""
     run = _llava_at_half(tmp_path)
-    (tmp_path / "no-data").mkdir()
+    (tmp_path / "no-data").mkdir(exist_ok=True)
     (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")  # what data synth writes
     placed, notes = _not_ranked(_report(tmp_path, run, paper=True), tmp_path)
     assert placed["not_comparable"] == ["generated data (data synth), not the paper's"]
@@ -699,8 +765,7 @@ def test_a_run_not_comparable_joins_no_rho_with_the_published_models(tmp_path: P
     assert correlation["with_published"] == {}  # no run left to set beside them
     assert (tmp_path / "rep" / "plots" / "size.png").is_file()  # drawn, named apart
     # Beside a comparable run of another size, the rho with the published models is its own.
-    lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
-    other = write_run(tmp_path, "other", lines, "hf:x/other-3B")
+    other = _seven(tmp_path, "other", "hf:x/other-3B", dict.fromkeys(SEVEN_RIGHT, 4))
     published = _report(tmp_path, run, other, paper=True, out="two")["size_correlation"]
     rows = paper_table("table1_mcqa")["rows"]
     sizes = {m.name: m.params_b for m in paper_models()}
@@ -791,14 +856,81 @@ def test_the_scatter_names_a_run_not_comparable_beside_the_published_averages(
     from proactivebench.report.runs import load_runs
 
     run = _made_up(tmp_path)
-    (tmp_path / "no-data").mkdir()
+    (tmp_path / "no-data").mkdir(exist_ok=True)
     (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")
     measures = [measure_run(r, n_resamples=50) for r in load_runs([run])]
     figure = accuracy_vs_ps_figure(measures, with_paper=True)
     text = " ".join(" ".join(t.get_text() for t in figure.findobj(Text)).split())
     assert (
         "Not comparable with the published models: openai:my-own-model@http://h:1/v1 "
-        "(generated data (data synth), not the paper's)." in text
+        "(generated data (data synth), not the paper's; average of other scenarios: the "
+        "run's covers ROD, VSOD; the paper's covers all 7 (ROD, VSOD, MVP-N, IN-C, QD, CIT, "
+        "COCO))." in text
     )
     without = accuracy_vs_ps_figure(measures)  # no published marks: nothing to say
     assert "Not comparable" not in " ".join(t.get_text() for t in without.findobj(Text))
+
+
+def test_a_run_scored_by_two_judges_is_not_ranked(tmp_path: Path) -> None:
+    """`judge RUN_DIR` with a judge that fails on some prompts keeps the earlier judge's
+    verdict there (`judge_error`): the rates mix two judges, so the run stands beside the
+    paper's rows with the reason, without a rank or an inside/outside verdict."""
+    lines = lines_for_row("table2_oeg", "Qwen-2.5-VL 7B")
+    rod = [i for i, line in enumerate(lines) if line["scenario"] == "ROD"]
+    for i in rod[:2]:
+        lines[i] = {**lines[i], "judge_error": "RuntimeError: no verdict"}
+    run = write_run(tmp_path, "oeg", lines, "hf:Qwen/Qwen2.5-VL-7B-Instruct", {"mode": "oeg"})
+    report = _report(tmp_path, run, paper=True)
+    for key in ("paper-table2-cc", "paper-table2-ps", "paper-table8-agg"):
+        [placed] = report["paper"][key]["runs"]
+        assert placed["not_comparable"] == [
+            "verdicts of two judges: 2 line(s) keep an earlier judge's verdict"
+        ], key
+        assert not any("rank" in c or "inside" in c for c in placed["cells"].values()), key
+    # The same lines, every verdict the named judge's: ranked.
+    for line in lines:
+        line.pop("judge_error", None)
+    again = write_run(tmp_path, "again", lines, "hf:Qwen/Qwen2.5-VL-7B-Instruct", {"mode": "oeg"})
+    [placed] = _report(tmp_path, again, paper=True, out="r2")["paper"]["paper-table2-cc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["avg"]["inside"] is True
+
+
+def test_a_run_without_a_selection_whose_data_is_gone_is_not_ranked(tmp_path: Path) -> None:
+    """A run.json of before `selection` tells generated data from the paper's only through its
+    data directory (`data synth`'s manifest): when that is gone, nothing can tell, and the run
+    is not ranked."""
+    run = _seven(tmp_path)
+    [placed] = _report(tmp_path, run, paper=True)["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["avg"]["rank"] == 4
+    (tmp_path / "no-data").rmdir()  # moved away
+    [placed] = _report(tmp_path, run, paper=True, out="gone")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [
+        "comparability unknown: run.json records no selection and its data directory is not "
+        "at hand (generated data cannot be told apart)"
+    ]
+    assert not any("rank" in c for c in placed["cells"].values())
+    # Its selection recorded (the paper's data, not generated): comparable without the data.
+    config = json.loads((run / "run.json").read_text())
+    scenarios = {s: {"available": 4, "ids": id_ranges(sample_ids(s, 4))} for s in SEVEN_RIGHT}
+    selection = {"scenarios": scenarios, "shard": None, "synthetic": False}
+    (run / "run.json").write_text(json.dumps({**config, "selection": selection}))
+    [placed] = _report(tmp_path, run, paper=True, out="told")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["avg"]["rank"] == 4
+
+
+def test_generated_data_recorded_in_the_selection_stands_beside_table_1(tmp_path: Path) -> None:
+    """Generated data's sample ids are in no official list; which table a run of it stands
+    beside is read from what run.json records (`selection.synthetic`), not from a data
+    directory that may be gone: Table 1, not Table 4 (the unfiltered samples)."""
+    ids = [20_000_001, 20_000_002]
+    lines = [mcqa_line("ROD", i, True, 0) for i in ids]
+    run = write_run(tmp_path, "synth", lines, "m")
+    (tmp_path / "no-data").rmdir()  # the generated data, deleted since
+    config = json.loads((run / "run.json").read_text())
+    scenarios = {"ROD": {"available": 2, "ids": id_ranges(ids)}}
+    selection = {"scenarios": scenarios, "shard": None, "synthetic": True}
+    (run / "run.json").write_text(json.dumps({**config, "selection": selection}))
+    report = _report(tmp_path, run, paper=True)
+    assert set(report["paper"]) == {"paper-table1-acc", "paper-table1-psr"}
+    [placed] = report["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == ["generated data (data synth), not the paper's"]

@@ -36,7 +36,7 @@ from proactivebench.paths import (
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
-from proactivebench.report.comparable import contradiction, not_comparable
+from proactivebench.report.comparable import average_apart, contradiction, not_comparable
 from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.layout import Layout
 from proactivebench.report.measures import (
@@ -340,8 +340,8 @@ class PaperOptions:
         the runs with no counterpart (`unplaced`; a suite's report says where each stands)."""
         tables = compare_with_paper(all_measures, self.paper_model)
         figures = compare_with_figures(all_measures)
-        placed = {id(p.run) for c in tables for p in c.placed}
-        placed |= {id(run) for c in figures for run, _ in c.runs}
+        ranked = {id(p.run) for c in tables for p in c.placed}  # the figures rank none
+        placed = ranked | {id(run) for c in figures for run, _ in c.runs}
         for measures in all_measures:
             run = measures.run
             misplaced = contradiction(run) or (
@@ -355,6 +355,11 @@ class PaperOptions:
                 )
             elif id(run) in placed and not_comparable(run):
                 outcome.notes.append(f"--paper: {unranked_note(run.label, not_comparable(run))}")
+            elif id(run) in ranked and average_apart(run) is not None:
+                outcome.notes.append(
+                    f"--paper: {run.label}: {average_apart(run)}: its average is not ranked "
+                    "nor checked against the paper's; its scenario columns are"
+                )
             elif unplaced and id(run) not in placed:
                 outcome.notes.append(
                     f"--paper: {run.label} has no counterpart in the paper (its "

@@ -16,9 +16,17 @@ published ones, only when nothing it recorded makes the comparison meaningless. 
   table a run stands beside, where the settings cannot tell (an `--all-samples` run is not
   recorded as one); a name the run's settings contradict (`hint = true` placed in Table 1,
   zero-shot) is not followed (`said_table`);
-- **comparability unknown**: a selection that does not record what the data offered for a
-  scenario (`available` null: an imported run, whose log says only which episodes it held), so
-  neither whole nor partial can be told.
+- **verdicts of two judges**: lines that keep an earlier judge's verdict beside the judge
+  run.json names (`runs.earlier_verdicts`): its rates mix two judges;
+- **comparability unknown**: a run.json that records no selection, whose data directory is
+  not at hand (generated data cannot be told apart from the paper's); or a selection that does
+  not record what the data offered for a scenario (`available` null: an imported run, whose
+  log says only which episodes it held), so neither whole nor partial can be told.
+
+The average column asks one thing more (`average_apart`): a run's average over other
+scenarios than the table's (a run of ROD alone, data without VSOD and MVP-N) is a mean of
+other terms than the paper's, so its average is neither ranked nor checked, while its
+scenario columns, like with like, are (`average_not_comparable`).
 
 Every surface that sets a run beside the published models (`report --paper`'s tables and
 plots, a suite's report) asks here; such a run is shown with the reasons and without a rank
@@ -27,11 +35,12 @@ or an inside/outside verdict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proactivebench.data.layout import is_synthetic
-from proactivebench.report.runs import Run, labelled, labelled_settings
+from proactivebench.registry import paper_scenarios
+from proactivebench.report.runs import Run, earlier_verdicts, labelled, labelled_settings
 from proactivebench.selected import Selection, selection_of
 
 #: The paper's tables by the kind of run: (mode, the setting that sets the run apart, or None
@@ -118,18 +127,67 @@ def _table_name(key: str) -> str:
 
 def not_comparable(run: Run) -> list[str]:
     """What makes `run` not comparable with the paper's published rows, each a short reason
-    (generated data, partial, settings the table does not have); empty when nothing does."""
+    (generated data, partial, settings the table does not have, two judges, unknown); empty
+    when nothing does."""
     reasons = []
     if synthetic(run):
         reasons.append("generated data (data synth), not the paper's")
+    elif unknown(run):
+        reasons.append(
+            "comparability unknown: run.json records no selection and its data directory is "
+            "not at hand (generated data cannot be told apart)"
+        )
     reasons += partial(run)
-    unknown = unknown_offer(run)
-    if unknown is not None:
-        reasons.append(unknown)
+    offer = unknown_offer(run)
+    if offer is not None:
+        reasons.append(offer)
     contradicted = contradiction(run)
     if contradicted is not None:
         reasons.append(contradicted)
+    earlier = sum(earlier_verdicts(run).values())
+    if earlier:
+        reasons.append(f"verdicts of two judges: {earlier} line(s) keep an earlier judge's verdict")
     return reasons
+
+
+def average_not_comparable(run: Run, scenarios: Sequence[str] | None = None) -> list[str]:
+    """What makes `run`'s average not comparable with the paper's average over `scenarios`
+    (the table's; the paper's seven by default): `not_comparable`, and `average_apart`."""
+    apart = average_apart(run, scenarios)
+    return [*not_comparable(run), *([apart] if apart else [])]
+
+
+def average_apart(run: Run, scenarios: Sequence[str] | None = None) -> str | None:
+    """Why `run`'s average is a mean of other scenarios than the table's average (`scenarios`;
+    the paper's seven by default): it covers those with a scored episode (as its average row
+    does); None when it covers the table's."""
+    table = list(paper_scenarios() if scenarios is None else scenarios)
+    covers = covered(run)
+    if sorted(covers) == sorted(table):
+        return None
+    return (
+        f"average of other scenarios: the run's covers {', '.join(covers) or 'none'}; "
+        f"the paper's covers all {len(table)} ({', '.join(table)})"
+    )
+
+
+def covered(run: Run) -> list[str]:
+    """The scenarios `run`'s average covers: those with at least one scored episode (a line
+    without an error), as `measures.measure_run` averages them."""
+    return [
+        name
+        for name, lines in run.by_scenario.items()
+        if any(not line.get("error") for line in lines)
+    ]
+
+
+def unknown(run: Run) -> bool:
+    """Whether nothing says what data the run played: run.json records no selection and its
+    data directory is not at hand (moved, deleted, or never recorded), so that generated data
+    cannot be told apart from the paper's."""
+    if selection(run) is not None:
+        return False
+    return run.data_dir is None or not run.data_dir.is_dir()
 
 
 def selection(run: Run) -> Selection | None:

@@ -30,8 +30,8 @@ from proactivebench.metrics import (
     values_by_metric,
 )
 from proactivebench.paper import published_sizes
-from proactivebench.report.comparable import not_comparable
-from proactivebench.report.runs import Run, is_plain, load_runs
+from proactivebench.report.comparable import average_not_comparable
+from proactivebench.report.runs import Run, earlier_verdicts, is_plain, load_runs
 from proactivebench.rundir import FinishedRun, RunLock
 from proactivebench.stats import (
     Interval,
@@ -414,8 +414,9 @@ def size_correlations(
     keys = {k for m in sized for k, v in m.average.values.items() if v is not None}
     result: dict[str, Any] = {"runs": len(sized)}
     published: dict[str, Any] = {}
-    # A run not comparable with the paper's rows (`comparable`) joins no rho with them.
-    apart = [m for m in sized if with_paper and not_comparable(m.run)]
+    # A run whose average is not comparable with the paper's (`comparable`) joins no rho
+    # with them.
+    apart = [m for m in sized if with_paper and average_not_comparable(m.run)]
     if apart:
         result["not_with_published"] = [m.run.label for m in apart]
     for key in sorted(keys):
@@ -528,11 +529,7 @@ def earlier_verdicts_warning(run: Run) -> str | None:
     run.json names the new judge; a `judge` killed after writing run.json and before the
     results leaves every line so (each line's settings name its judge). Any such line makes
     the rates a mix of two judges, which the table alone cannot show; or None."""
-    judge = run.settings.get("judge")
-    counts = {
-        name: sum(1 for line in lines if _earlier_verdict(line, judge))
-        for name, lines in run.by_scenario.items()
-    }
+    counts = earlier_verdicts(run)
     found = [f"{name} ({count})" for name, count in counts.items() if count]
     if not found:
         return None
@@ -543,17 +540,6 @@ def earlier_verdicts_warning(run: Run) -> str | None:
         f"{', '.join(found)}: their rates mix two judges; rerun `proactivebench judge` with "
         "the same --judge to retry those lines"
     )
-
-
-def _earlier_verdict(line: dict[str, Any], judge: Any) -> bool:
-    """Whether a finished line holds the verdict of another judge than `judge` (run.json's)."""
-    if line.get("error"):
-        return False
-    if line.get("judge_error"):
-        return True
-    settings = line.get("settings")
-    given = settings.get("judge") if isinstance(settings, dict) else None
-    return given is not None and judge is not None and given != judge
 
 
 def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:

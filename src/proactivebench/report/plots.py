@@ -20,7 +20,7 @@ from proactivebench import registry
 from proactivebench.metrics import CHOICE_KINDS, metric
 from proactivebench.paper import PAPER_SOURCE, published_sizes
 from proactivebench.registry import scenario_order
-from proactivebench.report.comparable import not_comparable
+from proactivebench.report.comparable import average_not_comparable
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.published import published_averages
 from proactivebench.report.text import visible
@@ -503,12 +503,16 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
     if absent:
         notes.append("Not in this plot (no value on these axes): " + ", ".join(absent) + ".")
     apart = [
-        all_measures[i].run for i in drawn if published and not_comparable(all_measures[i].run)
+        all_measures[i].run
+        for i in drawn
+        if published and average_not_comparable(all_measures[i].run)
     ]
     if apart:
         notes.append(
             "Not comparable with the published models: "
-            + "; ".join(f"{_label(r.label)} ({', '.join(not_comparable(r))})" for r in apart)
+            + "; ".join(
+                f"{_label(r.label)} ({'; '.join(average_not_comparable(r))})" for r in apart
+            )
             + "."
         )
     note_height = _note(figure, notes)
@@ -576,7 +580,7 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
             + ", ".join(m.run.label for m in same_model)
         )
     # A run not comparable with the paper's rows (`comparable`): drawn, in no rho with them.
-    apart = {m.run.label for m in sized if with_paper and not_comparable(m.run)}
+    apart = {m.run.label for m in sized if with_paper and average_not_comparable(m.run)}
     if apart:
         left_out.append(
             "from rho with the published models (not comparable with them): " + ", ".join(apart)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.data.layout import is_synthetic
 from proactivebench.metrics import Metric, metric, number_text
 from proactivebench.paper import (
     FIGURE_AVERAGES,
@@ -32,9 +31,11 @@ from proactivebench.paper import (
 from proactivebench.protocol import official_filter_ids
 from proactivebench.registry import by_stem
 from proactivebench.report.comparable import (
+    average_apart,
     not_comparable,
     said_table,
     settings_table,
+    synthetic,
 )
 from proactivebench.report.measures import RunMeasures
 from proactivebench.report.runs import Run
@@ -74,7 +75,7 @@ def unfiltered(run: Run) -> bool:
     generated data, which no official list filters."""
     if run.settings.get("all_samples"):
         return True
-    if run.data_dir is not None and is_synthetic(run.data_dir):
+    if synthetic(run):
         return False  # generated data: the official filter applies to none of it
     stems = {short: stem for stem, short in by_stem().items()}
     for scenario, lines in run.by_scenario.items():
@@ -104,6 +105,14 @@ class Placed:
     #: What makes the run not comparable with the published rows (`comparable`): then it
     #: has no rank and no inside/outside verdict.
     caveats: list[str] = field(default_factory=list)
+    #: Why its average is not the table's (`comparable.average_apart`: other scenarios), or
+    #: None: then its average alone has no rank and no verdict.
+    average_apart: str | None = None
+
+    @property
+    def average_ranked(self) -> bool:
+        """Whether the run's average is ranked among the published averages."""
+        return not self.caveats and self.average_apart is None
 
 
 @dataclass
@@ -156,6 +165,7 @@ class PaperComparison:
                     "paper_model": p.paper_model.name if p.paper_model else None,
                     "average_covers": p.covers,
                     "not_comparable": p.caveats,
+                    "average_not_comparable": p.average_apart,
                     "cells": p.cells,
                 }
                 for p in self.placed
@@ -238,11 +248,13 @@ def _compare(
         row = Placed(measures.run, model if own is not None else None)
         row.covers = list(measures.average.covers)
         row.caveats = not_comparable(measures.run)
+        row.average_apart = average_apart(measures.run, columns[:-1])
         for column in columns:
             scored = [v[column] for _, v in published if v[column] is not None]
             printed = own[column] if own is not None else None
             value = value_of(measures, column, ours.key)
-            row.cells[column] = _cell(ours, value, scored, printed, ranked=not row.caveats)
+            ranked = row.average_ranked if column == PAPER_AVERAGE else not row.caveats
+            row.cells[column] = _cell(ours, value, scored, printed, ranked=ranked)
         placed.append(row)
     figure = FIGURE_AVERAGES.get((paper_key, theirs))
     means = None
@@ -346,9 +358,10 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         rows, kinds = _run_rows(placed, comparison)
         average = placed.cells[PAPER_AVERAGE].get("value")
         entries.append((_sort_value(metric, average), -1 - index, rows, kinds))
-    unranked = {-1 - i for i, placed in enumerate(comparison.placed) if placed.caveats}
+    unranked = {-1 - i for i, placed in enumerate(comparison.placed) if not placed.average_ranked}
     # Runs before published rows of the same average: the reader's row is not buried. A run
-    # not comparable is not placed among the published rows: after them all.
+    # whose average is not comparable is not placed among the published rows (sorted by
+    # average): after them all.
     entries.sort(key=lambda e: (e[1] in unranked, e[0], e[1] >= 0, e[1] if e[1] >= 0 else -e[1]))
     rows = [row for entry in entries for row in entry[2]]
     kinds = [kind for entry in entries for kind in entry[3]]
@@ -369,15 +382,11 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
             f"'mean of {len(models)} models': the published rows' column means over the models "
             f"{figure_name(figure)} averages ({', '.join(models)}), which it prints rounded."
         )
-    scenarios = comparison.columns[:-1]
     for placed in comparison.placed:
         if placed.caveats:
             notes.append(unranked_note(placed.run.label, placed.caveats))
-        if sorted(placed.covers) != sorted(scenarios):
-            notes.append(
-                f"{placed.run.label}: its average covers {', '.join(placed.covers) or 'nothing'}, "
-                "the paper's all seven scenarios: the average column compares unlike averages"
-            )
+        if placed.average_apart is not None:
+            notes.append(average_note(placed))
     title = f"{metric.heading} among the paper's models ({comparison.source})"
     return Table(comparison.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
 
@@ -387,6 +396,17 @@ def unranked_note(label: str, caveats: list[str]) -> str:
     return (
         f"{label}: not comparable with the published rows ({'; '.join(caveats)}): shown "
         "last, without a rank or an inside/outside verdict"
+    )
+
+
+def average_note(placed: Placed) -> str:
+    """What a table says of a run whose average is of other scenarios than the paper's."""
+    label, apart = placed.run.label, placed.average_apart
+    if placed.caveats:
+        return f"{label}: {apart}"
+    return (
+        f"{label}: {apart}: its average is shown last, without a rank or an inside/outside "
+        "verdict; its scenario columns are ranked"
     )
 
 
@@ -417,11 +437,13 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
         if low != high:
             text += f" [{number_text(low, metric.percent)}, {number_text(high, metric.percent)}]"
         mine.append(Cell(text, value, low, high))
+        # Each cell says whether it is ranked: a run's average may not be when its columns are.
         ranks.append(
-            Cell(f"{cell['rank']}/{cell['of']}", cell["rank"]) if ranked else Cell(MISSING)
+            Cell(f"{cell['rank']}/{cell['of']}", cell["rank"]) if "rank" in cell else Cell(MISSING)
         )
         if "paper" in cell:
-            mark = ("inside" if cell["inside"] else "outside") if ranked else "not compared"
+            verdict = cell.get("inside")
+            mark = "not compared" if verdict is None else "inside" if verdict else "outside"
             checks.append(Cell(f"{cell['paper']:.1f} {mark}", cell["paper"]))
         else:
             checks.append(Cell(MISSING))

@@ -15,7 +15,7 @@ from typing import Any
 
 from proactivebench.metrics import Metric, metric, number_text
 from proactivebench.paper import PAPER_SOURCE, figure_mean, figure_models, paper_table
-from proactivebench.report.comparable import not_comparable, own_filter
+from proactivebench.report.comparable import average_apart, not_comparable, own_filter
 from proactivebench.report.measures import RunMeasures
 from proactivebench.report.published import (
     PAPER_AVERAGE,
@@ -153,6 +153,9 @@ class FigureComparison:
         ]
         for run, _ in self.runs:
             caveats = not_comparable(run)
+            if self.columns[-1] == PAPER_AVERAGE:  # an average of the figure's scenarios
+                apart = average_apart(run, self.columns[:-1])
+                caveats += [apart] if apart is not None else []
             if caveats:
                 notes.append(
                     f"{run.label}: not comparable with the published averages "

@@ -224,6 +224,28 @@ def is_plain(run: Run) -> bool:
     return not any(show(settings.get(key)) for key, show in _LABELLED)
 
 
+def earlier_verdicts(run: Run) -> dict[str, int]:
+    """Per scenario, the finished lines scored by an earlier judge's verdict than the judge
+    run.json names (`earlier_verdict`): the rates of a run with any mix two judges. Here,
+    below `comparable` and `measures`, so that the warning and the comparability share it."""
+    judge = run.settings.get("judge")
+    return {
+        name: sum(1 for line in lines if earlier_verdict(line, judge))
+        for name, lines in run.by_scenario.items()
+    }
+
+
+def earlier_verdict(line: Mapping[str, Any], judge: Any) -> bool:
+    """Whether a finished line holds the verdict of another judge than `judge` (run.json's)."""
+    if line.get("error"):
+        return False
+    if line.get("judge_error"):
+        return True
+    settings = line.get("settings")
+    given = settings.get("judge") if isinstance(settings, dict) else None
+    return given is not None and judge is not None and given != judge
+
+
 def labelled_settings(run: Run) -> list[str]:
     """The settings that set `run` apart, by name ("hint", "mode"...): those a label shows."""
     return labelled(run.settings)

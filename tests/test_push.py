@@ -24,6 +24,7 @@ import yaml
 from clirun import run_cli
 from hubupload import TOKEN, UploadHub, serve
 from proactivebench.data.synth import generate
+from resultlines import flipped
 
 REPO = "someone/pb-results"
 RUN_FILES = {"run.json", "results.jsonl", "summary.json"}
@@ -203,8 +204,7 @@ def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path
     at = next(i for i, line in enumerate(lines) if json.loads(line)["scenario"] == "ROD")
     first = json.loads(lines[at])
     assert first["correct"]
-    first["correct"] = False
-    lines[at] = json.dumps(first) + "\n"
+    lines[at] = json.dumps(flipped(first)) + "\n"
     (run / "results.jsonl").write_text("".join(lines))
     rewrite_summary(run)
     second = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
@@ -582,7 +582,7 @@ def test_an_earlier_run_with_lines_not_counted_keeps_its_cautions_and_counts_lin
     files = hub.repos[REPO].files
     lines = [json.loads(line) for line in files["runs/run-a/results.jsonl"].splitlines()]
     pasted = {**lines[0], "sample_id": 900}  # an episode the run never selected
-    contradicting = {**lines[-1], "correct": not lines[-1]["correct"]}
+    contradicting = flipped(lines[-1])
     files["runs/run-a/results.jsonl"] += "".join(
         json.dumps(line) + "\n" for line in (pasted, contradicting)
     ).encode()

@@ -149,6 +149,30 @@ def test_a_damaged_selection_is_named(data: Path, tmp_path: Path, capsys) -> Non
     assert "run.json is damaged: its selection cannot be read ('0-x' is not" in text
 
 
+def test_a_selection_of_more_ids_than_the_data_offered_is_named(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A selection that contradicts itself (5 ids of 4 available: sample 900 added by hand,
+    with its line pasted in) was trusted by report and push, which counted the pasted line
+    (ROD n 5 of 4) where eval's resume, asking the data, refused it: named as damaged now,
+    by the one parser every reader uses."""
+    run = tmp_path / "run"
+    play(data, run, capsys, "--scenarios", "ROD")
+    config = json.loads((run / "run.json").read_text())
+    rod = config["selection"]["scenarios"]["ROD"]
+    available = rod["available"]
+    ids = sorted(parse_id_ranges(rod["ids"]))
+    rod.update(selected=len(ids) + 1, ids=id_ranges([*ids, 900]))
+    (run / "run.json").write_text(json.dumps(config))
+    pasted = {**json.loads((run / "results.jsonl").read_text().splitlines()[0]), "sample_id": 900}
+    with (run / "results.jsonl").open("a") as out:
+        out.write(json.dumps(pasted) + "\n")
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
+    assert code == 1 and "Traceback" not in text
+    said = f"ROD: {len(ids) + 1} ids selected of {available} available"
+    assert said in " ".join(text.split()), text
+
+
 def test_eval_refuses_to_resume_over_a_line_its_selection_never_chose(
     data: Path, tmp_path: Path, capsys
 ) -> None:

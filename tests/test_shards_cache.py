@@ -71,6 +71,24 @@ def test_merge_refuses_runs_of_other_settings(data: Path, tmp_path: Path) -> Non
         merge_runs([tmp_path / "nothing"], tmp_path / "m2")
 
 
+def test_merge_refuses_a_run_another_process_still_writes(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A shard an eval still holds (its lines still being appended) was merged as a snapshot
+    of half a run, exit 0, where push and report refuse it: refused, naming the process, and
+    nothing written; merged once it is released."""
+    from clirun import held_by_another_process
+
+    shards = [_shard(data, tmp_path / f"s{i}", f"{i}/2", capsys) for i in range(2)]
+    out = tmp_path / "merged"
+    with held_by_another_process(shards[1]) as pid:
+        code, text = run_cli(["merge", *map(str, shards), "--out", str(out)], capsys)
+        assert code == 1 and "Traceback" not in text
+        assert f"s1 is in use by another run (PID {pid})" in " ".join(text.split()), text
+        assert not out.exists()
+    assert run_cli(["merge", *map(str, shards), "--out", str(out)], capsys)[0] == 0
+
+
 def _shard(data: Path, run: Path, spec: str, capsys) -> Path:
     assert run_cli(eval_args(data, run, "--shard", spec), capsys)[0] == 0
     return run

@@ -700,6 +700,11 @@ def merge_runs(
     configs: list[dict[str, Any]] = []
     for run in map(Path, run_dirs):
         config = read_run_config(run)
+        holder = RunLock.holder(run)
+        if holder is not None:  # its lines are still being written: a snapshot of half a run
+            raise ProactiveBenchError(
+                f"{run} is in use by another run (PID {holder}): merge it once that run ends"
+            )
         configs.append(config)
         history += provenance_of(config)
         _tell_if_stopped_short(run, provenance_of(config), out_dir)

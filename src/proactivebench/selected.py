@@ -92,15 +92,18 @@ class Selection:
 
     def joined(self, other: Selection, shard: tuple[int, int] | None) -> Selection:
         """What both selected (a run's earlier invocations and this one, or the shards of a
-        merge, whose `shard` is then None); `available` as the latest knows it."""
+        merge, whose `shard` is then None); `available` the largest either knew."""
         scenarios = dict(self.scenarios)
         for name, entry in other.scenarios.items():
             mine = scenarios.get(name)
             if mine is None:
                 scenarios[name] = entry
                 continue
-            available = entry.available if entry.available is not None else mine.available
-            scenarios[name] = ScenarioSelection(available, mine.ids | entry.ids)
+            offers = [a for a in (mine.available, entry.available) if a is not None]
+            # The largest offer of any invocation: one that played every sample
+            # (--all-samples, which the run's identity does not record) and one resumed on the
+            # filtered set are one run, whose ids may outnumber the smaller offer.
+            scenarios[name] = ScenarioSelection(max(offers, default=None), mine.ids | entry.ids)
         return Selection(scenarios, shard, self.synthetic or other.synthetic)
 
     def to_json(self) -> dict[str, Any]:
@@ -149,14 +152,18 @@ def _parsed(value: Any) -> Selection:
     for name, entry in value["scenarios"].items():
         available = entry["available"]
         if available is not None and (
-            isinstance(available, bool) or not isinstance(available, int)
+            isinstance(available, bool) or not isinstance(available, int) or available < 0
         ):
-            raise ValueError(f"{name}: available must be a whole number or null")
+            raise ValueError(f"{name}: available must be a whole number (at least 0) or null")
         if not isinstance(entry["ids"], str):
             raise ValueError(f"{name}: ids must be a text of ranges")
         ids = parse_id_ranges(entry["ids"])
         if entry.get("selected", len(ids)) != len(ids):
             raise ValueError(f"{name}: selected {entry['selected']!r} but {len(ids)} ids")
+        if available is not None and len(ids) > available:
+            # A record no run writes (`joined` keeps the largest offer): its ids cannot be
+            # trusted to tell the run's lines from pasted ones.
+            raise ValueError(f"{name}: {len(ids)} ids selected of {available} available")
         scenarios[name] = ScenarioSelection(available, ids)
     shard = value.get("shard")
     if shard is not None:

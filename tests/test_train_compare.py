@@ -129,3 +129,22 @@ def test_compare_counts_the_lines_report_counts_and_says_when_table_3_is_not_com
     for role, run in (("base", base), ("tuned", tuned)):
         said = f"note: {role} run {run} is not comparable with Table 3's rows: generated data"
         assert said in flat, text
+    # Rows of QD alone: their avg is no average of Table 3's seven (round-2 tryout).
+    assert "note: the runs' avg covers QD; Table 3's covers all 7" in flat, text
+    assert "rows are over the episodes both runs played" not in flat  # both played the same
+
+
+def test_table_3_rows_over_part_of_a_run_say_so(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Round-2 tryout: a tuned run of 1 sample a scenario beside a base run of 2: Table 3's
+    base row was computed over the shared episodes only, with no word under --paper."""
+    base = eval_run(test_data, tmp_path / "base", "baseline:reactive", capsys)
+    tuned = eval_run(test_data, tmp_path / "tuned", "baseline:oracle", capsys, "--limit", "1")
+    args = ["train", "compare", str(base), str(tuned), "--holdout", "ROD,MVP-N", "--paper"]
+    code, text = run_cli(args, capsys)
+    flat = " ".join(text.split())
+    assert code == 0, text
+    said = "the base and tuned rows are over the episodes both runs played (7 episode(s)"
+    assert said in flat, text
+    assert "avg covers" not in flat  # all seven scenarios

@@ -56,6 +56,8 @@ class Comparison:
     split_source: str
     #: What the user should know: different data or settings, episodes left out.
     notes: list[str] = field(default_factory=list)
+    #: Episodes of either run the other did not play (left out of every row).
+    left_out: int = 0
 
     def mean_gain(self, seen: bool) -> tuple[float, float] | None:
         """Unweighted mean accuracy and ps-rate gains over the seen (or held-out) scenarios."""
@@ -223,7 +225,8 @@ def compare_runs(base_dir: Path, tuned_dir: Path, holdout: str | None = None) ->
         held = {s for s in tuned if s not in trained_on}
         source = str(where / RUN_FILE)
     rows = [ScenarioGain(s, s not in held, base[s], tuned[s]) for s in tuned if s in base]
-    return Comparison(base_run.model, tuned_run.model, rows, source, notes)
+    left_out = len(base_run.lines) + len(tuned_run.lines) - 2 * len(base_lines)
+    return Comparison(base_run.model, tuned_run.model, rows, source, notes, left_out)
 
 
 # ----- the paper's Table 3 beside the runs -------------------------------------------------------
@@ -294,10 +297,12 @@ def beside_paper(comparison: Comparison) -> tuple[list[str], list[ScoreRow]]:
     return columns, rows
 
 
-def not_comparable_notes(base_dir: Path, tuned_dir: Path) -> list[str]:
-    """Why each run set beside Table 3 is not comparable with its rows (generated data,
-    partial, settings the table does not have: `report.comparable`, the one place that decides
-    it for every table beside the paper's), one line per such run."""
+def not_comparable_notes(base_dir: Path, tuned_dir: Path, comparison: Comparison) -> list[str]:
+    """Why the rows set beside Table 3 are not comparable with its rows, one line each: a run
+    that is not (generated data, partial, settings the table does not have: `report.comparable`,
+    the one place that decides it for every table beside the paper's); rows over only the
+    episodes both runs played; an `avg` over other scenarios than Table 3's seven."""
+    from proactivebench.registry import paper_scenarios
     from proactivebench.report.comparable import not_comparable
     from proactivebench.report.runs import load_run
 
@@ -308,4 +313,17 @@ def not_comparable_notes(base_dir: Path, tuned_dir: Path) -> list[str]:
             notes.append(
                 f"{role} run {run_dir} is not comparable with Table 3's rows: " + "; ".join(reasons)
             )
+    if comparison.left_out:
+        notes.append(
+            f"the base and tuned rows are over the episodes both runs played "
+            f"({comparison.left_out} episode(s) of one run only are left out), not over either "
+            "run whole"
+        )
+    covered = [row.scenario for row in comparison.rows]
+    table = paper_scenarios()
+    if sorted(covered) != sorted(table):
+        notes.append(
+            f"the runs' avg covers {', '.join(covered)}; Table 3's covers all {len(table)} "
+            f"({', '.join(table)}): their averages are of other terms"
+        )
     return notes

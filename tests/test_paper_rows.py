@@ -397,7 +397,11 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
     [placed] = report["paper"]["paper-table1-acc"]["runs"]
     assert placed["not_comparable"] == []
     # Said where the terminal and the report's top say what --paper did.
-    assert any("its average is not ranked" in n for n in report["notes"]), report["notes"]
+    said = (
+        "its average is not ranked nor checked against the paper's; its scenario columns are "
+        "ranked and checked"
+    )
+    assert any(said in n for n in report["notes"]), report["notes"]  # whole, not cut off
     # Nor does its average join a rho with the published models' averages.
     label = "openai:my-own-model@http://h:1/v1"
     assert report["size_correlation"]["not_with_published"] == [label]

@@ -358,7 +358,7 @@ class PaperOptions:
             elif id(run) in ranked and average_apart(run) is not None:
                 outcome.notes.append(
                     f"--paper: {run.label}: {average_apart(run)}: its average is not ranked "
-                    "nor checked against the paper's; its scenario columns are"
+                    "nor checked against the paper's; its scenario columns are ranked and checked"
                 )
             elif unplaced and id(run) not in placed:
                 outcome.notes.append(

@@ -568,6 +568,10 @@ def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
         "scenarios: the run's covers ROD, MVP-N; the paper's covers all 7" in text
     )
     assert "m +ICL-3: not comparable" not in text and "m +ICL-3" in text
+    # ... and its average cell says so too, as the tables' do (it was a plain number).
+    markdown = (tmp_path / "x" / "report.md").read_text().splitlines()
+    rows = [r for r in markdown if r.startswith("| **m +history +224px** | **yours** |")]
+    assert len(rows) == 2 and all(r.endswith(" not compared** |") for r in rows), rows
 
 
 def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(

@@ -132,6 +132,9 @@ class FigureComparison:
         kinds.append(PUBLISHED)
         for run, cells in self.runs:
             row = [Cell(run.label), Cell("yours")]
+            # An average of other scenarios than the figure's stands beside it marked, as in
+            # the tables (`comparable.average_apart`), not as a plain number.
+            apart = self.columns[-1] == PAPER_AVERAGE and average_apart(run, self.columns[:-1])
             for column in self.columns:
                 cell = cells[column]
                 if cell.get("value") is None:
@@ -141,6 +144,8 @@ class FigureComparison:
                 text = number_text(value, percent)
                 if low is not None and high is not None and low != high:
                     text += f" [{number_text(low, percent)}, {number_text(high, percent)}]"
+                if apart and column == PAPER_AVERAGE:
+                    text += " not compared"
                 row.append(Cell(text, value, low, high))
             rows.append(row)
             kinds.append(YOURS)

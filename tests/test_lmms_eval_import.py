@@ -226,6 +226,7 @@ def test_a_line_of_another_subtask_or_episode_is_refused_naming_it(
     by_scenario = {line["scenario"]: line for line in lines}
     rod, qd = by_scenario["ROD"], by_scenario["QD"]
     named = _samples_log(tmp_path / "x_samples_proactivebench_rod.jsonl", [qd])
+    dashed = _samples_log(tmp_path / "x_samples_proactivebench_IN-C.jsonl", [qd])
     unnamed = _samples_log(tmp_path / "log.jsonl", [rod, qd])
     documented = _samples_log(tmp_path / "doc.jsonl", [rod])
     row = json.loads(documented.read_text())
@@ -233,6 +234,7 @@ def test_a_line_of_another_subtask_or_episode_is_refused_naming_it(
     documented.write_text(json.dumps(row) + "\n")
     cases = [
         (named, f"{named}:1: a QD line in the log of the subtask proactivebench_rod"),
+        (dashed, f"{dashed}:1: a QD line in the log of the subtask proactivebench_IN-C"),
         (unnamed, f"{unnamed}:2: a QD line in a log of ROD episodes ({unnamed}:1;"),
         (
             documented,

@@ -136,7 +136,7 @@ def _foreign(
     scenario = line["scenario"]
     named = _SUBTASK_LOG.fullmatch(path.name)
     subtasks = {_subtask(known) for known in scenario_names()}
-    if named and named[1].lower() in subtasks and _subtask(scenario) != named[1].lower():
+    if named and _subtask(named[1]) in subtasks and _subtask(scenario) != _subtask(named[1]):
         return (
             f"a {scenario} line in the log of the subtask proactivebench_{named[1]} "
             "(a samples log holds one scenario's episodes)"

@@ -30,6 +30,7 @@ from proactivebench.adapters.inspect_log import import_inspect_log
 from proactivebench.adapters.inspect_task import proactivebench
 from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
+from proactivebench.metrics import episode_scores
 from proactivebench.protocol import scenario_strings
 from proactivebench.registry import make_episode
 from proactivebench.scenarios import Episode
@@ -474,8 +475,10 @@ def test_a_log_holding_an_episode_twice_is_refused_and_later_epochs_are_said(
     log = run_inspect(data, tmp_path / "logs", scripts(data), limit=2, scenarios="ROD")
     assert len(log.samples) == 2
     twin = log.samples[0].model_copy(deep=True, update={"id": "ROD-twin"})
-    line = next(iter(twin.scores.values())).metadata["result"]
+    score = next(iter(twin.scores.values()))
+    line = score.metadata["result"]
     line.update(flipped(line))
+    score.value = episode_scores(line, fractions=True)  # as a second run's scorer gives it
     doubled = rewritten(log, tmp_path / "doubled.eval", samples=[*log.samples, twin])
     run = tmp_path / "imported"
     code, text = run_cli(["import-inspect", doubled, "--out", str(run)], capsys)
@@ -496,3 +499,63 @@ def test_a_log_holding_an_episode_twice_is_refused_and_later_epochs_are_said(
     assert summary["scenarios"]["ROD"]["n"] == 2
     reported = summarize(load_run(run).lines, model=log.eval.model).as_dict()
     assert summary == reported
+
+
+def test_a_line_that_is_not_an_episode_of_the_logs_task_is_refused_naming_the_sample(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sample whose line is of another episode than its id names, of a sample the task never
+    had (QD 900) or of a scenario the task never had (CIT, in a task of ROD and QD) was imported
+    (QD n grew, "average of 3"): the selection an import records is what its lines hold, so no
+    later reader could flag them. Refused now, naming the sample; nothing written."""
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=1, scenarios="ROD,QD")
+    first = log.samples[0]
+
+    def extra(name: str, **change: Any) -> Any:
+        sample = first.model_copy(deep=True, update={"id": name})
+        next(iter(sample.scores.values())).metadata["result"].update(change)
+        return sample
+
+    cases = [
+        (
+            {"samples": [*log.samples, extra("ROD-900", scenario="QD", sample_id=900)]},
+            "sample 'ROD-900': its result line is QD sample 900, not the sample it is logged as",
+        ),
+        (
+            {"samples": [*log.samples, extra("QD-900", scenario="QD", sample_id=900)]},
+            "sample 'QD-900': QD sample 900 is not one of the task's samples",
+        ),
+        (
+            {"samples": [*log.samples, extra("odd", scenario="CIT")]},
+            "sample 'odd': scenario 'CIT' is not one of the task's (ROD, QD)",
+        ),
+    ]
+    for number, (changes, message) in enumerate(cases):
+        changed = rewritten(log, tmp_path / f"changed{number}.eval", **changes)
+        run = tmp_path / f"imported{number}"
+        code, text = run_cli(["import-inspect", changed, "--out", str(run)], capsys)
+        flat = " ".join(text.split())
+        assert code == 1 and "Traceback" not in text, text
+        assert f"{changed}: {message}" in flat and "nothing imported" in flat, text
+        assert not run.exists()
+
+
+def test_a_score_that_contradicts_its_line_is_refused_naming_both(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Inspect's own score of a sample (its accuracy flipped) was ignored: the run counted the
+    line, Inspect's table the score. Recomputed from the line (`episode_scores`, as the task's
+    scorer computes it) and compared: a disagreement refuses, naming the sample and both."""
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=1, scenarios="ROD")
+    sample = log.samples[0].model_copy(deep=True)
+    score = next(iter(sample.scores.values()))
+    mine = score.value["accuracy"]
+    score.value["accuracy"] = 1.0 - mine
+    changed = rewritten(log, tmp_path / "rescored.eval", samples=[sample])
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", changed, "--out", str(run)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    expected = f"the harness scored accuracy = {1.0 - mine!r}, its result line gives {mine!r}"
+    assert f"sample {sample.id!r}: {expected}" in flat and "nothing imported" in flat, text
+    assert not run.exists()

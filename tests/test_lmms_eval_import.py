@@ -164,9 +164,9 @@ def test_an_episode_in_two_logs_is_refused_naming_both_places(
     """Logs of two runs given together hold an episode twice: refused as import-inspect
     refuses it (`adapters.imported`), naming the episode, both `file:line` and whether the
     results contradict (the message said only "an episode twice")."""
-    first, second = _lines(oracle_run)[:2]
+    first = _lines(oracle_run)[0]
     changed = flipped(first)
-    one = _samples_log(tmp_path / "one.jsonl", [first, second])
+    one = _samples_log(tmp_path / "one.jsonl", [first])
     other = _samples_log(tmp_path / "other.jsonl", [changed])
     out = tmp_path / "imported"
     code, text = run_cli(["import-lmms-eval", str(one), str(other), "--out", str(out)], capsys)
@@ -214,3 +214,57 @@ def test_one_log_given_twice_is_said_so(
     flat = " ".join(text.split())
     assert code == 1 and f"is given twice (as {log} and {other_name})" in flat, text
     assert "two runs" not in flat and not out.exists()
+
+
+def test_a_line_of_another_subtask_or_episode_is_refused_naming_it(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subtask's samples log holds its scenario's episodes only, and a row's document names
+    its episode: a QD line in the ROD subtask's log (or in a log of ROD lines), or a line of
+    another sample than its document's, was imported as an episode of the run (exit 0)."""
+    lines = _lines(oracle_run)
+    by_scenario = {line["scenario"]: line for line in lines}
+    rod, qd = by_scenario["ROD"], by_scenario["QD"]
+    named = _samples_log(tmp_path / "x_samples_proactivebench_rod.jsonl", [qd])
+    dashed = _samples_log(tmp_path / "x_samples_proactivebench_IN-C.jsonl", [qd])
+    unnamed = _samples_log(tmp_path / "log.jsonl", [rod, qd])
+    documented = _samples_log(tmp_path / "doc.jsonl", [rod])
+    row = json.loads(documented.read_text())
+    row["doc"] = {"scenario": "ROD", "sample_id": rod["sample_id"] + 900, "answer": "x"}
+    documented.write_text(json.dumps(row) + "\n")
+    cases = [
+        (named, f"{named}:1: a QD line in the log of the subtask proactivebench_rod"),
+        (dashed, f"{dashed}:1: a QD line in the log of the subtask proactivebench_IN-C"),
+        (unnamed, f"{unnamed}:2: a QD line in a log of ROD episodes ({unnamed}:1;"),
+        (
+            documented,
+            f"{documented}:1: its result line is ROD sample {rod['sample_id']}, its document "
+            f"ROD sample {rod['sample_id'] + 900}",
+        ),
+    ]
+    for number, (log, message) in enumerate(cases):
+        out = tmp_path / f"r{number}"
+        code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
+        flat = " ".join(text.split())
+        assert code == 1 and "Traceback" not in text, text
+        assert message in flat and "nothing imported" in flat, text
+        assert not out.exists()
+
+
+def test_a_score_that_contradicts_its_line_is_refused_naming_both(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lmms-eval's own score of a row (accuracy 0 where the line is correct) was ignored: the
+    run said 100 % where lmms-eval's table said 0. The scores are recomputed from the line
+    (`episode_scores`, as the task computes them) and a disagreement refuses the import."""
+    line = next(x for x in _lines(oracle_run) if x["correct"])
+    log = _samples_log(tmp_path / "log.jsonl", [line])
+    row = json.loads(log.read_text())
+    row["accuracy"]["score"] = 0.0
+    log.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "imported"
+    code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert f"{log}:1: the harness scored accuracy = 0.0, its result line gives 1.0" in flat, text
+    assert "nothing imported" in flat and not out.exists()

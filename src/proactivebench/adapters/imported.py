@@ -6,18 +6,24 @@ An importer copies lines another harness kept; two lines of one episode (logs of
 given together, a sample logged twice) cannot both be the run's, and which one counts is not
 ours to guess: the import is refused, naming both. What an importer leaves out of a log on
 purpose (Inspect's later epochs) is counted in `left_out` and said in one line.
+
+A harness also kept its own per-episode scores beside the line: they are recomputed from the
+copied line (`metrics.episode_scores`, as the harness's task computed them) and a disagreement
+refuses the import, naming both values: the line was changed after the harness scored it, or
+the score was, and which the harness's table counted is not ours to guess either.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary, summarize
-from proactivebench.results import result_key, result_order
+from proactivebench.metrics import Summary, episode_scores, headline_metrics, summarize
+from proactivebench.results import is_oeg_line, result_key, result_order
 from proactivebench.rundir import (
     RESULTS,
     RunLock,
@@ -52,6 +58,29 @@ def refuse_twice(found: Sequence[Found], source: str) -> None:
             f"an episode twice in {source}: {key[0]} sample {key[1]} at {before} and at "
             f"{where}, with {same} (logs of two runs?); nothing imported"
         )
+
+
+def score_problem(scores: Mapping[str, Any], line: dict[str, Any]) -> str | None:
+    """What a harness's per-episode `scores` (by rate name, on the 0-1 scale of a percentage,
+    as `episode_scores(fractions=True)` gives them) say that the copied `line` does not; None
+    when they agree. A name that is no rate of ours is not compared."""
+    ours = episode_scores(line, is_oeg_line(line), fractions=True)
+    rates = {m.key for m in headline_metrics(False) + headline_metrics(True)}
+    for key, theirs in scores.items():
+        if key not in rates:
+            continue
+        mine = ours.get(key)
+        if not _same_score(theirs, mine):
+            shown = "none" if mine is None else repr(mine)
+            return f"the harness scored {key} = {theirs!r}, its result line gives {shown}"
+    return None
+
+
+def _same_score(theirs: Any, mine: float | None) -> bool:
+    """Equal up to float rounding; a score that is no number never agrees."""
+    if mine is None or isinstance(theirs, bool) or not isinstance(theirs, int | float):
+        return False
+    return math.isclose(theirs, mine, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def write_imported(

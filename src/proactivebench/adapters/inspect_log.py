@@ -8,6 +8,9 @@ run that Inspect did not finish (it stopped at a sample error, or was cancelled)
 far as it went, and the outcome says why it ended and which of the task's samples the log
 lacks, so that nobody takes it for a complete run. A log that holds an episode twice is refused
 (`adapters.imported`); samples of epochs after the first are left out and counted (`left_out`).
+A line that is not an episode of the log's task (its sample id, the task's samples, the task's
+scenarios say which), or whose episode's score in the log contradicts it, refuses the import:
+the selection an import records is what its lines hold, so nothing later could tell.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.adapters.imported import refuse_twice, write_imported
+from proactivebench.adapters.imported import refuse_twice, score_problem, write_imported
 from proactivebench.data.layout import is_synthetic
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary
+from proactivebench.registry import lookup
 from proactivebench.results import EpisodeResult, OEGResult, result_key
 from proactivebench.rundir import RESULTS, line_problem
 from proactivebench.texts import storable_json
@@ -96,6 +100,12 @@ def import_inspect_log(
             raise ProactiveBenchError(
                 f"{log_path}: sample {sample.id!r}: {problem}; nothing imported"
             )
+    for sample, line in zip(samples, lines, strict=True):
+        problem = _foreign(log, sample, line) or _rescored(sample)
+        if problem is not None:
+            raise ProactiveBenchError(
+                f"{log_path}: sample {sample.id!r}: {problem}; nothing imported"
+            )
     refuse_twice(
         [(f"sample {s.id!r}", line) for s, line in zip(samples, lines, strict=True)], str(log_path)
     )
@@ -121,6 +131,47 @@ def import_inspect_log(
             later
         )
     return outcome
+
+
+def _foreign(log: Any, sample: Any, line: dict[str, Any]) -> str | None:
+    """Why `line` is not an episode of the log's task, or None: the sample's id (as the task
+    names samples, "QD-3") names another episode, its scenario is none of the task's
+    (`task_args` scenarios), or the task's samples (`dataset.sample_ids`) do not hold it."""
+    episode = (line["scenario"], line["sample_id"])
+    named = _episode_of(str(sample.id))
+    # An id that names no scenario of ours ("weird-id-9") is a renamed sample: its line says.
+    if isinstance(named, tuple) and lookup(named[0]) is not None and named != episode:
+        return (
+            f"its result line is {episode[0]} sample {episode[1]}, not the sample it is logged as"
+        )
+    scenarios = _task_scenarios(log.eval.task_args)
+    if scenarios is not None and episode[0].upper() not in {s.upper() for s in scenarios}:
+        return f"scenario {episode[0]!r} is not one of the task's ({', '.join(scenarios)})"
+    listed = log.eval.dataset.sample_ids
+    if listed is not None and episode not in {_episode_of(str(i)) for i in listed}:
+        return f"{episode[0]} sample {episode[1]} is not one of the task's samples"
+    return None
+
+
+def _task_scenarios(task_args: Any) -> list[str] | None:
+    """The scenarios the task was given (`-T scenarios=ROD,QD`), or None when it chose all."""
+    given = task_args.get("scenarios") if isinstance(task_args, dict) else None
+    if isinstance(given, str):
+        given = given.split(",")
+    if not isinstance(given, list | tuple):
+        return None
+    names = [str(part).strip() for part in given if str(part).strip()]
+    return names or None  # none named: the task played every scenario
+
+
+def _rescored(sample: Any) -> str | None:
+    """Where the score Inspect kept for the sample contradicts the line it holds (the one
+    `_line` copies: the first score that holds one), or None."""
+    for score in (sample.scores or {}).values():
+        held = (score.metadata or {}).get(RESULT_KEY)
+        if isinstance(held, dict):
+            return score_problem(score.value, held) if isinstance(score.value, dict) else None
+    return None
 
 
 def _generated(data_dir: Any) -> bool:

@@ -6,24 +6,35 @@ subtask; each of its lines holds, under every metric's name, the episode's `resu
 not rebuild them: the imported run's summary equals the one `proactivebench eval` gives for the
 same answers, and `report` and `show` read it as any run. No lmms-eval import is needed. Nothing
 of a log is left out: a line that is not an episode, or an episode twice, refuses the import.
+A line that is not an episode of its log's subtask (a log holds one scenario: the one its file
+name's subtask names; the row's document names the episode) refuses it too, and so does a row
+whose lmms-eval score contradicts its line: the import records what its lines hold as the run's
+selection, so nothing later could tell.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proactivebench.adapters.imported import refuse_twice, write_imported
+from proactivebench.adapters.imported import refuse_twice, score_problem, write_imported
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, headline_metrics
+from proactivebench.registry import scenario_names
 from proactivebench.rundir import RESULTS, line_problem
 from proactivebench.texts import loads, storable_json
 
 #: The key of a metric's entry that holds the line; the same as
 #: `adapters.lmms_eval_task.RESULT_KEY` (not imported: that module needs lmms-eval).
 RESULT_KEY = "result"
+#: lmms-eval's per-document score in a metric's entry (`adapters.lmms_eval_task.SCORE_KEY`).
+SCORE_KEY = "score"
+#: The subtask a samples log is of, from its name (`<date>_samples_proactivebench_rod.jsonl`;
+#: `adapters.lmms_eval_task.task_name` makes the subtask's name from the scenario's).
+_SUBTASK_LOG = re.compile(r".*_samples_proactivebench_(.+)\.jsonl", re.IGNORECASE)
 
 
 def import_lmms_eval_samples(
@@ -36,8 +47,11 @@ def import_lmms_eval_samples(
         raise ProactiveBenchError(f"{out / RESULTS} exists; import into a new directory")
     _refuse_repeated(samples)
     found: list[tuple[str, dict[str, Any]]] = []
+    origins: list[tuple[Path, dict[str, Any]]] = []  # each line's log and row, as in `found`
     for path in map(Path, samples):
-        found += _lines_of(path)
+        for where, line, row in _lines_of(path):
+            found.append((where, line))
+            origins.append((path, row))
     if not found:
         raise ProactiveBenchError("the samples logs hold no episode to import")
     # The first line's settings are the run's: a line of another run (other settings) is
@@ -45,6 +59,13 @@ def import_lmms_eval_samples(
     settings = found[0][1].get("settings") or {}
     for where, line in found:
         problem = line_problem(line, settings, whose="the first line's", source="first line")
+        if problem is not None:
+            raise ProactiveBenchError(f"{where}: {problem}; nothing imported")
+    # Lines every reader can count: now whether each is its subtask's, and scored as it says.
+    first: dict[Path, tuple[str, dict[str, Any]]] = {}  # each log's first line
+    for (where, line), (path, row) in zip(found, origins, strict=True):
+        first.setdefault(path, (where, line))
+        problem = _rescored(row, line) or _foreign(path, row, line, first[path])
         if problem is not None:
             raise ProactiveBenchError(f"{where}: {problem}; nothing imported")
     refuse_twice(found, "the samples logs")
@@ -74,9 +95,9 @@ def _refuse_repeated(samples: Sequence[str | os.PathLike[str]]) -> None:
         seen[key] = str(path)
 
 
-def _lines_of(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """The result lines of one samples log (each with its `file:line`), each made storable as
-    it enters."""
+def _lines_of(path: Path) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The result lines of one samples log (each with its `file:line` and its row), each made
+    storable as it enters."""
     if not path.is_file():
         raise ProactiveBenchError(f"no lmms-eval samples log at {path}")
     try:
@@ -101,8 +122,56 @@ def _lines_of(path: Path) -> list[tuple[str, dict[str, Any]]]:
                 f"{path}:{number}: not a sample of the proactivebench lmms-eval task (no result "
                 "line under its metrics)"
             )
-        lines.append((f"{path}:{number}", storable_json(line)))
+        lines.append((f"{path}:{number}", storable_json(line), sample))
     return lines
+
+
+def _foreign(
+    path: Path, row: dict[str, Any], line: dict[str, Any], first: tuple[str, dict[str, Any]]
+) -> str | None:
+    """Why `line` is not an episode of the subtask `path` logs, or None: its scenario is not
+    the one of the subtask its file name names, nor the one of the log's `first` line (a
+    samples log is one subtask's, one scenario's), or the row's document names another
+    episode."""
+    scenario = line["scenario"]
+    named = _SUBTASK_LOG.fullmatch(path.name)
+    subtasks = {_subtask(known) for known in scenario_names()}
+    if named and _subtask(named[1]) in subtasks and _subtask(scenario) != _subtask(named[1]):
+        return (
+            f"a {scenario} line in the log of the subtask proactivebench_{named[1]} "
+            "(a samples log holds one scenario's episodes)"
+        )
+    if first[1]["scenario"] != scenario:
+        return (
+            f"a {scenario} line in a log of {first[1]['scenario']} episodes ({first[0]}; a "
+            "samples log holds one scenario's episodes)"
+        )
+    doc = row.get("doc")
+    named_by_doc = (doc.get("scenario"), doc.get("sample_id")) if isinstance(doc, dict) else None
+    episode = (scenario, line["sample_id"])
+    if named_by_doc is not None and None not in named_by_doc and named_by_doc != episode:
+        return (
+            f"its result line is {scenario} sample {episode[1]}, its document "
+            f"{named_by_doc[0]} sample {named_by_doc[1]}"
+        )
+    return None
+
+
+def _subtask(scenario: str) -> str:
+    """The suffix of a scenario's subtask (`lmms_eval_task.task_name`): "rod", "mvp_n"."""
+    return scenario.lower().replace("-", "_")
+
+
+def _rescored(row: dict[str, Any], line: dict[str, Any]) -> str | None:
+    """Where a metric's lmms-eval score contradicts the row's line, or None."""
+    scores = {
+        key: entry[SCORE_KEY]
+        for key, entry in row.items()
+        if isinstance(entry, dict)
+        and SCORE_KEY in entry
+        and isinstance(entry.get(RESULT_KEY), dict)
+    }
+    return score_problem(scores, line)
 
 
 def _line(sample: Any, where: str) -> dict[str, Any] | None:

@@ -103,6 +103,17 @@ def rewrite_summary(run: Path) -> None:
     write_summary(run, summarize(run_lines(run, config).lines, model=config["model"]))
 
 
+def wrong_line(runs: Path, line: dict[str, object]) -> str:
+    """The reactive baseline's line of `line`'s episode (the suite's `mcqa` run, same data and
+    settings): a whole line that tells another story, where flipping `correct` alone gives a
+    line no reader counts (its end_reason and trace still say correct)."""
+    for text in (runs / "suite" / "mcqa" / "results.jsonl").read_text().splitlines():
+        other = json.loads(text)
+        if (other["scenario"], other["sample_id"]) == (line["scenario"], line["sample_id"]):
+            return text + "\n"
+    raise AssertionError(f"no reactive line of {line['scenario']} {line['sample_id']}")
+
+
 def assert_one_line_failure(done: subprocess.CompletedProcess[str], *wanted: str) -> str:
     output = (done.stdout + done.stderr).strip()
     assert done.returncode == 1, output
@@ -201,10 +212,8 @@ def test_rerun_updates_the_same_paths(hub: UploadHub, runs: Path, tmp_path: Path
     # only what changed, same paths.
     lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if json.loads(line)["scenario"] == "ROD")
-    first = json.loads(lines[at])
-    assert first["correct"]
-    first["correct"] = False
-    lines[at] = json.dumps(first) + "\n"
+    assert json.loads(lines[at])["correct"]
+    lines[at] = wrong_line(runs, json.loads(lines[at]))
     (run / "results.jsonl").write_text("".join(lines))
     rewrite_summary(run)
     second = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
@@ -582,7 +591,8 @@ def test_an_earlier_run_with_lines_not_counted_keeps_its_cautions_and_counts_lin
     files = hub.repos[REPO].files
     lines = [json.loads(line) for line in files["runs/run-a/results.jsonl"].splitlines()]
     pasted = {**lines[0], "sample_id": 900}  # an episode the run never selected
-    contradicting = {**lines[-1], "correct": not lines[-1]["correct"]}
+    contradicting = json.loads(wrong_line(runs, lines[-1]))
+    assert lines[-1]["correct"] and not contradicting["correct"]
     files["runs/run-a/results.jsonl"] += "".join(
         json.dumps(line) + "\n" for line in (pasted, contradicting)
     ).encode()

@@ -290,7 +290,7 @@ def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
     card = files["README.md"].decode()
     table = [line for line in card.splitlines() if line.startswith("| ")]
     assert not any(row.startswith("| ROD ") for row in table)
-    assert table[-1].startswith("| average | 12 | 100.0 |"), table
+    assert table[-1].startswith("| average of 6 (VSOD, MVP-N, IN-C, QD, CIT, COCO) | 12 | 100.0 |")
     assert files["runs/run-a/results.jsonl"] == "".join(kept).encode()
     assert (run / "summary.json").read_bytes() == stale  # the run folder is not written
 
@@ -482,12 +482,12 @@ def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
     unsafe = [c for c in body if c != "\n" and unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"}]
     assert unsafe == [], unsafe
     assert "\n## Injected" not in body  # no heading of its own
-    assert "- model: `gpt\\x1b[31m\\u202eevil'|x\\n## Injected\\u2066\\u200b\\u2028`" in body
+    assert "- model: ``gpt\\x1b[31m\\u202eevil`|x\\n## Injected\\u2066\\u200b\\u2028``" in body
     table = [line for line in body.splitlines() if line.startswith("| ")]
     assert table[1:] == [
         "| ROD | 2 | – | – | 0 |",
         "| VS\\u202eOD | 2 | – | – | 0 |",
-        "| average | 2 | – | – | 0 |",
+        "| average of 2 (ROD, VS\\u202eOD) | 2 | – | – | 0 |",
     ]
     assert "- [`reports/x) [click](https://example.com`](reports/x%29%20%5Bclick%5D" in body
 
@@ -555,7 +555,7 @@ def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
     section = files["README.md"].decode().split("## `runs/run-a`")[1].split("## ")[0]
     table = [line for line in section.splitlines() if line.startswith("| ")]
     assert not any(row.startswith("| ROD ") for row in table), table
-    assert table[-1].startswith("| average | 12 | 100.0 |"), table
+    assert table[-1].startswith("| average of 6 (VSOD, MVP-N, IN-C, QD, CIT, COCO) | 12 | 100.0 |")
     summary = json.loads(files["runs/run-a/summary.json"])
     assert "ROD" not in summary["scenarios"] and summary["average"]["n"] == 12
     warning = " ".join(second.stderr.split())
@@ -567,7 +567,7 @@ def test_the_card_counts_the_lines_of_runs_earlier_pushes_left(
     assert third.returncode == 0, third.stdout + third.stderr
     section = hub.repos[REPO].files["README.md"].decode().split("## `runs/run-a`")[1]
     assert "1 line(s) of results.jsonl are not counted" in section.split("## ")[0]
-    assert "| average | 12 | 100.0 |" in section
+    assert "| average of 6 (VSOD, MVP-N, IN-C, QD, CIT, COCO) | 12 | 100.0 |" in section
 
 
 def test_an_earlier_run_with_lines_not_counted_keeps_its_cautions_and_counts_lines(
@@ -781,3 +781,81 @@ def test_a_run_with_lines_no_reader_counts_is_not_pushed(
     done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
     assert_one_line_failure(done, f"results.jsonl:{number}: not a result line", "before pushing")
     assert hub.requests == [] and REPO not in hub.repos
+
+
+def test_a_report_directory_pushed_on_its_own_must_be_its_runs_lines(
+    hub: UploadHub, runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report A B --out DIR`, a line of A moved out, then `push DIR`: the report was
+    published with n = 14 for A, whose results.jsonl now holds 13 lines, exit 0 without a
+    word. A report named on its own is now refused, as a run's stale report/ is left out,
+    naming it and the command that rebuilds it; so is one whose runs are not at hand."""
+    a, b, cmp = tmp_path / "a", tmp_path / "b", tmp_path / "cmp"
+    shutil.copytree(runs / "run-a", a, ignore=shutil.ignore_patterns("report"))
+    shutil.copytree(runs / "suite" / "mcqa", b, ignore=shutil.ignore_patterns("report"))
+    code, output = run_cli(["report", str(a), str(b), "--out", str(cmp)], capsys)
+    assert code == 0, output
+    from proactivebench.publish import plan_push
+
+    assert "reports/cmp/report.html" in plan_push([cmp]).files  # as built: pushed
+    lines = (a / "results.jsonl").read_text().splitlines(keepends=True)
+    (a / "results.jsonl").write_text("".join(lines[1:]))
+
+    done = push(hub.endpoint, tmp_path / "hf", cmp, "--repo", REPO)
+    assert_one_line_failure(
+        done, f"{cmp} was not built from its runs' lines", "proactivebench report ", "--out"
+    )
+    assert REPO not in hub.repos or not hub.repos[REPO].files
+
+    shutil.move(a, tmp_path / "moved")
+    done = push(hub.endpoint, tmp_path / "hf", cmp, "--repo", REPO)
+    assert_one_line_failure(done, f"{cmp} was built from runs that are not at hand", str(a))
+
+
+def test_the_cards_average_over_fewer_scenarios_says_which_and_why_it_is_apart(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run of ROD and QD only: the card's row read `| average | 4 | ...` with no caution,
+    where eval prints "average of 2 (ROD, QD)" and report --paper sets the average apart.
+    The card now labels it as eval's table does and says why in "Read with care"."""
+    from proactivebench.publish import dataset_card, plan_push
+
+    run = tmp_path / "rq"
+    args = ["eval", "--data", str(runs / "data"), "--model", "baseline:oracle"]
+    code, output = run_cli(
+        [*args, "--scenarios", "ROD,QD", "--out", str(run), "--no-report"], capsys
+    )
+    assert code == 0, output
+    assert "average of 2 (ROD, QD)" in output  # eval's own label
+    card = dataset_card(plan_push([run]), REPO)
+    table = [line for line in card.splitlines() if line.startswith("| ")]
+    assert table[-1].startswith("| average of 2 (ROD, QD) | 4 | 100.0 |"), table
+    caution = "the average is not comparable with the paper's: average of other scenarios"
+    assert caution in card.split("Read with care:")[1].split("| scenario")[0]
+    # A run of all seven keeps the plain label, and no such caution.
+    full = dataset_card(plan_push([runs / "run-a"]), REPO)
+    assert "| average | 14 |" in full and caution not in full
+
+
+def test_a_backtick_in_a_name_is_shown_as_it_is_and_stays_inert() -> None:
+    """A folder named ``x|y`<b>*z*`` was shown as `runs/x|y'<b>*z*` (its backtick changed to
+    a quote), where the docs say a name shows as it is. Each name is now a code span fenced by
+    more backticks than it holds (CommonMark): rendered, the exact name, no markup."""
+    from markdown_it import MarkdownIt
+
+    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+
+    names = ["runs/x|y`<b>*z*", "runs/``a```", "`runs/b`"]
+    config = {"model": "m`n", "settings": {"mode": "mcqa"}, "data_dir": "/d/``da"}
+    plan = PushPlan(runs=[PushedRun(n, config, None) for n in names], reports=["reports/`r"])
+    html = (
+        MarkdownIt("commonmark")
+        .enable("table")
+        .render(dataset_card(plan, REPO).partition("\n---\n")[2])
+    )
+    for name in names:
+        escaped = name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        assert f"<h2><code>{escaped}</code></h2>" in html, html
+    assert "<code>m`n</code>" in html and "<code>``da</code>" in html
+    assert '<a href="reports/%60r/report.html"><code>reports/`r</code></a>' in html
+    assert "<b>" not in html and "<em>" not in html

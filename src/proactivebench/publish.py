@@ -10,7 +10,8 @@ Where things go in the repo (documented in docs/reports.md, "Results on the Hub"
   directory per experiment) → every experiment as `runs/<OUT's name>/<experiment id>/` and the
   suite's report `OUT/report` as `reports/<OUT's name>/` (replaced with the runs: deleted
   when this push sends no current report);
-- a report directory `DIR` (report.json or report.html, no run.json) → `reports/<DIR's name>/`;
+- a report directory `DIR` (report.json or report.html, no run.json) → `reports/<DIR's name>/`,
+  refused unless built from its runs' lines as they are now (`_refuse_stale_report`);
 - `README.md`: the dataset card, written anew at every push from the runs of this push and
   those earlier pushes left in `runs/` (model, settings, data, the summary table).
 
@@ -37,6 +38,7 @@ import logging
 import math
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -47,7 +49,7 @@ from urllib.parse import quote
 
 from proactivebench.errors import ProactiveBenchError, PushError, hub_answer
 from proactivebench.escapes import visible
-from proactivebench.metrics import Metric, headline_metrics, summarize
+from proactivebench.metrics import Metric, average_label, headline_metrics, summarize
 from proactivebench.paths import read_file
 from proactivebench.rundir import (
     REPORT_DIR,
@@ -169,6 +171,7 @@ def _add_path(plan: PushPlan, path: Path, name: str) -> None:
     elif is_suite_dir(path):
         _add_suite(plan, path, name)
     elif any((path / f).is_file() for f in REPORT_FILES):
+        _refuse_stale_report(path)
         _add_report(plan, path, f"{REPORTS}/{name}")
     else:
         raise PushError(
@@ -230,18 +233,23 @@ def cautions(run_dir: Path) -> list[str]:
     """What the card says above a run's table, as `report` says it: the warnings its lines
     give (`report.measures.run_warnings`: unreadable answers, verdicts kept from an earlier
     judge...) and what makes it not comparable with the paper's rows (`report.comparable`:
-    generated data, partial, settings the table does not have)."""
-    from proactivebench.report.comparable import not_comparable
+    generated data, partial, settings the table does not have), and its average when that
+    covers other scenarios than the paper's (`average_apart`)."""
+    from proactivebench.report.comparable import average_apart, not_comparable
     from proactivebench.report.measures import run_warnings_and_intervals
     from proactivebench.report.runs import load_run
 
     warnings, _ = run_warnings_and_intervals(run_dir)
-    reasons = not_comparable(load_run(run_dir))
+    run = load_run(run_dir)
+    reasons = not_comparable(run)
     if reasons:
         warnings = [
             *warnings,
             "not comparable with the paper's published numbers: " + "; ".join(reasons),
         ]
+    apart = average_apart(run)  # as report --paper sets the average apart
+    if apart is not None:
+        warnings = [*warnings, f"the average is not comparable with the paper's: {apart}"]
     return warnings
 
 
@@ -314,6 +322,46 @@ def _current_report(plan: PushPlan, report_dir: Path, run_dirs: list[Path]) -> b
     return False
 
 
+def _refuse_stale_report(report_dir: Path) -> None:
+    """A report directory named on its own (`report A B --out DIR`) is pushed only when it
+    was built from its runs' lines as they are now, the rule of `_current_report`; named by
+    the user, it is refused rather than left out: its runs (as `.built-from.json` records
+    them) not at hand, or changed since, or not recorded at all."""
+    from proactivebench.report.build import BUILT_FROM, built_from_runs_as_they_are
+
+    runs = _report_inputs(report_dir / BUILT_FROM)
+    if runs is None:
+        raise PushError(
+            f"{report_dir} does not say what it was built from ({BUILT_FROM} missing or "
+            "unreadable): rebuild it with `proactivebench report RUN... --out "
+            f"{report_dir}`, then push again"
+        )
+    quoted = " ".join(shlex.quote(run) for run in runs)
+    rebuild = f"`proactivebench report {quoted} --out {shlex.quote(str(report_dir))}`"
+    gone = [run for run in runs if not Path(run).is_dir()]
+    if gone:
+        raise PushError(
+            f"{report_dir} was built from runs that are not at hand ({gone[0]} moved or "
+            f"deleted): it cannot be told to be their lines'; rebuild it with {rebuild} "
+            "where they are, then push again"
+        )
+    if not built_from_runs_as_they_are(report_dir, [Path(run) for run in runs]):
+        raise PushError(
+            f"{report_dir} was not built from its runs' lines as they are now (changed since): "
+            f"rebuild it with {rebuild} (and the options it was built with), then push again"
+        )
+
+
+def _report_inputs(record: Path) -> list[str] | None:
+    """The run directories a report's record (`.built-from.json`) says it was built from;
+    None when it is missing or not such a record."""
+    try:
+        runs = loads(read_file(record).decode("utf-8"))["inputs"]["runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return [str(run) for run in runs] if isinstance(runs, dict) and runs else None
+
+
 def _add_report(plan: PushPlan, report_dir: Path, repo_path: str) -> None:
     for local, relative in _files_under(report_dir):
         plan.add(f"{repo_path}/{relative}", local)
@@ -374,7 +422,7 @@ def dataset_card(
     reports = sorted({*plan.reports, *earlier_reports})
     if reports:
         lines += ["## Reports", ""]
-        lines += [f"- [`{_code(r)}`]({quote(r)}/report.html)" for r in reports]
+        lines += [f"- [{_code(r)}]({quote(r)}/report.html)" for r in reports]
         lines.append("")
     return "\n".join(lines)
 
@@ -383,13 +431,13 @@ def _run_section(run: PushedRun) -> list[str]:
     config = run.config
     settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
     lines = [
-        f"## `{_code(run.repo_path)}`",
+        f"## {_code(run.repo_path)}",
         "",
-        f"- model: `{_code(str(config.get('model', '?')))}`",
-        f"- settings: `{_code(_compact(settings))}`",
+        f"- model: {_code(str(config.get('model', '?')))}",
+        f"- settings: {_code(_compact(settings))}",
     ]
     if config.get("judge") is not None:
-        lines.append(f"- judge: `{_code(_compact(config['judge']))}`")
+        lines.append(f"- judge: {_code(_compact(config['judge']))}")
     lines.append(f"- data: {_data_text(config)}")
     lines.append("")
     if run.summary is None:
@@ -410,9 +458,9 @@ def _data_text(config: dict[str, Any]) -> str:
     when run.json records one."""
     data_dir = config.get("data_dir")
     name = PurePosixPath(str(data_dir).replace("\\", "/")).name if data_dir else "?"
-    text = f"`{_code(name)}`"
+    text = _code(name)
     revision = config.get("data_revision")
-    return f"{text} (revision `{_code(str(revision))}`)" if revision else text
+    return f"{text} (revision {_code(str(revision))})" if revision else text
 
 
 def _summary_table(summary: dict[str, Any], oeg: bool) -> list[str]:
@@ -425,12 +473,23 @@ def _summary_table(summary: dict[str, Any], oeg: bool) -> list[str]:
     for name, score in scenarios.items() if isinstance(scenarios, dict) else ():
         rows.append(_row(str(name), score, metrics))
     if isinstance(summary.get("average"), dict):
-        rows.append(_row("average", summary["average"], metrics))
+        rows.append(_row(_average_label(scenarios), summary["average"], metrics))
     return [
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
         *("| " + " | ".join(row) + " |" for row in rows),
     ]
+
+
+def _average_label(scenarios: Any) -> str:
+    """The average row's name as eval's table gives it (`metrics.average_label`, read from
+    summary.json's scenarios as `Summary.average_label` reads them): "average" over the
+    paper's seven only, so that a mean of two scenarios is never read as the paper's."""
+    scores = scenarios if isinstance(scenarios, dict) else {}
+    scored = {str(name): isinstance(s, dict) and bool(s.get("n")) for name, s in scores.items()}
+    return average_label(
+        [name for name, ok in scored.items() if ok], [name for name, ok in scored.items() if not ok]
+    )
 
 
 def _row(name: str, score: Any, metrics: Sequence[Metric]) -> list[str]:
@@ -453,18 +512,30 @@ def _compact(value: Any) -> str:
 
 
 def _code(text: str) -> str:
-    """Text from a run's files (folder names, run.json's model, settings and data) made inert
-    inside a Markdown code span: control, format and bidirectional characters written as their
-    escapes (`escapes.visible`: an override would show another name than the file holds), on
-    one line, and the span's delimiter replaced. A `|` stays as it is: outside a table it is
-    no markup, and a backslash before it would be shown (`_cell` is for table cells)."""
-    return " ".join(visible(text).split()).replace("`", "'")
+    """Text from a run's files (folder names, run.json's model, settings and data) as an inert
+    Markdown code span: control, format and bidirectional characters written as their escapes
+    (`escapes.visible`: an override would show another name than the file holds), on one
+    line, fenced by one backtick more than its longest run of backticks (CommonMark), so that
+    a backtick in it shows as it is. A `|` stays as it is: outside a table it is no markup,
+    and a backslash before it would be shown (`_cell` is for table cells)."""
+    inner = _one_line(text)
+    fence = "`" * (max(map(len, re.findall(r"`+", inner)), default=0) + 1)
+    # A span's content that begins or ends with a backtick would merge with the fence: a
+    # space on each side, which CommonMark strips.
+    padded = f" {inner} " if inner.startswith("`") or inner.endswith("`") else inner
+    return f"{fence}{padded}{fence}"
+
+
+def _one_line(text: str) -> str:
+    """`escapes.visible` text on one line: runs of white space as one space."""
+    return " ".join(visible(text).split())
 
 
 def _cell(text: str) -> str:
-    """`_code` for a table cell, where an unescaped `|` would end the cell: written `\\|`,
-    which the table shows as `|`."""
-    return _code(text).replace("|", "\\|")
+    """Text of a table cell made inert: `_one_line`, a backtick (which would open a code
+    span) written `'`, and `|`, which would end the cell, written `\\|`, which the table shows
+    as `|`."""
+    return _one_line(text).replace("`", "'").replace("|", "\\|")
 
 
 #: Characters Markdown reads as markup in running text.

@@ -840,6 +840,104 @@ def test_two_invocations_recording_one_out_at_once_keep_both_entries(
     assert sorted(p.name for p in out.iterdir()) == ["suite.json"]  # no lock files left
 
 
+#: Another invocation, `paper` with another model into OUT (argv 1) on the data (argv 2), which
+#: says it tries the lock of OUT by making the file argv 3.
+PAPER_B = """
+import sys
+from pathlib import Path
+
+from proactivebench import rundir
+from proactivebench.cli import main
+
+out, data, trying = sys.argv[1:4]
+real = rundir.RunLock._acquire
+
+def acquire(self):
+    Path(trying).touch()
+    return real(self)
+
+rundir.RunLock._acquire = acquire
+sys.argv = ["proactivebench", "paper", "--data", data, "--model", "baseline:random", "--out", out,
+            "--only", "hint", "--limit", "1", "--no-report", "--no-cache"]
+main()
+"""
+
+
+def test_two_models_started_into_one_out_at_once_cannot_both_play(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """Two `paper` of different models into one empty OUT at once (round-2 tryout finding 1):
+    the folder's model was checked before its lock was taken, so both passed, both played, and
+    the report compared one model's hint run with the other's plain run as "the effect of the
+    hint". The check and the recording are one hold of the lock (suite.json names the model):
+    the second is refused, naming OUT and the model, and nothing of it is written. The
+    interleaving is forced: this invocation stops before writing suite.json, starts the other,
+    and writes once the other has ended or waits for the lock."""
+    from proactivebench import suite as module
+
+    out, trying, script = tmp_path / "o", tmp_path / "trying", tmp_path / "b.py"
+    script.write_text(PAPER_B)
+    real = module.write_whole
+    other: list[subprocess.Popen] = []
+
+    def write_whole(path: Path, content: str) -> None:
+        if not other:
+            other.append(
+                subprocess.Popen(
+                    [sys.executable, str(script), str(out), str(data), str(trying)],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
+            deadline = time.monotonic() + WAIT_BOUND_S
+            while other[0].poll() is None and not trying.exists():
+                assert time.monotonic() < deadline, "the other invocation hung"
+                time.sleep(0.01)
+        real(path, content)
+
+    monkeypatch.setattr(module, "write_whole", write_whole)
+    mcqa = paper_suite().chosen(["mcqa"])
+    asyncio.run(run_suite(data, mcqa, out, model=load_model("baseline:oracle"), limit=1))
+    told, _ = other[0].communicate(timeout=WAIT_BOUND_S)
+    assert other[0].returncode == 1 and "Traceback" not in told, told
+    assert 'model: "baseline:oracle"' in " ".join(told.split()), told
+    assert not (out / "hint").exists(), told
+    record = json.loads((out / "suite.json").read_text())
+    assert [e["id"] for e in record["experiments"]] == ["mcqa"]
+    assert record["identity"]["model"] == "baseline:oracle"
+
+
+def test_a_suites_report_of_runs_of_two_models_compares_nothing(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A suite's output holding one model's plain run and another's hint run (made by two
+    invocations at once before suite.json named its model, or a run copied in): the report,
+    titled by the first model, set the other's hint run against it as "Δ accuracy vs" the
+    plain run (+100.0 as the effect of the hint). `report OUT` refuses it, naming the two
+    experiments and what differs, and writes no report."""
+    out, other = tmp_path / "o", tmp_path / "other"
+    args = ["paper", "--data", str(data), "--limit", "1", "--no-report"]
+    code, text = run_cli(
+        [*args, "--model", "baseline:oracle", "--out", str(out), "--only", "mcqa"], capsys
+    )
+    assert code == 0, text
+    code, text = run_cli(
+        [*args, "--model", "baseline:random", "--out", str(other), "--only", "hint"], capsys
+    )
+    assert code == 0, text
+    os.rename(other / "hint", out / "hint")
+    record = json.loads((out / "suite.json").read_text())
+    record["experiments"] += json.loads((other / "suite.json").read_text())["experiments"]
+    (out / "suite.json").write_text(json.dumps(record))
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    told = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert "runs of different models or data (mcqa → hint" in told, text
+    assert '"baseline:oracle" → "baseline:random"' in told, text
+    assert not (out / "report").exists()
+
+
 class Killed(BaseException):
     """The process killed here: nothing after it runs."""
 

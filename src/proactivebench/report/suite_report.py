@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import NothingToDoError, ProactiveBenchError
+from proactivebench.errors import NothingToDoError, ProactiveBenchError, RunMismatchError
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file
 from proactivebench.registry import scenario_order
@@ -32,6 +32,7 @@ from proactivebench.rundir import (
     RUN_CONFIG,
     SUITE_RECORD,
     SUITE_RESERVED,
+    identity_differences,
     read_run_config,
     run_lines,
 )
@@ -64,6 +65,7 @@ def write_suite_report(
         raise NothingToDoError(f"{out_dir}: no experiment of its suite.json has a run yet{told}")
     cache = "default" if thumb_cache else None
     runs = {e["id"]: out_dir / e["id"] for e in entries}
+    refuse_mixed_models(runs)
     for run in runs.values():  # each experiment's own report and episode viewer
         write_report([run], run / REPORT_DIR, if_changed=if_changed, thumb_cache=cache)
     report = report_dir or out_dir / REPORT_DIR
@@ -90,6 +92,32 @@ def write_suite_report(
         paper_model=paper_model,
         layout=layout,
     )
+
+
+def refuse_mixed_models(runs: Mapping[str, Path]) -> None:
+    """Refuse a suite's output whose runs are of different models or data (their run.json's
+    `ONE_SUITE_KEYS`), naming two that differ and how: the report names one model and sets
+    each experiment against the plain run as the effect of its setting, so another model's
+    run was read as one model's change (a folder made by two invocations at once before
+    suite.json named its model, or a run folder copied in)."""
+    from proactivebench.suite import ONE_SUITE_KEYS
+
+    first: tuple[str, dict[str, Any]] | None = None
+    for ident, run in runs.items():
+        try:
+            config = read_run_config(run)
+        except (OSError, ProactiveBenchError):
+            continue  # left to the report, which says why
+        ours = {key: config.get(key) or None for key in ONE_SUITE_KEYS}
+        if first is None:
+            first = (ident, ours)
+        elif ours != first[1]:
+            changes = "; ".join(identity_differences(first[1], ours))
+            raise RunMismatchError(
+                f"{run.parent} holds runs of different models or data ({first[0]} → {ident}: "
+                f"{changes}): a suite's report compares one model's experiments, so none are "
+                f"compared; report each run alone (report {run}) or move it to a suite of its own"
+            )
 
 
 def experiments_table(

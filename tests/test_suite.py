@@ -1025,6 +1025,30 @@ def test_a_damaged_experiment_is_left_out_of_the_suites_report_with_a_warning(
     assert "experiment 'hint' is left out" in shown and "hint/run.json is damaged" in shown
 
 
+def test_a_suites_experiment_the_paper_has_no_table_for_is_named_in_its_report(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A custom suite's experiment whose settings no table or figure of the paper holds
+    (`reference` with `hint`; round-2 tryout finding 8) vanished from the paper's tables
+    without a word. The experiments table names it, by the rule that places runs there: a
+    `history` run (the paper's Fig. 8) and the plain run are placed, so not named."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text(
+        '[[experiment]]\nid = "a"\n[[experiment]]\nid = "rh"\nreference = true\nhint = true\n'
+        '[[experiment]]\nid = "h"\nhistory = true\n'
+    )
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(out), "--limit", "1"], capsys)
+    assert code == 0, text
+    shown = (out / "report" / "report.md").read_text()
+    notes = [line for line in shown.splitlines() if "no table or figure of the paper" in line]
+    assert notes == [
+        "_rh: no table or figure of the paper holds runs of its settings: shown in this report's "
+        "own tables (the changes from the plain run, each run's tables) and in its own report "
+        "(the last column), not beside the paper's models._"
+    ], shown
+
+
 class Killed(BaseException):
     """The process killed here: nothing after it runs."""
 

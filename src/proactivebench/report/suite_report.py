@@ -90,7 +90,11 @@ def write_suite_report(
     layout = Layout.of(
         {runs[e["id"]]: e["published"] for e in entries if isinstance(e.get("published"), str)},
         limits=limits,
-        preface=(experiments_table(entries, runs, statuses, report, {} if every else partial),),
+        preface=(
+            experiments_table(
+                entries, runs, statuses, report, {} if every else partial, unplaced(entries, runs)
+            ),
+        ),
         note=partial_note(_common_limit(limits, len(entries))) if every else None,
         warnings=tuple(left_out),
     )

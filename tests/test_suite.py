@@ -176,6 +176,13 @@ def test_paper_suite_is_the_papers_list() -> None:
             '[[experiment]]\nid = "a"\nicl = 2\npublished = "fig9_icl"\n',
             "(--mode mcqa --icl) stand beside no table or figure of the paper",
         ),
+        # Refused as eval refuses it (one rule, EvalSettings): single-turn open-ended generation
+        # has no earlier turns, so the run would be labelled "+history" and play as without.
+        (
+            '[[experiment]]\nid = "a"\nmode = "oeg"\nhistory = true\n',
+            "experiment 1 ('a'): --history sends an episode's earlier turns: --mode oeg plays one "
+            "turn",
+        ),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
         ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
         ("id = ", "is not TOML"),

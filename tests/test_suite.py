@@ -1056,6 +1056,29 @@ def test_a_suites_experiment_the_paper_has_no_table_for_is_named_in_its_report(
     ], shown
 
 
+def test_a_line_level_warning_of_a_suites_plain_run_is_told_once(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A suite whose plain run holds a line of a sample it never selected (sample 900 pasted
+    in; round-2 tryout finding 10): the warning that it is not counted appeared twice in the
+    terminal and twice under "## Warnings" of report.md, told once for the run and again for
+    it as the base every experiment is compared with (`--vs`)."""
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(data), "--model", "baseline:oracle", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "mcqa,hint", "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    path = out / "mcqa" / "results.jsonl"
+    pasted = {**json.loads(path.read_text().splitlines()[0]), "sample_id": 900}
+    with path.open("a") as f:
+        f.write(json.dumps(pasted) + "\n")
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    assert code == 0, text
+    told = [line for line in text.splitlines() if "sample 900 was not selected" in line]
+    assert len(told) == 1, text
+    shown = (out / "report" / "report.md").read_text()
+    assert shown.count("sample 900 was not selected") == 1, shown
+
+
 class Killed(BaseException):
     """The process killed here: nothing after it runs."""
 

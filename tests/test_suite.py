@@ -176,6 +176,13 @@ def test_paper_suite_is_the_papers_list() -> None:
             '[[experiment]]\nid = "a"\nicl = 2\npublished = "fig9_icl"\n',
             "(--mode mcqa --icl) stand beside no table or figure of the paper",
         ),
+        # Refused as eval refuses it (one rule, EvalSettings): single-turn open-ended generation
+        # has no earlier turns, so the run would be labelled "+history" and play as without.
+        (
+            '[[experiment]]\nid = "a"\nmode = "oeg"\nhistory = true\n',
+            "experiment 1 ('a'): --history sends an episode's earlier turns: --mode oeg plays one "
+            "turn",
+        ),
         ('[[experiment]]\nid = "a"\n[[experiment]]\nid = "a"\n', "two experiments have the id 'a'"),
         ('[[experiments]]\nid = "a"\n', "unknown key 'experiments'"),
         ("id = ", "is not TOML"),
@@ -464,6 +471,11 @@ def test_an_experiment_edited_in_the_file_is_refused_and_its_record_kept(
             {"id": "b", "paper": "mine", "published": None, "plain": False, "limit": 2},
         ],
         "limit": 2,
+        "identity": {
+            "data_dir": str(data.resolve()),
+            "model": "baseline:oracle",
+            "model_settings": None,
+        },
     }
     # Refused alone: what the file held before, limit included, stays as it was.
     code, text = run_cli([*args, "--limit", "3", "--only", "a"], capsys)
@@ -838,6 +850,233 @@ def test_two_invocations_recording_one_out_at_once_keep_both_entries(
     record = json.loads((out / "suite.json").read_text())
     assert sorted(e["id"] for e in record["experiments"]) == ["a", "b"]
     assert sorted(p.name for p in out.iterdir()) == ["suite.json"]  # no lock files left
+
+
+#: Another invocation, `paper` with another model into OUT (argv 1) on the data (argv 2), which
+#: says it tries the lock of OUT by making the file argv 3.
+PAPER_B = """
+import sys
+from pathlib import Path
+
+from proactivebench import rundir
+from proactivebench.cli import main
+
+out, data, trying = sys.argv[1:4]
+real = rundir.RunLock._acquire
+
+def acquire(self):
+    Path(trying).touch()
+    return real(self)
+
+rundir.RunLock._acquire = acquire
+sys.argv = ["proactivebench", "paper", "--data", data, "--model", "baseline:random", "--out", out,
+            "--only", "hint", "--limit", "1", "--no-report", "--no-cache"]
+main()
+"""
+
+
+def test_two_models_started_into_one_out_at_once_cannot_both_play(
+    data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """Two `paper` of different models into one empty OUT at once (round-2 tryout finding 1):
+    the folder's model was checked before its lock was taken, so both passed, both played, and
+    the report compared one model's hint run with the other's plain run as "the effect of the
+    hint". The check and the recording are one hold of the lock (suite.json names the model):
+    the second is refused, naming OUT and the model, and nothing of it is written. The
+    interleaving is forced: this invocation stops before writing suite.json, starts the other,
+    and writes once the other has ended or waits for the lock."""
+    from proactivebench import suite as module
+
+    out, trying, script = tmp_path / "o", tmp_path / "trying", tmp_path / "b.py"
+    script.write_text(PAPER_B)
+    real = module.write_whole
+    other: list[subprocess.Popen] = []
+
+    def write_whole(path: Path, content: str) -> None:
+        if not other:
+            other.append(
+                subprocess.Popen(
+                    [sys.executable, str(script), str(out), str(data), str(trying)],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
+            deadline = time.monotonic() + WAIT_BOUND_S
+            while other[0].poll() is None and not trying.exists():
+                assert time.monotonic() < deadline, "the other invocation hung"
+                time.sleep(0.01)
+        real(path, content)
+
+    monkeypatch.setattr(module, "write_whole", write_whole)
+    mcqa = paper_suite().chosen(["mcqa"])
+    asyncio.run(run_suite(data, mcqa, out, model=load_model("baseline:oracle"), limit=1))
+    told, _ = other[0].communicate(timeout=WAIT_BOUND_S)
+    assert other[0].returncode == 1 and "Traceback" not in told, told
+    assert 'model: "baseline:oracle"' in " ".join(told.split()), told
+    assert not (out / "hint").exists(), told
+    record = json.loads((out / "suite.json").read_text())
+    assert [e["id"] for e in record["experiments"]] == ["mcqa"]
+    assert record["identity"]["model"] == "baseline:oracle"
+
+
+def test_a_suites_report_of_runs_of_two_models_compares_nothing(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A suite's output holding one model's plain run and another's hint run (made by two
+    invocations at once before suite.json named its model, or a run copied in): the report,
+    titled by the first model, set the other's hint run against it as "Δ accuracy vs" the
+    plain run (+100.0 as the effect of the hint). `report OUT` refuses it, naming the two
+    experiments and what differs, and writes no report."""
+    out, other = tmp_path / "o", tmp_path / "other"
+    args = ["paper", "--data", str(data), "--limit", "1", "--no-report"]
+    code, text = run_cli(
+        [*args, "--model", "baseline:oracle", "--out", str(out), "--only", "mcqa"], capsys
+    )
+    assert code == 0, text
+    code, text = run_cli(
+        [*args, "--model", "baseline:random", "--out", str(other), "--only", "hint"], capsys
+    )
+    assert code == 0, text
+    os.rename(other / "hint", out / "hint")
+    record = json.loads((out / "suite.json").read_text())
+    record["experiments"] += json.loads((other / "suite.json").read_text())["experiments"]
+    (out / "suite.json").write_text(json.dumps(record))
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    told = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert "runs of different models or data (mcqa → hint" in told, text
+    assert '"baseline:oracle" → "baseline:random"' in told, text
+    assert not (out / "report").exists()
+
+
+#: Another invocation holding a run directory (argv 1): it makes the file argv 2 once it holds
+#: it, and lets go once that file is removed.
+HOLDING = """
+import sys
+import time
+from pathlib import Path
+
+from proactivebench.rundir import RunLock
+
+with RunLock(Path(sys.argv[1])):
+    Path(sys.argv[2]).touch()
+    while Path(sys.argv[2]).exists():
+        time.sleep(0.01)
+"""
+
+
+def report_rows(out: Path) -> list[str]:
+    """The experiments of the suite's report.md, by the rows of its experiments table."""
+    text = (out / "report" / "report.md").read_text()
+    table = text.split("### Experiments", 1)[1].split("\n\n")[1]  # the table after its heading
+    return [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+
+
+def test_an_experiment_another_invocation_holds_is_left_out_of_the_report_not_a_failure(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """`paper --only mcqa` while another invocation still plays `hint` in the same OUT
+    (round-2 tryout finding 3): mcqa played well, yet the command exited 1 at its report
+    ("OUT/hint is in use by another run"). The report is written without the experiment in
+    use, with a warning naming it and that `report OUT` makes it whole once it ends; exit 0.
+    Waiting was no choice: the other experiment may play for hours."""
+    out, ready, script = tmp_path / "o", tmp_path / "holding", tmp_path / "hold.py"
+    script.write_text(HOLDING)
+    args = ["paper", "--data", str(data), "--model", "baseline:oracle", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "hint", "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    holder = subprocess.Popen([sys.executable, str(script), str(out / "hint"), str(ready)])
+    try:
+        deadline = time.monotonic() + WAIT_BOUND_S
+        while not ready.exists():
+            assert holder.poll() is None and time.monotonic() < deadline, "the holder failed"
+            time.sleep(0.01)
+        code, text = run_cli([*args, "--only", "mcqa", "--limit", "1"], capsys)
+    finally:
+        ready.unlink(missing_ok=True)
+        holder.wait(WAIT_BOUND_S)
+    told = " ".join(text.split())
+    assert code == 0 and "Traceback" not in text, text
+    assert "experiment 'hint' is left out of this report" in told, text
+    assert f"report {out} once that run ends" in told, text
+    assert report_rows(out) == ["mcqa"]
+    shown = " ".join((out / "report" / "report.md").read_text().split())
+    assert (
+        "experiment 'hint' is left out of this report" in shown and "in use by another run" in shown
+    )
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    assert code == 0 and "left out" not in text, text
+    assert sorted(report_rows(out)) == ["hint", "mcqa"]
+
+
+def test_a_damaged_experiment_is_left_out_of_the_suites_report_with_a_warning(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """One experiment's run.json damaged (round-2 tryout finding 7): `report OUT` failed whole
+    ("OUT/hint/run.json is damaged"), the healthy experiments got no report, where a missing
+    folder or run.json is left out with a warning. A damaged one is too, the warning naming
+    the file and why."""
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(data), "--model", "baseline:oracle", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "mcqa,hint", "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    config = out / "hint" / "run.json"
+    config.write_bytes(config.read_bytes()[:100])
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    told = " ".join(text.split())
+    assert code == 0 and "Traceback" not in text, text
+    assert f"experiment 'hint' is left out of this report: {config} is damaged" in told, text
+    assert report_rows(out) == ["mcqa"]
+    shown = " ".join((out / "report" / "report.md").read_text().split())
+    assert "experiment 'hint' is left out" in shown and "hint/run.json is damaged" in shown
+
+
+def test_a_suites_experiment_the_paper_has_no_table_for_is_named_in_its_report(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A custom suite's experiment whose settings no table or figure of the paper holds
+    (`reference` with `hint`; round-2 tryout finding 8) vanished from the paper's tables
+    without a word. The experiments table names it, by the rule that places runs there: a
+    `history` run (the paper's Fig. 8) and the plain run are placed, so not named."""
+    mine, out = tmp_path / "mine.toml", tmp_path / "o"
+    mine.write_text(
+        '[[experiment]]\nid = "a"\n[[experiment]]\nid = "rh"\nreference = true\nhint = true\n'
+        '[[experiment]]\nid = "h"\nhistory = true\n'
+    )
+    args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
+    code, text = run_cli([*args, "--out", str(out), "--limit", "1"], capsys)
+    assert code == 0, text
+    shown = (out / "report" / "report.md").read_text()
+    notes = [line for line in shown.splitlines() if "no table or figure of the paper" in line]
+    assert notes == [
+        "_rh: no table or figure of the paper holds runs of its settings: shown in this report's "
+        "own tables (the changes from the plain run, each run's tables) and in its own report "
+        "(the last column), not beside the paper's models._"
+    ], shown
+
+
+def test_a_line_level_warning_of_a_suites_plain_run_is_told_once(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A suite whose plain run holds a line of a sample it never selected (sample 900 pasted
+    in; round-2 tryout finding 10): the warning that it is not counted appeared twice in the
+    terminal and twice under "## Warnings" of report.md, told once for the run and again for
+    it as the base every experiment is compared with (`--vs`)."""
+    out = tmp_path / "o"
+    args = ["paper", "--data", str(data), "--model", "baseline:oracle", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "mcqa,hint", "--limit", "1", "--no-report"], capsys)
+    assert code == 0, text
+    path = out / "mcqa" / "results.jsonl"
+    pasted = {**json.loads(path.read_text().splitlines()[0]), "sample_id": 900}
+    with path.open("a") as f:
+        f.write(json.dumps(pasted) + "\n")
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    assert code == 0, text
+    told = [line for line in text.splitlines() if "sample 900 was not selected" in line]
+    assert len(told) == 1, text
+    shown = (out / "report" / "report.md").read_text()
+    assert shown.count("sample 900 was not selected") == 1, shown
 
 
 class Killed(BaseException):

@@ -427,6 +427,12 @@ class EvalSettings(CheckedSettings):
         if self.judged:
             if self.icl or self.reference:
                 raise SettingsError("open-ended generation has no --icl or --reference")
+            # Recorded but never played: a run labelled "+history" identical to one without.
+            if self.history and self.mode == "oeg":
+                raise SettingsError(
+                    "--history sends an episode's earlier turns: --mode oeg plays one turn "
+                    "(turns with history: --mode oeg-multiturn)"
+                )
             if self.decoding == Decoding():
                 object.__setattr__(self, "decoding", oeg_decoding())
         if (self.cot or self.icl_reduced) and not self.icl:

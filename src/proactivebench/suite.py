@@ -342,12 +342,12 @@ async def run_suite(
     shared: list[Model] = []
     make_model = _maker(model, shared)
     try:
-        await refuse_another_model(Path(data_dir), root, make_model)
+        ours = await suite_identity(Path(data_dir), make_model)
+        record_suite(root, [e for e in experiments if not _holds_a_run(root, e)], limit, ours)
     except BaseException:
         for kept in shared:
             await kept.aclose()
         raise
-    record_suite(root, [e for e in experiments if not _holds_a_run(root, e)], limit)
     outcomes = [ExperimentOutcome(e, root / e.id, "") for e in experiments]
     make_judge: Callable[[], Judge] | None = None
     if isinstance(judge, Judge):
@@ -380,7 +380,7 @@ async def run_suite(
 
     def started(experiment: Experiment, total: int, done: int) -> None:
         if _holds_a_run(root, experiment):  # its run took these settings: renew its entry
-            record_suite(root, [experiment], limit)
+            record_suite(root, [experiment], limit, ours)
         on_start(experiment.id, total, done)
 
     try:
@@ -415,42 +415,55 @@ def refuse_before_running(data_dir: Path, out_dir: Path) -> None:
 ONE_SUITE_KEYS = ("data_dir", "model", "model_settings")
 
 
-async def refuse_another_model(
-    data_dir: Path, out_dir: Path, make_model: Callable[[], Model]
-) -> None:
-    """Refuse, before anything is written, an invocation whose model or data differ from those
-    of the experiments `out_dir` already holds (those its suite.json names): a suite's output
-    is one model's experiments on one data set. Its report names one model and compares each
-    experiment with the plain run (the action changes of Figs. 5, 7); checked per experiment
-    only, another model's new experiments were added beside the old ones and set against
-    their plain run. One model is made to learn its name and request settings (the shared
-    instance, or one of the factory's, closed again); none when OUT holds no run yet."""
-    held = [
-        out_dir / entry[ID] / RUN_CONFIG
-        for entry in read_suite_record(out_dir).get("experiments", [])
-        if (out_dir / entry[ID] / RUN_CONFIG).is_file()
-    ]
-    if not held:
-        return
+#: The key of suite.json that keeps the identity (`ONE_SUITE_KEYS`) its experiments share.
+IDENTITY = "identity"
+
+
+async def suite_identity(data_dir: Path, make_model: Callable[[], Model]) -> dict[str, Any]:
+    """The data and model (name, request settings) of this invocation, as its runs record them
+    (`ONE_SUITE_KEYS`): one model is made to learn them (the shared instance, or one of the
+    factory's), closed again."""
     probe = make_model()
     try:
-        ours = {
+        return {
             "data_dir": str(data_dir.resolve()),
             "model": probe.name,
             "model_settings": probe.request_settings() or None,
         }
     finally:
         await probe.aclose()
-    for path in held:
-        recorded = read_run_config(path.parent)
-        theirs = {key: recorded.get(key) or None for key in ONE_SUITE_KEYS}
-        if theirs != ours:
-            changes = "; ".join(identity_differences(theirs, ours))
-            raise RunMismatchError(
-                f"{out_dir} holds the experiments of another model or data set ({path}: "
-                f"{changes}); a suite's output is one model's on one data set: use another "
-                "--out, or the same --model and --data to resume it or add experiments"
-            )
+
+
+def refuse_another_model(out_dir: Path, before: dict[str, Any], ours: dict[str, Any]) -> None:
+    """Refuse an invocation whose model or data differ from those of `out_dir`'s suite.json
+    (`before`: its identity, else the run.json of each experiment it names): a suite's output
+    is one model's experiments on one data set. Its report names one model and compares each
+    experiment with the plain run (the action changes of Figs. 5, 7). Called under the lock of
+    `out_dir` with the recording (`record_suite`): checked before it, two invocations started
+    at once both passed, and one model's runs were compared with another's as one model's.
+    The runs are named first (what OUT holds), then suite.json's identity (an invocation
+    whose runs have not started yet)."""
+    for entry in before.get("experiments", []):
+        path = out_dir / entry[ID] / RUN_CONFIG
+        if path.is_file():
+            _refuse_other(out_dir, path, read_run_config(path.parent), ours)
+    recorded = before.get(IDENTITY)
+    if isinstance(recorded, dict):  # named by an invocation whose runs have not started yet
+        _refuse_other(out_dir, out_dir / SUITE_RECORD, recorded, ours)
+
+
+def _refuse_other(
+    out_dir: Path, path: Path, recorded: dict[str, Any], ours: dict[str, Any]
+) -> None:
+    """Refuse `ours` when the identity `path` records differs from it, naming what differs."""
+    theirs = {key: recorded.get(key) or None for key in ONE_SUITE_KEYS}
+    if theirs != ours:
+        changes = "; ".join(identity_differences(theirs, ours))
+        raise RunMismatchError(
+            f"{out_dir} holds the experiments of another model or data set ({path}: "
+            f"{changes}); a suite's output is one model's on one data set: use another "
+            "--out, or the same --model and --data to resume it or add experiments"
+        )
 
 
 def _holds_a_run(out_dir: Path, experiment: Experiment) -> bool:
@@ -470,6 +483,7 @@ def record_suite(
     out_dir: Path,
     experiments: Sequence[Experiment],
     limit: int | None,
+    ours: dict[str, Any] | None = None,
 ) -> None:
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
@@ -481,13 +495,20 @@ def record_suite(
     Each entry keeps the limit its run was played with (episodes per scenario; None: all),
     the larger of an earlier invocation's and this one's (a run only grows), and the record's
     `limit` is the largest of them: a report of runs of which any is partial says so, whatever
-    the last invocation's --limit (or a suite file's own `limit`)."""
+    the last invocation's --limit (or a suite file's own `limit`).
+
+    `ours` (the invocation's data and model, `suite_identity`) is checked against those OUT
+    holds (`refuse_another_model`) and kept in the record, in the same hold of the lock: the
+    first invocation to record names the one model OUT is for."""
     with RunLock(out_dir, wait=RECORD_WAIT_S):
         before = read_suite_record(out_dir)
-        write_whole(
-            out_dir / SUITE_RECORD,
-            dumps(_recorded(out_dir, before, experiments, limit), indent=2) + "\n",
-        )
+        record = _recorded(out_dir, before, experiments, limit)
+        if ours is not None:
+            refuse_another_model(out_dir, before, ours)
+            record[IDENTITY] = ours
+        elif IDENTITY in before:
+            record[IDENTITY] = before[IDENTITY]
+        write_whole(out_dir / SUITE_RECORD, dumps(record, indent=2) + "\n")
 
 
 def _recorded(
@@ -568,6 +589,8 @@ def _bad_value(record: dict[str, Any]) -> str | None:
         return (
             f"{LIMIT} is {_shown(record.get(LIMIT))}, not a count of episodes (1 or more) or null"
         )
+    if IDENTITY in record and not _identity_ok(record[IDENTITY]):
+        return f"{IDENTITY} is {_shown(record[IDENTITY])}, not the data and model of its runs"
     seen: set[str] = set()
     for entry in record["experiments"]:
         where = f"experiment {entry[ID]!r}"
@@ -578,6 +601,17 @@ def _bad_value(record: dict[str, Any]) -> str | None:
             if key in entry and not holds(entry[key]):
                 return f"{where}: {key} is {_shown(entry[key])}, not {wanted}"
     return None
+
+
+def _identity_ok(value: Any) -> bool:
+    """An identity as suite.json keeps it: the data's path and the model's name (texts), its
+    request settings (an object or null)."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("data_dir"), str)
+        and isinstance(value.get("model"), str)
+        and (value.get("model_settings") is None or isinstance(value["model_settings"], dict))
+    )
 
 
 def _limit_ok(value: Any) -> bool:

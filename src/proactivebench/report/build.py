@@ -399,7 +399,11 @@ def _write_report(
     all_measures = [measure_run(r, seed=seed, n_resamples=n_resamples) for r in runs]
     for measures in all_measures:
         outcome.warnings += run_warnings(measures, named=len(runs) > 1)
-    outcome.warnings += base.rejected if base is not None else []
+    # The lines of `--vs` not counted, told once: a base among the runs (a suite's plain run)
+    # had them told with its own warnings, and each appeared twice.
+    shown = {r.run_dir.resolve() for r in runs}
+    if base is not None and base.run_dir.resolve() not in shown:
+        outcome.warnings += base.rejected
     outcome.measures = all_measures
     outcome.intervals = intervals_of(all_measures[0])
     outcome.notes += [multiturn_note(r, several=len(runs) > 1) for r in runs if r.multiturn]

@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import NothingToDoError, ProactiveBenchError
+from proactivebench.errors import (
+    NothingToDoError,
+    ProactiveBenchError,
+    RunDirError,
+    RunDirInUseError,
+    RunMismatchError,
+)
 from proactivebench.paper import paper_results
 from proactivebench.paths import read_file
 from proactivebench.registry import scenario_order
@@ -32,6 +38,8 @@ from proactivebench.rundir import (
     RUN_CONFIG,
     SUITE_RECORD,
     SUITE_RESERVED,
+    RunLock,
+    identity_differences,
     read_run_config,
     run_lines,
 )
@@ -63,9 +71,18 @@ def write_suite_report(
         told = "".join(f"; {w}" for w in left_out)
         raise NothingToDoError(f"{out_dir}: no experiment of its suite.json has a run yet{told}")
     cache = "default" if thumb_cache else None
+    refuse_mixed_models({e["id"]: out_dir / e["id"] for e in entries})
+    for entry in list(entries):  # each experiment's own report and episode viewer
+        run = out_dir / entry["id"]
+        try:
+            write_report([run], run / REPORT_DIR, if_changed=if_changed, thumb_cache=cache)
+        except RunDirError as exc:
+            entries.remove(entry)
+            left_out.append(_left_out(out_dir, entry["id"], exc))
+    if not entries:
+        told = "".join(f"; {w}" for w in left_out)
+        raise NothingToDoError(f"{out_dir}: no experiment of its suite.json can be reported{told}")
     runs = {e["id"]: out_dir / e["id"] for e in entries}
-    for run in runs.values():  # each experiment's own report and episode viewer
-        write_report([run], run / REPORT_DIR, if_changed=if_changed, thumb_cache=cache)
     report = report_dir or out_dir / REPORT_DIR
     limits = _limits(entries, runs, record.get("limit"))
     partial = partial_runs(runs, limits)
@@ -73,7 +90,11 @@ def write_suite_report(
     layout = Layout.of(
         {runs[e["id"]]: e["published"] for e in entries if isinstance(e.get("published"), str)},
         limits=limits,
-        preface=(experiments_table(entries, runs, statuses, report, {} if every else partial),),
+        preface=(
+            experiments_table(
+                entries, runs, statuses, report, {} if every else partial, unplaced(entries, runs)
+            ),
+        ),
         note=partial_note(_common_limit(limits, len(entries))) if every else None,
         warnings=tuple(left_out),
     )
@@ -92,16 +113,44 @@ def write_suite_report(
     )
 
 
+def refuse_mixed_models(runs: Mapping[str, Path]) -> None:
+    """Refuse a suite's output whose runs are of different models or data (their run.json's
+    `ONE_SUITE_KEYS`), naming two that differ and how: the report names one model and sets
+    each experiment against the plain run as the effect of its setting, so another model's
+    run was read as one model's change (a folder made by two invocations at once before
+    suite.json named its model, or a run folder copied in)."""
+    from proactivebench.suite import ONE_SUITE_KEYS
+
+    first: tuple[str, dict[str, Any]] | None = None
+    for ident, run in runs.items():
+        try:
+            config = read_run_config(run)
+        except (OSError, ProactiveBenchError):
+            continue  # left to the report, which says why
+        ours = {key: config.get(key) or None for key in ONE_SUITE_KEYS}
+        if first is None:
+            first = (ident, ours)
+        elif ours != first[1]:
+            changes = "; ".join(identity_differences(first[1], ours))
+            raise RunMismatchError(
+                f"{run.parent} holds runs of different models or data ({first[0]} → {ident}: "
+                f"{changes}): a suite's report compares one model's experiments, so none are "
+                f"compared; report each run alone (report {run}) or move it to a suite of its own"
+            )
+
+
 def experiments_table(
     entries: list[dict[str, Any]],
     runs: Mapping[str, Path],
     statuses: Mapping[str, str],
     report: Path,
     partial: Mapping[str, list[str]] | None = None,
+    apart: list[str] | None = None,
 ) -> Table:
     """A row per experiment: where the paper shows it, its scored episodes per scenario, how it
     ended, and a link to its own report (relative to the suite's report in `report`); a note
-    for each experiment in `partial` (id -> why it is partial)."""
+    for each experiment in `partial` (id -> why it is partial), and one naming those `apart`
+    (`unplaced`: no table of the paper holds them)."""
     rows = []
     for entry in entries:
         ident = entry["id"]
@@ -133,6 +182,13 @@ def experiments_table(
         f"{ident}: {'; '.join(reasons)} (beside the paper's rows without a rank)"
         for ident, reasons in (partial or {}).items()
     ]
+    if apart:
+        notes.append(
+            f"{', '.join(apart)}: no table or figure of the paper holds runs of "
+            f"{'these settings' if len(apart) > 1 else 'its settings'}: shown in this "
+            "report's own tables (the changes from the plain run, each run's tables) and in "
+            "its own report (the last column), not beside the paper's models."
+        )
     return Table(
         "experiments",
         "Experiments",
@@ -142,6 +198,28 @@ def experiments_table(
         average_last=False,
         text_columns=(1, 3, 4, 5),
     )
+
+
+def unplaced(entries: list[dict[str, Any]], runs: Mapping[str, Path]) -> list[str]:
+    """The experiments whose run stands beside no table or figure of the paper, by the rule
+    that places runs there (`published.counterpart`, `figure_counterpart`, with the table
+    suite.json names): a custom suite's `reference` + `hint` run, say. They vanished from the
+    paper's tables without a word, the report saying nothing of where they stood. A run that
+    cannot be read is left to the report, which says why."""
+    from proactivebench.report.published import counterpart
+    from proactivebench.report.published_figures import figure_counterpart
+
+    found = []
+    for entry in entries:
+        try:
+            run = load_run(runs[entry["id"]])
+        except (OSError, ProactiveBenchError):
+            continue
+        named = entry.get("published")
+        run.counterpart = named if isinstance(named, str) else None
+        if counterpart(run) is None and figure_counterpart(run) is None:
+            found.append(entry["id"])
+    return found
 
 
 def left_out_warnings(out_dir: Path, listed: list[dict[str, Any]]) -> list[str]:
@@ -173,6 +251,21 @@ def left_out_warnings(out_dir: Path, listed: list[dict[str, Any]]) -> list[str]:
                 f"report (report it alone: report {folder})"
             )
     return warnings
+
+
+def _left_out(out_dir: Path, ident: str, exc: RunDirError) -> str:
+    """Why experiment `ident` is left out of this report: its run cannot be reported now (in use
+    by another invocation, its run.json damaged), which concerns that run only. It failed the
+    whole report before: `paper --only X` beside another invocation exited 1 after playing
+    well, and one damaged run.json left the healthy experiments without a report."""
+    why = f"{exc}; mend it, then report {out_dir}"
+    if isinstance(exc, RunDirInUseError):
+        holder = RunLock.holder(out_dir / ident) or "unknown"
+        why = (
+            f"{out_dir / ident} is in use by another run (PID {holder}); report {out_dir} once "
+            "that run ends makes the report whole"
+        )
+    return f"experiment {ident!r} is left out of this report: {why}"
 
 
 def _lines_of(folder: Path) -> str:

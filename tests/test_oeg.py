@@ -695,6 +695,9 @@ def test_a_python_judge_that_exits_fails_its_lines_not_the_tool(
 #: A model that names its sample, and judges: one that marks the first entry, one that fails
 #: on one sample's generation (FAIL: its id).
 NAMED = """
+import os
+
+
 def answer(messages, observation):
     return f"sample {observation.sample_id}: please move it"
 
@@ -704,7 +707,8 @@ def judge(messages, observation):
 
 
 def flaky(messages, observation):
-    if "sample FAIL:" in messages[1]["content"]:
+    failing = os.environ.get("NAMED_JUDGE_FAILS_ON", "FAIL")
+    if f"sample {failing}:" in messages[1]["content"]:
         raise RuntimeError("judge down")
     return judge(messages, observation)
 """
@@ -766,7 +770,7 @@ def test_a_report_warns_of_lines_scored_by_an_earlier_judge(
 
 
 def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
-    data: Path, tmp_path: Path, capsys
+    data: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A judge that failed on a line is rerun, as the command says, to retry it: the rerun
     replaces results this judge wrote, so `results.previous.jsonl` must still hold the
@@ -779,12 +783,13 @@ def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
     assert code == 0, text
     original = (run / "results.jsonl").read_text()
     failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
-    (tmp_path / "named.py").write_text(NAMED.replace("FAIL", str(failing)))
+    # The judge fails on one line (its code unchanged: an edited judge is another judge).
+    monkeypatch.setenv("NAMED_JUDGE_FAILS_ON", str(failing))
     again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
     code, text = run_cli(again, capsys)
     assert code == 3, text
     assert (run / "results.previous.jsonl").read_text() == original
-    (tmp_path / "named.py").write_text(NAMED)  # the judge answers again: the retry
+    monkeypatch.delenv("NAMED_JUDGE_FAILS_ON")  # the judge answers again: the retry
     code, text = run_cli(again, capsys)
     assert code == 0, text
     assert (run / "results.previous.jsonl").read_text() == original
@@ -799,6 +804,43 @@ def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
     code, text = run_cli(["judge", str(run), "--judge", f"{named}:judge", "--no-cache"], capsys)
     assert code == 0, text
     assert (run / "results.previous.jsonl").read_text() == judged
+
+
+#: A judge whose every vote marks each entry MARK ("1" or "0"): editing MARK edits its code.
+MARKING = """
+def judge(messages, observation):
+    entries = messages[1]["content"].split("(List):")[1].split("###")[0].count(",") + 1
+    return ", ".join([{mark!r}] * entries)
+"""
+
+
+def test_a_judge_edited_between_reruns_is_another_judge(data: Path, tmp_path: Path, capsys) -> None:
+    """A `python:` judge edited between two `judge` runs of one run is another judge, though
+    its name is the same: every line takes the edited code's verdict (none is left with the
+    earlier code's as if it were the new one's), and `results.previous.jsonl` holds the earlier
+    code's results, one judge back. run.json's provenance records each code's digest."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    marking = tmp_path / "marking.py"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    again = ["judge", str(run), "--judge", f"python:{marking}:judge", "--no-cache", "--no-report"]
+    marking.write_text(MARKING.format(mark="1"))
+    code, text = run_cli(again, capsys)
+    assert code == 0, text
+    ones = (run / "results.jsonl").read_text()
+    assert {o for x in read_results(run / "results.jsonl") for o in x["judge_outputs"]} == {"1, 1"}
+    # (Another size: Python's bytecode cache would take a file of one size and second as it.)
+    marking.write_text(MARKING.format(mark="0") + "# edited\n")
+    code, text = run_cli(again, capsys)
+    assert code == 0, text
+    lines = read_results(run / "results.jsonl")
+    assert {o for x in lines for o in x["judge_outputs"]} == {"0, 0"}
+    assert (run / "results.previous.jsonl").read_text() == ones
+    codes = [e.get("judge_code") for e in json.loads((run / "run.json").read_text())["provenance"]]
+    assert len(set(codes[-2:])) == 2 and None not in codes
 
 
 @pytest.mark.parametrize(

@@ -956,6 +956,44 @@ def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
             assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
 
 
+def test_no_writer_of_a_run_takes_a_report_folder_to_be_or_a_data_directory(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A run's or suite's report folder not written yet (`RUN/report`, `OUT/report`: the next
+    `report` writes there, over or beside the run) and a data directory (it holds a scenario's
+    record file) are refused by `judge --out`, `eval --out` and `merge --out` before anything
+    is written there."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
+    code, text = run_cli([*args, "--no-report", "--out", str(run)], capsys)
+    assert code == 0, text
+    assert not (run / "report").exists()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "suite.json").write_text('{"experiments": []}\n')
+    copy = full_dataset(tmp_path / "data")
+    cases = [
+        (run / "report", f"the folder the report of {run} is written to"),
+        (suite / "report", f"the folder the report of {suite} is written to"),
+        (copy, f"a data directory ({copy / 'Realistic-Occlusion-Dataset_preprocessed.jsonl'})"),
+    ]
+    for folder, kind in cases:
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        for command in (
+            ["judge", str(run), "--judge", f"{named}:judge", "--no-cache", "--out", str(folder)],
+            [*args, "--out", str(folder)],
+            ["merge", str(run), "--out", str(folder)],
+        ):
+            code, text = run_cli(command, capsys)
+            said = " ".join(text.split())
+            assert code == 1 and "Traceback" not in text, (command, text)
+            assert f"cannot write a run into {folder}: it is {kind}" in said, (command, text)
+            assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+            assert folder.exists() == bool(before), (command, folder)
+
+
 def test_the_files_that_mark_a_folder_not_a_run_are_the_suites_and_the_reports() -> None:
     """`rundir.NOT_A_RUN` names the files the suite and the report write by these names."""
     from proactivebench.publish import REPORT_FILES

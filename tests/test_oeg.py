@@ -301,6 +301,45 @@ def test_unparsed_judge_outputs_are_recorded_counted_and_warned_about(
         assert "unparsed %" in (run / "report" / page).read_text()
 
 
+def test_judged_lines_without_judge_parsed_or_their_judge_are_named(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A judge whose outputs hold no verdict, its lines' `judge_parsed` then removed: the
+    100 % unparsed warning must not vanish behind plain 0.0 rates. `report` names the lines
+    that do not record which votes held a verdict (unparsed % leaves them out: "—"). A line
+    whose settings lost the judge its run names is not taken as that judge's: named, not
+    counted."""
+    run = tmp_path / "run"
+    judged_unreadably(data, run, "ROD,QD", capsys)
+    lines = read_results(run / "results.jsonl")
+    stripped = [{k: v for k, v in line.items() if k != "judge_parsed"} for line in lines]
+    (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in stripped))
+    code, text = run_cli(["report", str(run)], capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert "4 judged line(s) do not record which judge votes held a verdict" in said, said
+    assert "in ROD (2), QD (2)" in said
+    built = json.loads((run / "report" / "report.json").read_text())["runs"][0]["scenarios"]
+    assert built["ROD"]["unparsed"] is None and built["ROD"]["n"] == 2
+    for page in ("report.md", "report.html"):
+        assert (
+            "do not record which judge votes held a verdict" in (run / "report" / page).read_text()
+        )
+    # A line of the judged run whose settings name no judge: whose verdict is it?
+    first, *rest = lines
+    first = {**first, "settings": {k: v for k, v in first["settings"].items() if k != "judge"}}
+    (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in [first, *rest]))
+    code, text = run_cli(["report", str(run)], capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert "records no judge in its settings" in said, said
+    built = json.loads((run / "report" / "report.json").read_text())["runs"][0]["scenarios"]
+    assert (
+        built[first["scenario"]]["n"] == 1
+        and built["QD" if first["scenario"] == "ROD" else "ROD"]["n"] == 2
+    )
+
+
 def test_show_marks_the_votes_without_a_verdict(data: Path, tmp_path: Path, capsys) -> None:
     """`show` prints each judge output; one that held no readable verdict scored 0s, which
     its text may belie (ROD's cut-off reasoning ends in "1, 1"): it is marked as such."""

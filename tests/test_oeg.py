@@ -301,6 +301,45 @@ def test_unparsed_judge_outputs_are_recorded_counted_and_warned_about(
         assert "unparsed %" in (run / "report" / page).read_text()
 
 
+def test_judged_lines_without_judge_parsed_or_their_judge_are_named(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A judge whose outputs hold no verdict, its lines' `judge_parsed` then removed: the
+    100 % unparsed warning must not vanish behind plain 0.0 rates. `report` names the lines
+    that do not record which votes held a verdict (unparsed % leaves them out: "—"). A line
+    whose settings lost the judge its run names is not taken as that judge's: named, not
+    counted."""
+    run = tmp_path / "run"
+    judged_unreadably(data, run, "ROD,QD", capsys)
+    lines = read_results(run / "results.jsonl")
+    stripped = [{k: v for k, v in line.items() if k != "judge_parsed"} for line in lines]
+    (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in stripped))
+    code, text = run_cli(["report", str(run)], capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert "4 judged line(s) do not record which judge votes held a verdict" in said, said
+    assert "in ROD (2), QD (2)" in said
+    built = json.loads((run / "report" / "report.json").read_text())["runs"][0]["scenarios"]
+    assert built["ROD"]["unparsed"] is None and built["ROD"]["n"] == 2
+    for page in ("report.md", "report.html"):
+        assert (
+            "do not record which judge votes held a verdict" in (run / "report" / page).read_text()
+        )
+    # A line of the judged run whose settings name no judge: whose verdict is it?
+    first, *rest = lines
+    first = {**first, "settings": {k: v for k, v in first["settings"].items() if k != "judge"}}
+    (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in [first, *rest]))
+    code, text = run_cli(["report", str(run)], capsys)
+    said = " ".join(text.split())
+    assert code == 0, text
+    assert "records no judge in its settings" in said, said
+    built = json.loads((run / "report" / "report.json").read_text())["runs"][0]["scenarios"]
+    assert (
+        built[first["scenario"]]["n"] == 1
+        and built["QD" if first["scenario"] == "ROD" else "ROD"]["n"] == 2
+    )
+
+
 def test_show_marks_the_votes_without_a_verdict(data: Path, tmp_path: Path, capsys) -> None:
     """`show` prints each judge output; one that held no readable verdict scored 0s, which
     its text may belie (ROD's cut-off reasoning ends in "1, 1"): it is marked as such."""
@@ -695,6 +734,9 @@ def test_a_python_judge_that_exits_fails_its_lines_not_the_tool(
 #: A model that names its sample, and judges: one that marks the first entry, one that fails
 #: on one sample's generation (FAIL: its id).
 NAMED = """
+import os
+
+
 def answer(messages, observation):
     return f"sample {observation.sample_id}: please move it"
 
@@ -704,7 +746,8 @@ def judge(messages, observation):
 
 
 def flaky(messages, observation):
-    if "sample FAIL:" in messages[1]["content"]:
+    failing = os.environ.get("NAMED_JUDGE_FAILS_ON", "FAIL")
+    if f"sample {failing}:" in messages[1]["content"]:
         raise RuntimeError("judge down")
     return judge(messages, observation)
 """
@@ -766,7 +809,7 @@ def test_a_report_warns_of_lines_scored_by_an_earlier_judge(
 
 
 def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
-    data: Path, tmp_path: Path, capsys
+    data: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A judge that failed on a line is rerun, as the command says, to retry it: the rerun
     replaces results this judge wrote, so `results.previous.jsonl` must still hold the
@@ -779,12 +822,13 @@ def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
     assert code == 0, text
     original = (run / "results.jsonl").read_text()
     failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
-    (tmp_path / "named.py").write_text(NAMED.replace("FAIL", str(failing)))
+    # The judge fails on one line (its code unchanged: an edited judge is another judge).
+    monkeypatch.setenv("NAMED_JUDGE_FAILS_ON", str(failing))
     again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
     code, text = run_cli(again, capsys)
     assert code == 3, text
     assert (run / "results.previous.jsonl").read_text() == original
-    (tmp_path / "named.py").write_text(NAMED)  # the judge answers again: the retry
+    monkeypatch.delenv("NAMED_JUDGE_FAILS_ON")  # the judge answers again: the retry
     code, text = run_cli(again, capsys)
     assert code == 0, text
     assert (run / "results.previous.jsonl").read_text() == original
@@ -799,6 +843,43 @@ def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
     code, text = run_cli(["judge", str(run), "--judge", f"{named}:judge", "--no-cache"], capsys)
     assert code == 0, text
     assert (run / "results.previous.jsonl").read_text() == judged
+
+
+#: A judge whose every vote marks each entry MARK ("1" or "0"): editing MARK edits its code.
+MARKING = """
+def judge(messages, observation):
+    entries = messages[1]["content"].split("(List):")[1].split("###")[0].count(",") + 1
+    return ", ".join([{mark!r}] * entries)
+"""
+
+
+def test_a_judge_edited_between_reruns_is_another_judge(data: Path, tmp_path: Path, capsys) -> None:
+    """A `python:` judge edited between two `judge` runs of one run is another judge, though
+    its name is the same: every line takes the edited code's verdict (none is left with the
+    earlier code's as if it were the new one's), and `results.previous.jsonl` holds the earlier
+    code's results, one judge back. run.json's provenance records each code's digest."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    marking = tmp_path / "marking.py"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
+    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    again = ["judge", str(run), "--judge", f"python:{marking}:judge", "--no-cache", "--no-report"]
+    marking.write_text(MARKING.format(mark="1"))
+    code, text = run_cli(again, capsys)
+    assert code == 0, text
+    ones = (run / "results.jsonl").read_text()
+    assert {o for x in read_results(run / "results.jsonl") for o in x["judge_outputs"]} == {"1, 1"}
+    # (Another size: Python's bytecode cache would take a file of one size and second as it.)
+    marking.write_text(MARKING.format(mark="0") + "# edited\n")
+    code, text = run_cli(again, capsys)
+    assert code == 0, text
+    lines = read_results(run / "results.jsonl")
+    assert {o for x in lines for o in x["judge_outputs"]} == {"0, 0"}
+    assert (run / "results.previous.jsonl").read_text() == ones
+    codes = [e.get("judge_code") for e in json.loads((run / "run.json").read_text())["provenance"]]
+    assert len(set(codes[-2:])) == 2 and None not in codes
 
 
 @pytest.mark.parametrize(
@@ -912,6 +993,44 @@ def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
             assert code == 1 and "Traceback" not in text, (command, text)
             assert f"cannot write a run into {folder}: it is {kind}" in said, (command, text)
             assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
+def test_no_writer_of_a_run_takes_a_report_folder_to_be_or_a_data_directory(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A run's or suite's report folder not written yet (`RUN/report`, `OUT/report`: the next
+    `report` writes there, over or beside the run) and a data directory (it holds a scenario's
+    record file) are refused by `judge --out`, `eval --out` and `merge --out` before anything
+    is written there."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
+    code, text = run_cli([*args, "--no-report", "--out", str(run)], capsys)
+    assert code == 0, text
+    assert not (run / "report").exists()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "suite.json").write_text('{"experiments": []}\n')
+    copy = full_dataset(tmp_path / "data")
+    cases = [
+        (run / "report", f"the folder the report of {run} is written to"),
+        (suite / "report", f"the folder the report of {suite} is written to"),
+        (copy, f"a data directory ({copy / 'Realistic-Occlusion-Dataset_preprocessed.jsonl'})"),
+    ]
+    for folder, kind in cases:
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        for command in (
+            ["judge", str(run), "--judge", f"{named}:judge", "--no-cache", "--out", str(folder)],
+            [*args, "--out", str(folder)],
+            ["merge", str(run), "--out", str(folder)],
+        ):
+            code, text = run_cli(command, capsys)
+            said = " ".join(text.split())
+            assert code == 1 and "Traceback" not in text, (command, text)
+            assert f"cannot write a run into {folder}: it is {kind}" in said, (command, text)
+            assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+            assert folder.exists() == bool(before), (command, folder)
 
 
 def test_the_files_that_mark_a_folder_not_a_run_are_the_suites_and_the_reports() -> None:

@@ -546,3 +546,56 @@ def test_an_open_ended_agent_sees_no_option_and_no_category(
         assert all(x["prompt"] in json.dumps(seen) for x in lines.values())
     else:
         assert not any(x["correct"] for x in lines.values())
+
+
+#: An agent whose answer to every turn is ANSWER: editing it is editing the agent's code.
+ANSWERING = "def agent(messages, observation):\n    return {answer!r}\n"
+
+
+def test_a_resume_with_edited_agent_code_is_refused_and_an_older_run_still_resumes(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """An agent edited between a `--limit` run and its resume would give the run's lines of
+    two versions of the code under one name: run.json's provenance records the code's digest
+    (the one the response cache keys on), and a resume with another refuses, naming the file.
+    A complete run is not answered from its note of completion either. A run.json written
+    before the digest was recorded has nothing to compare: it resumes."""
+    agent, run = tmp_path / "ag.py", tmp_path / "run"
+    agent.write_text(ANSWERING.format(answer="A"))
+    args = eval_args(data, run, "--no-cache", "--no-report", "--limit", "1")
+    args[args.index("baseline:oracle")] = f"python:{agent}:agent"
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    config = json.loads((run / "run.json").read_text())
+    first = config["provenance"][-1]["code"]
+    assert first == PythonCallable(f"{agent}:agent").code_hash
+    before = (run / "results.jsonl").read_text()
+    agent.write_text(ANSWERING.format(answer="E"))
+    whole = args[: args.index("--limit")]
+    code, text = run_cli(whole, capsys)
+    assert code != 0 and "Traceback" not in text, text
+    said = " ".join(text.split())
+    assert str(run / "run.json") in said and "code" in said and "another --out" in said
+    assert (run / "results.jsonl").read_text() == before
+    # The whole run played with the first code, then a rerun with the edited one: refused too.
+    agent.write_text(ANSWERING.format(answer="A"))
+    code, text = run_cli(whole, capsys)
+    assert code == 0, text
+    complete = (run / "results.jsonl").read_text()
+    agent.write_text(ANSWERING.format(answer="E"))
+    code, text = run_cli(whole, capsys)
+    assert code != 0 and "another --out" in " ".join(text.split()), text
+    assert (run / "results.jsonl").read_text() == complete
+    # A run.json of a version that recorded no digest: nothing to compare, the resume plays.
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "results.jsonl").write_text(before)
+    config["provenance"] = [
+        {k: v for k, v in e.items() if k != "code"} for e in config["provenance"]
+    ]
+    (old / "run.json").write_text(json.dumps(config))
+    code, text = run_cli(
+        [*whole[: whole.index("--out") + 1], str(old), *whole[whole.index("--out") + 2 :]], capsys
+    )
+    assert code == 0, text
+    assert {r["scenario"] for r in read_results(old / "results.jsonl")} == set(paper_scenarios())

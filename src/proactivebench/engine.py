@@ -24,18 +24,28 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from proactivebench.data.checked import CheckedImages
+from proactivebench.errors import RunMismatchError
 from proactivebench.judge import Judge
 from proactivebench.models.base import Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
 from proactivebench.models.limited import LimitedModel, RequestLimit
 from proactivebench.play import Result
 from proactivebench.provenance import now, software
-from proactivebench.rundir import ResultsFile, RunLock
+from proactivebench.rundir import RUN_CONFIG, ResultsFile, RunLock, provenance_of
 from proactivebench.scheduler import PlayOne, Scheduler
 from proactivebench.selection import DataChecks
 from proactivebench.settings import RunOptions
 
 Item = TypeVar("Item")
+
+
+#: The provenance keys of the digest of a `python:` model's and judge's code
+#: (`Model.code_digest`), recorded by each invocation that asked them.
+CODE = "code"
+JUDGE_CODE = "judge_code"
+#: The keys every entry of an invocation that asked a model (a judge) has: the entry whose
+#: `CODE` (`JUDGE_CODE`) is that model's (judge's) code as last run.
+_ASKED = {CODE: "endpoints", JUDGE_CODE: "judge_endpoints"}
 
 
 class Provenance:
@@ -57,10 +67,14 @@ class Provenance:
             self.entry["endpoints"] = model.endpoints
             self.entry["decoding_sent"] = model.sent_decoding(decoding)
             self.entry.update(model.sent_extras())
+            if model.code_digest is not None:
+                self.entry[CODE] = model.code_digest
         if judge is not None:
             self.entry["judge_endpoints"] = judge.model.endpoints
             self.entry["judge_decoding_sent"] = judge.model.sent_decoding(judge.decoding)
             self.entry.update({f"judge_{k}": v for k, v in judge.model.sent_extras().items()})
+            if judge.model.code_digest is not None:
+                self.entry[JUDGE_CODE] = judge.model.code_digest
         self._software = False
 
     def stamped(self) -> dict[str, Any]:
@@ -74,6 +88,41 @@ class Provenance:
         """Mark the end of the invocation (and what it wrote)."""
         self.entry["ended"] = now()
         self.entry.update(counts)
+
+
+def recorded_code(config: dict[str, Any], key: str) -> str | None:
+    """The code digest (`key`: `CODE` or `JUDGE_CODE`) recorded by the latest invocation of
+    `config` (a run.json) that asked that model: None when it recorded none (another backend,
+    or a run written before digests were recorded: nothing to compare)."""
+    asked = [e for e in provenance_of(config) if _ASKED[key] in e]
+    code = asked[-1].get(key) if asked else None
+    return code if isinstance(code, str) else None
+
+
+def code_stamp(model: Model, judge: Judge | None) -> dict[str, str]:
+    """The digests of the user's code behind `model` and `judge`, for what must change when
+    that code does (`FinishedRun`'s stamp); empty for other backends."""
+    codes = {CODE: model.code_digest, JUDGE_CODE: judge.model.code_digest if judge else None}
+    return {k: v for k, v in codes.items() if v is not None}
+
+
+def refuse_edited_code(
+    out: Path, config: dict[str, Any], model: Model, judge: Judge | None
+) -> None:
+    """Refuse to resume the run of `config` (`out`'s run.json) when the code of its `python:`
+    model or judge changed since it last played: its lines would mix two versions' answers
+    under one name."""
+    for key, asked in ((CODE, model), (JUDGE_CODE, judge.model if judge else None)):
+        now = asked.code_digest if asked is not None else None
+        before = recorded_code(config, key)
+        if asked is None or now is None or before is None or now == before:
+            continue
+        raise RunMismatchError(
+            f"{out} holds a run of {asked.name} as its code was before ({out / RUN_CONFIG}: "
+            f"provenance {key} {before} → {now}): the code was edited since, and resuming "
+            "would mix the answers of both versions. Use another --out for the edited code, "
+            "or restore the code to resume"
+        )
 
 
 class RunEngine:

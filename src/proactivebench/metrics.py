@@ -383,6 +383,7 @@ OEG_METRICS = (
         unparsed_score,
         higher_is_better=False,
         headline=True,
+        reads=("judge_parsed",),
         doc="judge votes whose output held no readable verdict (no 0/1 run of the right "
         "length after the reasoning): scored 0, as the reference scores them",
     ),
@@ -525,15 +526,23 @@ def _holds(line: Line, fields: tuple[str, ...]) -> bool:
     return all(key in line for key in fields)
 
 
+#: Fields a metric reads that writers recording `settings` did not always write (a version
+#: of 2026-11-29 judged open-ended lines without `judge_parsed`): a line without one is not
+#: counted by the metrics that read it, and is named (`unrecorded_votes`), but its other
+#: rates count.
+RECORDED_LATER = ("judge_parsed",)
+
+
 def unread_fields(line: Line) -> list[str]:
     """The fields the metrics of a scored line's kind read (`Metric.reads`) that it lacks:
     such a line would score 0 where it says nothing. Lines that record their `settings`
-    come from writers that always wrote every one of them; an older line (no `settings`) is
-    taken as it is, each metric counting it only where it has the fields."""
+    come from writers that always wrote every one of them (but `RECORDED_LATER`); an older
+    line (no `settings`) is taken as it is, each metric counting it only where it has the
+    fields."""
     if line.get("error") is not None or "settings" not in line:
         return []
     metrics = OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
-    wanted = dict.fromkeys(key for m in metrics for key in m.reads)
+    wanted = dict.fromkeys(key for m in metrics for key in m.reads if key not in RECORDED_LATER)
     missing = [key for key in wanted if key not in line]
     per_turn = dict.fromkeys(key for m in metrics for key in m.turn_reads)
     trace = line.get("trace")
@@ -541,6 +550,18 @@ def unread_fields(line: Line) -> list[str]:
         if isinstance(turn, Mapping) and "valid_answers_text" in turn:
             missing += [f"turn {number}'s {key}" for key in per_turn if key not in turn]
     return missing
+
+
+def unrecorded_votes(line: Line) -> bool:
+    """Whether a judged open-ended line (its judge outputs recorded, no error) lacks
+    `judge_parsed`: which of its votes held a verdict cannot be told, so unparsed % leaves it
+    out, and its ps, cp and aggregate may be votes without a verdict scored 0."""
+    return (
+        is_oeg_line(line)
+        and line.get("error") is None
+        and bool(line.get("judge_outputs"))
+        and "judge_parsed" not in line
+    )
 
 
 def unread_problem(line: Line) -> str | None:

@@ -103,16 +103,22 @@ async def _judge_into(result: OEGResult, valid: str, judge: Judge, ask_judge: As
 
 
 async def rejudge_line(
-    line: dict[str, Any], judge: Judge, ask_judge: AskMany, settings: dict[str, Any]
+    line: dict[str, Any],
+    judge: Judge,
+    ask_judge: AskMany,
+    settings: dict[str, Any],
+    *,
+    again: bool = False,
 ) -> OEGResult:
     """One line of a finished OEG run judged by `judge` (whose run settings are `settings`).
 
     A line without a generation (the model failed) stays an error; a line this judge already
-    judged is kept as it is (a rerun retries only what failed). A failed judge call never
+    judged is kept as it is (a rerun retries only what failed), unless `again` (the judge's
+    code was edited since: another judge under the same settings). A failed judge call never
     replaces a verdict: the line keeps it, and its `settings` (which judge gave it), with
     `judge_error` saying why the new judge could not judge it.
     """
-    if not needs_judging(line, settings):
+    if not needs_judging(line, {} if again else settings):
         return as_it_is(line, settings)
     result = OEGResult.from_json(line)
     result.settings = settings

@@ -214,13 +214,19 @@ def verdicts_changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 async def rejudge_multiturn_line(
-    line: dict[str, Any], judge: Judge, ask_judge: AskMany, settings: dict[str, Any]
+    line: dict[str, Any],
+    judge: Judge,
+    ask_judge: AskMany,
+    settings: dict[str, Any],
+    *,
+    again: bool = False,
 ) -> EpisodeResult:
     """Every judged turn of a finished multi-turn line judged again by `judge` (whose run
-    settings are `settings`), the tested model not asked. The line takes the new outputs and
-    verdicts; `verdicts_changed` then says whether it still stands. A failed judge call keeps
-    the line as it was, with `judge_error` saying why (`judge` retries it)."""
-    if not needs_rejudging(line, settings):
+    settings are `settings`), the tested model not asked; one this judge judged already only
+    when `again` (its code was edited since). The line takes the new outputs and verdicts;
+    `verdicts_changed` then says whether it still stands. A failed judge call keeps the line
+    as it was, with `judge_error` saying why (`judge` retries it)."""
+    if not needs_rejudging(line, {} if again else settings):
         return as_it_is_multiturn(line, settings)
     result = EpisodeResult.from_json(line)
     for turn in result.trace:

@@ -9,6 +9,7 @@ that an interrupted re-judging goes on where it stopped.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.engine import Provenance, RunEngine
+from proactivebench.engine import JUDGE_CODE, Provenance, RunEngine, recorded_code
 from proactivebench.errors import NothingToDoError, RunMismatchError
 from proactivebench.judge import Judge, judged_settings
 from proactivebench.metrics import Summary, is_unjudged, summarize
@@ -153,8 +154,14 @@ def rejudge(
             _refuse_another_run(out, run, without_provenance(identity))
         so_far = read_results(out / JUDGED_SO_FAR)
         discarded = _other_judges(so_far, settings)
+        edited = _edited_judge(read_run_config(run), judge)
+        if edited:  # its verdicts so far cannot be told from the edited code's: asked again
+            discarded += _edited_verdicts(so_far, settings, judge)
+            so_far = []
         lines, before = _judged_before(lines, so_far, settings, way.needs)
-        todo = [line for line in lines if way.needs(line, settings)]
+        todo = [
+            line for line in lines if way.needs(line, settings) or (edited and way.needs(line, {}))
+        ]
 
         def started() -> None:
             if on_start:
@@ -172,7 +179,7 @@ def rejudge(
             out / JUDGED_SO_FAR,
             on_result,
             started,
-            way.judge_one,
+            functools.partial(way.judge_one, again=True) if edited else way.judge_one,
         )
         results = [judged.get(result_key(line)) or way.as_it_is(line, settings) for line in lines]
         ordered = sorted((r.to_json() for r in results), key=result_order)
@@ -260,6 +267,32 @@ def _without_judge(identity: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(settings, dict):
         return identity
     return {**identity, "settings": {k: v for k, v in settings.items() if k != "judge"}}
+
+
+def _edited_judge(config: dict[str, Any], judge: Judge) -> bool:
+    """Whether `config` (a run.json) names `judge` as its judge but recorded other code for it
+    (a `python:` judge edited since it judged): another judge, whose verdicts are all asked
+    again. A run that recorded no code (an older run, another backend) has nothing to compare."""
+    held = config.get("settings")
+    if not isinstance(held, dict) or held.get("judge") != judge.identity():
+        return False
+    before, now = recorded_code(config, JUDGE_CODE), judge.model.code_digest
+    return before is not None and now is not None and before != now
+
+
+def _edited_verdicts(
+    so_far: list[dict[str, Any]], settings: dict[str, Any], judge: Judge
+) -> Counter[str]:
+    """The verdicts of an interrupted judging (`so_far`) under this judge's settings, which an
+    edited judge does not take (they may be the earlier code's): named, as other judges' are."""
+    found = sum(
+        1 for line in so_far if line.get("settings") == settings and _judged_by(line, settings)
+    )
+    return Counter(
+        {f"{judge.model.name} (before its code was edited, or not told apart)": found}
+        if found
+        else {}
+    )
 
 
 def _judged_by(line: dict[str, Any], settings: dict[str, Any]) -> bool:
@@ -362,15 +395,18 @@ def backup_stays(out: str | os.PathLike[str], judge: Judge) -> bool:
     """Whether `rejudge` with `judge` into `out` leaves `out`'s `PREVIOUS_RESULTS` as it is.
 
     "One generation back" is one judge back: when `out`'s results are already this judge's
-    (its run.json names it: a rerun that retries the lines the judge could not judge, or one
-    that finds nothing left to judge), the backup there holds the earlier judge's verdicts,
+    (its run.json names it, with the same code for a `python:` judge: a rerun that retries
+    the lines the judge could not judge, or one that finds nothing left to judge), the backup
+    there holds the earlier judge's verdicts,
     the only copy of them left; replacing it with this judge's own lines would lose them.
     """
     where = Path(out)
     if not (where / PREVIOUS_RESULTS).exists() or not (where / RUN_CONFIG).exists():
         return False
-    held = read_run_config(where).get("settings")
-    return isinstance(held, dict) and held.get("judge") == judge.identity()
+    config = read_run_config(where)
+    held = config.get("settings")
+    same = isinstance(held, dict) and held.get("judge") == judge.identity()
+    return same and not _edited_judge(config, judge)
 
 
 def _keep_previous(out: Path, judge: Judge) -> Path | None:

@@ -540,10 +540,13 @@ def settings_problem(
     importer, with no run.json yet, names its own `whose`/`source`), None when they agree or
     the line records none (lines written before they were recorded). The judge is left out:
     a re-judged run keeps an earlier judge's verdict on the lines the new judge could not
-    judge, and those lines name that judge."""
+    judge, and those lines name that judge; but a line of a judged run must name one (every
+    writer recorded it)."""
     recorded = line.get("settings")
     if recorded is None:
         return None
+    if "judge" in settings and "judge" not in recorded:  # whose verdict it holds: unsaid
+        return f"records no judge in its settings ({source}: judge {_shown(settings['judge'])})"
     mine = {k: v for k, v in recorded.items() if k != "judge"}
     run = {k: v for k, v in settings.items() if k != "judge"}
     if mine == run:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proactivebench.data.layout import scenario_file
 from proactivebench.errors import (
     DamagedRunError,
     ForeignLinesError,
@@ -540,18 +541,43 @@ NOT_A_RUN = {
 
 
 def refuse_not_a_run(out_dir: Path) -> None:
-    """Refuse `out_dir` as a run's home when it is a suite's output, a report folder or a
+    """Refuse `out_dir` as a run's home when it is a suite's output, a report folder (one
+    written, or the one a run's or suite's report will be written to), a data directory or a
     folder of runs: writing a run there would put one run's files over the suite's (or inside
-    a report, or over the runs it holds), and every reader would then take the folder for the
-    wrong thing. Checked before anything is written, by every writer of a run
-    (`check_run_dir`, a judged copy)."""
+    a report, over the records it is played from, or over the runs it holds), and every reader
+    would then take the folder for the wrong thing. Checked before anything is written, by
+    every writer of a run (`check_run_dir`, a judged copy)."""
     for name, kind in NOT_A_RUN.items():
         if (out_dir / name).exists():
             _refuse_as(out_dir, f"{kind} ({out_dir / name})")
+    owner = _report_folder_of(out_dir)
+    if owner is not None:
+        _refuse_as(out_dir, f"the folder the report of {owner} is written to")
+    records = _record_file_in(out_dir)
+    if records is not None:
+        _refuse_as(out_dir, f"a data directory ({records})")
     if not (out_dir / RUN_CONFIG).exists():
         held = _runs_within(out_dir)
         if held is not None:
             _refuse_as(out_dir, f"a folder of runs ({held})")
+
+
+def _report_folder_of(folder: Path) -> Path | None:
+    """The run or suite output whose report goes to `folder` (its `REPORT_DIR`, written or
+    not yet), or None."""
+    where = folder.resolve()
+    if where.name != REPORT_DIR:
+        return None
+    owner = where.parent
+    held = (owner / RUN_CONFIG).is_file() or (owner / SUITE_RECORD).is_file()
+    return owner if held else None
+
+
+def _record_file_in(folder: Path) -> Path | None:
+    """A scenario's record file in `folder` (`data.layout.scenario_file`): it is a data
+    directory, or None."""
+    found = (scenario_file(folder, name) for name in scenario_names())
+    return next((path for path in found if path.exists()), None)
 
 
 def _refuse_as(out_dir: Path, what: str) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.data.layout import Dataset, read_records, scenario_file
-from proactivebench.engine import Provenance, RunEngine
+from proactivebench.engine import Provenance, RunEngine, code_stamp, refuse_edited_code
 from proactivebench.errors import ProactiveBenchError, SettingsError
 from proactivebench.judge import Judge, judged_settings
 from proactivebench.metrics import ScenarioScore, Summary, summarize
@@ -163,7 +163,7 @@ async def _prepare(
     root = Path(data_dir)
     out = Path(out_dir)
     identity = run_identity(root, model, settings, judge, shard)
-    stamp = {"identity": identity, **selection_stamp(root, settings)}
+    stamp = _stamp(root, identity, settings, model, judge)
     # In a thread: the other runs of the engine (a suite's experiments) go on asking meanwhile.
     chosen = await asyncio.to_thread(choose_episodes, root, settings, shard, engine.checks)
     # run.json is written with the first result (`_Session`): a run that never finished an
@@ -174,6 +174,7 @@ async def _prepare(
         refuse_orphan_lines(out)
         lines: list[dict[str, Any]] = []
     else:
+        refuse_edited_code(out, previous, model, judge if settings.judged else None)
         found = run_lines(out, previous, known)  # its identity, and what it selected before
         refuse_rejected(
             found.rejected,
@@ -205,6 +206,20 @@ async def _prepare(
         known,
         selection,
     )
+
+
+def _stamp(
+    root: Path,
+    identity: dict[str, Any],
+    settings: EvalSettings,
+    model: Model,
+    judge: Judge | None,
+) -> dict[str, Any]:
+    """What a complete run's note (`FinishedRun`) holds for: the identity, what the episodes
+    were chosen from, and the user's code behind the model and judge (edited code is looked
+    at, and refused, by the full way)."""
+    judged = judge if settings.judged else None
+    return {"identity": identity, **selection_stamp(root, settings), **code_stamp(model, judged)}
 
 
 def _whole_selection(
@@ -317,7 +332,7 @@ def _finished(
     if not (out / FinishedRun.NAME).is_file():
         return None
     identity = run_identity(root, model, settings, judge, shard)
-    note = FinishedRun.read(out, {"identity": identity, **selection_stamp(root, settings)})
+    note = FinishedRun.read(out, _stamp(root, identity, settings, model, judge))
     if note is None:
         return None
     outcome = note.outcome

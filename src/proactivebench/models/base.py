@@ -163,6 +163,13 @@ class Model(abc.ABC):
         local backends."""
         return []
 
+    @property
+    def code_digest(self) -> str | None:
+        """A digest of the user's code that answers (a `python:` model's), recorded in each
+        invocation's provenance entry so that a resume with edited code is told; None for
+        backends whose code is not the user's."""
+        return None
+
     def bind_images(self, store: ImageStore) -> None:
         """Give the backend the data set's shared image cache before a run."""
         self.images = store
@@ -224,6 +231,10 @@ class ModelWrapper(Model):
     @property
     def endpoints(self) -> list[str]:
         return self.inner.endpoints
+
+    @property
+    def code_digest(self) -> str | None:
+        return self.inner.code_digest
 
     def bind_images(self, store: ImageStore) -> None:
         super().bind_images(store)

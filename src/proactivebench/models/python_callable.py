@@ -259,6 +259,11 @@ class PythonCallable(Model):
         """The name and the code: an edited function is another model to the cache."""
         return f"{self.name}#code={self.code_hash}"
 
+    @property
+    def code_digest(self) -> str | None:
+        """The code's hash, as the cache keys it: an edited function is told on resume."""
+        return self.code_hash
+
     def answer_inputs(self, request: ChatRequest) -> dict[str, Any]:
         """The observation, which the function is handed with the messages: two turns whose
         messages are equal (a turn that shows the same picture again) may be answered apart

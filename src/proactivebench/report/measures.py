@@ -31,7 +31,13 @@ from proactivebench.metrics import (
 )
 from proactivebench.paper import published_sizes
 from proactivebench.report.comparable import average_not_comparable
-from proactivebench.report.runs import Run, earlier_verdicts, is_plain, load_runs
+from proactivebench.report.runs import (
+    Run,
+    earlier_verdicts,
+    is_plain,
+    load_runs,
+    unrecorded_verdicts,
+)
 from proactivebench.rundir import FinishedRun, RunLock
 from proactivebench.stats import (
     Interval,
@@ -492,6 +498,9 @@ def unreadable_warnings(measures: RunMeasures) -> list[str]:
     earlier = earlier_verdicts_warning(measures.run)
     if earlier:
         warnings.append(earlier)
+    unrecorded = unrecorded_verdicts_warning(measures.run)
+    if unrecorded:
+        warnings.append(unrecorded)
     watched = _WARNED_MULTITURN if measures.run.multiturn else _WARNED
     for key, (what, skewed, advice) in watched.items():
         high = []
@@ -539,6 +548,22 @@ def earlier_verdicts_warning(run: Run) -> str | None:
         f"results.jsonl; or a judging stopped before writing its results), in "
         f"{', '.join(found)}: their rates mix two judges; rerun `proactivebench judge` with "
         "the same --judge to retry those lines"
+    )
+
+
+def unrecorded_verdicts_warning(run: Run) -> str | None:
+    """A warning naming the scenarios whose judged lines do not record which judge votes held
+    a verdict (`judge_parsed`: removed, or written before it was recorded): unparsed % leaves
+    them out, so a judge without a verdict would pass unseen behind their 0 scores; or None."""
+    counts = unrecorded_verdicts(run)
+    found = [f"{name} ({count})" for name, count in counts.items() if count]
+    if not found:
+        return None
+    return (
+        f"{sum(counts.values())} judged line(s) do not record which judge votes held a verdict "
+        f"(judge_parsed), in {', '.join(found)}: unparsed % leaves them out, and their ps, cp "
+        "and aggregate may be votes without a verdict scored 0; see their judge_outputs in "
+        "results.jsonl; judging the run with another --judge records it"
     )
 
 

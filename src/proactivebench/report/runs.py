@@ -20,6 +20,7 @@ from proactivebench.errors import (
     NothingToDoError,
     ProactiveBenchError,
 )
+from proactivebench.metrics import unrecorded_votes
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
 from proactivebench.rundir import RESULTS, has_results, read_run_config, run_lines
@@ -231,6 +232,15 @@ def earlier_verdicts(run: Run) -> dict[str, int]:
     judge = run.settings.get("judge")
     return {
         name: sum(1 for line in lines if earlier_verdict(line, judge))
+        for name, lines in run.by_scenario.items()
+    }
+
+
+def unrecorded_verdicts(run: Run) -> dict[str, int]:
+    """Per scenario, the judged lines that do not record which votes held a verdict
+    (`metrics.unrecorded_votes`)."""
+    return {
+        name: sum(1 for line in lines if unrecorded_votes(line))
         for name, lines in run.by_scenario.items()
     }
 

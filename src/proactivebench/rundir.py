@@ -527,6 +527,10 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
 #: What `suite.run_suite` records in its OUT of the experiments it played there (`report OUT`
 #: reads it); here, below the suite and its report, which both name it.
 SUITE_RECORD = "suite.json"
+#: The keys of a run's identity (`runner.run_identity`) that every experiment of one suite's
+#: output shares: the data and the model (with its request settings); the rest are the
+#: experiment's own settings.
+ONE_SUITE_KEYS = ("data_dir", "model", "model_settings")
 #: What a suite writes in OUT beside the experiments' run directories: no experiment's id, in
 #: any case (a file system that ignores case, macOS's and Windows', would mix them).
 SUITE_RESERVED = (REPORT_DIR, SUITE_RECORD)

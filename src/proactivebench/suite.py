@@ -47,6 +47,7 @@ from proactivebench.report.comparable import own_filter, table_of
 from proactivebench.report.published_figures import figure_of
 from proactivebench.report.runs import labelled
 from proactivebench.rundir import (
+    ONE_SUITE_KEYS,
     RUN_CONFIG,
     SUITE_RECORD,
     SUITE_RESERVED,
@@ -407,12 +408,6 @@ def refuse_before_running(data_dir: Path, out_dir: Path) -> None:
             f"{out_dir} is a run directory ({out_dir / RUN_CONFIG}), not a suite's output: it "
             "would hold the experiments' run directories and their report; use another --out"
         )
-
-
-#: The keys of a run's identity (`runner.run_identity`) that every experiment of one suite's
-#: output shares: the data and the model (with its request settings); the rest are the
-#: experiment's own settings.
-ONE_SUITE_KEYS = ("data_dir", "model", "model_settings")
 
 
 #: The key of suite.json that keeps the identity (`ONE_SUITE_KEYS`) its experiments share.

@@ -34,6 +34,7 @@ from proactivebench.report.layout import Layout
 from proactivebench.report.runs import load_run
 from proactivebench.report.tables import Cell, Table
 from proactivebench.rundir import (
+    ONE_SUITE_KEYS,
     RESULTS,
     RUN_CONFIG,
     SUITE_RECORD,
@@ -119,8 +120,6 @@ def refuse_mixed_models(runs: Mapping[str, Path]) -> None:
     each experiment against the plain run as the effect of its setting, so another model's
     run was read as one model's change (a folder made by two invocations at once before
     suite.json named its model, or a run folder copied in)."""
-    from proactivebench.suite import ONE_SUITE_KEYS
-
     first: tuple[str, dict[str, Any]] | None = None
     for ident, run in runs.items():
         try:

@@ -319,6 +319,18 @@ def _what_it_says(line: dict[str, Any]) -> dict[str, Any]:
     return rest
 
 
+def lines_named(rejected: Sequence[str], path: Path) -> int:
+    """How many lines of `path` the rejected messages of `run_lines` name: one each, or
+    every line of a contradicting set (`FILE:3, 7: different finished results...`). The one
+    count of lines left out, for every sentence that says how many (a count of messages
+    said "1 line" for a set of two)."""
+    count = 0
+    for message in rejected:
+        numbers = message.removeprefix(f"{path}:").partition(":")[0].split(",")
+        count += sum(1 for n in numbers if n.strip().isdigit()) or 1
+    return count
+
+
 def refuse_rejected(rejected: Sequence[str], what: str) -> None:
     """Stop with the rejected lines named (the first few, and how many there are in all):
     `what` says what cannot go on over them and what to do."""

@@ -22,7 +22,7 @@ from proactivebench.errors import (
 )
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import RESULTS, has_results, read_run_config, run_lines
+from proactivebench.rundir import RESULTS, has_results, lines_named, read_run_config, run_lines
 from proactivebench.settings import EvalSettings, declared
 from proactivebench.texts import shown_json
 
@@ -85,7 +85,7 @@ class Run:
         never taken for an empty one."""
         if not self.rejected:
             return None
-        many = len(self.rejected)
+        many = lines_named(self.rejected, self.run_dir / RESULTS)
         lines = "1 line of results.jsonl is" if many == 1 else f"{many} lines of results.jsonl are"
         return f"{lines} left out, the first as {self.rejected[0]}"
 

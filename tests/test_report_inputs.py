@@ -462,3 +462,17 @@ def test_lines_left_out_are_counted_as_lines_not_messages(tmp_path: Path, capsys
     code, text = run_cli(["show", str(run), "QD", "0"], capsys)
     told = f"2 lines of results.jsonl are left out, the first as {run / 'results.jsonl'}:1, 3:"
     assert code == 1 and told in " ".join(text.split()), text
+
+
+@pytest.mark.parametrize("provenance", ["garbage", [{"command": "eval"}, 3]])
+def test_a_damaged_provenance_in_run_json_is_named(tmp_path: Path, capsys, provenance) -> None:
+    """Hostile tryout of issue 45, round 3, finding 8: run.json's "provenance": "garbage" was
+    read as no invocation at all (how the run stopped went unsaid), without a word. Every
+    reader of run.json (`read_run_config`) names it as damaged."""
+    run = make_run(tmp_path, "run", seven())
+    config = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**config, "provenance": provenance}))
+    code, text = run_cli(["show", str(run), "QD", "0"], capsys)
+    assert code == 1 and "Traceback" not in text
+    told = f"{run / 'run.json'} is damaged ('provenance' is not a list of objects"
+    assert told in " ".join(text.split()), text

@@ -645,7 +645,22 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(config, dict):
         raise DamagedRunError(f"{path} is damaged (not a JSON object)")
+    _check_provenance(config, path)
     return config
+
+
+def _check_provenance(config: dict[str, Any], path: Path) -> None:
+    """Refuse a `provenance` that is not a list of objects: `provenance_of` read such a one as
+    no invocation at all, so how the run was stopped, and what it was played with, went
+    unsaid."""
+    entries = config.get(PROVENANCE, [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        shown = shown_json(entries)
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        raise DamagedRunError(
+            f"{path} is damaged ('{PROVENANCE}' is not a list of objects, one per invocation: "
+            f"got {shown}); restore it, or remove the key"
+        )
 
 
 def identity_differences(old: Any, new: Any, prefix: str = "") -> list[str]:

@@ -476,3 +476,35 @@ def test_a_damaged_provenance_in_run_json_is_named(tmp_path: Path, capsys, prove
     assert code == 1 and "Traceback" not in text
     told = f"{run / 'run.json'} is damaged ('provenance' is not a list of objects"
     assert told in " ".join(text.split()), text
+
+
+def test_a_scenario_no_run_scored_is_an_empty_number_in_every_csv(tmp_path: Path) -> None:
+    """Hostile tryout of issue 45, round 3, finding 8: a vs-*.csv column whose every cell was
+    "—" (CIT: each episode an error) was written as a text column holding "—", without its
+    low/high/p columns, where cross-*.csv writes empty cells of the same columns. A number
+    column none of whose rows has a number keeps its parts, empty."""
+    import csv
+
+    lines = [
+        x if x["scenario"] != "CIT" else episode("CIT", x["sample_id"], "error") for x in seven()
+    ]
+    run = make_run(tmp_path, "run", lines, model="a")
+    base = make_run(tmp_path, "base", seven("wrong"), model="b")
+    write_report([run], tmp_path / "o", vs=base)
+    tables = tmp_path / "o" / "tables"
+    [row] = list(csv.DictReader((tables / "vs-accuracy.csv").open()))
+    assert [row[f"CIT{part}"] for part in ("", " low", " high", " p")] == ["", "", "", ""], row
+    assert row["ROD p"] != "" and "—" not in row.values()
+
+
+def test_the_vs_run_of_a_compared_runs_label_is_named_by_its_folder(tmp_path: Path) -> None:
+    """Hostile tryout of issue 45, round 3, finding 8: `report runs/random --vs runs/r2` (one
+    model both sides) titled "vs baseline:random (--vs)" over a row "baseline:random": which
+    run was the reference could not be told. Its label is told apart by its folder."""
+    run = make_run(tmp_path, "random", seven(), model="baseline:random")
+    base = make_run(tmp_path, "r2", seven("wrong"), model="baseline:random")
+    outcome = write_report([run], tmp_path / "o", vs=base)
+    titles = [t.title for t in outcome.headline if t.key.startswith("vs-")]
+    assert titles and all(t.endswith("vs baseline:random (r2) (--vs)") for t in titles), titles
+    [row] = next(t for t in outcome.headline if t.key == "vs-accuracy").rows
+    assert row[0].text == "baseline:random"

@@ -171,6 +171,20 @@ def _unique_labels(runs: Sequence[Run]) -> list[str]:
     return labels
 
 
+def label_apart(run: Run, others: Sequence[Run]) -> str:
+    """`run`'s label told apart from `others`' by as much of its directory as it takes (as
+    `_unique_labels` does among the runs): the `--vs` run of the same model as a compared one
+    was titled by the label of a row of its table."""
+    taken = {other.label for other in others}
+    label = run.label
+    for depth in range(1, 1 + len(run.run_dir.parts)):
+        if label not in taken:
+            return label
+        tail = "/".join(run.run_dir.parts[-depth:]) or str(run.run_dir)
+        label = f"{run.label} ({visible(tail)})"
+    return label if label not in taken else f"{label} #2"
+
+
 def load_runs(
     run_dirs: Sequence[str | Path], params: Mapping[str, float] | None = None
 ) -> list[Run]:

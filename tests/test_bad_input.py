@@ -297,3 +297,15 @@ def test_log_lines_reach_the_terminal_inert() -> None:
     assert (
         PrintableFormatter("warning: %(message)s").format(record) == "warning: raised:\n\\x1b[31m"
     )
+
+
+def test_a_line_feed_in_a_run_folders_name_is_shown_escaped(tmp_path: Path, capsys) -> None:
+    """Hostile tryout of issue 45, round 3, finding 8: eval printed "results: runs/odd..." and
+    "/results.jsonl" on the next line for a folder whose name holds a line feed (its bidi
+    character was escaped, the line feed not). A path is one line wherever it is printed."""
+    data = write_dataset(tmp_path / "data", {"ROD": [rod(0)]})
+    run = tmp_path / "odd\u202e|x\n"
+    code, text = run_cli(eval_args(data, run, "--no-report"), capsys)
+    assert code == 0, text
+    shown = f"results: {tmp_path}/odd\\u202e|x\\n/results.jsonl"
+    assert shown in text.splitlines(), text

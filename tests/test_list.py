@@ -219,3 +219,18 @@ def test_tables_keep_each_row_on_one_line_at_any_width(
     icl = next(line for line in lines if line.startswith("│ icl1"))
     assert "scenarios=ROD,MVP-N icl=1" in icl
     assert out.width == 40  # given back as it was
+
+
+def test_an_empty_scenario_file_is_named_by_list_and_refused_by_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hostile tryout of issue 45, round 3, finding 6: an empty QuickDraw_preprocessed.jsonl
+    was "0 records checked, every image present: ... is valid" (exit 0) and `list --data`
+    showed QD 0 / 0 without a word (eval then found nothing to play)."""
+    path = tmp_path / "QuickDraw_preprocessed.jsonl"
+    path.write_text("")
+    code, text = run_cli(["data", "validate", str(tmp_path)], capsys)
+    assert code == 1 and "Traceback" not in text and "is valid" not in text
+    assert f"{path}: holds no records" in " ".join(text.split())
+    code, text = run_cli(["list", "--data", str(tmp_path)], capsys)
+    assert code == 0 and "QuickDraw_preprocessed.jsonl holds no records" in text, text

@@ -33,6 +33,9 @@ OUT_OF_RANGE = [
     ("QD", {"first_image": -1}, "must be >= 0"),
     ("MVP-N", {"first_image": -2}, "must be >= 0"),
     ("MVP-N", {"valid_images": [7, -3, 9, 1]}, "image ids must be >= 0"),
+    # Hostile tryout of issue 45, round 3, finding 7: both passed every check.
+    ("QD", {"id": -5}, "must be >= 0, got -5"),
+    ("COCO", {"categories": ["cup", "cup", "dog"], "answer": "cup"}, "'cup' is given twice"),
 ]
 
 
@@ -174,3 +177,22 @@ def test_every_image_of_any_trace_is_checked_before_the_run(
         letters = actions + categories
         answer = data.draw(st.sampled_from([*letters, "garbage"]) if letters else st.just("x"))
         episode.step(answer)
+
+
+def test_a_damaged_record_is_refused_alike_by_validate_list_and_eval(
+    tmp_path: Path, capsys
+) -> None:
+    """Hostile tryout of issue 45, round 3, finding 7: a duplicate category (both options then
+    "correct") and a negative id passed `data validate`; the record's own checks refuse them,
+    so every command that reads records names them."""
+    data = write_dataset(tmp_path / "data", {"QD": [qd(0)]})
+    path = next(data.glob("QuickDraw*"))
+    damaged = [qd(0, categories=["cup", "cup", "dog"], answer="cup"), qd(-5)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in damaged))
+    for args in (["data", "validate", str(data)], ["list", "--data", str(data)]):
+        code, text = run_cli(args, capsys)
+        assert code == 1 and "Traceback" not in text, text
+        assert ":1: field 'categories': 'cup' is given twice" in text
+        assert ":2: field 'id': must be >= 0, got -5" in text
+    code, text = run_cli(eval_args(data, tmp_path / "run"), capsys)
+    assert code == 1 and "field 'categories'" in text and "Traceback" not in text

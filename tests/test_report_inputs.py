@@ -451,3 +451,60 @@ def test_a_run_setting_of_the_wrong_type_in_run_json_is_named(
     assert f"error: {run / 'run.json'} is damaged: {told}" in text
     fine = make_run(tmp_path, "fine", seven(), settings={"icl": 3, "resize_short_edge": None})
     assert write_report([fine]).out_dir == fine / "report"
+
+
+def test_lines_left_out_are_counted_as_lines_not_messages(tmp_path: Path, capsys) -> None:
+    """Hostile tryout of issue 45, round 3, finding 5: a line contradicting another of the same
+    episode leaves both out under one message (`FILE:1, 3: ...`), and `show` said "1 line of
+    results.jsonl is left out". Every sentence counts lines (`rundir.lines_named`)."""
+    lines = [episode("QD", 0, "first"), episode("QD", 1, "first"), episode("QD", 0, "wrong")]
+    run = make_run(tmp_path, "contradicted", lines)
+    code, text = run_cli(["show", str(run), "QD", "0"], capsys)
+    told = f"2 lines of results.jsonl are left out, the first as {run / 'results.jsonl'}:1, 3:"
+    assert code == 1 and told in " ".join(text.split()), text
+
+
+@pytest.mark.parametrize("provenance", ["garbage", [{"command": "eval"}, 3]])
+def test_a_damaged_provenance_in_run_json_is_named(tmp_path: Path, capsys, provenance) -> None:
+    """Hostile tryout of issue 45, round 3, finding 8: run.json's "provenance": "garbage" was
+    read as no invocation at all (how the run stopped went unsaid), without a word. Every
+    reader of run.json (`read_run_config`) names it as damaged."""
+    run = make_run(tmp_path, "run", seven())
+    config = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**config, "provenance": provenance}))
+    code, text = run_cli(["show", str(run), "QD", "0"], capsys)
+    assert code == 1 and "Traceback" not in text
+    told = f"{run / 'run.json'} is damaged ('provenance' is not a list of objects"
+    assert told in " ".join(text.split()), text
+
+
+def test_a_scenario_no_run_scored_is_an_empty_number_in_every_csv(tmp_path: Path) -> None:
+    """Hostile tryout of issue 45, round 3, finding 8: a vs-*.csv column whose every cell was
+    "—" (CIT: each episode an error) was written as a text column holding "—", without its
+    low/high/p columns, where cross-*.csv writes empty cells of the same columns. A number
+    column none of whose rows has a number keeps its parts, empty."""
+    import csv
+
+    lines = [
+        x if x["scenario"] != "CIT" else episode("CIT", x["sample_id"], "error") for x in seven()
+    ]
+    run = make_run(tmp_path, "run", lines, model="a")
+    base = make_run(tmp_path, "base", seven("wrong"), model="b")
+    write_report([run], tmp_path / "o", vs=base)
+    tables = tmp_path / "o" / "tables"
+    [row] = list(csv.DictReader((tables / "vs-accuracy.csv").open()))
+    assert [row[f"CIT{part}"] for part in ("", " low", " high", " p")] == ["", "", "", ""], row
+    assert row["ROD p"] != "" and "—" not in row.values()
+
+
+def test_the_vs_run_of_a_compared_runs_label_is_named_by_its_folder(tmp_path: Path) -> None:
+    """Hostile tryout of issue 45, round 3, finding 8: `report runs/random --vs runs/r2` (one
+    model both sides) titled "vs baseline:random (--vs)" over a row "baseline:random": which
+    run was the reference could not be told. Its label is told apart by its folder."""
+    run = make_run(tmp_path, "random", seven(), model="baseline:random")
+    base = make_run(tmp_path, "r2", seven("wrong"), model="baseline:random")
+    outcome = write_report([run], tmp_path / "o", vs=base)
+    titles = [t.title for t in outcome.headline if t.key.startswith("vs-")]
+    assert titles and all(t.endswith("vs baseline:random (r2) (--vs)") for t in titles), titles
+    [row] = next(t for t in outcome.headline if t.key == "vs-accuracy").rows
+    assert row[0].text == "baseline:random"

@@ -1246,3 +1246,38 @@ def test_one_experiments_limit_is_no_partial_note_on_the_tables_of_complete_runs
     assert code == 0, text
     sections = (every / "report" / "report.md").read_text().split("\n### ")[1:]
     assert sections and all("_Partial: played with --limit 1" in s for s in sections)
+
+
+def test_the_terminal_experiments_table_counts_scored_episodes_and_names_a_partial_average(
+    tmp_path: Path,
+) -> None:
+    """Hostile tryout of issue 45, round 3, finding 4: `paper`'s terminal table showed an
+    average over 6 scenarios (every CIT episode an error) as a plain "accuracy (avg)", and
+    28 "episodes" where the suite's report counts 22 (scored ones). The header says scored,
+    the count is the scored episodes, and the caption names what the average covers as
+    eval's table does."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from proactivebench.cli.suite import experiments_table
+    from proactivebench.metrics import ScenarioScore, Summary
+    from proactivebench.runner import RunOutcome
+    from proactivebench.settings import EvalSettings
+    from proactivebench.suite import Experiment, ExperimentOutcome
+
+    summary = Summary(model="m")
+    for name in ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "COCO"):
+        summary.scenarios[name] = ScenarioScore(n=3, accuracy=50.0, ps_rate=0.0, errors=1)
+    summary.scenarios["CIT"] = ScenarioScore(n=0, errors=4)
+    experiment = Experiment(id="mcqa", paper="", settings=EvalSettings())
+    outcome = RunOutcome(summary=summary, out_dir=tmp_path, resumed=0)
+    entry = ExperimentOutcome(experiment, tmp_path, "episode errors", outcome)
+    sink = StringIO()
+    Console(file=sink, width=300).print(experiments_table([entry]))
+    text = sink.getvalue()
+    assert "episodes scored" in text and "—" not in text
+    [row] = [line for line in text.splitlines() if "│ mcqa" in line]
+    assert [c.strip() for c in row.strip("│ ").split("│")][1:3] == ["18", "50.0"], row
+    caption = " ".join(text.split("┘")[-1].split())
+    assert caption == "mcqa: (avg) is the average of 6 (ROD, VSOD, MVP-N, IN-C, QD, COCO; no CIT)"

@@ -60,6 +60,7 @@ from proactivebench.rundir import (
     file_stamp,
     has_results,
     identity_differences,
+    lines_named,
     read_run_config,
     run_lines,
     summary_json,
@@ -265,8 +266,9 @@ def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str
     found = run_lines(run_dir, config)
     if found.rejected:
         first = found.rejected[0].removesuffix("; not counted")
+        many = lines_named(found.rejected, path)
         raise PushError(
-            f"{run_dir}: {len(found.rejected)} line(s) of {RESULTS} cannot be counted (the "
+            f"{run_dir}: {many} line(s) of {RESULTS} cannot be counted (the "
             f"first: {first}); fix or move them out of the run before pushing"
         )
     try:
@@ -785,7 +787,7 @@ def _earlier_run(
     local = repo.scratch / run_path
     found = run_lines(local, config)
     summary = summarize(found.lines, model=str(config.get("model", "")))
-    not_counted = _lines_named(found.rejected, local / RESULTS)
+    not_counted = lines_named(found.rejected, local / RESULTS)
     run = PushedRun(run_path, config, summary.as_dict(), not_counted=not_counted)
     if (local / RUN_CONFIG).is_file():
         # As `report` does: lines left out are counted in the sentence under the cautions
@@ -793,16 +795,6 @@ def _earlier_run(
         shown = [w for w in cautions(local) if w not in found.rejected]
         run.cautions = [w.replace(str(local), run_path) for w in shown]
     return run, summary_json(summary).encode("utf-8")
-
-
-def _lines_named(rejected: Sequence[str], path: Path) -> int:
-    """How many lines of `path` the rejected messages of `run_lines` name: one each, or
-    every line of a contradicting set (`FILE:3, 7: different finished results...`)."""
-    count = 0
-    for message in rejected:
-        numbers = message.removeprefix(f"{path}:").partition(":")[0].split(",")
-        count += sum(1 for n in numbers if n.strip().isdigit()) or 1
-    return count
 
 
 def _hub_answer(what: str) -> AbstractContextManager[None]:

@@ -346,6 +346,17 @@ def _check_template(f: Fields, template: str, allowed: frozenset[str]) -> None:
         raise f.error("image_template", f"must not leave the data dir ('..'): {template!r}")
 
 
+def _distinct(f: Fields, name: str, values: tuple[str, ...]) -> tuple[str, ...]:
+    """Refuse a value given twice: two options of one category both end an episode on the
+    answer (both "correct"), so an episode's choices are no longer the paper's."""
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise f.error(name, f"{value!r} is given twice")
+        seen.add(value)
+    return values
+
+
 def record_warnings(record: Record) -> list[DataError]:
     """What is odd about a record that still loads and plays (docs/protocol.md §2).
 
@@ -375,7 +386,7 @@ def parse_record(record_type: type[Record], obj: Any, source: Source) -> Record:
     f = Fields(obj, source)
     template = f.str("image_template")
     _check_template(f, template, record_type.template_fields)
-    categories = f.str_list("categories")
+    categories = _distinct(f, "categories", f.str_list("categories"))
     answer = f.str("answer")
     reference = f.get("reference_image")
     if not record_type.reads_reference():
@@ -383,7 +394,7 @@ def parse_record(record_type: type[Record], obj: Any, source: Source) -> Record:
     elif isinstance(reference, bool) or not isinstance(reference, int | str):
         raise f.error("reference_image", "expected an integer or a string")
     common: dict[str, Any] = dict(
-        id=f.int("id"),
+        id=f.int("id", minimum=0),
         image_template=template,
         first_image=f.int("first_image"),
         num_images=f.int("num_images", minimum=1),

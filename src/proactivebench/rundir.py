@@ -320,6 +320,18 @@ def _what_it_says(line: dict[str, Any]) -> dict[str, Any]:
     return rest
 
 
+def lines_named(rejected: Sequence[str], path: Path) -> int:
+    """How many lines of `path` the rejected messages of `run_lines` name: one each, or
+    every line of a contradicting set (`FILE:3, 7: different finished results...`). The one
+    count of lines left out, for every sentence that says how many (a count of messages
+    said "1 line" for a set of two)."""
+    count = 0
+    for message in rejected:
+        numbers = message.removeprefix(f"{path}:").partition(":")[0].split(",")
+        count += sum(1 for n in numbers if n.strip().isdigit()) or 1
+    return count
+
+
 def refuse_rejected(rejected: Sequence[str], what: str) -> None:
     """Stop with the rejected lines named (the first few, and how many there are in all):
     `what` says what cannot go on over them and what to do."""
@@ -663,7 +675,22 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
         ) from None
     if not isinstance(config, dict):
         raise DamagedRunError(f"{path} is damaged (not a JSON object)")
+    _check_provenance(config, path)
     return config
+
+
+def _check_provenance(config: dict[str, Any], path: Path) -> None:
+    """Refuse a `provenance` that is not a list of objects: `provenance_of` read such a one as
+    no invocation at all, so how the run was stopped, and what it was played with, went
+    unsaid."""
+    entries = config.get(PROVENANCE, [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        shown = shown_json(entries)
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        raise DamagedRunError(
+            f"{path} is damaged ('{PROVENANCE}' is not a list of objects, one per invocation: "
+            f"got {shown}); restore it, or remove the key"
+        )
 
 
 def identity_differences(old: Any, new: Any, prefix: str = "") -> list[str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.markup import escape
 
-from proactivebench.cli.output import EXIT_ERROR, console, count_progress, out
+from proactivebench.cli.output import EXIT_ERROR, console, count_progress, out, shown_path
 
 if TYPE_CHECKING:
     from proactivebench.data.validate import DatasetCheck
@@ -71,7 +71,7 @@ def data_synth(out_dir: Path, per_scenario: int, seed: int, split: str) -> None:
             progress=lambda n: progress.update(task, advance=n),
         )
     counts = ", ".join(f"{k} {v}" for k, v in manifest["counts"].items())
-    out.print(f"wrote {out_dir}: {counts}")
+    out.print(f"wrote {shown_path(out_dir)}: {counts}")
 
 
 @data_group.command("validate")

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import click
 
-from proactivebench.cli.output import comparison_table, count_progress, out, printable
+from proactivebench.cli.output import (
+    comparison_table,
+    count_progress,
+    out,
+    printable,
+    shown_path,
+)
 from proactivebench.metrics import Summary
 
 
@@ -65,8 +71,8 @@ def demo_command(per_scenario: int, seed: int) -> None:
     note = oracle_note(outcomes["oracle"].summary) if "oracle" in outcomes else None
     if note:
         out.print(note, highlight=False)
-    out.print(f"data:    {data_dir}")
-    out.print(f"results: {runs_dir}/<baseline>/results.jsonl")
+    out.print(f"data:    {shown_path(data_dir)}")
+    out.print(f"results: {shown_path(runs_dir)}/<baseline>/results.jsonl")
     out.print(f"report:  {report.html}")
     show_demo_episode(runs_dir / "proactive")
 

@@ -55,8 +55,7 @@ def tables(found: Catalog) -> list[Table]:
         kept = "kept (official filter)"
         scenarios.add_column("records", justify="right")
         scenarios.add_column(kept, justify="right")
-        if found.synthetic:
-            scenarios.caption = "generated data: eval plays every record (the filter is off)"
+        scenarios.caption = _data_caption(found)
     for s in found.scenarios:
         row = [s.short, s.stem, "yes" if s.in_paper else "no"]
         if counted:
@@ -80,6 +79,16 @@ def tables(found: Catalog) -> list[Table]:
     for x in found.extras:
         _row(extras, [x.name, "yes" if x.installed else "no", ", ".join(x.missing) or "-"])
     return [scenarios, baselines, kinds, experiments, extras]
+
+
+def _data_caption(found: Catalog) -> Text | None:
+    """What the counts of a data directory need said: generated data (the filter is off), and
+    each scenario file that holds no records (an empty file showed "0" unsaid)."""
+    notes = (
+        ["generated data: eval plays every record (the filter is off)"] if found.synthetic else []
+    )
+    notes += [f"{s.file} holds no records" for s in found.scenarios if s.records == 0]
+    return Text("\n".join(notes)) if notes else None
 
 
 def _table(title: str, columns: list[str]) -> Table:

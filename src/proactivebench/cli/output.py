@@ -98,6 +98,14 @@ def printable(text: str) -> str:
 one_line = visible
 
 
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path for a console message: one line (`one_line`: a line feed in a folder's name is
+    `\\n`, not a break that cuts the path in two), its brackets not read as markup. The
+    console keeps line feeds (`printable`), so a path must be made one line where it is
+    formatted."""
+    return escape(one_line(os.fspath(path)))
+
+
 class PrintableFormatter(logging.Formatter):
     """Log records (the library's warnings, a user's traceback) with control characters made
     visible, as everything else printed."""
@@ -420,5 +428,5 @@ def print_report_outcome(outcome: ReportOutcome) -> None:
     for note in outcome.notes:
         console.print(f"note: {escape(printable(note))}", highlight=False)
     kept = " (up to date: nothing changed since it was written)" if outcome.unchanged else ""
-    out.print(f"report: {escape(str(outcome.html))}{kept}", highlight=False)
+    out.print(f"report: {shown_path(outcome.html)}{kept}", highlight=False)
     print_warnings(outcome.warnings)

@@ -42,6 +42,7 @@ from proactivebench.cli.output import (
     print_failures,
     print_report_outcome,
     print_warnings,
+    shown_path,
     summary_table,
 )
 from proactivebench.models import SPEC_HELP, load_model
@@ -320,7 +321,7 @@ def tell_run(
     status."""
     intervals, warnings, report = measure_and_report(run_dir, not no_report, not no_cache, worker)
     out.print(summary_table(summary, intervals=intervals))
-    out.print(f"results: {run_dir / 'results.jsonl'}")
+    out.print(f"results: {shown_path(run_dir / 'results.jsonl')}")
     if cached:
         console.print(
             f"{cached} of {answers} answers came from the response cache, not "
@@ -338,7 +339,7 @@ def tell_table(summary: Summary, run_dir: Path) -> None:
     --no-report` does, so that the same run reads the same whichever command made it."""
     intervals, warnings, _ = measure_and_report(run_dir, write=False)
     out.print(summary_table(summary, intervals=intervals))
-    out.print(f"results: {run_dir / 'results.jsonl'}")
+    out.print(f"results: {shown_path(run_dir / 'results.jsonl')}")
     print_warnings(warnings)
 
 
@@ -487,7 +488,7 @@ def judge_command(
         sys.exit(EXIT_EPISODE_ERRORS)
     intervals, warnings, report = measure_and_report(outcome.out_dir, not no_report, not no_cache)
     out.print(summary_table(outcome.summary, intervals=intervals))
-    out.print(f"results: {outcome.out_dir / 'results.jsonl'}")
+    out.print(f"results: {shown_path(outcome.out_dir / 'results.jsonl')}")
     tell_report(warnings, report)
     if outcome.replay:
         tell_replay(outcome.replay, outcome.out_dir, judge_spec or "", outcome.previous)

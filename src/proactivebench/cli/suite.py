@@ -300,15 +300,15 @@ def experiment_warnings(played: list[ExperimentOutcome]) -> list[str]:
 
 
 def experiments_table(entries: list[ExperimentOutcome]) -> Table:
-    """Experiment, episodes, the average accuracy and ps rate (open-ended: the average cp and
-    ps, in %, which a caption says when such a row holds them), and how it ended."""
+    """Experiment, its scored episodes (as the suite report's experiments table counts them:
+    those that ended in an error are left out), the average accuracy and ps rate (open-ended:
+    the average cp and ps, in %, which a caption says when such a row holds them), and how it
+    ended. An average over fewer than the seven scenarios is named in the caption as eval's
+    table names it (`Summary.average_label`), never shown as a plain average."""
     oeg = any(e.outcome is not None and e.outcome.summary.oeg for e in entries)
-    table = Table(
-        title="experiments",
-        caption="open-ended rows: cp (%) and ps (%) of the judge's verdicts" if oeg else None,
-        caption_justify="left",
-    )
-    for heading in ("experiment", "episodes", "accuracy (avg)", "ps rate (avg)", "status"):
+    captions = ["open-ended rows: cp (%) and ps (%) of the judge's verdicts"] if oeg else []
+    table = Table(title="experiments", caption_justify="left")
+    for heading in ("experiment", "episodes scored", "accuracy (avg)", "ps rate (avg)", "status"):
         table.add_column(
             heading, justify="left" if heading in ("experiment", "status") else "right"
         )
@@ -317,15 +317,25 @@ def experiments_table(entries: list[ExperimentOutcome]) -> Table:
         if entry.outcome is not None:
             summary = entry.outcome.summary
             average = summary.average
-            cells[0] = str(entry.outcome.summary_episodes())
+            cells[0] = str(sum(s.n for s in summary.scenarios.values()))
             if average is not None:
                 first = average.cp if summary.oeg else average.accuracy
                 second = average.ps if summary.oeg else average.ps_rate
                 cells[1] = "—" if first is None else f"{first:.1f}"
                 cells[2] = "—" if second is None else f"{second:.{1 if summary.oeg else 2}f}"
+                captions += _average_caption(entry.experiment.id, summary.average_label)
         status = entry.status if entry.reason is None else f"{entry.status}: {entry.reason}"
         table.add_row(escape(entry.experiment.id), *cells, escape(_short(status)))
+    table.caption = escape("\n".join(captions)) if captions else None
     return table
+
+
+def _average_caption(ident: str, label: str) -> list[str]:
+    """The caption line naming what an experiment's averages cover, when not all seven
+    scenarios (`metrics.average_label`): a plain "average" hid that one scenario was missing."""
+    if label == "average":
+        return []
+    return [f"{ident}: (avg) is the {label}"]
 
 
 def _short(text: str, width: int = 80) -> str:

@@ -330,6 +330,8 @@ def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> DatasetCh
         records, bad = read_records(scenario_file(root, short), short)
         check.records += len(records)
         problems.extend(bad)
+        if not records and not bad:
+            problems.append(_no_records(scenario_file(root, short)))
         check.warnings.extend(w for record in records for w in record_warnings(record))
         episodes = [make_episode(r, reference=ref) for r in records for ref in (False, True)]
         guard = PathGuard(root)
@@ -337,3 +339,12 @@ def validate_dataset(data_dir: str | Path, *, decode: bool = False) -> DatasetCh
         problems.extend(walk.problems)
         problems.extend(check_image_contents(walk.present, guard, decode=decode))
     return check
+
+
+def _no_records(path: Path) -> DataError:
+    """A scenario file without a record: "0 records checked ... valid" let an empty file (a
+    download cut short, a file emptied by hand) pass, and eval then found nothing to play."""
+    return DataError(
+        "holds no records: an empty scenario file plays no episode (fill it, or remove it)",
+        path=str(path),
+    )

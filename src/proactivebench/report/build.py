@@ -55,7 +55,7 @@ from proactivebench.report.measures import (
 from proactivebench.report.outcome import ReportOutcome
 from proactivebench.report.published import PaperComparison, compare_with_paper, unranked_note
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
-from proactivebench.report.runs import Run, load_runs
+from proactivebench.report.runs import Run, label_apart, load_runs
 from proactivebench.report.tables import (
     Table,
     actions_change_table,
@@ -389,7 +389,7 @@ def _write_report(
         published.give_sizes(runs)
     base = load_runs([vs])[0] if vs is not None else None
     if base is not None:
-        base.label += " (--vs)"
+        base.label = label_apart(base, runs) + " (--vs)"
     empty = [r for r in runs if not r.lines]
     if empty and len(empty) == len(runs) and not allow_empty:
         told = "; ".join(f"no episode in {r.run_dir} ({_emptiness(r)})" for r in empty)

@@ -23,7 +23,7 @@ from proactivebench.errors import (
 from proactivebench.metrics import unrecorded_votes
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import RESULTS, has_results, read_run_config, run_lines
+from proactivebench.rundir import RESULTS, has_results, lines_named, read_run_config, run_lines
 from proactivebench.settings import EvalSettings, declared
 from proactivebench.texts import shown_json
 
@@ -86,7 +86,7 @@ class Run:
         never taken for an empty one."""
         if not self.rejected:
             return None
-        many = len(self.rejected)
+        many = lines_named(self.rejected, self.run_dir / RESULTS)
         lines = "1 line of results.jsonl is" if many == 1 else f"{many} lines of results.jsonl are"
         return f"{lines} left out, the first as {self.rejected[0]}"
 
@@ -170,6 +170,20 @@ def _unique_labels(runs: Sequence[Run]) -> list[str]:
         if seen[label] > 1:
             labels[index] = f"{label} #{seen[label]}"
     return labels
+
+
+def label_apart(run: Run, others: Sequence[Run]) -> str:
+    """`run`'s label told apart from `others`' by as much of its directory as it takes (as
+    `_unique_labels` does among the runs): the `--vs` run of the same model as a compared one
+    was titled by the label of a row of its table."""
+    taken = {other.label for other in others}
+    label = run.label
+    for depth in range(1, 1 + len(run.run_dir.parts)):
+        if label not in taken:
+            return label
+        tail = "/".join(run.run_dir.parts[-depth:]) or str(run.run_dir)
+        label = f"{run.label} ({visible(tail)})"
+    return label if label not in taken else f"{label} #2"
 
 
 def load_runs(

@@ -328,10 +328,14 @@ def _csvnumber_text(part: str, number: float) -> float | str:
     return f"{number:.3g}" if part == "p" else round(float(number), 6)
 
 
-def to_csv(table: Table) -> str:
-    """Numbers in columns: each metric column gives `value`, `low`, `high` (and `p`) columns
-    when any of its cells has them; missing values are empty."""
-    widths = []
+def _csv_parts(table: Table) -> list[list[str]]:
+    """Per column, the CSV columns it gives (`value`, `low`, `high`, `p`), or none for a text
+    column. A column of numbers none of whose rows has one (every cell "—": a scenario no run
+    scored) is still a column of numbers, with the parts of the table's other number columns
+    and empty cells, so that one table's files have one rule for a missing number (it was
+    written as a "—" text column without its low/high/p). Only the first column and the
+    declared `text_columns` hold words whatever their cells."""
+    widths: list[list[str] | None] = []
     for column in range(len(table.columns)):
         cells = [row[column] for row in table.rows]
         parts = ["value"]
@@ -339,8 +343,28 @@ def to_csv(table: Table) -> str:
             parts += ["low", "high"]
         if any(c.p is not None for c in cells):
             parts.append("p")
-        numeric = any(c.value is not None for c in cells)
-        widths.append(parts if numeric else [])
+        if any(c.value is not None for c in cells):
+            widths.append(parts)
+        elif column and column not in table.text_columns and _all_missing(cells):
+            widths.append(None)  # a number column of no number: decided below
+        else:
+            widths.append([])
+    shared = ["value"]
+    for part in ("low", "high", "p"):
+        if any(part in w for w in widths if w):
+            shared.append(part)
+    return [shared if w is None else w for w in widths]
+
+
+def _all_missing(cells: Sequence[Cell]) -> bool:
+    """Every cell is a missing number ("—"), in a table with at least one row."""
+    return bool(cells) and all(c.value is None and c.text == MISSING for c in cells)
+
+
+def to_csv(table: Table) -> str:
+    """Numbers in columns: each metric column gives `value`, `low`, `high` (and `p`) columns
+    when any of its cells has them; missing values are empty."""
+    widths = _csv_parts(table)
     header = []
     for name, parts in zip(table.columns, widths, strict=True):
         header += [f"{name} {p}" if p != "value" else name for p in parts] if parts else [name]

@@ -136,3 +136,22 @@ def test_a_run_without_digests_resumes_and_records_them(tmp_path: Path, capsys) 
     stamp = path.stat().st_mtime_ns
     assert _eval(data, out, "baseline:random", capsys, "--limit", "2")[0] == 0
     assert path.stat().st_mtime_ns == stamp
+
+
+def test_a_suites_report_leaves_the_comparison_out_with_a_warning() -> None:
+    """In a suite's report (no refusal: its other experiments are reported) an experiment on
+    other data than the plain run gets no Δ, and a warning says why."""
+    from types import SimpleNamespace
+
+    from proactivebench.report.build import _on_same_data
+
+    base = SimpleNamespace(run_dir=Path("plain"), config={DATA_RECORDS: {"ROD": "sha256:a"}})
+    same = SimpleNamespace(run_dir=Path("hint"), config={DATA_RECORDS: {"ROD": "sha256:a"}})
+    other = SimpleNamespace(run_dir=Path("icl"), config={DATA_RECORDS: {"ROD": "sha256:b"}})
+    outcome = SimpleNamespace(warnings=[])
+    kept = _on_same_data([same, other], base, outcome, refuse=False)  # type: ignore[arg-type]
+    assert kept == [same]
+    assert outcome.warnings == [
+        "--vs plain: icl was played on other data (the ROD records differ), so its samples are "
+        "not the reference's under the same ids: not paired"
+    ]

@@ -155,3 +155,19 @@ def test_a_suites_report_leaves_the_comparison_out_with_a_warning() -> None:
         "--vs plain: icl was played on other data (the ROD records differ), so its samples are "
         "not the reference's under the same ids: not paired"
     ]
+
+
+def test_merge_refuses_shards_played_on_other_records(tmp_path: Path, capsys) -> None:
+    """Shards of one data folder generated again between them: one merged run would hold two
+    data sets' samples under one set of ids."""
+    data = tmp_path / "data"
+    generate(data, per_scenario=4, seed=0)
+    assert _eval(data, tmp_path / "s0", "baseline:random", capsys, "--shard", "0/2")[0] == 0
+    shutil.rmtree(data)
+    generate(data, per_scenario=4, seed=7)
+    assert _eval(data, tmp_path / "s1", "baseline:random", capsys, "--shard", "1/2")[0] == 0
+    args = ["merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(tmp_path / "m")]
+    code, text = run_cli(args, capsys)
+    assert code != 0 and "Traceback" not in text
+    assert "s1 was played on other data than" in text and "(the ROD records differ)" in text
+    assert not (tmp_path / "m" / RESULTS).exists()

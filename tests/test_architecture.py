@@ -18,7 +18,17 @@ PACKAGE = "proactivebench"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "escapes", "paper", "paths", "protocol", "provenance", "records", "texts"),
     ("scenarios", "data", "registry"),
-    ("prompting", "models", "judge", "demonstrations", "metrics", "stats", "results", "selected"),
+    (
+        "prompting",
+        "models",
+        "judge",
+        "demonstrations",
+        "metrics",
+        "stats",
+        "results",
+        "selected",
+        "datarecords",
+    ),
     ("settings", "oeg", "oeg_multiturn", "play", "selection", "rundir", "scheduler", "engine"),
     (
         "runner",

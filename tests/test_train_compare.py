@@ -4,6 +4,7 @@ the episodes both runs played, and says so when the runs differ."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ pytest.importorskip("datasets")
 
 from clirun import run_cli
 from proactivebench.data.synth import generate
+from proactivebench.errors import RunMismatchError
 from proactivebench.train.compare import compare_runs
 from resultlines import flipped
 
@@ -65,9 +67,7 @@ def test_the_tuned_model_is_found_from_another_directory(
 def test_only_shared_episodes_are_compared_and_differences_are_warned(
     test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    other_data = tmp_path / "other-data"
-    generate(other_data, per_scenario=1, seed=3, split="test")
-    base = eval_run(other_data, tmp_path / "base", "baseline:abstain", capsys)
+    base = eval_run(test_data, tmp_path / "base", "baseline:abstain", capsys, "--limit", "1")
     tuned = eval_run(
         test_data, tmp_path / "tuned", "baseline:oracle", capsys, "--scenarios", "ROD,QD"
     )
@@ -78,10 +78,27 @@ def test_only_shared_episodes_are_compared_and_differences_are_warned(
         ("QD", 1, 1),
     ]
     notes = " | ".join(comparison.notes)
-    assert "different data" in notes
     assert f"5 episode(s) of {base}" in notes and f"2 episode(s) of {tuned} (QD, ROD)" in notes
     code, text = run_cli(["train", "compare", str(base), str(tuned), "--holdout", "QD"], capsys)
-    assert code == 0 and text.count("warning:") == 3
+    assert code == 0 and text.count("warning:") == 2
+
+
+def test_runs_on_other_data_are_refused_not_paired(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sample 0 of another generated set is another sample: gains over such pairs would be
+    made up. A moved copy of the same data is the same data, compared."""
+    other = tmp_path / "other-data"
+    generate(other, per_scenario=1, seed=3, split="test")
+    base = eval_run(other, tmp_path / "base", "baseline:abstain", capsys, "--scenarios", "ROD")
+    tuned = eval_run(test_data, tmp_path / "tuned", "baseline:oracle", capsys, "--scenarios", "ROD")
+    with pytest.raises(RunMismatchError, match=r"played on other data \(the ROD records differ\)"):
+        compare_runs(base, tuned, holdout="ROD")
+    code, text = run_cli(["train", "compare", str(base), str(tuned), "--holdout", "ROD"], capsys)
+    assert code != 0 and "played on other data" in text and "Traceback" not in text
+    moved = shutil.copytree(test_data, tmp_path / "moved")
+    again = eval_run(moved, tmp_path / "again", "baseline:abstain", capsys, "--scenarios", "ROD")
+    assert compare_runs(again, tuned, holdout="ROD").rows
 
 
 def test_different_settings_are_named(

@@ -30,6 +30,7 @@ from typing import Any
 
 from proactivebench.data.layout import apply_official_filter, load_dataset, scenario_file
 from proactivebench.data.sample_filter import read_sample_filter, record_file_digest
+from proactivebench.datarecords import other_data
 from proactivebench.errors import DataError, NothingToDoError, RunMismatchError, SettingsError
 from proactivebench.paths import write_whole
 from proactivebench.protocol import FILTER_IDS
@@ -236,11 +237,11 @@ def _check_comparable(
     run_dir: Path, config: dict[str, Any], first_dir: Path, first: dict[str, Any]
 ) -> None:
     """Refuse a run of other data than the first run's, or of any setting but plain MCQA."""
-    if config.get("data_dir") != first.get("data_dir"):
+    why = other_data(config, first)
+    if why is not None:
         raise RunMismatchError(
-            f"{run_dir} was played on other data ({shown_json(config.get('data_dir'))}) than "
-            f"{first_dir} ({shown_json(first.get('data_dir'))}): a filter counts runs of one "
-            "data set"
+            f"{run_dir} was played on other data than {first_dir} ({why}): a filter counts "
+            "runs of one data set"
         )
     settings = config.get("settings")
     differs = _not_plain(settings if isinstance(settings, dict) else {})

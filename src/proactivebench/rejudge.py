@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proactivebench.datarecords import records_of
 from proactivebench.engine import JUDGE_CODE, Provenance, RunEngine, recorded_code
 from proactivebench.errors import NothingToDoError, RunMismatchError
 from proactivebench.judge import Judge, judged_settings
@@ -234,7 +235,7 @@ def _finish(
     then the results, the summary, and last the journal removed (until then a rerun takes its
     verdicts). Returns where the results before this judge are kept."""
     previous = _keep_previous(out, judge)
-    write_run_config(out, without_provenance(identity), history, selection)
+    write_run_config(out, without_provenance(identity), history, selection, records_of(identity))
     write_results(out / RESULTS, ordered)
     write_summary(out, summary)
     (out / JUDGED_SO_FAR).unlink(missing_ok=True)

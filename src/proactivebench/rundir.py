@@ -18,12 +18,13 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proactivebench.data.layout import scenario_file
+from proactivebench.datarecords import DATA_RECORDS, other_data, records_of
 from proactivebench.errors import (
     DamagedRunError,
     ForeignLinesError,
@@ -37,7 +38,7 @@ from proactivebench.errors import (
 )
 from proactivebench.metrics import Summary, summarize, unread_problem
 from proactivebench.paths import open_to_read, open_to_write, read_file, refuse_link, write_whole
-from proactivebench.registry import scenario_names
+from proactivebench.registry import scenario_names, scenario_rank
 from proactivebench.results import (
     EpisodeResult,
     OEGResult,
@@ -629,12 +630,16 @@ def write_run_config(
     identity: dict[str, Any],
     provenance: list[dict[str, Any]],
     selection: Selection | None = None,
+    data: Mapping[str, str] | None = None,
 ) -> None:
-    """Write `run.json`: the identity, then what the run selected (`selected.Selection`) and
-    what is recorded about each invocation."""
+    """Write `run.json`: the identity, then what the run selected (`selected.Selection`), the
+    digests of the records it played (`datarecords`) and what is recorded about each
+    invocation."""
     config = dict(identity)
     if selection is not None:
         config[SELECTION] = selection.to_json()
+    if data:
+        config[DATA_RECORDS] = dict(sorted(data.items(), key=lambda item: scenario_rank(item[0])))
     if provenance:
         config[PROVENANCE] = provenance
     write_whole(out_dir / RUN_CONFIG, dumps(config, indent=2) + "\n")
@@ -642,7 +647,7 @@ def write_run_config(
 
 #: The run.json keys that record what a run did, not what it is: never compared on resume
 #: or merge.
-RECORDS = (PROVENANCE, SELECTION)
+RECORDS = (PROVENANCE, SELECTION, DATA_RECORDS)
 
 
 def without_provenance(config: dict[str, Any]) -> dict[str, Any]:
@@ -774,6 +779,7 @@ def merge_runs(
             raise RunMismatchError(
                 f"{run} holds a run with other data, model or settings: {changes}"
             )
+    _refuse_other_records([run for run, _ in shards], configs)
     gaps = shard_gaps(shards)
     if gaps and not partial:
         raise ProactiveBenchError(
@@ -800,7 +806,9 @@ def merge_runs(
         history.sort(key=lambda entry: str(entry.get("started", "")))
         # A merge again (`replace`) records the provenance of the shards as they are now.
         if check_run_dir(out, identity or {}) is None or replace:
-            write_run_config(out, identity or {}, history, _merged_selection(configs))
+            write_run_config(
+                out, identity or {}, history, _merged_selection(configs), _merged_records(configs)
+            )
         ordered = sorted(merged.values(), key=result_order)
         write_results(out / RESULTS, ordered)
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))
@@ -886,6 +894,28 @@ def _tell_if_not_one_selection(
 def _selected_keys(selection: Selection) -> set[tuple[str, int]]:
     """Every (scenario, sample id) a selection chose."""
     return {(name, i) for name, entry in selection.scenarios.items() for i in entry.ids}
+
+
+def _merged_records(configs: Sequence[dict[str, Any]]) -> dict[str, str] | None:
+    """The digests of the records the shards played, joined (`datarecords`); none when a shard
+    did not record them. Shards that played other records are refused first
+    (`_refuse_other_records`)."""
+    found = [records_of(c) for c in configs]
+    if not found or any(f is None for f in found):
+        return None
+    return {k: v for f in found for k, v in (f or {}).items()}
+
+
+def _refuse_other_records(runs: Sequence[Path], configs: Sequence[dict[str, Any]]) -> None:
+    """Refuse shards that played other records (`datarecords.other_data`: the data changed
+    between them): one merged run would hold two data sets' samples under one set of ids."""
+    for run, config in zip(runs[1:], configs[1:], strict=True):
+        why = other_data(configs[0], config)
+        if why is not None:
+            raise RunMismatchError(
+                f"{run} was played on other data than {runs[0]} ({why}): a merged run holds "
+                "one data set's episodes; merge the shards played on the same data"
+            )
 
 
 def _merged_selection(configs: Sequence[dict[str, Any]]) -> Selection | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.data.layout import Dataset, read_records, scenario_file
+from proactivebench.datarecords import data_records, joined_records, records_of
 from proactivebench.engine import Provenance, RunEngine, code_stamp, refuse_edited_code
 from proactivebench.errors import ProactiveBenchError, SettingsError
 from proactivebench.judge import Judge, judged_settings
@@ -45,6 +46,7 @@ from proactivebench.rundir import (
     merge_runs,
     provenance_of,
     read_results,
+    read_run_config,
     refuse_orphan_lines,
     refuse_rejected,
     run_lines,
@@ -52,7 +54,7 @@ from proactivebench.rundir import (
     write_summary,
 )
 from proactivebench.scenarios import Episode
-from proactivebench.selected import Selection, played_keys, selection_of
+from proactivebench.selected import SELECTION, Selection, played_keys, selection_of
 from proactivebench.selection import (
     choose_episodes,
     recorded_selection,
@@ -149,6 +151,8 @@ class _Run:
     known: Callable[[str, int], bool] | None = None
     #: What the run selected, this invocation and the earlier ones (run.json's `selection`).
     selection: Selection | None = None
+    #: The digests of the records it played, by scenario (run.json's `data_records`).
+    data: dict[str, str] = field(default_factory=dict)
 
 
 async def _prepare(
@@ -169,6 +173,7 @@ async def _prepare(
     # run.json is written with the first result (`_Session`): a run that never finished an
     # episode (server down, Ctrl-C, bad key) leaves no identity to pin the directory.
     previous = check_run_dir(out, identity)
+    data = joined_records(previous, data_records(root, chosen.dataset.records), out, root)
     known = _held_by(root, chosen.dataset)
     if previous is None:
         refuse_orphan_lines(out)
@@ -205,6 +210,7 @@ async def _prepare(
         stamp,
         known,
         selection,
+        data,
     )
 
 
@@ -265,7 +271,9 @@ class _Session:
     def _write(self) -> None:
         entry = self.provenance.stamped()
         history = [*self.run.history, entry]
-        write_run_config(self.run.out, self.run.identity, history, self.run.selection)
+        write_run_config(
+            self.run.out, self.run.identity, history, self.run.selection, self.run.data
+        )
 
     def end(self, *, failed: BaseException | None = None) -> None:
         """Close the results and record the end; a run stopped by `failed` says so in
@@ -285,6 +293,22 @@ class _Session:
             return
         with contextlib.suppress(ProactiveBenchError):
             self._write()
+
+
+def _record_chosen(run: _Run) -> None:
+    """Record in run.json what the run selected and the records it played when it does not
+    say so yet, though this invocation plays nothing: a run begun before run.json recorded them
+    would otherwise never get them, and its readers could not tell a partial run, nor its
+    data, however often it is resumed. Nothing is written when run.json says so already."""
+    if not (run.out / RUN_CONFIG).is_file():
+        return
+    previous = read_run_config(run.out)
+    selection = run.selection.to_json() if run.selection is not None else None
+    if FinishedRun.normal({"s": selection}) == {"s": previous.get(SELECTION)} and (
+        records_of(previous) == (run.data or None)
+    ):
+        return
+    write_run_config(run.out, run.identity, provenance_of(previous), run.selection, run.data)
 
 
 def _finish(run: _Run) -> RunOutcome:
@@ -329,7 +353,7 @@ def _finished(
     """The outcome of a complete run that nothing has changed since (`FinishedRun`): told
     from its note, nothing loaded, read or written; None when the run must be looked at."""
     root, out = Path(data_dir), Path(out_dir)
-    if not (out / FinishedRun.NAME).is_file():
+    if not (out / FinishedRun.NAME).is_file() or not _records_chosen(out):
         return None
     identity = run_identity(root, model, settings, judge, shard)
     note = FinishedRun.read(out, _stamp(root, identity, settings, model, judge))
@@ -345,6 +369,16 @@ def _finished(
     beyond = outcome.get("beyond", 0)
     beyond = beyond if isinstance(beyond, int) else 0
     return RunOutcome(summary, out, episodes, Counter(), answers, cached, 0, beyond)
+
+
+def _records_chosen(out: Path) -> bool:
+    """Whether run.json records what the run selected and the records it played (a run begun
+    by an older version does not: its rerun takes the full way, which records them)."""
+    try:
+        config = read_run_config(out)
+    except ProactiveBenchError:
+        return False
+    return SELECTION in config and records_of(config) is not None
 
 
 async def aevaluate(
@@ -396,7 +430,8 @@ async def aevaluate(
                 answer_key=run.model.sees_answer_key,
             )
 
-        if not run.todo:  # every episode done already: nothing to ask, nothing to write
+        if not run.todo:  # every episode done already: nothing to ask, nothing to play
+            _record_chosen(run)
             return _finish(run)
         session = _Session(run, settings)
         models = [run.model, *([run.judge.model] if run.judge else [])]

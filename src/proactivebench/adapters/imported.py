@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from proactivebench.datarecords import records_of
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, episode_scores, headline_metrics, summarize
 from proactivebench.results import is_oeg_line, result_key, result_order
@@ -101,7 +102,9 @@ def write_imported(
         config = read_run_config(out)
         held = played_keys(result_key(line) for line in lines)
         selected = Selection(held.scenarios, held.shard, synthetic)
-        write_run_config(out, without_provenance(config), provenance_of(config), selected)
+        write_run_config(
+            out, without_provenance(config), provenance_of(config), selected, records_of(config)
+        )
         write_results(out / RESULTS, sorted(lines, key=result_order))
         found = run_lines(out, read_run_config(out))
         refuse_rejected(found.rejected, f"{out / RESULTS} holds lines no reader counts")

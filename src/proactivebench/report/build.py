@@ -22,7 +22,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from proactivebench.errors import NothingToDoError, ProactiveBenchError, WriteError
+from proactivebench.datarecords import other_data
+from proactivebench.errors import (
+    NothingToDoError,
+    ProactiveBenchError,
+    RunMismatchError,
+    WriteError,
+)
 from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
 from proactivebench.models import SPEC_KIND
 from proactivebench.paper import paper_model_named, recognise_model
@@ -418,6 +424,7 @@ def _write_report(
         compared = [r for r in runs if r.run_dir.resolve() != base.run_dir.resolve() and not r.oeg]
         if len(compared) < len(runs) and layout is None:
             outcome.notes.append(f"--vs {base.run_dir}: not compared with itself")
+        compared = _on_same_data(compared, base, outcome, refuse=layout is None)
         comparisons = [compare_runs(r, base, seed=seed, n_resamples=n_resamples) for r in compared]
         base_measures = measure_run(base, seed=seed, n_resamples=n_resamples)
         by_run = {id(m.run): m for m in all_measures}
@@ -455,6 +462,27 @@ def _write_report(
             )
     _remove_stale(out, outcome.files)
     return outcome
+
+
+def _on_same_data(runs: list[Run], base: Run, outcome: ReportOutcome, *, refuse: bool) -> list[Run]:
+    """The runs that can be paired with `base` episode by episode: those played on the same
+    data (`datarecords.other_data`, the rule `data filter` and `merge` apply); another data
+    set's sample ids name other samples, and pairs of them are no comparison. A run given with
+    `--vs` is refused; in a suite's report its comparison is left out, with a warning."""
+    kept = []
+    for run in runs:
+        why = other_data(run.config, base.config)
+        if why is None:
+            kept.append(run)
+            continue
+        told = (
+            f"--vs {base.run_dir}: {run.run_dir} was played on other data ({why}), so its "
+            "samples are not the reference's under the same ids: not paired"
+        )
+        if refuse:
+            raise RunMismatchError(f"{told}; compare runs played on the same data")
+        outcome.warnings.append(told)
+    return kept
 
 
 @contextlib.contextmanager

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proactivebench.datarecords import other_data
 from proactivebench.errors import (
     DamagedRunError,
     NotARunDirError,
     NothingToDoError,
     ProactiveBenchError,
+    RunMismatchError,
 )
 from proactivebench.metrics import ScenarioScore, summarize
 from proactivebench.paper import paper_table
@@ -136,13 +138,16 @@ def _key(line: dict[str, Any]) -> tuple[str, Any]:
 
 def shared_lines(base: EvalRun, tuned: EvalRun) -> tuple[list[Any], list[Any], list[str]]:
     """The two runs' results on the episodes both played, and warnings on what differs: the
-    data, the settings, and the scenarios or samples only one run has (left out)."""
+    settings, and the scenarios or samples only one run has (left out). Runs played on other
+    data are refused."""
     notes = []
-    if base.config.get("data_dir") != tuned.config.get("data_dir"):
-        notes.append(
-            f"the runs played different data ({base.config.get('data_dir')} vs "
-            f"{tuned.config.get('data_dir')}): only samples with the same scenario and id are "
-            "compared, and they may not be the same samples"
+    why = other_data(base.config, tuned.config)
+    if why is not None:
+        # The rule `data filter`, `merge` and `report --vs` apply: another data set's ids
+        # name other samples, and gains over them would pair unrelated episodes.
+        raise RunMismatchError(
+            f"{base.path} and {tuned.path} were played on other data ({why}): their episodes "
+            "are not the same samples under the same ids; compare runs played on the same data"
         )
     changes = identity_differences(base.config.get("settings"), tuned.config.get("settings"))
     if changes:

@@ -964,6 +964,38 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     assert not (run / "results.judging.jsonl").exists()
 
 
+def _judged_run(data: Path, tmp_path: Path, capsys, *extra: str) -> tuple[Path, str, list[str]]:
+    """An open-ended QD run of the `NAMED` agent and judge: (run, the python: spec, eval's
+    arguments without --out)."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
+    code, text = run_cli([*args, *extra, "--out", str(run)], capsys)
+    assert code == 0, text
+    return run, named, args
+
+
+def _refused_by_every_writer(
+    run: Path, named: str, args: list[str], folder: Path, kind: str, capsys
+) -> None:
+    """`judge --out`, `eval --out` and `merge --out` into `folder` each exit 1 naming it as
+    `kind`, and leave it byte for byte (or not there, as it was)."""
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    existed = folder.exists()
+    for command in (
+        ["judge", str(run), "--judge", f"{named}:judge", "--no-cache", "--out", str(folder)],
+        [*args, "--out", str(folder)],
+        ["merge", str(run), "--out", str(folder)],
+    ):
+        code, text = run_cli(command, capsys)
+        said = " ".join(text.split())
+        assert code == 1 and "Traceback" not in text, (command, text)
+        assert f"cannot write a run into {folder}: it is {kind}" in said, (command, text)
+        assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+        assert folder.exists() == existed, (command, folder)
+
+
 def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
     data: Path, tmp_path: Path, capsys
 ) -> None:
@@ -971,28 +1003,13 @@ def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
     a report folder (a run's report/) or a folder of runs are refused before anything is
     written there: a run written over them would be taken for the suite, sit inside a report,
     or hide the runs beside it."""
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
-    code, text = run_cli([*args, "--out", str(run)], capsys)
-    assert code == 0, text
+    run, named, args = _judged_run(data, tmp_path, capsys)
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "suite.json").write_text('{"experiments": []}\n')
     folders = [(suite, "a suite's output"), (run / "report", "a report folder")]
     for folder, kind in [*folders, (tmp_path, f"a folder of runs ({run / 'run.json'})")]:
-        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-        for command in (
-            ["judge", str(run), "--judge", f"{named}:judge", "--no-cache", "--out", str(folder)],
-            [*args, "--out", str(folder)],
-            ["merge", str(run), "--out", str(folder)],
-        ):
-            code, text = run_cli(command, capsys)
-            said = " ".join(text.split())
-            assert code == 1 and "Traceback" not in text, (command, text)
-            assert f"cannot write a run into {folder}: it is {kind}" in said, (command, text)
-            assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+        _refused_by_every_writer(run, named, args, folder, kind, capsys)
 
 
 def test_no_writer_of_a_run_takes_a_report_folder_to_be_or_a_data_directory(
@@ -1002,12 +1019,7 @@ def test_no_writer_of_a_run_takes_a_report_folder_to_be_or_a_data_directory(
     `report` writes there, over or beside the run) and a data directory (it holds a scenario's
     record file) are refused by `judge --out`, `eval --out` and `merge --out` before anything
     is written there."""
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
-    code, text = run_cli([*args, "--no-report", "--out", str(run)], capsys)
-    assert code == 0, text
+    run, named, args = _judged_run(data, tmp_path, capsys, "--no-report")
     assert not (run / "report").exists()
     suite = tmp_path / "suite"
     suite.mkdir()
@@ -1019,18 +1031,7 @@ def test_no_writer_of_a_run_takes_a_report_folder_to_be_or_a_data_directory(
         (copy, f"a data directory ({copy / 'Realistic-Occlusion-Dataset_preprocessed.jsonl'})"),
     ]
     for folder, kind in cases:
-        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-        for command in (
-            ["judge", str(run), "--judge", f"{named}:judge", "--no-cache", "--out", str(folder)],
-            [*args, "--out", str(folder)],
-            ["merge", str(run), "--out", str(folder)],
-        ):
-            code, text = run_cli(command, capsys)
-            said = " ".join(text.split())
-            assert code == 1 and "Traceback" not in text, (command, text)
-            assert f"cannot write a run into {folder}: it is {kind}" in said, (command, text)
-            assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
-            assert folder.exists() == bool(before), (command, folder)
+        _refused_by_every_writer(run, named, args, folder, kind, capsys)
 
 
 def test_the_files_that_mark_a_folder_not_a_run_are_the_suites_and_the_reports() -> None:

@@ -820,6 +820,36 @@ record_suite(out, parse_suite('[[experiment]]\\nid = "b"\\n', "b.toml").experime
 """
 
 
+def other_invocation_before_writing(
+    monkeypatch, script: Path, argv: list[str], trying: Path
+) -> list[subprocess.Popen]:
+    """Make suite.py's next write of suite.json first start `script` (another invocation, with
+    `argv`) and wait until it ends or tries the lock of OUT (it makes `trying` then): the
+    interleaving of two invocations at once, forced, no timing. Returns where the other
+    process will be."""
+    from proactivebench import suite as module
+
+    real = module.write_whole
+    other: list[subprocess.Popen] = []
+
+    def write_whole(path: Path, content: str) -> None:
+        if not other:
+            command = [sys.executable, str(script), *argv, str(trying)]
+            other.append(
+                subprocess.Popen(
+                    command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                )
+            )
+            deadline = time.monotonic() + WAIT_BOUND_S
+            while other[0].poll() is None and not trying.exists():
+                assert time.monotonic() < deadline, "the other invocation hung"
+                time.sleep(0.01)
+        real(path, content)
+
+    monkeypatch.setattr(module, "write_whole", write_whole)
+    return other
+
+
 def test_two_invocations_recording_one_out_at_once_keep_both_entries(
     tmp_path: Path, monkeypatch
 ) -> None:
@@ -832,19 +862,7 @@ def test_two_invocations_recording_one_out_at_once_keep_both_entries(
 
     out, trying, script = tmp_path / "o", tmp_path / "trying", tmp_path / "b.py"
     script.write_text(RECORDING_B)
-    real = module.write_whole
-    other: list[subprocess.Popen] = []
-
-    def write_whole(path: Path, content: str) -> None:
-        if not other:
-            other.append(subprocess.Popen([sys.executable, str(script), str(out), str(trying)]))
-            deadline = time.monotonic() + WAIT_BOUND_S
-            while other[0].poll() is None and not trying.exists():
-                assert time.monotonic() < deadline, "the other invocation hung"
-                time.sleep(0.01)
-        real(path, content)
-
-    monkeypatch.setattr(module, "write_whole", write_whole)
+    other = other_invocation_before_writing(monkeypatch, script, [str(out)], trying)
     module.record_suite(out, parse_suite('[[experiment]]\nid = "a"\n', "a.toml").experiments, None)
     assert other[0].wait(WAIT_BOUND_S) == 0
     record = json.loads((out / "suite.json").read_text())
@@ -885,30 +903,9 @@ def test_two_models_started_into_one_out_at_once_cannot_both_play(
     the second is refused, naming OUT and the model, and nothing of it is written. The
     interleaving is forced: this invocation stops before writing suite.json, starts the other,
     and writes once the other has ended or waits for the lock."""
-    from proactivebench import suite as module
-
     out, trying, script = tmp_path / "o", tmp_path / "trying", tmp_path / "b.py"
     script.write_text(PAPER_B)
-    real = module.write_whole
-    other: list[subprocess.Popen] = []
-
-    def write_whole(path: Path, content: str) -> None:
-        if not other:
-            other.append(
-                subprocess.Popen(
-                    [sys.executable, str(script), str(out), str(data), str(trying)],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                )
-            )
-            deadline = time.monotonic() + WAIT_BOUND_S
-            while other[0].poll() is None and not trying.exists():
-                assert time.monotonic() < deadline, "the other invocation hung"
-                time.sleep(0.01)
-        real(path, content)
-
-    monkeypatch.setattr(module, "write_whole", write_whole)
+    other = other_invocation_before_writing(monkeypatch, script, [str(out), str(data)], trying)
     mcqa = paper_suite().chosen(["mcqa"])
     asyncio.run(run_suite(data, mcqa, out, model=load_model("baseline:oracle"), limit=1))
     told, _ = other[0].communicate(timeout=WAIT_BOUND_S)

@@ -675,6 +675,28 @@ def _not_ranked(report: dict, tmp_path: Path, out: str = "rep") -> tuple[dict, l
     return placed, notes
 
 
+def test_a_run_decoded_otherwise_than_the_paper_is_not_ranked(tmp_path: Path) -> None:
+    """Round-4 tryout: a run sampled at temperature 0.7 (or truncated at 5 tokens) was ranked
+    1/23 among the paper's greedy, 50-token rows, with inside/outside verdicts; the protocol's
+    decoding (run.json's settings, as eval records it) keeps its rank."""
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    for name, decoding in (
+        ("sampled", {"max_tokens": 50, "temperature": 0.7}),
+        ("short", {"max_tokens": 5, "temperature": 0.0}),
+    ):
+        run = write_run(
+            tmp_path, name, lines, "hf:llava-hf/llava-1.5-7b-hf", {"decoding": decoding}
+        )
+        placed, _ = _not_ranked(_report(tmp_path, run, paper=True, out=name), tmp_path, name)
+        [reason] = placed["not_comparable"]
+        assert reason.startswith("settings the table does not have: decoding {"), reason
+        assert 'protocol decodes {"max_tokens": 50, "temperature": 0.0}' in reason, reason
+    greedy = {"decoding": {"max_tokens": 50, "temperature": 0.0}}
+    run = write_run(tmp_path, "greedy", lines, "hf:llava-hf/llava-1.5-7b-hf", greedy)
+    [placed] = _report(tmp_path, run, paper=True, out="greedy")["paper"]["paper-table1-acc"]["runs"]
+    assert placed["not_comparable"] == [] and placed["cells"]["ROD"]["rank"] == 2
+
+
 def test_a_run_on_generated_data_is_not_ranked(tmp_path: Path) -> None:
     """Before: a synthetic run was ranked among the published models and its values checked
     against its model's, and "synthetic" appeared nowhere in the report."""

@@ -42,6 +42,7 @@ from proactivebench.data.layout import is_synthetic
 from proactivebench.registry import paper_scenarios
 from proactivebench.report.runs import Run, earlier_verdicts, labelled, labelled_settings
 from proactivebench.selected import Selection, selection_of
+from proactivebench.texts import shown_json
 
 #: The paper's tables by the kind of run: (mode, the setting that sets the run apart, or None
 #: for none) -> the key in paper_results.json.
@@ -95,6 +96,25 @@ def settings_table(run: Run, unfiltered: bool = False) -> str | None:
     return table_of(run_mode(run), run.settings, all_samples=unfiltered)
 
 
+def decoding_apart(run: Run) -> str | None:
+    """Why `run` was not decoded as the paper's rows were (the protocol's decoding for its
+    mode: greedy with 50 new tokens for multiple choice, `EvalSettings`' default), or None: a
+    sampled or truncated answer is another measurement. A run.json that records no decoding
+    says nothing."""
+    from proactivebench.settings import EvalSettings
+
+    recorded = run.settings.get("decoding")
+    if recorded is None:
+        return None
+    protocol = EvalSettings(mode=run_mode(run)).identity().get("decoding")
+    if recorded == protocol:
+        return None
+    return (
+        f"settings the table does not have: decoding {shown_json(recorded)}, where the paper's "
+        f"protocol decodes {shown_json(protocol)}"
+    )
+
+
 def said_table(run: Run) -> str | None:
     """The table a caller named for `run` (`Run.counterpart`) when its settings agree with it;
     None when none was named, the name is no table of `COUNTERPARTS`, or the settings
@@ -138,6 +158,9 @@ def not_comparable(run: Run) -> list[str]:
             "not at hand (generated data cannot be told apart)"
         )
     reasons += partial(run)
+    decoding = decoding_apart(run)
+    if decoding is not None:
+        reasons.append(decoding)
     offer = unknown_offer(run)
     if offer is not None:
         reasons.append(offer)

@@ -303,6 +303,22 @@ def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
     assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
 
 
+def test_a_run_pushed_where_a_suite_was_is_refused(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """Round-4 tryout: a single run pushed under the name of a suite pushed before replaced
+    runs/NAME whole, deleting the suite's experiments, and left reports/NAME (the suite's
+    report) beside the other model's run, linked from the card: refused now, nothing sent."""
+    first = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = dict(hub.repos[REPO].files)
+    single = tmp_path / "elsewhere" / "suite"  # the proactive run, named like the suite
+    shutil.copytree(runs / "run-a", single, ignore=shutil.ignore_patterns("report"))
+    done = push(hub.endpoint, tmp_path / "hf", single, "--repo", REPO)
+    assert_one_line_failure(done, "runs/suite in", "holds a suite's experiments")
+    assert hub.repos[REPO].files == before
+
+
 def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
     hub: UploadHub, runs: Path, tmp_path: Path
 ) -> None:

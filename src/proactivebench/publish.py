@@ -616,6 +616,7 @@ def _commit_once(api: Any, repo_id: str, plan: PushPlan) -> tuple[str, int, list
 
     with tempfile.TemporaryDirectory(prefix="proactivebench-push-") as scratch:
         repo = _RepoFiles(api, repo_id, Path(scratch))
+        _refuse_a_run_over_a_suite(repo, plan)
         earlier, refreshed = _earlier_runs(repo, plan)
         stale = _stale_files(set(repo.held), plan)
         notes = _replaced(repo, plan, stale)
@@ -689,6 +690,31 @@ class _RepoFiles:
         """Whether the repo holds `data` at `repo_path` (its git blob id, as the Hub lists it)."""
         blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         return self.held.get(repo_path) == blob
+
+
+def _refuse_a_run_over_a_suite(repo: _RepoFiles, plan: PushPlan) -> None:
+    """Refuse a single run pushed where the repo holds a suite's experiments under the same
+    name (`runs/NAME/<id>/run.json`): replacing the folder whole would delete the suite's runs
+    and leave its report (`reports/NAME/`) beside another model's run, which the card would
+    then link side by side. A suite pushed over a single run replaces both folders."""
+    for run in plan.runs:
+        if run.repo_path.count("/") != 1:
+            continue  # an experiment of a suite this push sends
+        held = sorted(
+            p
+            for p in repo.held
+            if p.startswith(f"{run.repo_path}/")
+            and p.endswith(f"/{RUN_CONFIG}")
+            and p.count("/") == 3
+        )
+        if held:
+            raise PushError(
+                f"{run.repo_path} in {repo.repo_id} holds a suite's experiments "
+                f"({len(held)}, e.g. {held[0]}): pushing the run "
+                f"{visible(run.repo_path.split('/', 1)[1])} there would delete them and leave "
+                "the suite's report beside it; rename the run's directory, or push the suite "
+                "again"
+            )
 
 
 def _folders(plan: PushPlan) -> set[str]:

@@ -948,6 +948,23 @@ def test_a_run_without_a_selection_whose_data_is_gone_is_not_ranked(tmp_path: Pa
     assert placed["not_comparable"] == [] and placed["cells"]["avg"]["rank"] == 4
 
 
+def test_a_selection_saying_not_generated_does_not_outweigh_the_datas_manifest(
+    tmp_path: Path,
+) -> None:
+    """Round-4 tryout: run.json's selection edited to say `synthetic: false` (or without the
+    key) ranked a run on generated data 1/22 though its data directory, at hand, holds
+    `data synth`'s manifest: either saying so makes the run not comparable."""
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    run = write_run(tmp_path, "edited", lines, "hf:llava-hf/llava-1.5-7b-hf")
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")  # what data synth writes
+    config = json.loads((run / "run.json").read_text())
+    scenarios = {"ROD": {"available": 88, "ids": id_ranges(sample_ids("ROD", 88))}}
+    selection = {"scenarios": scenarios, "shard": None, "synthetic": False}
+    (run / "run.json").write_text(json.dumps({**config, "selection": selection}))
+    placed, _ = _not_ranked(_report(tmp_path, run, paper=True), tmp_path)
+    assert placed["not_comparable"] == ["generated data (data synth), not the paper's"]
+
+
 def test_generated_data_recorded_in_the_selection_stands_beside_table_1(tmp_path: Path) -> None:
     """Generated data's sample ids are in no official list; which table a run of it stands
     beside is read from what run.json records (`selection.synthetic`), not from a data

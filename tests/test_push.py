@@ -348,22 +348,8 @@ def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
     assert 'model: "baseline:proactive" → "baseline:reactive"' in warning, done.stderr
     card = files["README.md"].decode()
     assert card.count("## `runs/run-a`") == 1 and "- model: `baseline:reactive`" in card
-
-    # A suite's folder replaced by a run of the same name: its experiments leave the repo
-    # and the card.
-    suite_push = push(hub.endpoint, tmp_path / "hf", runs / "suite", "--repo", REPO)
-    assert suite_push.returncode == 0, suite_push.stdout + suite_push.stderr
-    renamed = tmp_path / "again" / "suite"
-    shutil.copytree(runs / "run-a", renamed)
-    done = push(hub.endpoint, tmp_path / "hf", renamed, "--repo", REPO)
-    assert done.returncode == 0, done.stdout + done.stderr
-    files = hub.repos[REPO].files
-    assert not any(p.startswith(("runs/suite/mcqa/", "runs/suite/hint/")) for p in files)
-    sections = [
-        line for line in files["README.md"].decode().splitlines() if line.startswith("## `")
-    ]
-    assert sections == ["## `runs/run-a`", "## `runs/suite`"]
-    assert "reports/suite/report.html" in files  # another folder: left alone
+    # A run over a suite's folder of the same name is refused instead:
+    # test_a_run_pushed_where_a_suite_was_is_refused.
 
 
 def test_a_suites_stale_report_leaves_the_repo_with_its_runs(

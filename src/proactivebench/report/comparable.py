@@ -220,11 +220,12 @@ def selection(run: Run) -> Selection | None:
 
 
 def synthetic(run: Run) -> bool:
-    """Whether the run played generated data: as `selection` records it, else as its data
-    directory shows (`data synth`'s manifest)."""
+    """Whether the run played generated data: as `selection` records it, or as its data
+    directory shows when it is at hand (`data synth`'s manifest): either says so (a record
+    edited to say false is not taken over the data itself)."""
     recorded = selection(run)
-    if recorded is not None:
-        return recorded.synthetic
+    if recorded is not None and recorded.synthetic:
+        return True
     return run.data_dir is not None and is_synthetic(run.data_dir)
 
 

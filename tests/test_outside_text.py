@@ -71,9 +71,11 @@ def test_a_lone_surrogate_in_an_answer_is_recorded_replaced(
 
 
 def test_a_lone_surrogate_from_a_python_model_and_its_error_is_recorded_replaced(
-    data: Path, tmp_path: Path, capsys
+    data: Path, tmp_path: Path, capsys, caplog
 ) -> None:
-    """Every backend's answers pass one point (`Completion`), its failures another."""
+    """Every backend's answers pass one point (`Completion`), its failures another; the
+    traceback logged once holds no lone surrogate either (a log record is written out as
+    UTF-8: one crashed the test run's worker)."""
     agent = tmp_path / "agent.py"
     agent.write_text(
         "def answer(messages, observation):\n"
@@ -90,6 +92,10 @@ def test_a_lone_surrogate_from_a_python_model_and_its_error_is_recorded_replaced
     assert {line["scenario"] for line in lines if "error" in line} == {"ROD"}
     assert all("no \ufffd way" in line["error"] for line in lines if "error" in line)
     assert {t["answer"] for line in lines for t in line["trace"]} == {"A\ufffd"}
+    logged = [r.getMessage() for r in caplog.records if "raised" in r.getMessage()]
+    assert logged and all("no \ufffd way" in m for m in logged)
+    for message in logged:
+        message.encode("utf-8")  # a lone surrogate raises here
 
 
 def test_a_lone_surrogate_in_an_error_body_is_recorded_replaced(

@@ -69,6 +69,7 @@ from proactivebench.errors import ModelSpecError, UserCodeError
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.daemon_threads import DaemonThreads
 from proactivebench.prompting import map_image_parts
+from proactivebench.texts import storable
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +317,9 @@ class PythonCallable(Model):
             first = message not in self._reported
             self._reported.add(message)
         if first:
-            text = "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
+            # The user's exception text enters here: made storable like the error it becomes
+            # (a lone surrogate in a log record cannot be written as UTF-8).
+            text = storable("".join(traceback.format_exception(type(exc), exc, tb)).rstrip())
             then = (
                 "the call is retried while retries remain"
                 if retryable

@@ -644,6 +644,10 @@ def test_one_model_instance_is_shared_and_closed_once(data: Path, tmp_path: Path
             "limit is true, not a count of episodes (1 or more) or null",
         ),
         ('{"experiments": [{"id": "a"}, {"id": "a"}]}', "experiment 'a' is listed twice"),
+        (  # a NaN parses (Python's json), and is named as the file holds it
+            '{"experiments": [{"id": "a", "limit": NaN}]}',
+            "experiment 'a': limit is NaN, not a count of episodes (1 or more) or null",
+        ),
     ],
 )
 def test_a_damaged_suite_json_is_named_not_taken_for_a_run_without_run_json(

@@ -533,6 +533,26 @@ def _holds(line: Line, fields: tuple[str, ...]) -> bool:
 RECORDED_LATER = ("judge_parsed",)
 
 
+def _metrics_of(line: Line) -> tuple[Metric, ...]:
+    """The metrics that read a scored line: the open-ended ones, or for a multiple-choice or
+    multi-turn line the multi-turn ones (the multiple-choice metrics with the per-turn rates,
+    whose `turn_reads` apply to judged turns only)."""
+    return OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
+
+
+def _fields_read(metrics: tuple[Metric, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields `metrics` read of every line (but `RECORDED_LATER`) and of each judged turn,
+    each once, in order."""
+    wanted = dict.fromkeys(key for m in metrics for key in m.reads if key not in RECORDED_LATER)
+    per_turn = dict.fromkeys(key for m in metrics for key in m.turn_reads)
+    return tuple(wanted), tuple(per_turn)
+
+
+#: `_fields_read` of the metrics of an open-ended line (True) and of another (False), worked
+#: out once: every reader that counts asks it of every line (`rundir.run_lines`).
+_FIELDS_READ = {True: _fields_read(OEG_METRICS), False: _fields_read(OEG_MULTITURN_METRICS)}
+
+
 def unread_fields(line: Line) -> list[str]:
     """The fields the metrics of a scored line's kind read (`Metric.reads`) that it lacks:
     such a line would score 0 where it says nothing. Lines that record their `settings`
@@ -541,10 +561,8 @@ def unread_fields(line: Line) -> list[str]:
     fields."""
     if line.get("error") is not None or "settings" not in line:
         return []
-    metrics = OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
-    wanted = dict.fromkeys(key for m in metrics for key in m.reads if key not in RECORDED_LATER)
+    wanted, per_turn = _FIELDS_READ[is_oeg_line(line)]
     missing = [key for key in wanted if key not in line]
-    per_turn = dict.fromkeys(key for m in metrics for key in m.turn_reads)
     trace = line.get("trace")
     for number, turn in enumerate(trace if isinstance(trace, list) else [], 1):
         if isinstance(turn, Mapping) and "valid_answers_text" in turn:
@@ -569,10 +587,9 @@ def unread_problem(line: Line) -> str | None:
     missing = unread_fields(line)
     if not missing:
         return None
-    metrics = OEG_METRICS if is_oeg_line(line) else OEG_MULTITURN_METRICS
     reading = [
         m
-        for m in metrics
+        for m in _metrics_of(line)
         if set(m.reads) & set(missing)
         or any(name.endswith(f"'s {key}") for key in m.turn_reads for name in missing)
     ]

@@ -132,7 +132,7 @@ def rejudge(
     run = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run
     with engine.claim(out):
-        identity = read_run_config(run)
+        config = identity = read_run_config(run)
         multiturn = identity.get("settings", {}).get("mode") == "oeg-multiturn"
         way = MULTITURN if multiturn else ONE_TURN
         # The lines as every reader that counts takes them: one played with other settings
@@ -155,7 +155,7 @@ def rejudge(
             _refuse_another_run(out, run, without_provenance(identity))
         so_far = read_results(out / JUDGED_SO_FAR)
         discarded = _other_judges(so_far, settings)
-        edited = _edited_judge(read_run_config(run), judge)
+        edited = _edited_judge(config, judge)
         if edited:  # its verdicts so far cannot be told from the edited code's: asked again
             discarded += _edited_verdicts(so_far, settings, judge)
             so_far = []

@@ -788,8 +788,12 @@ def merge_runs(
         )
     if gaps:
         log.warning("partial merge: %s", "; ".join(gaps))
-    else:
-        _tell_if_not_one_selection(shards, configs)
+    selections = [
+        selection_of(config, run / RUN_CONFIG)
+        for (run, _), config in zip(shards, configs, strict=True)
+    ]
+    if not gaps:
+        _tell_if_not_one_selection(shards, selections)
     held: list[tuple[Path, list[dict[str, Any]]]] = []
     for (run, _), config in zip(shards, configs, strict=True):
         # Each shard's lines against its own selection: a line of another shard's slice
@@ -807,7 +811,11 @@ def merge_runs(
         # A merge again (`replace`) records the provenance of the shards as they are now.
         if check_run_dir(out, identity or {}) is None or replace:
             write_run_config(
-                out, identity or {}, history, _merged_selection(configs), _merged_records(configs)
+                out,
+                identity or {},
+                history,
+                _merged_selection(selections),
+                _merged_records(configs),
             )
         ordered = sorted(merged.values(), key=result_order)
         write_results(out / RESULTS, ordered)
@@ -853,14 +861,14 @@ def _joined_lines(
 
 
 def _tell_if_not_one_selection(
-    shards: Sequence[tuple[Path, dict[str, Any] | None]], configs: Sequence[dict[str, Any]]
+    shards: Sequence[tuple[Path, dict[str, Any] | None]],
+    selections: Sequence[Selection | None],
 ) -> None:
     """Warn when the shards' recorded selections are not the N slices of one selection
     (`selection.select_records`: every N-th episode of one list): shards played with another
     `--limit` (or `--subset`, `--scenarios`) each, whose merge is a run no single command
     selects. Slices of one list never share an episode, and slice I of T episodes holds
     ceil((T - I) / N) of them. Shards that did not record their selection are not judged."""
-    selections = [selection_of(config) for config in configs]
     if len(shards) < 2 or any(s is None for s in selections):
         return
     count = len(shards)
@@ -918,10 +926,9 @@ def _refuse_other_records(runs: Sequence[Path], configs: Sequence[dict[str, Any]
             )
 
 
-def _merged_selection(configs: Sequence[dict[str, Any]]) -> Selection | None:
+def _merged_selection(selections: Sequence[Selection | None]) -> Selection | None:
     """What the merged shards selected together (no shard); None when one of them did not
     record it (a run begun before run.json recorded its selection)."""
-    selections = [selection_of(c) for c in configs]
     if not selections or any(s is None for s in selections):
         return None
     whole = Selection()

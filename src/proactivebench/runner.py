@@ -153,6 +153,10 @@ class _Run:
     selection: Selection | None = None
     #: The digests of the records it played, by scenario (run.json's `data_records`).
     data: dict[str, str] = field(default_factory=dict)
+    #: run.json as this invocation found it (None: the run begins now), and the lines the
+    #: directory counted then (`run_lines`).
+    recorded: dict[str, Any] | None = None
+    lines: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def _prepare(
@@ -211,6 +215,8 @@ async def _prepare(
         known,
         selection,
         data,
+        previous,
+        lines,
     )
 
 
@@ -300,15 +306,15 @@ def _record_chosen(run: _Run) -> None:
     say so yet, though this invocation plays nothing: a run begun before run.json recorded them
     would otherwise never get them, and its readers could not tell a partial run, nor its
     data, however often it is resumed. Nothing is written when run.json says so already."""
-    if not (run.out / RUN_CONFIG).is_file():
+    previous = run.recorded
+    if previous is None:
         return
-    previous = read_run_config(run.out)
     selection = run.selection.to_json() if run.selection is not None else None
     if FinishedRun.normal({"s": selection}) == {"s": previous.get(SELECTION)} and (
         records_of(previous) == (run.data or None)
     ):
         return
-    write_run_config(run.out, run.identity, provenance_of(previous), run.selection, run.data)
+    write_run_config(run.out, run.identity, run.history, run.selection, run.data)
 
 
 def _finish(run: _Run) -> RunOutcome:
@@ -317,9 +323,11 @@ def _finish(run: _Run) -> RunOutcome:
     whatever this invocation selected (a smaller --limit than an earlier one never makes
     summary.json a subset's). Episode errors are the selection's: those a rerun retries."""
     wanted = {(e.scenario, e.record.id) for e in run.episodes}
-    found = run_lines(run.out, run.identity, run.known)
-    refuse_rejected(found.rejected, f"{run.out / RESULTS} changed during the run")
-    whole = found.lines
+    whole = run.lines  # nothing played: the lines read when the run was prepared
+    if run.todo:
+        found = run_lines(run.out, run.identity, run.known)
+        refuse_rejected(found.rejected, f"{run.out / RESULTS} changed during the run")
+        whole = found.lines
     lines = [r for r in whole if result_key(r) in wanted]
     summary = summarize(whole, model=run.model.name)
     write_summary(run.out, summary)

@@ -57,7 +57,7 @@ from proactivebench.rundir import (
 )
 from proactivebench.runner import RunOutcome, aevaluate
 from proactivebench.settings import EvalSettings, RunOptions, check_setting, offered
-from proactivebench.texts import dumps, loads
+from proactivebench.texts import dumps, loads, shown_json
 
 if TYPE_CHECKING:
     from proactivebench.report import ReportOutcome
@@ -69,8 +69,6 @@ ID, PAPER, PUBLISHED = "id", "paper", "published"
 LIMIT = "limit"
 #: An experiment's id names its run directory: a plain name.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-#: What the suite itself writes in OUT beside the experiments' run directories (no id's).
-RESERVED_IDS = SUITE_RESERVED
 
 
 @dataclass(frozen=True)
@@ -164,7 +162,7 @@ def _experiment(entry: dict[str, Any], where: str, folder: Path | None) -> Exper
             f"{where}: 'id' must be a name of letters, digits, '-', '_' or '.' (it names the "
             f"run directory), got {ident!r}"
         )
-    if ident.casefold() in RESERVED_IDS:
+    if ident.casefold() in SUITE_RESERVED:  # the suite's own files in OUT, in any case
         raise SuiteFileError(
             f"{where}: 'id' {ident!r} is taken: OUT/{ident} is the suite's own (the report of "
             f"every experiment, the list of them); choose another id"
@@ -630,8 +628,8 @@ def _a_table(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    """A value as the file holds it (JSON), cut short."""
-    text = dumps(value)
+    """A value as the file holds it (JSON, a NaN included), cut short."""
+    text = shown_json(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

@@ -131,7 +131,7 @@ def contradiction(run: Run) -> str | None:
     if said is None or said not in COUNTERPARTS.values():
         return None
     own = settings_table(run)
-    if own in (said, None if said is None else _SAME_SETTINGS.get(said)):
+    if own is not None and own in (said, _SAME_SETTINGS.get(said)):
         return None
     marks = [k for k in labelled_settings(run) if k != "mode"] or ["none"]
     where = f"{_table_name(own)}'s" if own is not None else "no table's of the paper"

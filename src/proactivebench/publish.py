@@ -238,10 +238,10 @@ def cautions(run_dir: Path) -> list[str]:
     covers other scenarios than the paper's (`average_apart`)."""
     from proactivebench.report.comparable import average_apart, not_comparable
     from proactivebench.report.measures import run_warnings_and_intervals
-    from proactivebench.report.runs import load_run
+    from proactivebench.report.runs import load_runs
 
-    warnings, _ = run_warnings_and_intervals(run_dir)
-    run = load_run(run_dir)
+    run = load_runs([run_dir])[0]  # read once: for the warnings and the comparability
+    warnings, _ = run_warnings_and_intervals(run_dir, run)
     reasons = not_comparable(run)
     if reasons:
         warnings = [

@@ -566,18 +566,21 @@ def _per_scenario_warning(counts: Mapping[str, int], what: str, consequence: str
     return f"{sum(counts.values())} {what}, in {', '.join(found)}: {consequence}"
 
 
-def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
+def run_warnings_and_intervals(
+    run_dir: Path, run: Run | None = None
+) -> tuple[list[str], Intervals]:
     """What `eval --no-report` (and `paper`/`suite --no-report`, and `push`'s card) tells of a
     run besides its scores: its warnings (`run_warnings`) and each rate's interval,
     remembered in the note of a complete run (`rundir.FinishedRun`), so that a rerun of it
-    reads no line and resamples nothing."""
+    reads no line and resamples nothing. `run`: the run directory as its caller already read
+    it (`load_runs`), not read again."""
     note = FinishedRun.read(run_dir)
     if note is not None:
         warnings = note.outcome.get("warnings")
         intervals = checked_intervals(note.outcome.get("intervals"))
         if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
             return warnings, intervals
-    measures = measure_run(load_runs([run_dir])[0])
+    measures = measure_run(run if run is not None else load_runs([run_dir])[0])
     warnings, intervals = run_warnings(measures), intervals_of(measures)
     if note is not None:
         with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered

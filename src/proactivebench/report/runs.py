@@ -7,6 +7,7 @@ settings that make it differ from a plain run (hint, history, ICL, reference...)
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from proactivebench.metrics import unrecorded_votes
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
 from proactivebench.rundir import RESULTS, has_results, lines_named, read_run_config, run_lines
+from proactivebench.selected import Selection, selection_of
 from proactivebench.settings import EvalSettings, declared
 from proactivebench.texts import shown_json
 
@@ -78,6 +80,13 @@ class Run:
     @property
     def scenarios(self) -> list[str]:
         return list(self.by_scenario)
+
+    @functools.cached_property
+    def selection(self) -> Selection | None:
+        """What the run selected (run.json's `selection`, read by the readers' one rule:
+        `selected.selection_of`), or None for a run recorded before it was. Read once: every
+        surface that asks `report.comparable` about the run asks for it."""
+        return selection_of(self.config, self.run_dir / "run.json")
 
     def left_out(self) -> str | None:
         """How many lines of results.jsonl no count holds (another run's settings, not a

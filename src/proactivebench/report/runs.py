@@ -24,7 +24,14 @@ from proactivebench.errors import (
 from proactivebench.metrics import unrecorded_votes
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import RESULTS, has_results, lines_named, read_run_config, run_lines
+from proactivebench.rundir import (
+    RESULTS,
+    RunLines,
+    has_results,
+    lines_named,
+    read_run_config,
+    run_lines,
+)
 from proactivebench.selected import Selection, selection_of
 from proactivebench.settings import EvalSettings, declared
 from proactivebench.texts import shown_json
@@ -100,8 +107,10 @@ class Run:
         return f"{lines} left out, the first as {self.rejected[0]}"
 
 
-def load_run(run_dir: str | Path) -> Run:
-    """Read a run directory (run.json and results.jsonl), or say clearly why it is not one."""
+def load_run(run_dir: str | Path, found: RunLines | None = None) -> Run:
+    """Read a run directory (run.json and results.jsonl), or say clearly why it is not one.
+    `found`: its lines as `rundir.run_lines` already gave them to the caller (`train
+    compare`), not read again."""
     path = Path(run_dir)
     if path.exists() and not path.is_dir():
         raise NotARunDirError(f"{path} is not a run directory (a file, not a folder)")
@@ -109,7 +118,8 @@ def load_run(run_dir: str | Path) -> Run:
     _check_config(path, config)
     if not has_results(path):
         raise NothingToDoError(f"{path} has no {RESULTS} yet: nothing to report")
-    found = run_lines(path, config)
+    if found is None:
+        found = run_lines(path, config)
     lines = sorted(found.lines, key=result_order)
     run = Run(run_dir=path, config=config, lines=lines, rejected=found.rejected)
     for line in lines:

@@ -158,15 +158,7 @@ def not_comparable(run: Run) -> list[str]:
             "not at hand (generated data cannot be told apart)"
         )
     reasons += partial(run)
-    decoding = decoding_apart(run)
-    if decoding is not None:
-        reasons.append(decoding)
-    offer = unknown_offer(run)
-    if offer is not None:
-        reasons.append(offer)
-    contradicted = contradiction(run)
-    if contradicted is not None:
-        reasons.append(contradicted)
+    reasons += [r for r in (decoding_apart(run), unknown_offer(run), contradiction(run)) if r]
     earlier = sum(earlier_verdicts(run).values())
     if earlier:
         reasons.append(f"verdicts of two judges: {earlier} line(s) keep an earlier judge's verdict")

@@ -779,6 +779,20 @@ def test_a_table_the_settings_contradict_places_no_run(tmp_path: Path) -> None:
     assert report["paper"]["paper-table4-acc"]["runs"][0]["not_comparable"] == []
 
 
+def test_a_table_named_for_settings_no_table_has_places_no_run(tmp_path: Path) -> None:
+    """A run whose settings the paper tabulates nowhere (`history = true`) named for Table 1
+    is not ranked among its zero-shot models: it was, as if settings of no table agreed with
+    every table named."""
+    from proactivebench.report.layout import Layout
+
+    lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
+    run = write_run(tmp_path, "history", lines, "m", {"history": True})
+    report = _report(tmp_path, run, paper=True, layout=Layout.of({run: "table1_mcqa"}))
+    assert "paper" not in report
+    [note] = [n for n in report["notes"] if "left out" in n]
+    assert "named for Table 1" in note and "no table's of the paper" in note
+
+
 def test_a_run_not_comparable_joins_no_rho_with_the_published_models(tmp_path: Path) -> None:
     """The size correlation with the paper's models (`size_correlation.with_published`, the
     size plot's rho) is a number made of the run and the published rows: a run on generated

@@ -56,6 +56,7 @@ from proactivebench.rundir import (
     RESULTS,
     RUN_CONFIG,
     SUMMARY,
+    RunLines,
     RunLock,
     file_stamp,
     has_results,
@@ -204,7 +205,7 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
         )
     if not has_results(run_dir):
         raise PushError(f"{run_dir} has no {RESULTS} yet: nothing to push")
-    lines, results = _counted_lines(run_dir, config)
+    found, results = _counted_lines(run_dir, config)
     results, torn = _whole_lines(results)
     if torn:
         plan.notes.append(
@@ -213,7 +214,7 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
         )
     # summary.json as eval writes it, from the lines as they are now: a file written before
     # lines were moved out (or in) would publish numbers no reader of the pushed lines gives.
-    summary = summarize(lines, model=str(config.get("model", "")))
+    summary = summarize(found.lines, model=str(config.get("model", "")))
     fresh = summary_json(summary).encode("utf-8")
     if _plain_file(run_dir / SUMMARY) and (run_dir / SUMMARY).read_bytes() != fresh:
         plan.notes.append(
@@ -227,21 +228,24 @@ def _add_run(plan: PushPlan, run_dir: Path, repo_path: str) -> None:
     if _current_report(plan, run_dir / RUN_REPORT, [run_dir]):
         for local, relative in _files_under(run_dir / RUN_REPORT):
             plan.add(f"{repo_path}/{RUN_REPORT}/{relative}", local)
-    plan.runs.append(PushedRun(repo_path, config, summary.as_dict(), cautions=cautions(run_dir)))
+    plan.runs.append(
+        PushedRun(repo_path, config, summary.as_dict(), cautions=cautions(run_dir, found))
+    )
 
 
-def cautions(run_dir: Path) -> list[str]:
+def cautions(run_dir: Path, found: RunLines | None = None) -> list[str]:
     """What the card says above a run's table, as `report` says it: the warnings its lines
     give (`report.measures.run_warnings`: unreadable answers, verdicts kept from an earlier
     judge...) and what makes it not comparable with the paper's rows (`report.comparable`:
     generated data, partial, settings the table does not have), and its average when that
-    covers other scenarios than the paper's (`average_apart`)."""
+    covers other scenarios than the paper's (`average_apart`). `found`: the run's lines as
+    `run_lines` already gave them, not read again."""
     from proactivebench.report.comparable import average_apart, not_comparable
     from proactivebench.report.measures import run_warnings_and_intervals
     from proactivebench.report.runs import load_run
 
-    warnings, _ = run_warnings_and_intervals(run_dir)
-    run = load_run(run_dir)
+    run = load_run(run_dir, found)  # read once: for the warnings and the comparability
+    warnings, _ = run_warnings_and_intervals(run_dir, run)
     reasons = not_comparable(run)
     if reasons:
         warnings = [
@@ -254,7 +258,7 @@ def cautions(run_dir: Path) -> list[str]:
     return warnings
 
 
-def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str, Any]], bytes]:
+def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[RunLines, bytes]:
     """The lines every counting command reads (`run_lines`) and the bytes of results.jsonl
     they were read from, which are what is sent: a line appended in between would otherwise
     be published beside a summary that does not count it."""
@@ -277,7 +281,7 @@ def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[list[dict[str
         raise PushError(f"cannot read {path}: {exc.strerror or exc}") from None
     if file_stamp(path) != before:
         raise PushError(f"{path} changed while push read it: push again once it is written")
-    return found.lines, data
+    return found, data
 
 
 def _whole_lines(data: bytes) -> tuple[bytes, int]:
@@ -818,7 +822,7 @@ def _earlier_run(
     if (local / RUN_CONFIG).is_file():
         # As `report` does: lines left out are counted in the sentence under the cautions
         # (`not_counted`), and the rest of the run is read with care all the same.
-        shown = [w for w in cautions(local) if w not in found.rejected]
+        shown = [w for w in cautions(local, found) if w not in found.rejected]
         run.cautions = [w.replace(str(local), run_path) for w in shown]
     return run, summary_json(summary).encode("utf-8")
 

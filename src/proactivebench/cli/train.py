@@ -234,7 +234,7 @@ def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper:
     if paper:
         columns, rows = beside_paper(comparison)
         out.print(paper_table(columns, rows))
-        for note in not_comparable_notes(base_run, tuned_run, comparison):
+        for note in not_comparable_notes(comparison):
             console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
 

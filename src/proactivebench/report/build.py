@@ -359,11 +359,11 @@ class PaperOptions:
                 outcome.notes.append(
                     f"--paper: {run.label} is left out of the paper's tables: {misplaced}"
                 )
-            elif id(run) in placed and not_comparable(run):
-                outcome.notes.append(f"--paper: {unranked_note(run.label, not_comparable(run))}")
-            elif id(run) in ranked and average_apart(run) is not None:
+            elif id(run) in placed and (reasons := not_comparable(run)):
+                outcome.notes.append(f"--paper: {unranked_note(run.label, reasons)}")
+            elif id(run) in ranked and (apart := average_apart(run)) is not None:
                 outcome.notes.append(
-                    f"--paper: {run.label}: {average_apart(run)}: its average is not ranked "
+                    f"--paper: {run.label}: {apart}: its average is not ranked "
                     "nor checked against the paper's; its scenario columns are ranked and checked"
                 )
             elif unplaced and id(run) not in placed:

@@ -41,7 +41,7 @@ from typing import Any
 from proactivebench.data.layout import is_synthetic
 from proactivebench.registry import paper_scenarios
 from proactivebench.report.runs import Run, earlier_verdicts, labelled, labelled_settings
-from proactivebench.selected import Selection, selection_of
+from proactivebench.selected import Selection
 from proactivebench.texts import shown_json
 
 #: The paper's tables by the kind of run: (mode, the setting that sets the run apart, or None
@@ -131,7 +131,7 @@ def contradiction(run: Run) -> str | None:
     if said is None or said not in COUNTERPARTS.values():
         return None
     own = settings_table(run)
-    if own in (said, None if said is None else _SAME_SETTINGS.get(said)):
+    if own is not None and own in (said, _SAME_SETTINGS.get(said)):
         return None
     marks = [k for k in labelled_settings(run) if k != "mode"] or ["none"]
     where = f"{_table_name(own)}'s" if own is not None else "no table's of the paper"
@@ -158,15 +158,7 @@ def not_comparable(run: Run) -> list[str]:
             "not at hand (generated data cannot be told apart)"
         )
     reasons += partial(run)
-    decoding = decoding_apart(run)
-    if decoding is not None:
-        reasons.append(decoding)
-    offer = unknown_offer(run)
-    if offer is not None:
-        reasons.append(offer)
-    contradicted = contradiction(run)
-    if contradicted is not None:
-        reasons.append(contradicted)
+    reasons += [r for r in (decoding_apart(run), unknown_offer(run), contradiction(run)) if r]
     earlier = sum(earlier_verdicts(run).values())
     if earlier:
         reasons.append(f"verdicts of two judges: {earlier} line(s) keep an earlier judge's verdict")
@@ -208,22 +200,16 @@ def unknown(run: Run) -> bool:
     """Whether nothing says what data the run played: run.json records no selection and its
     data directory is not at hand (moved, deleted, or never recorded), so that generated data
     cannot be told apart from the paper's."""
-    if selection(run) is not None:
+    if run.selection is not None:
         return False
     return run.data_dir is None or not run.data_dir.is_dir()
 
 
-def selection(run: Run) -> Selection | None:
-    """What the run selected (run.json's `selection`, read by the readers' one rule:
-    `selected.selection_of`), or None for a run recorded before it was."""
-    return selection_of(run.config, run.run_dir / "run.json")
-
-
 def synthetic(run: Run) -> bool:
-    """Whether the run played generated data: as `selection` records it, or as its data
+    """Whether the run played generated data: as `Run.selection` records it, or as its data
     directory shows when it is at hand (`data synth`'s manifest): either says so (a record
     edited to say false is not taken over the data itself)."""
-    recorded = selection(run)
+    recorded = run.selection
     if recorded is not None and recorded.synthetic:
         return True
     return run.data_dir is not None and is_synthetic(run.data_dir)
@@ -233,7 +219,7 @@ def partial(run: Run) -> list[str]:
     """Why the run holds fewer episodes than the data offers (see the module's docstring);
     empty when it holds them all or, for a run that recorded no selection, when nothing
     says."""
-    recorded = selection(run)
+    recorded = run.selection
     if recorded is None:
         reasons = [f"partial: played with --limit {run.limit}"] if run.limit is not None else []
         how = stopped(run.config)
@@ -252,7 +238,7 @@ def unknown_offer(run: Run) -> str | None:
     """Why whether `run` is whole cannot be told: its selection records no `available` for
     some scenarios (an import, whose log held episodes of a data set it does not describe);
     None when it records them all, or records no selection."""
-    recorded = selection(run)
+    recorded = run.selection
     if recorded is None:
         return None
     names = [name for name, entry in recorded.scenarios.items() if entry.available is None]

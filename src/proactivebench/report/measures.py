@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -492,15 +492,11 @@ _WARNED_MULTITURN = {
 def unreadable_warnings(measures: RunMeasures) -> list[str]:
     """A warning naming the scenarios whose unreadable-answer rate passes
     `UNREADABLE_WARNING` %, one for the judge outputs that held no readable verdict
-    (unparsed) past the same share, and one for lines scored by an earlier judge's verdict
-    (`earlier_verdicts_warning`); or none."""
-    warnings = []
-    earlier = earlier_verdicts_warning(measures.run)
-    if earlier:
-        warnings.append(earlier)
-    unrecorded = unrecorded_verdicts_warning(measures.run)
-    if unrecorded:
-        warnings.append(unrecorded)
+    (unparsed) past the same share, one for lines scored by an earlier judge's verdict
+    (`earlier_verdicts_warning`) and one for judged lines that do not record which votes held
+    a verdict (`unrecorded_verdicts_warning`); or none."""
+    verdicts = (earlier_verdicts_warning(measures.run), unrecorded_verdicts_warning(measures.run))
+    warnings = [w for w in verdicts if w]
     watched = _WARNED_MULTITURN if measures.run.multiturn else _WARNED
     for key, (what, skewed, advice) in watched.items():
         high = []
@@ -538,16 +534,13 @@ def earlier_verdicts_warning(run: Run) -> str | None:
     run.json names the new judge; a `judge` killed after writing run.json and before the
     results leaves every line so (each line's settings name its judge). Any such line makes
     the rates a mix of two judges, which the table alone cannot show; or None."""
-    counts = earlier_verdicts(run)
-    found = [f"{name} ({count})" for name, count in counts.items() if count]
-    if not found:
-        return None
-    return (
-        f"{sum(counts.values())} line(s) keep an earlier judge's verdict, not the verdict of "
-        f"the judge run.json names (it could not replace them: see judge_error in "
-        f"results.jsonl; or a judging stopped before writing its results), in "
-        f"{', '.join(found)}: their rates mix two judges; rerun `proactivebench judge` with "
-        "the same --judge to retry those lines"
+    return _per_scenario_warning(
+        earlier_verdicts(run),
+        "line(s) keep an earlier judge's verdict, not the verdict of the judge run.json names "
+        "(it could not replace them: see judge_error in results.jsonl; or a judging stopped "
+        "before writing its results)",
+        "their rates mix two judges; rerun `proactivebench judge` with the same --judge to "
+        "retry those lines",
     )
 
 
@@ -555,30 +548,39 @@ def unrecorded_verdicts_warning(run: Run) -> str | None:
     """A warning naming the scenarios whose judged lines do not record which judge votes held
     a verdict (`judge_parsed`: removed, or written before it was recorded): unparsed % leaves
     them out, so a judge without a verdict would pass unseen behind their 0 scores; or None."""
-    counts = unrecorded_verdicts(run)
-    found = [f"{name} ({count})" for name, count in counts.items() if count]
-    if not found:
-        return None
-    return (
-        f"{sum(counts.values())} judged line(s) do not record which judge votes held a verdict "
-        f"(judge_parsed), in {', '.join(found)}: unparsed % leaves them out, and their ps, cp "
-        "and aggregate may be votes without a verdict scored 0; see their judge_outputs in "
-        "results.jsonl; judging the run with another --judge records it"
+    return _per_scenario_warning(
+        unrecorded_verdicts(run),
+        "judged line(s) do not record which judge votes held a verdict (judge_parsed)",
+        "unparsed % leaves them out, and their ps, cp and aggregate may be votes without a "
+        "verdict scored 0; see their judge_outputs in results.jsonl; judging the run with "
+        "another --judge records it",
     )
 
 
-def run_warnings_and_intervals(run_dir: Path) -> tuple[list[str], Intervals]:
+def _per_scenario_warning(counts: Mapping[str, int], what: str, consequence: str) -> str | None:
+    """`N what, in SCENARIO (n), ...: consequence` over the scenarios of `counts` with any
+    such line; None when none has."""
+    found = [f"{name} ({count})" for name, count in counts.items() if count]
+    if not found:
+        return None
+    return f"{sum(counts.values())} {what}, in {', '.join(found)}: {consequence}"
+
+
+def run_warnings_and_intervals(
+    run_dir: Path, run: Run | None = None
+) -> tuple[list[str], Intervals]:
     """What `eval --no-report` (and `paper`/`suite --no-report`, and `push`'s card) tells of a
     run besides its scores: its warnings (`run_warnings`) and each rate's interval,
     remembered in the note of a complete run (`rundir.FinishedRun`), so that a rerun of it
-    reads no line and resamples nothing."""
+    reads no line and resamples nothing. `run`: the run directory as its caller already read
+    it (`load_runs`), not read again."""
     note = FinishedRun.read(run_dir)
     if note is not None:
         warnings = note.outcome.get("warnings")
         intervals = checked_intervals(note.outcome.get("intervals"))
         if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
             return warnings, intervals
-    measures = measure_run(load_runs([run_dir])[0])
+    measures = measure_run(run if run is not None else load_runs([run_dir])[0])
     warnings, intervals = run_warnings(measures), intervals_of(measures)
     if note is not None:
         with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered

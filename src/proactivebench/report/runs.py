@@ -7,6 +7,7 @@ settings that make it differ from a plain run (hint, history, ICL, reference...)
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,15 @@ from proactivebench.errors import (
 from proactivebench.metrics import unrecorded_votes
 from proactivebench.report.text import visible
 from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import RESULTS, has_results, lines_named, read_run_config, run_lines
+from proactivebench.rundir import (
+    RESULTS,
+    RunLines,
+    has_results,
+    lines_named,
+    read_run_config,
+    run_lines,
+)
+from proactivebench.selected import Selection, selection_of
 from proactivebench.settings import EvalSettings, declared
 from proactivebench.texts import shown_json
 
@@ -79,6 +88,13 @@ class Run:
     def scenarios(self) -> list[str]:
         return list(self.by_scenario)
 
+    @functools.cached_property
+    def selection(self) -> Selection | None:
+        """What the run selected (run.json's `selection`, read by the readers' one rule:
+        `selected.selection_of`), or None for a run recorded before it was. Read once: every
+        surface that asks `report.comparable` about the run asks for it."""
+        return selection_of(self.config, self.run_dir / "run.json")
+
     def left_out(self) -> str | None:
         """How many lines of results.jsonl no count holds (another run's settings, not a
         result line...), naming the first; None when every line counts. Said wherever an
@@ -91,8 +107,10 @@ class Run:
         return f"{lines} left out, the first as {self.rejected[0]}"
 
 
-def load_run(run_dir: str | Path) -> Run:
-    """Read a run directory (run.json and results.jsonl), or say clearly why it is not one."""
+def load_run(run_dir: str | Path, found: RunLines | None = None) -> Run:
+    """Read a run directory (run.json and results.jsonl), or say clearly why it is not one.
+    `found`: its lines as `rundir.run_lines` already gave them to the caller (`train
+    compare`), not read again."""
     path = Path(run_dir)
     if path.exists() and not path.is_dir():
         raise NotARunDirError(f"{path} is not a run directory (a file, not a folder)")
@@ -100,7 +118,8 @@ def load_run(run_dir: str | Path) -> Run:
     _check_config(path, config)
     if not has_results(path):
         raise NothingToDoError(f"{path} has no {RESULTS} yet: nothing to report")
-    found = run_lines(path, config)
+    if found is None:
+        found = run_lines(path, config)
     lines = sorted(found.lines, key=result_order)
     run = Run(run_dir=path, config=config, lines=lines, rejected=found.rejected)
     for line in lines:

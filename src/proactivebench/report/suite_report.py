@@ -31,7 +31,7 @@ from proactivebench.registry import scenario_order
 from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
 from proactivebench.report.comparable import partial, stopped
 from proactivebench.report.layout import Layout
-from proactivebench.report.runs import load_run
+from proactivebench.report.runs import Run, load_run
 from proactivebench.report.tables import Cell, Table
 from proactivebench.rundir import (
     ONE_SUITE_KEYS,
@@ -86,14 +86,20 @@ def write_suite_report(
     runs = {e["id"]: out_dir / e["id"] for e in entries}
     report = report_dir or out_dir / REPORT_DIR
     limits = _limits(entries, runs, record.get("limit"))
-    partial = partial_runs(runs, limits)
+    readable = _readable(runs)  # read once, for the partial and the unplaced experiments
+    partial = partial_runs(readable, limits)
     every = len(partial) == len(entries)
     layout = Layout.of(
         {runs[e["id"]]: e["published"] for e in entries if isinstance(e.get("published"), str)},
         limits=limits,
         preface=(
             experiments_table(
-                entries, runs, statuses, report, {} if every else partial, unplaced(entries, runs)
+                entries,
+                runs,
+                statuses,
+                report,
+                {} if every else partial,
+                unplaced(entries, readable),
             ),
         ),
         note=partial_note(_common_limit(limits, len(entries))) if every else None,
@@ -199,20 +205,31 @@ def experiments_table(
     )
 
 
-def unplaced(entries: list[dict[str, Any]], runs: Mapping[str, Path]) -> list[str]:
-    """The experiments whose run stands beside no table or figure of the paper, by the rule
-    that places runs there (`published.counterpart`, `figure_counterpart`, with the table
-    suite.json names): a custom suite's `reference` + `hint` run, say. They vanished from the
-    paper's tables without a word, the report saying nothing of where they stood. A run that
-    cannot be read is left to the report, which says why."""
+def _readable(runs: Mapping[str, Path]) -> dict[str, Run]:
+    """Each experiment's run that can be read, by id; one that cannot is left to the report,
+    which says why."""
+    found = {}
+    for ident, path in runs.items():
+        try:
+            found[ident] = load_run(path)
+        except (OSError, ProactiveBenchError):
+            continue
+    return found
+
+
+def unplaced(entries: list[dict[str, Any]], runs: Mapping[str, Run]) -> list[str]:
+    """The experiments whose run (in `runs`: those that can be read) stands beside no table
+    or figure of the paper, by the rule that places runs there (`published.counterpart`,
+    `figure_counterpart`, with the table suite.json names): a custom suite's `reference` +
+    `hint` run, say. They vanished from the paper's tables without a word, the report saying
+    nothing of where they stood."""
     from proactivebench.report.published import counterpart
     from proactivebench.report.published_figures import figure_counterpart
 
     found = []
     for entry in entries:
-        try:
-            run = load_run(runs[entry["id"]])
-        except (OSError, ProactiveBenchError):
+        run = runs.get(entry["id"])
+        if run is None:
             continue
         named = entry.get("published")
         run.counterpart = named if isinstance(named, str) else None
@@ -292,19 +309,14 @@ def partial_note(limit: int | None) -> str:
     )
 
 
-def partial_runs(runs: Mapping[str, Path], limits: Mapping[Path, int]) -> dict[str, list[str]]:
-    """Why each experiment's run is partial, as `report.comparable.partial` decides it for the
-    run (its selection, else the `--limit` suite.json keeps): the one rule its rank in the
-    paper's tables follows. A note from the record's largest limit alone stamped "Partial" on
-    tables of complete, ranked runs. A run that cannot be read is left to the report, which
-    says why."""
+def partial_runs(runs: Mapping[str, Run], limits: Mapping[Path, int]) -> dict[str, list[str]]:
+    """Why each experiment's run (in `runs`: those that can be read) is partial, as
+    `report.comparable.partial` decides it for the run (its selection, else the `--limit`
+    suite.json keeps): the one rule its rank in the paper's tables follows. A note from the
+    record's largest limit alone stamped "Partial" on tables of complete, ranked runs."""
     found = {}
-    for ident, path in runs.items():
-        try:
-            run = load_run(path)
-        except (OSError, ProactiveBenchError):
-            continue
-        run.limit = limits.get(path)
+    for ident, run in runs.items():
+        run.limit = limits.get(run.run_dir)
         reasons = partial(run)
         if reasons:
             found[ident] = reasons

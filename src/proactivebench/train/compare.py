@@ -26,7 +26,7 @@ from proactivebench.errors import (
 from proactivebench.metrics import ScenarioScore, summarize
 from proactivebench.paper import paper_table
 from proactivebench.results import is_oeg_line
-from proactivebench.rundir import RUN_CONFIG, identity_differences, run_lines
+from proactivebench.rundir import RUN_CONFIG, RunLines, identity_differences, run_lines
 from proactivebench.texts import loads
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
@@ -60,6 +60,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     #: Episodes of either run the other did not play (left out of every row).
     left_out: int = 0
+    #: The two runs as read (base, tuned), for `not_comparable_notes`.
+    runs: tuple[EvalRun, EvalRun] | None = field(default=None, repr=False, compare=False)
 
     def mean_gain(self, seen: bool) -> tuple[float, float] | None:
         """Unweighted mean accuracy and ps-rate gains over the seen (or held-out) scenarios."""
@@ -231,7 +233,9 @@ def compare_runs(base_dir: Path, tuned_dir: Path, holdout: str | None = None) ->
         source = str(where / RUN_FILE)
     rows = [ScenarioGain(s, s not in held, base[s], tuned[s]) for s in tuned if s in base]
     left_out = len(base_run.lines) + len(tuned_run.lines) - 2 * len(base_lines)
-    return Comparison(base_run.model, tuned_run.model, rows, source, notes, left_out)
+    return Comparison(
+        base_run.model, tuned_run.model, rows, source, notes, left_out, (base_run, tuned_run)
+    )
 
 
 # ----- the paper's Table 3 beside the runs -------------------------------------------------------
@@ -302,21 +306,24 @@ def beside_paper(comparison: Comparison) -> tuple[list[str], list[ScoreRow]]:
     return columns, rows
 
 
-def not_comparable_notes(base_dir: Path, tuned_dir: Path, comparison: Comparison) -> list[str]:
+def not_comparable_notes(comparison: Comparison) -> list[str]:
     """Why the rows set beside Table 3 are not comparable with its rows, one line each: a run
     that is not (generated data, partial, settings the table does not have: `report.comparable`,
-    the one place that decides it for every table beside the paper's); rows over only the
-    episodes both runs played; an `avg` over other scenarios than Table 3's seven."""
+    the one place that decides it for every table beside the paper's, asked of the runs as
+    `compare_runs` read them); rows over only the episodes both runs played; an `avg` over
+    other scenarios than Table 3's seven."""
     from proactivebench.registry import paper_scenarios
     from proactivebench.report.comparable import not_comparable
     from proactivebench.report.runs import load_run
 
+    assert comparison.runs is not None, "a Comparison of compare_runs"
     notes = []
-    for role, run_dir in (("base", base_dir), ("tuned", tuned_dir)):
-        reasons = not_comparable(load_run(run_dir))
+    for role, run in zip(("base", "tuned"), comparison.runs, strict=True):
+        reasons = not_comparable(load_run(run.path, RunLines(run.lines, run.rejected)))
         if reasons:
             notes.append(
-                f"{role} run {run_dir} is not comparable with Table 3's rows: " + "; ".join(reasons)
+                f"{role} run {run.path} is not comparable with Table 3's rows: "
+                + "; ".join(reasons)
             )
     if comparison.left_out:
         notes.append(

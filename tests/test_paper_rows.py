@@ -922,6 +922,19 @@ def test_the_scatter_tells_a_reason_shared_by_several_runs_once(tmp_path: Path) 
     assert text.count("generated data (data synth)") == 1
 
 
+def test_runs_not_comparable_for_the_same_reasons_share_one_note(tmp_path: Path) -> None:
+    """Six runs on generated data told the same reason six times at the page's head: the runs
+    not comparable for the same reasons are named in one note."""
+    runs = [_seven(tmp_path, "a"), _seven(tmp_path, "b", "openai:other-model@http://h:1/v1")]
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")
+    notes = [n for n in _report(tmp_path, *runs, paper=True)["notes"] if "not comparable" in n]
+    assert notes == [
+        "--paper: openai:my-own-model@http://h:1/v1, openai:other-model@http://h:1/v1: not "
+        "comparable with the published rows (generated data (data synth), not the paper's): "
+        "shown last, without a rank or an inside/outside verdict"
+    ]
+
+
 def test_the_size_plot_gives_no_rho_with_the_published_models_of_none_comparable(
     tmp_path: Path,
 ) -> None:

@@ -915,6 +915,70 @@ def test_the_scatter_names_a_run_not_comparable_beside_the_published_averages(
     assert "Not comparable" not in " ".join(t.get_text() for t in without.findobj(Text))
 
 
+def test_the_scatter_tells_a_reason_shared_by_several_runs_once(tmp_path: Path) -> None:
+    """Runs not comparable for the same reasons (a suite's runs on generated data) are named
+    together under the scatter, the reasons told once, not once per run."""
+    from matplotlib.text import Text
+
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.plots import accuracy_vs_ps_figure
+    from proactivebench.report.runs import load_runs
+
+    runs = [_seven(tmp_path, "a"), _seven(tmp_path, "b", "openai:other-model@http://h:1/v1")]
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")
+    measures = [measure_run(r, n_resamples=50) for r in load_runs(runs)]
+    figure = accuracy_vs_ps_figure(measures, with_paper=True)
+    text = " ".join(" ".join(t.get_text() for t in figure.findobj(Text)).split())
+    assert (
+        "Not comparable with the published models: openai:my-own-model@http://h:1/v1, "
+        "openai:other-model@http://h:1/v1 (generated data (data synth), not the paper's)." in text
+    )
+    assert text.count("generated data (data synth)") == 1
+
+
+def test_runs_not_comparable_for_the_same_reasons_share_one_note(tmp_path: Path) -> None:
+    """Six runs on generated data told the same reason six times at the page's head: the runs
+    not comparable for the same reasons are named in one note."""
+    runs = [_seven(tmp_path, "a"), _seven(tmp_path, "b", "openai:other-model@http://h:1/v1")]
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")
+    notes = [n for n in _report(tmp_path, *runs, paper=True)["notes"] if "not comparable" in n]
+    assert notes == [
+        "--paper: openai:my-own-model@http://h:1/v1, openai:other-model@http://h:1/v1: not "
+        "comparable with the published rows (generated data (data synth), not the paper's): "
+        "shown last, without a rank or an inside/outside verdict"
+    ]
+
+
+def test_the_size_plot_gives_no_rho_with_the_published_models_of_none_comparable(
+    tmp_path: Path,
+) -> None:
+    """A run not comparable with the paper's rows joins no rho with them
+    (report.json's `with_published` is then empty): its size plot does not title the published
+    models' own rho "with the published models", and names the run as drawn, not as not
+    shown."""
+    from matplotlib.text import Text
+
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.plots import size_figure
+    from proactivebench.report.runs import load_runs
+
+    run = _seven(tmp_path)
+    (tmp_path / "no-data" / "synth_manifest.json").write_text("{}")
+    [loaded] = load_runs([run])
+    loaded.params_b = 7.0
+    figure = size_figure([measure_run(loaded, n_resamples=50)], with_paper=True)
+    assert figure is not None
+    titles = [ax.get_title() for ax in figure.axes]
+    assert titles and all("n/a: needs 3 runs with a size, has 1" in t for t in titles), titles
+    assert not any("with the published models" in t for t in titles), titles
+    text = " ".join(" ".join(t.get_text() for t in figure.findobj(Text)).split())
+    assert "Not shown" not in text
+    assert (
+        "Drawn, in no rho with the published models (not comparable with them): "
+        "openai:my-own-model@http://h:1/v1" in text
+    )
+
+
 def test_a_run_scored_by_two_judges_is_not_ranked(tmp_path: Path) -> None:
     """`judge RUN_DIR` with a judge that fails on some prompts keeps the earlier judge's
     verdict there (`judge_error`): the rates mix two judges, so the run stands beside the

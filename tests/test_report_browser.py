@@ -122,6 +122,26 @@ def test_report_in_chromium(browser: Any, report: Path) -> None:
     assert errors == []
 
 
+def test_the_head_of_the_page_fits_400_px(browser: Any, report: Path) -> None:
+    """At 400 px (a phone), the page's head (a `python:` model's label is one long word: its
+    path, as is a run directory) wraps inside the window: the page does not scroll sideways,
+    and the warning (half the answers here designate no option) comes before the tables."""
+    errors: list[str] = []
+    with opened(browser, report, 400, errors) as page:
+        assert page.evaluate("document.documentElement.scrollWidth") <= 400
+        for selector in ("header h1", "header li", "p.warning"):
+            boxes = page.locator(selector).evaluate_all(
+                "all => all.map(e => [e.getBoundingClientRect().right, e.scrollWidth,"
+                " e.clientWidth])"
+            )
+            assert boxes, selector
+            assert all(right <= 400 and wide <= box for right, wide, box in boxes), boxes
+        warning = page.locator("p.warning").first.bounding_box()
+        tables = page.locator("#tables").bounding_box()
+        assert warning is not None and tables is not None and warning["y"] < tables["y"]
+    assert errors == []
+
+
 #: Six runs side by side: the cross-run tables are wider than a 1280 px window.
 SIX = ("oracle", "random", "proactive", "reactive", "abstain", "oracle")
 

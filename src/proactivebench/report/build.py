@@ -343,13 +343,17 @@ class PaperOptions:
         self, all_measures: Sequence[RunMeasures], outcome: ReportOutcome, unplaced: bool = True
     ) -> list[PaperComparison | FigureComparison]:
         """The runs placed in the paper's tables, and beside its Figs. 8 and 9; a note for
-        the runs with no counterpart (`unplaced`; a suite's report says where each stands)."""
+        the runs with no counterpart (`unplaced`; a suite's report says where each stands).
+        The runs not comparable for the same reasons share one note (six runs on generated
+        data told the same reason six times at the page's head)."""
         tables = compare_with_paper(all_measures, self.paper_model)
         figures = compare_with_figures(all_measures)
         ranked = {id(p.run) for c in tables for p in c.placed}  # the figures rank none
         placed = ranked | {id(run) for c in figures for run, _ in c.runs}
+        unranked: dict[tuple[str, ...], tuple[int, list[str]]] = {}  # reasons: (note, runs)
         for measures in all_measures:
             run = measures.run
+            reasons = tuple(not_comparable(run)) if id(run) in placed else ()
             misplaced = contradiction(run) or (
                 f"named for {run.counterpart}, whose settings it does not have"
                 if run.counterpart is not None
@@ -359,8 +363,11 @@ class PaperOptions:
                 outcome.notes.append(
                     f"--paper: {run.label} is left out of the paper's tables: {misplaced}"
                 )
-            elif id(run) in placed and (reasons := not_comparable(run)):
-                outcome.notes.append(f"--paper: {unranked_note(run.label, reasons)}")
+            elif reasons:
+                if reasons not in unranked:
+                    unranked[reasons] = (len(outcome.notes), [])
+                    outcome.notes.append("")  # written below, once its runs are known
+                unranked[reasons][1].append(run.label)
             elif id(run) in ranked and (apart := average_apart(run)) is not None:
                 outcome.notes.append(
                     f"--paper: {run.label}: {apart}: its average is not ranked "
@@ -371,6 +378,8 @@ class PaperOptions:
                     f"--paper: {run.label} has no counterpart in the paper (its "
                     "settings match none of Tables 1, 2, 4, 6, 7, 9, 10 and Figs. 8, 9)"
                 )
+        for reasons, (at, labels) in unranked.items():
+            outcome.notes[at] = f"--paper: {unranked_note(', '.join(labels), list(reasons))}"
         return [*tables, *figures]
 
 

@@ -502,17 +502,17 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
     absent = [_label(m.run.label) for i, m in enumerate(all_measures) if i not in drawn]
     if absent:
         notes.append("Not in this plot (no value on these axes): " + ", ".join(absent) + ".")
-    apart = [
-        all_measures[i].run
-        for i in drawn
-        if published and average_not_comparable(all_measures[i].run)
-    ]
+    # Runs not comparable for the same reasons are named together, the reasons told once (a
+    # suite's runs on generated data gave one long reason per run).
+    apart: dict[str, list[str]] = {}
+    for i in drawn if published else ():
+        why = average_not_comparable(all_measures[i].run)
+        if why:
+            apart.setdefault("; ".join(why), []).append(_label(all_measures[i].run.label))
     if apart:
         notes.append(
             "Not comparable with the published models: "
-            + "; ".join(
-                f"{_label(r.label)} ({'; '.join(average_not_comparable(r))})" for r in apart
-            )
+            + "; ".join(f"{', '.join(labels)} ({why})" for why, labels in apart.items())
             + "."
         )
     note_height = _note(figure, notes)
@@ -564,7 +564,8 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
 
     With `with_paper` (`report --paper`) the paper's models of published size are drawn too
     (grey crosses, unlabelled, `paper.published_sizes`) and rho covers them: one run is then
-    enough."""
+    enough. A run not comparable with them (`comparable`) is drawn, named under the plots, and
+    joins no rho with them; with none left, each plot gives the runs' own rho."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator
 
     sized, same_model = sized_models(all_measures)
@@ -579,12 +580,9 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
             "one point per model (its plain-setting run): "
             + ", ".join(m.run.label for m in same_model)
         )
-    # A run not comparable with the paper's rows (`comparable`): drawn, in no rho with them.
-    apart = {m.run.label for m in sized if with_paper and average_not_comparable(m.run)}
-    if apart:
-        left_out.append(
-            "from rho with the published models (not comparable with them): " + ", ".join(apart)
-        )
+    # A run not comparable with the paper's rows (`comparable`): drawn, in no rho with them
+    # (`measures.size_correlations`' `not_with_published`).
+    apart = [m.run.label for m in sized if with_paper and average_not_comparable(m.run)]
     labelled = []
     for ax, key in ((axes[0], second), (axes[1], main)):
         label = metric(key).heading
@@ -620,9 +618,12 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
         ax.margins(x=0.2, y=0.15)
         ax.set_xlabel("parameters (billions, log scale)")
         ax.set_ylabel(label)
-        every = [*(p for p in points if p[2] not in apart), *paper] if paper else points
+        # With the published models when a run comparable with them has a value; else the
+        # runs' own rho, as report.json's size_correlation gives them.
+        ours = [p for p in points if p[2] not in apart]
+        every = [*ours, *paper] if paper and ours else points
         shown = rho_text([p[0] for p in every], [p[1] for p in every], label)
-        if paper:
+        if paper and ours:
             shown += " (with the published models)"
         ax.set_title(f"{label} vs size\n{shown}", fontsize="medium")
         ax.grid(alpha=0.3)
@@ -632,7 +633,15 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
             0,
             "no parameter count (give one with --params NAME=7B): " + ", ".join(unsized),
         )
-    note_height = _note(figure, [_label("Not shown: " + "; ".join(left_out))] if left_out else [])
+    notes = [_label("Not shown: " + "; ".join(left_out))] if left_out else []
+    if apart:
+        notes.append(
+            _label(
+                "Drawn, in no rho with the published models (not comparable with them): "
+                + ", ".join(apart)
+            )
+        )
+    note_height = _note(figure, notes)
     height = 4.6 + note_height
     figure.set_size_inches(11.0, height)
     figure.subplots_adjust(

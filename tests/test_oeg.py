@@ -934,6 +934,8 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     with pytest.raises(Crash):
         run_cli(again, capsys)
     monkeypatch.undo()
+    # The journal goes last: until then the rerun takes its verdicts instead of asking again.
+    assert (run / "results.judging.jsonl").exists()
     # Left so, the run's numbers are one judge's, or the report says they mix two.
     judges = {line["settings"]["judge"]["judge"] for line in read_results(run / "results.jsonl")}
     named_judge = json.loads((run / "run.json").read_text())["settings"]["judge"]["judge"]

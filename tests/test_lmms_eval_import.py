@@ -43,6 +43,16 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory, synth_test: Path) -> Pa
     return out
 
 
+def refused_import(out: Path, capsys: Any, *logs: Path) -> str:
+    """`import-lmms-eval LOGS --out OUT` refused: exit 1, no traceback, "nothing imported",
+    OUT not made; what it said, on one line."""
+    code, text = run_cli(["import-lmms-eval", *map(str, logs), "--out", str(out)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert "nothing imported" in flat and not out.exists(), text
+    return flat
+
+
 def _lines(run: Path) -> list[dict[str, Any]]:
     return [json.loads(t) for t in (run / "results.jsonl").read_text().splitlines()]
 
@@ -120,11 +130,8 @@ def test_a_line_no_reader_could_count_is_refused_before_anything_is_written(
     log = tmp_path / "x_samples_proactivebench_mixed.jsonl"
     rows = [{"doc_id": n, "accuracy": {"result": line}} for n, line in enumerate([first, damaged])]
     log.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    out = tmp_path / "imported"
-    code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
-    assert code == 1 and "Traceback" not in text, text
-    assert f"{log}:2: " in text and message in text and "nothing imported" in text, text
-    assert not out.exists()
+    flat = refused_import(tmp_path / "imported", capsys, log)
+    assert f"{log}:2: " in flat and message in flat, flat
 
 
 def test_logs_of_two_runs_with_other_settings_are_refused(
@@ -168,14 +175,10 @@ def test_an_episode_in_two_logs_is_refused_naming_both_places(
     changed = flipped(first)
     one = _samples_log(tmp_path / "one.jsonl", [first])
     other = _samples_log(tmp_path / "other.jsonl", [changed])
-    out = tmp_path / "imported"
-    code, text = run_cli(["import-lmms-eval", str(one), str(other), "--out", str(out)], capsys)
-    flat = " ".join(text.split())
-    assert code == 1 and "Traceback" not in text, text
+    flat = refused_import(tmp_path / "imported", capsys, one, other)
     episode = f"{first['scenario']} sample {first['sample_id']}"
     assert f"an episode twice in the samples logs: {episode} at {one}:1 and at {other}:1" in flat
-    assert "with different results" in flat and "nothing imported" in flat, text
-    assert not out.exists()
+    assert "with different results" in flat, flat
 
 
 def test_a_row_whose_metrics_hold_different_lines_is_refused_naming_it(
@@ -189,12 +192,8 @@ def test_a_row_whose_metrics_hold_different_lines_is_refused_naming_it(
     rows = [json.loads(t) for t in log.read_text().splitlines()]
     rows[1]["ps_rate"]["result"] = {**second, "correct": not second["correct"]}
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = tmp_path / "imported"
-    code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
-    flat = " ".join(text.split())
-    assert code == 1 and "Traceback" not in text, text
+    flat = refused_import(tmp_path / "imported", capsys, log)
     assert f"{log}:2: its metrics hold different result lines (accuracy and ps_rate)" in flat
-    assert "nothing imported" in flat and not out.exists()
 
 
 def test_one_log_given_twice_is_said_so(
@@ -243,12 +242,8 @@ def test_a_line_of_another_subtask_or_episode_is_refused_naming_it(
         ),
     ]
     for number, (log, message) in enumerate(cases):
-        out = tmp_path / f"r{number}"
-        code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
-        flat = " ".join(text.split())
-        assert code == 1 and "Traceback" not in text, text
-        assert message in flat and "nothing imported" in flat, text
-        assert not out.exists()
+        flat = refused_import(tmp_path / f"r{number}", capsys, log)
+        assert message in flat, flat
 
 
 def test_a_score_that_contradicts_its_line_is_refused_naming_both(
@@ -262,9 +257,5 @@ def test_a_score_that_contradicts_its_line_is_refused_naming_both(
     row = json.loads(log.read_text())
     row["accuracy"]["score"] = 0.0
     log.write_text(json.dumps(row) + "\n")
-    out = tmp_path / "imported"
-    code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
-    flat = " ".join(text.split())
-    assert code == 1 and "Traceback" not in text, text
-    assert f"{log}:1: the harness scored accuracy = 0.0, its result line gives 1.0" in flat, text
-    assert "nothing imported" in flat and not out.exists()
+    flat = refused_import(tmp_path / "imported", capsys, log)
+    assert f"{log}:1: the harness scored accuracy = 0.0, its result line gives 1.0" in flat

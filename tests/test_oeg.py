@@ -753,18 +753,25 @@ def flaky(messages, observation):
 """
 
 
+def judged_run(data: Path, tmp_path: Path, capsys, *extra: str) -> tuple[Path, str, list[str]]:
+    """An open-ended QD run of the `NAMED` agent and judge: (run, the python: spec, eval's
+    arguments without --out)."""
+    (tmp_path / "named.py").write_text(NAMED)
+    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
+    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
+    code, text = run_cli([*args, *extra, "--out", str(run)], capsys)
+    assert code == 0, text
+    return run, named, args
+
+
 def test_a_judge_failing_on_some_lines_keeps_their_verdicts(
     data: Path, tmp_path: Path, capsys
 ) -> None:
     """Some lines judged, one failing: the failing line keeps its earlier verdict and says
     why (`judge_error`), the others take the new judge, and run.json names the new judge
     (a rerun of the same command retries the failed line)."""
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
-    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
-    assert code == 0, text
+    run, named, _ = judged_run(data, tmp_path, capsys, "--no-report")
     old = {x["sample_id"]: x for x in read_results(run / "results.jsonl")}
     assert len(old) > 1
     failing = min(old)
@@ -785,12 +792,7 @@ def test_a_report_warns_of_lines_scored_by_an_earlier_judge(
     """A line the new judge could not judge keeps the earlier judge's verdict while run.json
     names the new judge: `report` says so and where, or its table would pass a mix of two
     judges for the new judge's rates."""
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
-    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
-    assert code == 0, text
+    run, named, _ = judged_run(data, tmp_path, capsys, "--no-report")
     code, text = run_cli(["report", str(run)], capsys)
     assert code == 0 and "earlier judge" not in text
     failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
@@ -814,12 +816,7 @@ def test_retrying_a_judge_keeps_the_earlier_judges_results_as_the_previous_ones(
     """A judge that failed on a line is rerun, as the command says, to retry it: the rerun
     replaces results this judge wrote, so `results.previous.jsonl` must still hold the
     earlier judge's verdicts (it is the only copy of them left), not this judge's."""
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
-    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
-    assert code == 0, text
+    run, named, _ = judged_run(data, tmp_path, capsys, "--no-report")
     original = (run / "results.jsonl").read_text()
     failing = min(x["sample_id"] for x in read_results(run / "results.jsonl"))
     # The judge fails on one line (its code unchanged: an edited judge is another judge).
@@ -858,13 +855,8 @@ def test_a_judge_edited_between_reruns_is_another_judge(data: Path, tmp_path: Pa
     its name is the same: every line takes the edited code's verdict (none is left with the
     earlier code's as if it were the new one's), and `results.previous.jsonl` holds the earlier
     code's results, one judge back. run.json's provenance records each code's digest."""
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
+    run = judged_run(data, tmp_path, capsys, "--no-report")[0]
     marking = tmp_path / "marking.py"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
-    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
-    assert code == 0, text
     again = ["judge", str(run), "--judge", f"python:{marking}:judge", "--no-cache", "--no-report"]
     marking.write_text(MARKING.format(mark="1"))
     code, text = run_cli(again, capsys)
@@ -928,12 +920,7 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     crash leaves it: every line and run.json name the new judge, with its verdicts."""
     from proactivebench import rejudge as module
 
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--out", str(run)]
-    code, text = run_cli([*args, "--no-cache", "--no-report"], capsys)
-    assert code == 0, text
+    run, named, _ = judged_run(data, tmp_path, capsys, "--no-report")
     original = (run / "results.jsonl").read_text()
     again = ["judge", str(run), "--judge", f"{named}:flaky", "--no-cache", "--no-report"]
     real = getattr(module, step)
@@ -947,6 +934,8 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     with pytest.raises(Crash):
         run_cli(again, capsys)
     monkeypatch.undo()
+    # The journal goes last: until then the rerun takes its verdicts instead of asking again.
+    assert (run / "results.judging.jsonl").exists()
     # Left so, the run's numbers are one judge's, or the report says they mix two.
     judges = {line["settings"]["judge"]["judge"] for line in read_results(run / "results.jsonl")}
     named_judge = json.loads((run / "run.json").read_text())["settings"]["judge"]["judge"]
@@ -962,18 +951,6 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     config = json.loads((run / "run.json").read_text())
     assert config["settings"]["judge"]["judge"] == f"{named}:flaky"
     assert not (run / "results.judging.jsonl").exists()
-
-
-def _judged_run(data: Path, tmp_path: Path, capsys, *extra: str) -> tuple[Path, str, list[str]]:
-    """An open-ended QD run of the `NAMED` agent and judge: (run, the python: spec, eval's
-    arguments without --out)."""
-    (tmp_path / "named.py").write_text(NAMED)
-    run, named = tmp_path / "run", f"python:{tmp_path / 'named.py'}"
-    args = ["eval", "--data", str(data), "--model", f"{named}:answer", "--judge"]
-    args += [f"{named}:judge", "--mode", "oeg", "--scenarios", "QD", "--no-cache"]
-    code, text = run_cli([*args, *extra, "--out", str(run)], capsys)
-    assert code == 0, text
-    return run, named, args
 
 
 def _refused_by_every_writer(
@@ -1003,7 +980,7 @@ def test_no_writer_of_a_run_takes_a_suites_output_or_a_report_folder(
     a report folder (a run's report/) or a folder of runs are refused before anything is
     written there: a run written over them would be taken for the suite, sit inside a report,
     or hide the runs beside it."""
-    run, named, args = _judged_run(data, tmp_path, capsys)
+    run, named, args = judged_run(data, tmp_path, capsys)
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "suite.json").write_text('{"experiments": []}\n')
@@ -1019,7 +996,7 @@ def test_no_writer_of_a_run_takes_a_report_folder_to_be_or_a_data_directory(
     `report` writes there, over or beside the run) and a data directory (it holds a scenario's
     record file) are refused by `judge --out`, `eval --out` and `merge --out` before anything
     is written there."""
-    run, named, args = _judged_run(data, tmp_path, capsys, "--no-report")
+    run, named, args = judged_run(data, tmp_path, capsys, "--no-report")
     assert not (run / "report").exists()
     suite = tmp_path / "suite"
     suite.mkdir()

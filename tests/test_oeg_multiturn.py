@@ -74,6 +74,12 @@ def judge(messages, observation):
     return ", ".join(marks)
 """
 
+#: JUDGE, but its call on QD sample 1's turn 2 fails.
+FAILING_JUDGE = JUDGE.replace(
+    '    if verdict == "bad":',
+    '    if place == "QD:1:2":\n        raise RuntimeError("judge down")\n    if verdict == "bad":',
+)
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -309,12 +315,7 @@ def test_a_failed_judge_call_keeps_the_line_for_the_next_judge_command(
     lines = play(data, tmp_path, script, scenarios=("QD",), limit=2)
     other = tmp_path / "other"
     other.mkdir()
-    failing = JUDGE.replace(
-        '    if verdict == "bad":',
-        '    if place == "QD:1:2":\n        raise RuntimeError("judge down")\n'
-        '    if verdict == "bad":',
-    )
-    (other / "judging.py").write_text(failing)
+    (other / "judging.py").write_text(FAILING_JUDGE)
     (other / "script.json").write_text(json.dumps(script))
     run = tmp_path / "run"
     spec = f"python:{other / 'judging.py'}:judge"
@@ -400,13 +401,8 @@ def test_show_says_a_turn_whose_judge_call_failed_was_not_judged(
     """A judge call that fails ends the episode in an error after the turn's answer was
     recorded: that turn holds no verdict, and `show` and the report's viewer say so instead
     of the placeholder "mismatch" (which reads as the judge having found the answer wrong)."""
-    failing = JUDGE.replace(
-        '    if verdict == "bad":',
-        '    if place == "QD:1:2":\n        raise RuntimeError("judge down")\n'
-        '    if verdict == "bad":',
-    )
     script = {"QD:1": ["ps", "cp"]}
-    lines = play(data, tmp_path, script, judge_source=failing, scenarios=("QD",), limit=2)
+    lines = play(data, tmp_path, script, judge_source=FAILING_JUDGE, scenarios=("QD",), limit=2)
     assert "judge down" in lines[("QD", 1)]["error"]
     code, text = run_cli(["show", str(tmp_path / "run"), "QD", "1"], capsys)
     assert code == 0, text

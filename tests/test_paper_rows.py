@@ -1059,3 +1059,16 @@ def test_generated_data_recorded_in_the_selection_stands_beside_table_1(tmp_path
     assert set(report["paper"]) == {"paper-table1-acc", "paper-table1-psr"}
     [placed] = report["paper"]["paper-table1-acc"]["runs"]
     assert placed["not_comparable"] == ["generated data (data synth), not the paper's"]
+
+
+def test_a_run_without_a_selection_played_with_a_suites_limit_is_partial(tmp_path: Path) -> None:
+    """A run recorded before run.json kept its selection says nothing of `--limit`: the limit
+    a suite says its experiment was played with (`Run.limit`, from suite.json) makes it
+    partial, as its selection would have."""
+    from proactivebench.report.comparable import not_comparable
+    from proactivebench.report.runs import load_run
+
+    run = load_run(_llava_at_half(tmp_path))
+    assert not_comparable(run) == []
+    run.limit = 88
+    assert not_comparable(run) == ["partial: played with --limit 88"]

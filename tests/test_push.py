@@ -114,6 +114,14 @@ def assert_one_line_failure(done: subprocess.CompletedProcess[str], *wanted: str
     return output
 
 
+def assert_folder_is_the_run(files: dict[str, bytes], folder: str, run: Path) -> None:
+    """The repo's `folder` holds the run's three files, byte for byte, and nothing else."""
+    held = sorted(p for p in files if p.startswith(f"{folder}/"))
+    assert held == [f"{folder}/{name}" for name in sorted(RUN_FILES)]
+    for name in RUN_FILES:
+        assert files[f"{folder}/{name}"] == (run / name).read_bytes(), name
+
+
 def front_matter(card: str) -> dict[str, object]:
     assert card.startswith("---\n"), card[:80]
     return yaml.safe_load(card[4:].partition("\n---\n")[0])
@@ -335,10 +343,7 @@ def test_a_run_pushed_where_another_was_replaces_its_folder_whole(
     done = push(hub.endpoint, tmp_path / "hf", other, "--repo", REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     files = hub.repos[REPO].files
-    held = sorted(p for p in files if p.startswith("runs/run-a/"))
-    assert held == [f"runs/run-a/{name}" for name in sorted(RUN_FILES)]
-    for name in RUN_FILES:
-        assert files[f"runs/run-a/{name}"] == (other / name).read_bytes(), name
+    assert_folder_is_the_run(files, "runs/run-a", other)
     assert hub.commits[-1].deleted and all(
         p.startswith("runs/run-a/report/") for p in hub.commits[-1].deleted
     )
@@ -410,10 +415,7 @@ def test_two_pushes_at_once_never_mix_two_runs_in_one_folder(
     done = push(hub.endpoint, tmp_path / "hf", mine, "--repo", REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     files = hub.repos[REPO].files
-    held = sorted(p for p in files if p.startswith("runs/run-a/"))
-    assert held == [f"runs/run-a/{name}" for name in sorted(RUN_FILES)]
-    for name in RUN_FILES:
-        assert files[f"runs/run-a/{name}"] == (mine / name).read_bytes(), name
+    assert_folder_is_the_run(files, "runs/run-a", mine)
     card = files["README.md"].decode()
     assert card.count("## `runs/") == 1 and "- model: `baseline:reactive`" in card
     # The clash with what the other push left is named, as for one pushed earlier.

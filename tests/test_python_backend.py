@@ -113,7 +113,6 @@ def test_async_function_from_a_file_sees_messages_and_images(
         ORACLE
         + """
 import asyncio
-import json
 SEEN = []
 
 async def answer(messages, observation):
@@ -362,7 +361,6 @@ def test_a_cancelled_error_of_the_agents_own_is_an_episode_error(
         ORACLE
         + f"""
 import asyncio
-import json
 
 {kind} answer(messages, observation):
     if observation.scenario == "QD":
@@ -511,12 +509,14 @@ def judge(messages, observation):
 """
 
 
+@pytest.mark.parametrize("hint", [False, True], ids=["plain", "hint"])
 @pytest.mark.parametrize("mode", ["oeg", "oeg-multiturn"])
 def test_an_open_ended_agent_sees_no_option_and_no_category(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, mode: str
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, mode: str, hint: bool
 ) -> None:
     """The protocol asks open-ended questions without options (docs/protocol.md §6): a
-    `python:` agent's observation holds what the model is shown, the question and the view.
+    `python:` agent's observation holds what the model is shown, the question (with a hint,
+    the open-ended one) and the view.
     An agent that repeats all it was handed never names the category (nothing shown holds it
     on this data, checked first), so it is never judged right by it."""
     from proactivebench.data.synth import generate
@@ -531,7 +531,7 @@ def test_an_open_ended_agent_sees_no_option_and_no_category(
     model = load_model(f"python:{agent}:answer")
     judge = Judge(load_model(f"python:{judging}:judge"))
     run = tmp_path / "run"
-    evaluate(root, model, run, EvalSettings(mode=mode), judge=judge)
+    evaluate(root, model, run, EvalSettings(mode=mode, hint=hint), judge=judge)
     seen = [json.loads(x) for x in (tmp_path / "seen.jsonl").read_text().splitlines()]
     assert {(o["scenario"], o["sample_id"]) for o in seen} == set(records)
     for shown in seen:
@@ -541,11 +541,17 @@ def test_an_open_ended_agent_sees_no_option_and_no_category(
         assert answer not in json.dumps(shown).lower(), shown
     lines = outcomes(run)
     assert len(lines) == len(records) and not any(x.get("error") for x in lines.values())
+    # Each turn the agent was asked the open-ended question its line records, not another.
+    asked = sorted((o["scenario"], o["sample_id"], o["turn"], o["prompt"]) for o in seen)
     if mode == "oeg":
         assert all(x["category_prediction"] == 0 for x in lines.values())
-        assert all(x["prompt"] in json.dumps(seen) for x in lines.values())
+        recorded = [(s, i, 1, x["prompt"]) for (s, i), x in lines.items()]
     else:
         assert not any(x["correct"] for x in lines.values())
+        recorded = [
+            (s, i, t["turn"], t["prompt"]) for (s, i), x in lines.items() for t in x["trace"]
+        ]
+    assert asked == sorted(recorded)
 
 
 #: An agent whose answer to every turn is ANSWER: editing it is editing the agent's code.

@@ -448,6 +448,15 @@ def _turn_usage(line: dict, usage: dict) -> dict:
             "correct is True but the last turn's verdict is 'wrong'",
         ),
         (
+            lambda x: {
+                **x,
+                "num_turns": 2,
+                "proactive_suggestions": 1,
+                "trace": [{**x["trace"][0], "verdict": "correct"}, x["trace"][0]],
+            },
+            "a turn before the last has the verdict correct (an episode ends at it)",
+        ),
+        (
             lambda x: {**x, "num_turns": 5, "proactive_suggestions": 4},
             "num_turns is 5 but the trace holds 1 turn(s)",
         ),
@@ -477,6 +486,7 @@ def _turn_usage(line: dict, usage: dict) -> dict:
         "end_reason",
         "correct-abstained",
         "correct-last-verdict",
+        "correct-before-last",
         "num_turns-trace",
         "suggestions-bool",
         "suggestions-count",

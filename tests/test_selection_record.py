@@ -164,9 +164,7 @@ def test_a_selection_of_more_ids_than_the_data_offered_is_named(
     ids = sorted(parse_id_ranges(rod["ids"]))
     rod.update(selected=len(ids) + 1, ids=id_ranges([*ids, 900]))
     (run / "run.json").write_text(json.dumps(config))
-    pasted = {**json.loads((run / "results.jsonl").read_text().splitlines()[0]), "sample_id": 900}
-    with (run / "results.jsonl").open("a") as out:
-        out.write(json.dumps(pasted) + "\n")
+    append(run, [{**read_results(run / "results.jsonl")[0], "sample_id": 900}])
     code, text = run_cli(["report", str(run), "--out", str(tmp_path / "r")], capsys)
     assert code == 1 and "Traceback" not in text
     said = f"ROD: {len(ids) + 1} ids selected of {available} available"

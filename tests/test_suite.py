@@ -952,17 +952,19 @@ def test_a_suites_report_of_runs_of_two_models_compares_nothing(
 
 
 #: Another invocation holding a run directory (argv 1): it makes the file argv 2 once it holds
-#: it, and lets go once that file is removed.
-HOLDING = """
+#: it, and lets go once that file is removed (or after WAIT_BOUND_S: a test that died never
+#: leaves it holding for ever).
+HOLDING = f"""
 import sys
 import time
 from pathlib import Path
 
 from proactivebench.rundir import RunLock
 
+deadline = time.monotonic() + {WAIT_BOUND_S}
 with RunLock(Path(sys.argv[1])):
     Path(sys.argv[2]).touch()
-    while Path(sys.argv[2]).exists():
+    while Path(sys.argv[2]).exists() and time.monotonic() < deadline:
         time.sleep(0.01)
 """
 

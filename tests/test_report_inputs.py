@@ -456,7 +456,7 @@ def test_a_run_setting_of_the_wrong_type_in_run_json_is_named(
 def test_lines_left_out_are_counted_as_lines_not_messages(tmp_path: Path, capsys) -> None:
     """Hostile tryout of issue 45, round 3, finding 5: a line contradicting another of the same
     episode leaves both out under one message (`FILE:1, 3: ...`), and `show` said "1 line of
-    results.jsonl is left out". Every sentence counts lines (`rundir.lines_named`)."""
+    results.jsonl is left out". Every sentence counts lines (`rundir.RunLines.left_out`)."""
     lines = [episode("QD", 0, "first"), episode("QD", 1, "first"), episode("QD", 0, "wrong")]
     run = make_run(tmp_path, "contradicted", lines)
     code, text = run_cli(["show", str(run), "QD", "0"], capsys)

@@ -61,7 +61,6 @@ from proactivebench.rundir import (
     file_stamp,
     has_results,
     identity_differences,
-    lines_named,
     read_run_config,
     run_lines,
     summary_json,
@@ -270,7 +269,7 @@ def _counted_lines(run_dir: Path, config: dict[str, Any]) -> tuple[RunLines, byt
     found = run_lines(run_dir, config)
     if found.rejected:
         first = found.rejected[0].removesuffix("; not counted")
-        many = lines_named(found.rejected, path)
+        many = found.left_out
         raise PushError(
             f"{run_dir}: {many} line(s) of {RESULTS} cannot be counted (the "
             f"first: {first}); fix or move them out of the run before pushing"
@@ -817,7 +816,7 @@ def _earlier_run(
     local = repo.scratch / run_path
     found = run_lines(local, config)
     summary = summarize(found.lines, model=str(config.get("model", "")))
-    not_counted = lines_named(found.rejected, local / RESULTS)
+    not_counted = found.left_out
     run = PushedRun(run_path, config, summary.as_dict(), not_counted=not_counted)
     if (local / RUN_CONFIG).is_file():
         # As `report` does: lines left out are counted in the sentence under the cautions

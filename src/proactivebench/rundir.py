@@ -210,10 +210,13 @@ class RunLines:
     """The lines of a run directory that count: one per episode (`latest_results`), each of
     the right shape, played with the run's settings, of an episode the run can hold and not
     contradicted by another finished line of it; and `rejected`, one `file:line: why` for
-    every line left out (none of them is counted anywhere)."""
+    every line left out (none of them is counted anywhere), or for every set of lines that
+    contradict each other; `left_out`, how many lines those messages name: the count every
+    sentence that says how many gives."""
 
     lines: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    left_out: int = 0
 
 
 def run_lines(
@@ -245,6 +248,7 @@ def run_lines(
             problem = not_held(line["scenario"], line["sample_id"])
         if problem is not None:
             out.rejected.append(f"{path}:{number}: {problem}; not counted")
+            out.left_out += 1
         else:
             kept.append((number, line))
     finished: dict[tuple[str, int], list[tuple[int, dict[str, Any]]]] = {}
@@ -261,6 +265,7 @@ def run_lines(
                 f"{path}:{numbers}: different finished results for {key[0]} sample {key[1]}; "
                 "none of them counted"
             )
+            out.left_out += len(found)
     out.lines = latest_results(line for _, line in kept if result_key(line) not in conflicting)
     return out
 
@@ -319,18 +324,6 @@ def _what_it_says(line: dict[str, Any]) -> dict[str, Any]:
     if isinstance(trace, list):
         rest["trace"] = [{k: v for k, v in t.items() if k not in volatile} for t in trace]
     return rest
-
-
-def lines_named(rejected: Sequence[str], path: Path) -> int:
-    """How many lines of `path` the rejected messages of `run_lines` name: one each, or
-    every line of a contradicting set (`FILE:3, 7: different finished results...`). The one
-    count of lines left out, for every sentence that says how many (a count of messages
-    said "1 line" for a set of two)."""
-    count = 0
-    for message in rejected:
-        numbers = message.removeprefix(f"{path}:").partition(":")[0].split(",")
-        count += sum(1 for n in numbers if n.strip().isdigit()) or 1
-    return count
 
 
 def refuse_rejected(rejected: Sequence[str], what: str) -> None:

@@ -28,7 +28,6 @@ from proactivebench.rundir import (
     RESULTS,
     RunLines,
     has_results,
-    lines_named,
     read_run_config,
     run_lines,
 )
@@ -52,6 +51,8 @@ class Run:
     by_scenario: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Lines of results.jsonl left out of every count, each `file:line: why` (`run_lines`).
     rejected: list[str] = field(default_factory=list)
+    #: How many lines `rejected` names (`rundir.RunLines.left_out`).
+    left_out_lines: int = 0
     #: The paper's table or figure (its key in paper_results.json) the run stands beside, when
     #: the caller knows (a suite's experiment says); None: read from its settings
     #: (`report.published.counterpart`).
@@ -102,7 +103,7 @@ class Run:
         never taken for an empty one."""
         if not self.rejected:
             return None
-        many = lines_named(self.rejected, self.run_dir / RESULTS)
+        many = self.left_out_lines
         lines = "1 line of results.jsonl is" if many == 1 else f"{many} lines of results.jsonl are"
         return f"{lines} left out, the first as {self.rejected[0]}"
 
@@ -121,7 +122,13 @@ def load_run(run_dir: str | Path, found: RunLines | None = None) -> Run:
     if found is None:
         found = run_lines(path, config)
     lines = sorted(found.lines, key=result_order)
-    run = Run(run_dir=path, config=config, lines=lines, rejected=found.rejected)
+    run = Run(
+        run_dir=path,
+        config=config,
+        lines=lines,
+        rejected=found.rejected,
+        left_out_lines=found.left_out,
+    )
     for line in lines:
         run.by_scenario.setdefault(line["scenario"], []).append(line)
     run.params_b = params_from_config(config)

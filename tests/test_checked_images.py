@@ -106,8 +106,12 @@ def test_a_file_changed_after_its_check_is_checked_again(
 ) -> None:
     data, memory, images = checked_once(tmp_path)
     grown, touched, replaced = images[0], images[1], images[2]
-    # Another size: written again.
+    # Another size, written in place with its old modification time put back (as `cp -p`,
+    # `rsync -t` and `tar x` do): only the size tells.
+    kept = grown.stat()
     Image.new("RGB", (40, 30), (9, 9, 9)).save(grown)
+    os.utime(grown, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert grown.stat().st_ino == kept.st_ino and grown.stat().st_size != kept.st_size
     # The same bytes, another modification time.
     os.utime(touched, ns=(10**18, 10**18))
     # Another file (another inode) moved in place, with the old size and modification time.

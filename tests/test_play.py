@@ -25,6 +25,9 @@ from scripted import direct_run, lines, scripts
 
 #: The fields of a turn the page is sent: what a model is shown, and opaque ids.
 TURN_FIELDS = {"id", "scenario", "sample_id", "turn", "max_turns", "prompt", "options", "image"}
+#: Seconds a refused `play` may take: were the name taken, the server would wait for a person
+#: for ever (pytest-timeout fails the test instead of hanging the suite).
+UNTIL_REFUSED = 60
 #: Keys of the answer key, in any object: never in a response.
 ANSWER_KEY = ["correct_actions", "correct_categories", "correct_category"]
 
@@ -192,6 +195,7 @@ def test_eval_refuses_a_person(
     assert "proactivebench play --annotator ann" in text
 
 
+@pytest.mark.timeout(UNTIL_REFUSED)
 def test_a_bad_annotator_name_is_refused(
     synth_test: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -202,6 +206,7 @@ def test_a_bad_annotator_name_is_refused(
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.timeout(UNTIL_REFUSED)
 def test_an_empty_annotator_name_is_refused_not_taken_for_the_login(
     synth_test: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

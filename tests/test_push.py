@@ -787,6 +787,33 @@ def test_a_run_with_lines_no_reader_counts_is_not_pushed(
     assert hub.requests == [] and REPO not in hub.repos
 
 
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"settings": {"hint": True}}, "played with other settings than the run's: hint: True (run.json: False)"),
+        ({"scenario": "XYZ"}, "scenario 'XYZ' is not one of"),
+    ],
+    ids=["another-runs-settings", "unknown-scenario"],
+)
+def test_a_whole_line_no_reader_counts_is_not_pushed(
+    hub: UploadHub, runs: Path, tmp_path: Path, change: dict[str, object], named: str
+) -> None:
+    """A well-formed line of a run played with other settings (copied in from a hint run),
+    or of a scenario the benchmark does not have, is no line of this run either: refused as
+    the damaged line is, naming the line and why, before any request to the Hub."""
+    run = tmp_path / "run-a"
+    shutil.copytree(runs / "run-a", run)
+    first = json.loads((run / "results.jsonl").read_text().splitlines()[0])
+    settings = {**first["settings"], **change.get("settings", {})}  # type: ignore[dict-item]
+    stranger = {**first, **change, "settings": settings}
+    with (run / "results.jsonl").open("a") as results:
+        results.write(json.dumps(stranger) + "\n")
+    number = len((run / "results.jsonl").read_text().splitlines())
+    done = push(hub.endpoint, tmp_path / "hf", run, "--repo", REPO)
+    assert_one_line_failure(done, f"results.jsonl:{number}: {named}", "before pushing")
+    assert hub.requests == [] and REPO not in hub.repos
+
+
 def test_a_report_directory_pushed_on_its_own_must_be_its_runs_lines(
     hub: UploadHub, runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

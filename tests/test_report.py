@@ -691,12 +691,21 @@ def test_scatter_legend_names_only_the_runs_it_shows(tmp_path: Path) -> None:
     from proactivebench.registry import paper_scenarios
     from proactivebench.report.plots import accuracy_vs_ps_figure
 
-    runs = {"a": every_scenario("asked", 2)}
-    runs["failed"] = [episode(s, i, "error") for i, s in enumerate(paper_scenarios())]
+    from matplotlib.colors import to_hex
+
+    # The undrawn run first: each legend entry keeps its own run's colour, not the colour of
+    # its place among the drawn runs (the same while the undrawn run came last).
+    runs = {"failed": [episode(s, i, "error") for i, s in enumerate(paper_scenarios())]}
+    runs |= {"a": every_scenario("asked", 2), "b": every_scenario("wrong", 5)}
     figure = accuracy_vs_ps_figure(measured(tmp_path, runs))
     (runs_legend,) = figure.legends
-    assert [t.get_text() for t in runs_legend.get_texts()] == ["a"]
+    assert [t.get_text() for t in runs_legend.get_texts()] == ["a", "b"]
     assert "Not in this plot (no value on these axes): failed." in texts_of(figure)
+    legend = [to_hex(h.get_color()) for h in runs_legend.legend_handles]
+    # Each run's average is one large mark (an errorbar's line): its colour is the legend's.
+    (ax,) = [a for a in figure.axes if a.lines]
+    averages = [to_hex(line.get_color()) for line in ax.lines if line.get_marker() == "o"]
+    assert averages == legend and len(set(legend)) == 2
 
 
 def test_bar_plot_legend_stays_inside_the_figure(tmp_path: Path) -> None:

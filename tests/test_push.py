@@ -790,7 +790,10 @@ def test_a_run_with_lines_no_reader_counts_is_not_pushed(
 @pytest.mark.parametrize(
     ("change", "named"),
     [
-        ({"settings": {"hint": True}}, "played with other settings than the run's: hint: True (run.json: False)"),
+        (
+            {"settings": {"hint": True}},
+            "played with other settings than the run's: hint: True (run.json: False)",
+        ),
         ({"scenario": "XYZ"}, "scenario 'XYZ' is not one of"),
     ],
     ids=["another-runs-settings", "unknown-scenario"],

@@ -688,10 +688,10 @@ def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -
 def test_scatter_legend_names_only_the_runs_it_shows(tmp_path: Path) -> None:
     """A run with no mark in the scatter (every episode failed; or an open-ended run among
     multiple-choice ones) is not in its legend, as if drawn: a note names it."""
+    from matplotlib.colors import to_hex
+
     from proactivebench.registry import paper_scenarios
     from proactivebench.report.plots import accuracy_vs_ps_figure
-
-    from matplotlib.colors import to_hex
 
     # The undrawn run first: each legend entry keeps its own run's colour, not the colour of
     # its place among the drawn runs (the same while the undrawn run came last).

@@ -83,6 +83,35 @@ def test_only_shared_episodes_are_compared_and_differences_are_warned(
     assert code == 0 and text.count("warning:") == 2
 
 
+def test_an_episode_that_failed_in_either_run_is_left_out_of_both(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failed episode has no score: paired all the same, it was left out of one run's
+    rates and counted in the other's (QD: n 0 beside a base of 50.0; VSOD n 2 with a base of
+    25.0), so the gain was over other episodes than the ones named."""
+    args = ("--scenarios", "ROD,QD")
+    base = eval_run(test_data, tmp_path / "base", "baseline:oracle", capsys, *args)
+    tuned = eval_run(test_data, tmp_path / "tuned", "baseline:oracle", capsys, *args)
+    path = tuned / "results.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    failed = next(i for i, line in enumerate(lines) if line["scenario"] == "ROD")
+    lines[failed] = {
+        "scenario": "ROD",
+        "sample_id": lines[failed]["sample_id"],
+        "error": "TimeoutError",
+        "trace": [],
+        "settings": lines[failed]["settings"],
+    }
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    comparison = compare_runs(base, tuned, holdout="QD")
+    rows = {r.scenario: (r.base.n, r.tuned.n) for r in comparison.rows}
+    assert rows == {"ROD": (1, 1), "QD": (2, 2)}
+    (note,) = comparison.notes
+    assert note == (
+        "1 episode(s) ended in an error in one run or both (ROD) and are left out of both"
+    )
+
+
 def test_runs_on_other_data_are_refused_not_paired(
     test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -156,15 +156,25 @@ def shared_lines(base: EvalRun, tuned: EvalRun) -> tuple[list[Any], list[Any], l
         notes.append(f"the runs used different eval settings ({'; '.join(changes)})")
     base_keys = {_key(line) for line in base.lines}
     tuned_keys = {_key(line) for line in tuned.lines}
-    shared = base_keys & tuned_keys
+    played = base_keys & tuned_keys
     for run, keys in ((base, base_keys), (tuned, tuned_keys)):
-        dropped = keys - shared
+        dropped = keys - played
         if dropped:
             scenarios = sorted({s for s, _ in dropped})
             notes.append(
                 f"{len(dropped)} episode(s) of {run.path} ({', '.join(scenarios)}) are not in "
                 "the other run and are left out"
             )
+    # An episode that ended in an error has no score: left out of both runs, or each side's
+    # rates would be over other episodes (the tuned run's errors out of n, the base's in).
+    failed = {_key(line) for run in (base, tuned) for line in run.lines if line.get("error")}
+    shared = played - failed
+    if played & failed:
+        scenarios = sorted({s for s, _ in played & failed})
+        notes.append(
+            f"{len(played & failed)} episode(s) ended in an error in one run or both "
+            f"({', '.join(scenarios)}) and are left out of both"
+        )
     return (
         [line for line in base.lines if _key(line) in shared],
         [line for line in tuned.lines if _key(line) in shared],

@@ -110,6 +110,25 @@ def test_merge_names_a_shards_line_of_another_shards_slice(
     assert len(load_run(tmp_path / "merged").lines) == 2
 
 
+def test_a_merge_into_a_folder_with_a_run_json_records_the_shards_selection(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A folder holding run.json but no results (its results moved out as the error told,
+    a merge killed between run.json and its results, an `eval --limit 1` emptied): the merge
+    kept that run.json's selection of one sample, printed n 2 and every reader counted 1."""
+    merged = tmp_path / "merged"
+    play(data, merged, capsys, "--scenarios", "ROD", "--limit", "1")
+    (merged / "results.jsonl").unlink()
+    (merged / "summary.json").unlink()
+    shards = [tmp_path / "s0", tmp_path / "s1"]
+    for index, run in enumerate(shards):
+        play(data, run, capsys, "--scenarios", "ROD", "--shard", f"{index}/2")
+    summary = merge_runs(shards, merged)
+    assert summary.scenarios["ROD"].n == 2
+    assert selection(merged)["scenarios"]["ROD"]["ids"] == "0-1"
+    assert len(load_run(merged).lines) == 2
+
+
 def without_selection(run: Path) -> None:
     """run.json as versions before the selection was recorded wrote it."""
     config = json.loads((run / "run.json").read_text())

@@ -801,15 +801,18 @@ def merge_runs(
         if (out / RESULTS).exists() and not replace:
             raise ProactiveBenchError(f"{out / RESULTS} exists; merge into a new directory")
         history.sort(key=lambda entry: str(entry.get("started", "")))
-        # A merge again (`replace`) records the provenance of the shards as they are now.
-        if check_run_dir(out, identity or {}) is None or replace:
-            write_run_config(
-                out,
-                identity or {},
-                history,
-                _merged_selection(selections),
-                _merged_records(configs),
-            )
+        # run.json is always the shards' as they are now (their selection, records and
+        # provenance), whatever the folder held: results with an earlier run.json's selection
+        # would be counted by merge and refused by every reader. A run of other settings is
+        # refused (`check_run_dir`).
+        check_run_dir(out, identity or {})
+        write_run_config(
+            out,
+            identity or {},
+            history,
+            _merged_selection(selections),
+            _merged_records(configs),
+        )
         ordered = sorted(merged.values(), key=result_order)
         write_results(out / RESULTS, ordered)
         summary = summarize(ordered, model=str((identity or {}).get("model", "")))

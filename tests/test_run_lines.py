@@ -285,6 +285,34 @@ def test_an_open_ended_line_without_a_verdict_is_named_not_counted_as_0(
     assert "results.jsonl:1: lacks proactive_suggestion, which ps % read" in found.rejected[0]
 
 
+def test_a_line_of_the_other_mode_is_named_not_counted(data: Path, tmp_path: Path, capsys) -> None:
+    """An open-ended line in a multiple-choice run was counted as a wrong, abstained episode
+    (accuracy down, abstained up, the run ranked); a multiple-choice line in an open-ended run
+    in n but in no rate. Each is named and left out; eval refuses to resume over it."""
+    from proactivebench.metrics import summarize
+    from proactivebench.rundir import run_lines
+
+    run = tmp_path / "mcqa"
+    first = abstain_run(data, run, capsys)[0]
+    number = append(run, {**verdicts(first["sample_id"], 1, 1), "scenario": "ROD", "prompt": "?"})
+    code, text = resume(data, run, capsys)
+    assert code == 1 and f"results.jsonl:{number}: an open-ended episode's line" in text
+    loaded = load_run(run)
+    assert len(loaded.lines) == 2 and [x.get("correct") for x in loaded.lines] == [False] * 2
+    assert "in a run of mode 'mcqa' (run.json)" in loaded.rejected[0]
+    oeg_run(tmp_path / "oeg", [verdicts(0, 1, 0), verdicts(1, 1, 0)])
+    append(
+        tmp_path / "oeg", {**first, "scenario": "QD", "sample_id": 2, "settings": {"mode": "oeg"}}
+    )
+    found = run_lines(tmp_path / "oeg", {"settings": {"mode": "oeg"}})
+    score = summarize(found.lines).scenarios["QD"]
+    assert (score.n, score.ps) == (2, 100.0)
+    assert (
+        "results.jsonl:3: a multiple-choice episode's line, in a run of mode 'oeg'"
+        in (found.rejected[0])
+    )
+
+
 @pytest.mark.parametrize(
     ("where", "field", "value", "why"),
     [

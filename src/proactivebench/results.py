@@ -559,6 +559,22 @@ def settings_problem(
     return f"played with other settings than {whose}: " + "; ".join(differ)
 
 
+def mode_problem(
+    line: dict[str, Any], settings: dict[str, Any], *, source: str = "run.json"
+) -> str | None:
+    """Why a line is not of its run's kind (None when it is, or when the run records no
+    settings): an open-ended line in a multiple-choice run was counted as a wrong, abstained
+    episode, and a multiple-choice line in an open-ended run in n but in no rate. Lines of
+    `oeg-multiturn` are multiple-choice episodes moved by judged turns: shaped as those."""
+    if not settings:
+        return None
+    mode = settings.get("mode", "mcqa")
+    if is_oeg_line(line) == (mode == "oeg"):
+        return None
+    kind = "an open-ended" if is_oeg_line(line) else "a multiple-choice"
+    return f"{kind} episode's line, in a run of mode {_shown(mode)} ({source})"
+
+
 def result_key(result: dict[str, Any]) -> tuple[str, int]:
     return result["scenario"], result["sample_id"]
 

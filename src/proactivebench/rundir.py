@@ -43,6 +43,7 @@ from proactivebench.results import (
     EpisodeResult,
     OEGResult,
     is_oeg_line,
+    mode_problem,
     result_key,
     result_order,
     settings_problem,
@@ -307,6 +308,8 @@ def _recorded_problem(line: dict[str, Any], settings: dict[str, Any], **named: s
     """`line_problem` for a line whose shape has passed (`numbered_lines` checked it: every
     resume and report reads each line once)."""
     problem = settings_problem(line, settings, **named)
+    if problem is None:
+        problem = mode_problem(line, settings, source=named.get("source", "run.json"))
     if problem is None:
         problem = unread_problem(line)
     if problem is None and line["scenario"] not in scenario_names():

@@ -94,6 +94,22 @@ def test_contradicting_finished_lines_count_neither(data: Path, tmp_path: Path, 
     assert summary.scenarios["ROD"].n == 1 and summary.scenarios["ROD"].accuracy == 0.0
 
 
+def test_a_copy_of_a_finished_line_is_counted_once_and_named(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A line pasted twice was counted once without a word: the file held 3 finished lines
+    and every table said n 2 (push published both copies beside a card of n 2)."""
+    run = tmp_path / "run"
+    first = abstain_run(data, run, capsys)[0]
+    number = append(run, first)
+    loaded = load_run(run)
+    assert len(loaded.lines) == 2
+    assert loaded.rejected == [
+        f"{run / 'results.jsonl'}:{number}: a copy of line 1 (ROD sample {first['sample_id']}); "
+        "not counted"
+    ]
+
+
 def test_results_without_run_json_are_not_adopted(data: Path, tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
     abstain_run(data, run, capsys)

@@ -267,6 +267,16 @@ def run_lines(
                 "none of them counted"
             )
             out.left_out += len(found)
+        else:
+            # No writer finishes an episode twice: a copy (a file joined with itself, a
+            # line pasted again) is counted once and named, so that n is never silently
+            # fewer than the finished lines a reader of the file sees.
+            for number, _ in found[1:]:
+                out.rejected.append(
+                    f"{path}:{number}: a copy of line {found[0][0]} ({key[0]} sample {key[1]}); "
+                    "not counted"
+                )
+                out.left_out += 1
     out.lines = latest_results(line for _, line in kept if result_key(line) not in conflicting)
     return out
 

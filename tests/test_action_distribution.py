@@ -268,17 +268,20 @@ def test_relative_change_as_the_paper_prints_it() -> None:
 def test_the_change_between_two_runs(tmp_path: Path) -> None:
     base = measure_run(load_run(make_run(tmp_path, "base", base_lines())))
     hint = measure_run(load_run(make_run(tmp_path, "hint", hint_lines())))
-    changes = action_changes(hint, base)
-    assert set(changes) == {"ROD", "average"}  # the hint run's scenarios
+    changes, both = action_changes(hint, base)
+    assert set(changes) == {"ROD", "average"} and both == ["ROD"]  # the hint run's scenarios
     # ROD: 44.4 % proactive becomes 4 of 6 turns, 66.7 %: +50 %; category 33.3 → 16.7: -50 %.
     assert shares(changes["ROD"]) == pytest.approx(
         {"category": -50.0, "proactive": 50.0, "abstain": 50.0, "unreadable": -100.0}
     )
-    # The averages: 43/72 proactive (ROD and MVP-N) becomes 48/72 (ROD alone): +5/43.
-    assert changes["average"]["choice_proactive"] == pytest.approx(500 / 43)
-    # MVP-N had no abstention: no share of 0 is changed by a percentage.
+    # The averages are over the scenarios both runs scored, ROD: its change. Over each run's
+    # own, 43/72 proactive (ROD and MVP-N) would become 48/72 (ROD alone): +5/43, a change
+    # no scenario made.
+    assert changes["average"] == changes["ROD"]
+    # No scenario in common: no average to change.
     mvpn_only = measure_run(load_run(make_run(tmp_path, "m", base_lines()[6:9])))
-    assert action_changes(hint, mvpn_only)["average"]["choice_abstain"] is None
+    apart, none = action_changes(hint, mvpn_only)
+    assert none == [] and set(apart["average"].values()) == {None}
     # Blind asking: 1 of 6 episodes becomes 1 of 3: +100 %.
     assert changes["ROD"]["blind_asking"] == pytest.approx(100.0)
 
@@ -292,6 +295,9 @@ def test_report_vs_shows_the_changes_in_every_format(tmp_path: Path) -> None:
     assert comparison["action_changes"]["ROD"]["choice_proactive"] == pytest.approx(50.0)
     csv_text = (out.out_dir / "tables" / "actions-vs.csv").read_text()
     assert csv_text.splitlines()[1].startswith("hint,ROD,-50.0,50.0,50.0,-100.0")
+    # The average over the one scenario both runs scored says so, and is that scenario's.
+    assert csv_text.splitlines()[2].startswith("hint,average of 1 (ROD),-50.0,50.0,50.0,-100.0")
+    assert comparison["action_changes_average_covers"] == ["ROD"]
     markdown = (out.out_dir / "report.md").read_text()
     assert "+50.0 %" in markdown and "-100.0 %" in markdown
     assert r"+50.0 \%" in (out.out_dir / "tables" / "actions-vs.tex").read_text()

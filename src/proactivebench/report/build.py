@@ -438,7 +438,8 @@ def _write_report(
         base_measures = measure_run(base, seed=seed, n_resamples=n_resamples)
         by_run = {id(m.run): m for m in all_measures}
         for comparison in comparisons:
-            comparison.actions = action_changes(by_run[id(comparison.run)], base_measures)
+            changes, cover = action_changes(by_run[id(comparison.run)], base_measures)
+            comparison.actions, comparison.actions_cover = changes, cover
 
     papers = published.compare(all_measures, outcome, layout is None) if published else []
     tables = _tables(all_measures, comparisons, [c.table() for c in papers])
@@ -805,6 +806,7 @@ def _json(
                     "label": average_label(c.covers),
                 },
                 "action_changes": c.actions,
+                "action_changes_average_covers": c.actions_cover,
             }
             for c in comparisons
         ],

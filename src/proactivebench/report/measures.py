@@ -307,16 +307,20 @@ class Comparison:
     average: Difference
     covers: list[str]
     #: The action distribution's relative changes (`action_changes`), set by the report,
-    #: which measures both runs.
+    #: which measures both runs, and the scenarios their average is over (both runs').
     actions: ActionChanges = field(default_factory=dict)
+    actions_cover: list[str] = field(default_factory=list)
 
 
-def action_changes(measures: RunMeasures, base: RunMeasures) -> ActionChanges:
+def action_changes(measures: RunMeasures, base: RunMeasures) -> tuple[ActionChanges, list[str]]:
     """How `measures`' action distribution (docs/protocol.md §9) changed from `base`'s, per
     scenario of `measures` and for the averages: each share's relative change, as the
     paper's Figs. 5, 7, 20 and 21 print it. Each run's own shares are compared (those its
-    table shows), so the change can be recomputed from the two runs' tables."""
-    keys = [m.key for m in table_metrics(False, "actions")]
+    table shows), so the change can be recomputed from the two runs' tables. The averages
+    are both over the scenarios both runs scored (returned beside the changes): an average
+    over 2 scenarios set against one over 7 changed where no scenario did."""
+    metrics = table_metrics(False, "actions")
+    keys = [m.key for m in metrics]
 
     def change(found: ScenarioMeasures, was: ScenarioMeasures | None) -> dict[str, float | None]:
         return {
@@ -330,8 +334,17 @@ def action_changes(measures: RunMeasures, base: RunMeasures) -> ActionChanges:
     changes = {
         name: change(found, base.scenarios.get(name)) for name, found in measures.scenarios.items()
     }
-    changes[AVERAGE] = change(measures.average, base.average)
-    return changes
+    both = [s for s in measures.average.covers if s in base.average.covers]
+
+    def average_over(run: RunMeasures) -> ScenarioMeasures:
+        averaged = ScenarioMeasures("average", n=sum(run.scenarios[s].n for s in both), errors=0)
+        for metric in metrics:
+            rates = [_estimate(run.scenarios[s].values.get(metric.key)) for s in both]
+            averaged.values[metric.key] = _with(average_rate(metric, rates), None)
+        return averaged
+
+    changes[AVERAGE] = change(average_over(measures), average_over(base))
+    return changes, both
 
 
 def _paired(run_lines: Sequence[Line], base_lines: Sequence[Line]) -> list[tuple[Line, Line]]:

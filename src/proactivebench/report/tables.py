@@ -161,13 +161,13 @@ def actions_change_table(comparisons: Sequence[Comparison]) -> Table:
     rows = []
     for comparison in comparisons:
         for scenario, changes in comparison.actions.items():
-            name = "average" if scenario == AVERAGE else scenario
+            name = average_label(comparison.actions_cover) if scenario == AVERAGE else scenario
             row = [Cell(comparison.run.label), Cell(name)]
             rows.append(row + [change_cell(changes.get(m.key)) for m in metrics])
     notes = [
         f"Change from {base} in percent of its share, (run − {base}) / {base} × 100, as the "
         "paper's Figs. 5, 7, 20 and 21 print it (37 % → 41 % is +10.8 %); each run's own "
-        "shares (its actions table), averages over each run's scenarios; — where the "
+        "shares (its actions table), averages over the scenarios both runs scored; — where the "
         f"{base} share is 0 or missing.",
     ]
     columns = ["run", "scenario", *(m.heading for m in metrics)]

@@ -129,6 +129,23 @@ def test_a_merge_into_a_folder_with_a_run_json_records_the_shards_selection(
     assert len(load_run(merged).lines) == 2
 
 
+def test_a_run_that_scored_fewer_episodes_than_it_selected_says_so_wherever_shown(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """A run killed midway: its table read like a whole run's (an average of the scenarios it
+    reached), with no word that most of its selection was never played."""
+    run = tmp_path / "run"
+    play(data, run, capsys, "--scenarios", "ROD,QD")
+    lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
+    kept = [x for x in lines if json.loads(x)["scenario"] == "ROD"][:1]
+    (run / "results.jsonl").write_text("".join(kept))  # as a kill after the first episode
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "rep")], capsys)
+    said = "1 of the 4 episodes it selected hold a score (ROD 1 of 2; QD 0 of 2)"
+    assert code == 0 and f"{run}: {said}" in " ".join(text.split())
+    top = (tmp_path / "rep" / "report.md").read_text().split("## Warnings\n")[1]
+    assert said in top.split("\n## ")[0]
+
+
 def without_selection(run: Path) -> None:
     """run.json as versions before the selection was recorded wrote it."""
     config = json.loads((run / "run.json").read_text())

@@ -234,6 +234,28 @@ def partial(run: Run) -> list[str]:
     return reasons
 
 
+def unscored(run: Run) -> str | None:
+    """How many of the episodes the run selected hold no score (never played: a run killed
+    or stopped; or ended in an error), per scenario, or None: said wherever the run is
+    shown, not only beside the paper, since a killed run's table reads like a whole one."""
+    recorded = run.selection
+    if recorded is None:
+        return None
+    short, scored_all, selected_all = [], 0, 0
+    for name, entry in recorded.scenarios.items():
+        scored = sum(1 for line in run.by_scenario.get(name, []) if not line.get("error"))
+        scored_all, selected_all = scored_all + scored, selected_all + entry.selected
+        if scored < entry.selected:
+            short.append(f"{name} {scored} of {entry.selected}")
+    if not short:
+        return None
+    return (
+        f"{run.run_dir}: {scored_all} of the {selected_all} episodes it selected hold a score "
+        f"({'; '.join(short)}): the rest were not played or ended in an error; the same "
+        "command again plays them"
+    )
+
+
 def unknown_offer(run: Run) -> str | None:
     """Why whether `run` is whole cannot be told: its selection records no `available` for
     some scenarios (an import, whose log held episodes of a data set it does not describe);

@@ -30,7 +30,7 @@ from proactivebench.metrics import (
     values_by_metric,
 )
 from proactivebench.paper import published_sizes
-from proactivebench.report.comparable import average_not_comparable
+from proactivebench.report.comparable import average_not_comparable, unscored
 from proactivebench.report.runs import (
     Run,
     earlier_verdicts,
@@ -537,6 +537,9 @@ def run_warnings(measures: RunMeasures, named: bool = False) -> list[str]:
         why = run.left_out() or "results.jsonl is empty"
         warnings.append(f"{run.run_dir} holds no episodes ({why}): its row is all —")
     warnings += run.rejected
+    short = unscored(run) if run.lines else None
+    if short is not None:
+        warnings.append(short)
     prefix = f"{run.label}: " if named else ""
     return warnings + [prefix + w for w in unreadable_warnings(measures)]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -428,10 +429,10 @@ def test_a_damaged_result_line_in_the_log_is_refused_before_anything_is_written(
     assert run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)[0] == 0
 
 
-def test_an_imported_run_records_the_episodes_its_log_held_as_its_selection(
+def test_an_imported_run_records_the_episodes_its_task_selected_as_its_selection(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """run.json's `selection` of an imported run holds the log's episodes (what the data
+    """run.json's `selection` of an imported run holds the task's episodes (what the data
     offered unknown): a line of another sample pasted in afterwards is named and not counted
     by `report`, without the data at hand (it was counted: the import recorded no selection)."""
     from proactivebench.report.comparable import not_comparable
@@ -559,3 +560,119 @@ def test_a_score_that_contradicts_its_line_is_refused_naming_both(
     expected = f"the harness scored accuracy = {1.0 - mine!r}, its result line gives {mine!r}"
     assert f"sample {sample.id!r}: {expected}" in flat and "nothing imported" in flat, text
     assert not run.exists()
+
+
+def test_scores_holding_different_lines_are_refused_whatever_their_order(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second scorer appended to a sample (`inspect score --action append`) holding another
+    line: the first score holding a line was copied, so the run said 100 % or 0 % by the order
+    Inspect kept the scores in. Refused in either order, naming the sample and both scorers;
+    the same line in two scores is one episode, imported."""
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=1, scenarios="ROD")
+    sample = log.samples[0]
+    (name, ours), *_ = sample.scores.items()
+    other = ours.model_copy(deep=True)
+    other.metadata["result"] = flipped(ours.metadata["result"])
+    other.value = episode_scores(other.metadata["result"], fractions=True)
+    orders = [{name: ours, "second": other}, {"second": other, name: ours}]
+    for number, scores in enumerate(orders):
+        changed = sample.model_copy(update={"scores": scores})
+        path = rewritten(log, tmp_path / f"two{number}.eval", samples=[changed])
+        run = tmp_path / f"imported{number}"
+        code, text = run_cli(["import-inspect", path, "--out", str(run)], capsys)
+        flat = " ".join(text.split())
+        assert code == 1 and "Traceback" not in text, text
+        first, second = scores
+        expected = f"{path}: sample {sample.id!r}: its scores hold different result lines"
+        assert f"{expected} ({first} and {second})" in flat and "nothing imported" in flat, text
+        assert not run.exists()
+    same = sample.model_copy(update={"scores": {name: ours, "second": ours.model_copy()}})
+    path = rewritten(log, tmp_path / "same.eval", samples=[same])
+    code, text = run_cli(["import-inspect", path, "--out", str(tmp_path / "same")], capsys)
+    assert code == 0, text
+
+
+def test_a_score_of_one_value_is_checked_against_the_lines_accuracy(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A score whose value is one number (0.0) beside a correct line was not compared at all
+    (only a value per rate was): read as the headline rate, accuracy, and compared."""
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=1, scenarios="ROD")
+    sample = log.samples[0].model_copy(deep=True)
+    score = next(iter(sample.scores.values()))
+    mine = score.value["accuracy"]
+    score.value = 1.0 - mine
+    path = rewritten(log, tmp_path / "scalar.eval", samples=[sample])
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", path, "--out", str(run)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    expected = f"the harness scored accuracy = {1.0 - mine!r}, its result line gives {mine!r}"
+    assert f"sample {sample.id!r}: {expected}" in flat, text
+    assert not run.exists()
+    score.value = mine
+    path = rewritten(log, tmp_path / "agrees.eval", samples=[sample])
+    assert run_cli(["import-inspect", path, "--out", str(run)], capsys)[0] == 0
+
+
+def test_a_partial_log_is_recorded_as_partial_for_every_reader(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log lacking some of the task's samples (cancelled, or a sample only in epoch 2) was
+    recorded with the episodes it held as the run's selection: the import said what was
+    missing, but `report` and `push`'s card called the run whole. run.json now records what
+    the task selected, so every reader counts the missing episodes short."""
+    from proactivebench.report.comparable import partial
+    from proactivebench.report.runs import load_run
+    from proactivebench.selected import parse_id_ranges
+
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), scenarios="ROD,QD"),
+        model=get_model("mockllm/model", custom_outputs=mock_outputs([("", 0, ["?"] * 6)])),
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success" and len(log.samples) == 6
+    later = log.samples[1].model_copy(update={"epoch": 2})
+    cases = {
+        "cancelled": {"status": "cancelled", "samples": log.samples[:4]},
+        "epoch2": {"samples": [log.samples[0], later, *log.samples[2:]]},
+    }
+    for name, changes in cases.items():
+        path = rewritten(log, tmp_path / f"{name}.eval", **changes)
+        run = tmp_path / name
+        code, text = run_cli(["import-inspect", path, "--out", str(run)], capsys)
+        assert code == 3, text
+        selection = json.loads((run / "run.json").read_text())["selection"]["scenarios"]
+        assert {k: parse_id_ranges(v["ids"]) for k, v in selection.items()} == {
+            "ROD": {0, 1, 2},
+            "QD": {0, 1, 2},
+        }, name
+        held = Counter(s.metadata["scenario"] for s in changes["samples"] if s.epoch == 1)
+        short = [
+            f"{scenario} {held[scenario]} of 3 selected episodes scored"
+            for scenario in ("ROD", "QD")
+            if held[scenario] < 3
+        ]
+        assert partial(load_run(run)) == ["partial: " + ", ".join(short)], name
+
+
+def test_a_line_json_cannot_hold_is_refused_before_anything_is_written(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A line holding an infinite number failed while writing: "nothing was written", yet
+    run.json was left, and the same import into that folder was refused afterwards. Now it is
+    refused before anything is written, naming the sample and the field."""
+    log = run_inspect(data, tmp_path / "logs", scripts(data), limit=1, scenarios="ROD")
+    sample = log.samples[0].model_copy(deep=True)
+    next(iter(sample.scores.values())).metadata["result"]["bonus"] = {"x": float("inf")}
+    path = rewritten(log, tmp_path / "inf.eval", samples=[sample])
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", path, "--out", str(run)], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "Traceback" not in text, text
+    assert f"{path}: sample {sample.id!r}: bonus.x is inf" in flat and "nothing imported" in flat
+    assert not run.exists()
+    assert run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)[0] == 0

@@ -57,6 +57,13 @@ def _lines(run: Path) -> list[dict[str, Any]]:
     return [json.loads(t) for t in (run / "results.jsonl").read_text().splitlines()]
 
 
+def _of_one_scenario(run: Path, count: int) -> list[dict[str, Any]]:
+    """`count` lines of one scenario (a samples log holds one scenario's episodes): the run's
+    first line under other sample ids (the data has one sample per scenario)."""
+    line = _lines(run)[0]
+    return [{**line, "sample_id": line["sample_id"] + number} for number in range(count)]
+
+
 def test_the_import_gives_the_played_runs_summary(
     oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -259,3 +266,82 @@ def test_a_score_that_contradicts_its_line_is_refused_naming_both(
     log.write_text(json.dumps(row) + "\n")
     flat = refused_import(tmp_path / "imported", capsys, log)
     assert f"{log}:1: the harness scored accuracy = 0.0, its result line gives 1.0" in flat
+
+
+def test_a_line_json_cannot_hold_is_refused_naming_its_place_and_field(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A line holding `Infinity` failed while writing: run.json was left behind, and the same
+    import into that folder was refused afterwards. Refused now before anything is written,
+    naming the file:line and the field."""
+    first, second = _of_one_scenario(oracle_run, 2)
+    log = _samples_log(tmp_path / "log.jsonl", [first, {**second, "bonus": float("inf")}])
+    out = tmp_path / "imported"
+    flat = refused_import(out, capsys, log)
+    assert f"{log}:2: bonus is inf, which JSON cannot hold" in flat, flat
+    good = _samples_log(tmp_path / "good.jsonl", [first, second])
+    assert run_cli(["import-lmms-eval", str(good), "--out", str(out)], capsys)[0] == 0
+
+
+def test_a_line_recording_no_settings_is_accepted_wherever_it_is(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A line recording no settings agrees with any run (`settings_problem`): second in its
+    log it was accepted, first it became the reference and the next line was refused ("other
+    settings than the first line's"). The first line that records settings is the reference."""
+    lines = _of_one_scenario(oracle_run, 3)
+    bare = {k: v for k, v in lines[0].items() if k != "settings"}
+    for number, order in enumerate([[bare, *lines[1:]], [lines[1], bare, lines[2]]]):
+        log = _samples_log(tmp_path / f"log{number}.jsonl", order)
+        out = tmp_path / f"imported{number}"
+        code, text = run_cli(["import-lmms-eval", str(log), "--out", str(out)], capsys)
+        assert code == 0, text
+        settings = json.loads((out / "run.json").read_text())["settings"]
+        assert settings == lines[1]["settings"]
+    hinted = {**lines[2], "settings": {**lines[2]["settings"], "hint": True}}
+    log = _samples_log(tmp_path / "hinted.jsonl", [bare, lines[1], hinted])
+    flat = refused_import(tmp_path / "refused", capsys, log)
+    assert (
+        f"{log}:3: played with other settings than the first line recording settings "
+        f"({log}:2): hint: True (that line: False)" in flat
+    ), flat
+
+
+def test_an_empty_log_is_said_and_a_bom_is_read_past(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty samples log was imported without a word, its scenario absent from the run: a
+    warning names it. A log beginning with a UTF-8 byte order mark was "not JSON"."""
+    first, second = _of_one_scenario(oracle_run, 2)
+    log = _samples_log(tmp_path / "log.jsonl", [first, second])
+    empty = tmp_path / "x_samples_proactivebench_qd.jsonl"
+    empty.write_text("\n")
+    out = tmp_path / "imported"
+    code, text = run_cli(["import-lmms-eval", str(log), str(empty), "--out", str(out)], capsys)
+    flat = " ".join(text.split())
+    assert code == 0, text
+    assert f"warning: {empty}: the samples log holds no episode" in flat, text
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + log.read_bytes())
+    bom = tmp_path / "bom"
+    code, text = run_cli(["import-lmms-eval", str(marked), "--out", str(bom)], capsys)
+    assert code == 0, text
+    assert _lines(bom) == _lines(out)
+
+
+def test_a_document_naming_its_sample_as_text_is_told_by_type(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A document whose sample_id is the text "0" was refused as "its result line is CIT
+    sample 0, its document CIT sample 0": the types that differ are said."""
+    line = _lines(oracle_run)[0]
+    log = _samples_log(tmp_path / "doc.jsonl", [line])
+    row = json.loads(log.read_text())
+    row["doc"] = {"scenario": line["scenario"], "sample_id": str(line["sample_id"])}
+    log.write_text(json.dumps(row) + "\n")
+    flat = refused_import(tmp_path / "imported", capsys, log)
+    episode = line["sample_id"]
+    assert (
+        f"{log}:1: its result line is {line['scenario']} sample {episode} (int), its document "
+        f"{line['scenario']} sample {str(episode)!r} (str)" in flat
+    ), flat

@@ -744,7 +744,7 @@ def test_the_selection_recorded_in_run_json_says_partial(tmp_path: Path) -> None
 
 
 def test_an_imported_run_whose_offer_is_unknown_is_not_ranked(tmp_path: Path) -> None:
-    """An imported run's selection holds the episodes its log held, what the data offered
+    """An imported run's selection holds the episodes its log selected, what the data offered
     unknown (`available` null): whole or partial cannot be told, so it is not ranked nor
     checked (before: a log of 2 of 7 samples ranked 8/23 with "inside" verdicts)."""
     ids = id_ranges(sample_ids("ROD", 88))
@@ -753,7 +753,7 @@ def test_an_imported_run_whose_offer_is_unknown_is_not_ranked(tmp_path: Path) ->
     placed, notes = _not_ranked(_report(tmp_path, run, paper=True), tmp_path)
     assert placed["not_comparable"] == [
         "comparability unknown: what the data offered is not recorded for ROD (imported: the "
-        "log holds only the episodes played)"
+        "log does not say what the data offered)"
     ]
     assert "comparability unknown" in notes[0]
 

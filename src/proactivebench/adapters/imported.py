@@ -11,34 +11,40 @@ A harness also kept its own per-episode scores beside the line: they are recompu
 copied line (`metrics.episode_scores`, as the harness's task computed them) and a disagreement
 refuses the import, naming both values: the line was changed after the harness scored it, or
 the score was, and which the harness's table counted is not ours to guess either.
+
+Nothing is written until every line and run.json are known writable (a NaN or an infinite
+number, which JSON cannot hold, is refused naming where and the field): a run folder half
+written by a refused import would refuse the good log afterwards ("exists").
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from proactivebench.datarecords import records_of
 from proactivebench.errors import ProactiveBenchError
 from proactivebench.metrics import Summary, episode_scores, headline_metrics, summarize
+from proactivebench.paths import write_whole
 from proactivebench.results import is_oeg_line, result_key, result_order
 from proactivebench.rundir import (
     RESULTS,
     RunLock,
     claim_run_dir,
+    jsonl,
     provenance_of,
     read_run_config,
     refuse_rejected,
     run_lines,
     without_provenance,
-    write_results,
     write_run_config,
     write_summary,
 )
 from proactivebench.selected import Selection, played_keys
+from proactivebench.texts import NotJSONError, dumps
 
 #: A line and where it was found in the log (`file:line`, `sample 'ROD-3'`).
 Found = tuple[str, dict[str, Any]]
@@ -87,30 +93,72 @@ def _same_score(theirs: Any, mine: float | None) -> bool:
 def write_imported(
     out: Path,
     identity: dict[str, Any],
-    lines: Sequence[dict[str, Any]],
+    found: Sequence[Found],
     model: str,
     synthetic: bool = False,
+    selected: Iterable[tuple[str, int]] = (),
 ) -> Summary:
-    """Write `lines` as the run `identity` in `out` (results.jsonl in the paper's order, run.json
-    with the episodes the log held as its selection, `synthetic` when the log names generated
-    data, summary.json) and return the summary of the lines as every reader counts them
-    (`run_lines`), the one eval and report give."""
+    """Write the lines `found` as the run `identity` in `out` (results.jsonl in the paper's
+    order, run.json, summary.json) and return the summary of the lines as every reader counts
+    them (`run_lines`), the one eval and report give. run.json's selection holds the episodes
+    the harness `selected` (what its task listed) and those the lines hold: an episode selected
+    and not in the log makes every reader say "partial"; what the data offered is not known.
+    `synthetic` when the log names generated data. `found`'s places name a line refused as
+    unwritable."""
+    lines = [line for _, line in found]
+    # Rendered before anything is written: a line JSON cannot hold refuses the import whole.
+    for where, line in found:
+        _refuse_unwritable(line, where)
+    _refuse_unwritable(identity, "the run's run.json")
+    text = jsonl(sorted(lines, key=result_order))
     with RunLock(out):
         claim_run_dir(out, identity)
-        # What the log played is what the run selected (what the data offered is not known):
-        # a line pasted in later, of an episode the log did not hold, is named by every reader.
+        # A line pasted in later, of an episode the harness did not select, is named by every
+        # reader; a selected episode the log lacks is counted short by every reader.
         config = read_run_config(out)
-        held = played_keys(result_key(line) for line in lines)
-        selected = Selection(held.scenarios, held.shard, synthetic)
+        held = played_keys([*selected, *(result_key(line) for line in lines)])
+        chosen = Selection(held.scenarios, held.shard, synthetic)
         write_run_config(
-            out, without_provenance(config), provenance_of(config), selected, records_of(config)
+            out, without_provenance(config), provenance_of(config), chosen, records_of(config)
         )
-        write_results(out / RESULTS, sorted(lines, key=result_order))
-        found = run_lines(out, read_run_config(out))
-        refuse_rejected(found.rejected, f"{out / RESULTS} holds lines no reader counts")
-        summary = summarize(found.lines, model=model)
+        write_whole(out / RESULTS, text)
+        found_lines = run_lines(out, read_run_config(out))
+        refuse_rejected(found_lines.rejected, f"{out / RESULTS} holds lines no reader counts")
+        summary = summarize(found_lines.lines, model=model)
         write_summary(out, summary)
     return summary
+
+
+def _refuse_unwritable(value: Any, where: str) -> None:
+    """Refuse `value` when JSON cannot hold it, naming `where` and the field (`bonus.x`)."""
+    try:
+        dumps(value)
+    except NotJSONError:
+        field = _non_finite(value)
+        shown = f"{field[0]} is {field[1]!r}" if field else "a number is not finite"
+        raise ProactiveBenchError(
+            f"{where}: {shown}, which JSON cannot hold (NaN or infinite); nothing imported"
+        ) from None
+
+
+def _non_finite(value: Any) -> tuple[str, float] | None:
+    """The first NaN or infinite number in `value` and its place ("trace.0.answer"), walked
+    without recursion (any depth)."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        place, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return place or "the value", item
+        children: Iterable[tuple[Any, Any]] = ()
+        if isinstance(item, dict):
+            children = item.items()
+        elif isinstance(item, list | tuple):
+            children = enumerate(item)
+        stack.extend(
+            (f"{place}.{key}" if place else str(key), child)
+            for key, child in reversed(list(children))
+        )
+    return None
 
 
 def left_out_text(left_out: Counter[str], source: str) -> str | None:

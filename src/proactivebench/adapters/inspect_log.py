@@ -10,7 +10,10 @@ lacks, so that nobody takes it for a complete run. A log that holds an episode t
 (`adapters.imported`); samples of epochs after the first are left out and counted (`left_out`).
 A line that is not an episode of the log's task (its sample id, the task's samples, the task's
 scenarios say which), or whose episode's score in the log contradicts it, refuses the import:
-the selection an import records is what its lines hold, so nothing later could tell.
+nothing later could tell it from the task's. A sample whose scores hold different lines (a
+second scorer appended) is refused too: which is the episode's cannot be told. run.json's
+selection records the samples the task listed, so every reader says "partial" of a log that
+lacks some.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from typing import Any
 from proactivebench.adapters.imported import refuse_twice, score_problem, write_imported
 from proactivebench.data.layout import is_synthetic
 from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary
+from proactivebench.metrics import Summary, headline_metrics
 from proactivebench.registry import lookup
-from proactivebench.results import EpisodeResult, OEGResult, result_key
+from proactivebench.results import EpisodeResult, OEGResult, is_oeg_line, result_key
 from proactivebench.rundir import RESULTS, line_problem
 from proactivebench.texts import storable_json
 
@@ -86,7 +89,7 @@ def import_inspect_log(
     samples = [s for s in log.samples or [] if getattr(s, "epoch", 1) == 1]
     later = len(log.samples or []) - len(samples)
     # Lines come from the log's metadata, text from outside: made storable as it enters.
-    lines = [storable_json(_line(sample, settings)) for sample in samples]
+    lines = [storable_json(_line(sample, settings, log_path)) for sample in samples]
     # A line no reader could count (damaged, another run's settings, an unknown scenario) is
     # refused before anything is written: the run directory stays free for a good log.
     for sample, line in zip(samples, lines, strict=True):
@@ -123,7 +126,12 @@ def import_inspect_log(
         "inspect_log": str(log_path),
     }
     summary = write_imported(
-        out, identity, lines, log.eval.model, synthetic=_generated(metadata.get("data_dir"))
+        out,
+        identity,
+        [(f"{log_path}: sample {s.id!r}", line) for s, line in zip(samples, lines, strict=True)],
+        log.eval.model,
+        synthetic=_generated(metadata.get("data_dir")),
+        selected=_listed(log),
     )
     outcome = _outcome(log, summary, samples, lines)
     if later:
@@ -153,6 +161,13 @@ def _foreign(log: Any, sample: Any, line: dict[str, Any]) -> str | None:
     return None
 
 
+def _listed(log: Any) -> list[tuple[str, int]]:
+    """The episodes the task selected (`dataset.sample_ids`, "QD-3"), those a sample id names;
+    none when the log does not list them."""
+    named = [_episode_of(str(i)) for i in log.eval.dataset.sample_ids or []]
+    return [episode for episode in named if isinstance(episode, tuple)]
+
+
 def _task_scenarios(task_args: Any) -> list[str] | None:
     """The scenarios the task was given (`-T scenarios=ROD,QD`), or None when it chose all."""
     given = task_args.get("scenarios") if isinstance(task_args, dict) else None
@@ -165,13 +180,28 @@ def _task_scenarios(task_args: Any) -> list[str] | None:
 
 
 def _rescored(sample: Any) -> str | None:
-    """Where the score Inspect kept for the sample contradicts the line it holds (the one
-    `_line` copies: the first score that holds one), or None."""
-    for score in (sample.scores or {}).values():
-        held = (score.metadata or {}).get(RESULT_KEY)
-        if isinstance(held, dict):
-            return score_problem(score.value, held) if isinstance(score.value, dict) else None
+    """Where a score Inspect kept for the sample contradicts the line it holds (every score
+    that holds one: `_line` checked they hold the same), or None. A score of one value, not
+    one per rate, is read as the headline rate (accuracy: 1 correct, 0 not)."""
+    for _, score, held in _held(sample):
+        value = score.value
+        if not isinstance(value, dict):
+            value = {headline_metrics(is_oeg_line(held))[0].key: value}
+        problem = score_problem(value, held)
+        if problem is not None:
+            return problem
     return None
+
+
+def _held(sample: Any) -> list[tuple[str, Any, dict[str, Any]]]:
+    """Each score of the sample that holds a result line: (the scorer's name, the score, the
+    line)."""
+    found = []
+    for name, score in (sample.scores or {}).items():
+        line = (score.metadata or {}).get(RESULT_KEY)
+        if isinstance(line, dict):
+            found.append((str(name), score, line))
+    return found
 
 
 def _generated(data_dir: Any) -> bool:
@@ -233,12 +263,21 @@ def _read_log(path: Path) -> Any:
     return log
 
 
-def _line(sample: Any, settings: dict[str, Any]) -> dict[str, Any]:
-    """The sample's result line, or an error line when Inspect gave it no score."""
-    for score in (sample.scores or {}).values():
-        line = (score.metadata or {}).get(RESULT_KEY)
-        if isinstance(line, dict):
-            return line
+def _line(sample: Any, settings: dict[str, Any], log_path: Any) -> dict[str, Any]:
+    """The sample's result line, or an error line when Inspect gave it no score. Scores that
+    hold different lines (a second scorer appended with `inspect score`) are refused, naming
+    the sample: which one is the episode's cannot be told, and taking the first would make the
+    run depend on the order Inspect keeps them in."""
+    held = _held(sample)
+    for name, _, line in held[1:]:
+        if line != held[0][2]:
+            raise ProactiveBenchError(
+                f"{log_path}: sample {sample.id!r}: its scores hold different result lines "
+                f"({held[0][0]} and {name}): which is the episode's cannot be told; "
+                "nothing imported"
+            )
+    if held:
+        return held[0][2]
     metadata = sample.metadata or {}
     error = sample.error.message if sample.error is not None else "no score in the Inspect log"
     scenario, sample_id = metadata.get("scenario"), metadata.get("sample_id")

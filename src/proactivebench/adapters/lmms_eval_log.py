@@ -9,7 +9,8 @@ of a log is left out: a line that is not an episode, or an episode twice, refuse
 A line that is not an episode of its log's subtask (a log holds one scenario: the one its file
 name's subtask names; the row's document names the episode) refuses it too, and so does a row
 whose lmms-eval score contradicts its line: the import records what its lines hold as the run's
-selection, so nothing later could tell.
+selection (a samples log does not say what its task selected), so nothing later could tell.
+A log that holds no episode is said, naming it: its scenario is then absent from the run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +39,18 @@ SCORE_KEY = "score"
 _SUBTASK_LOG = re.compile(r".*_samples_proactivebench_(.+)\.jsonl", re.IGNORECASE)
 
 
+@dataclass
+class LmmsEvalImport:
+    """What an import wrote (`summary`) and what it says beside (`warnings`: a log that held
+    no episode)."""
+
+    summary: Summary
+    warnings: list[str] = field(default_factory=list)
+
+
 def import_lmms_eval_samples(
     samples: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], model: str
-) -> Summary:
+) -> LmmsEvalImport:
     """Write `results.jsonl`, `run.json` and `summary.json` of the episodes in lmms-eval's
     samples logs (one file per scenario's subtask, any number of them) into `out_dir`."""
     out = Path(out_dir)
@@ -48,17 +59,32 @@ def import_lmms_eval_samples(
     _refuse_repeated(samples)
     found: list[tuple[str, dict[str, Any]]] = []
     origins: list[tuple[Path, dict[str, Any]]] = []  # each line's log and row, as in `found`
+    empty: list[str] = []
     for path in map(Path, samples):
-        for where, line, row in _lines_of(path):
+        held = _lines_of(path)
+        if not held:
+            empty.append(str(path))
+        for where, line, row in held:
             found.append((where, line))
             origins.append((path, row))
     if not found:
-        raise ProactiveBenchError("the samples logs hold no episode to import")
-    # The first line's settings are the run's: a line of another run (other settings) is
-    # refused like a line no reader could count, before anything is written.
-    settings = found[0][1].get("settings") or {}
+        raise ProactiveBenchError(
+            f"the samples logs hold no episode to import ({', '.join(empty)})"
+        )
+    # The settings of the first line that records any are the run's (a line recording none,
+    # written before lines recorded them, agrees with every run: `settings_problem`, so it
+    # cannot be the reference, or the verdict would depend on the order of the lines). A line
+    # of another run is refused like a line no reader could count, before anything is written.
+    reference = next(
+        (i for i, (_, line) in enumerate(found) if line.get("settings") is not None), 0
+    )
+    settings = found[reference][1].get("settings") or {}
+    whose, source = "the first line's", "first line"
+    if reference:
+        whose = f"the first line recording settings ({found[reference][0]})"
+        source = "that line"
     for where, line in found:
-        problem = line_problem(line, settings, whose="the first line's", source="first line")
+        problem = line_problem(line, settings, whose=whose, source=source)
         if problem is not None:
             raise ProactiveBenchError(f"{where}: {problem}; nothing imported")
     # Lines every reader can count: now whether each is its subtask's, and scored as it says.
@@ -74,7 +100,8 @@ def import_lmms_eval_samples(
         "settings": settings,
         "lmms_eval_samples": [str(Path(p)) for p in samples],
     }
-    return write_imported(out, identity, [line for _, line in found], model)
+    summary = write_imported(out, identity, found, model)
+    return LmmsEvalImport(summary, [f"{path}: the samples log holds no episode" for path in empty])
 
 
 def _refuse_repeated(samples: Sequence[str | os.PathLike[str]]) -> None:
@@ -101,10 +128,13 @@ def _lines_of(path: Path) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     if not path.is_file():
         raise ProactiveBenchError(f"no lmms-eval samples log at {path}")
     try:
-        text_of_log = path.read_bytes().decode("utf-8")
+        data = path.read_bytes()
+        # A byte order mark (an editor's, Windows' tools') is no part of the first row.
+        text_of_log = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
         raise ProactiveBenchError(
-            f"{path}: not a samples log (not UTF-8 text at byte {exc.start})"
+            f"{path}: not a samples log (not UTF-8 text at byte {start})"
         ) from None
     except OSError as exc:
         raise ProactiveBenchError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -150,11 +180,23 @@ def _foreign(
     named_by_doc = (doc.get("scenario"), doc.get("sample_id")) if isinstance(doc, dict) else None
     episode = (scenario, line["sample_id"])
     if named_by_doc is not None and None not in named_by_doc and named_by_doc != episode:
-        return (
-            f"its result line is {scenario} sample {episode[1]}, its document "
-            f"{named_by_doc[0]} sample {named_by_doc[1]}"
-        )
+        mine, theirs = _shown(episode, named_by_doc)
+        return f"its result line is {mine}, its document {theirs}"
     return None
+
+
+def _shown(episode: tuple[str, int], named: tuple[Any, Any]) -> tuple[str, str]:
+    """Both episodes for a message, each part whose type differs with its type ("sample 0
+    (int)" and "sample '0' (str)"), so that two that print alike are told apart."""
+    parts: list[list[str]] = [[], []]
+    for mine, theirs in zip(episode, named, strict=True):
+        if type(mine) is type(theirs):
+            parts[0].append(str(mine))
+            parts[1].append(str(theirs))
+        else:
+            parts[0].append(f"{mine!r} ({type(mine).__name__})")
+            parts[1].append(f"{theirs!r} ({type(theirs).__name__})")
+    return f"{parts[0][0]} sample {parts[0][1]}", f"{parts[1][0]} sample {parts[1][1]}"
 
 
 def _subtask(scenario: str) -> str:

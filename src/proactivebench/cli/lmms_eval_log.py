@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from proactivebench.cli.options import imported_run_option
-from proactivebench.cli.output import EXIT_EPISODE_ERRORS
+from proactivebench.cli.output import EXIT_EPISODE_ERRORS, print_warnings
 from proactivebench.cli.run import tell_table
 
 
@@ -27,7 +27,9 @@ def import_lmms_eval_command(samples: tuple[Path, ...], out_dir: Path, model: st
     per scenario) into a run directory. Exits 3 when episodes ended in an error."""
     from proactivebench.adapters.lmms_eval_log import import_lmms_eval_samples
 
-    summary = import_lmms_eval_samples(samples, out_dir, model)
+    imported = import_lmms_eval_samples(samples, out_dir, model)
+    summary = imported.summary
     tell_table(summary, out_dir)
+    print_warnings(imported.warnings)
     if any(score.errors for score in summary.scenarios.values()):
         sys.exit(EXIT_EPISODE_ERRORS)

@@ -21,7 +21,8 @@ published ones, only when nothing it recorded makes the comparison meaningless. 
 - **comparability unknown**: a run.json that records no selection, whose data directory is
   not at hand (generated data cannot be told apart from the paper's); or a selection that does
   not record what the data offered for a scenario (`available` null: an imported run, whose
-  log says only which episodes it held), so neither whole nor partial can be told.
+  log says which episodes its task selected, not what the data offered), so neither whole nor
+  partial can be told.
 
 The average column asks one thing more (`average_apart`): a run's average over other
 scenarios than the table's (a run of ROD alone, data without VSOD and MVP-N) is a mean of
@@ -270,7 +271,7 @@ def unknown_offer(run: Run) -> str | None:
     return (
         "comparability unknown: what the data offered is not recorded for "
         + ", ".join(names)
-        + (" (imported: the log holds only the episodes played)" if imported else "")
+        + (" (imported: the log does not say what the data offered)" if imported else "")
     )
 
 

@@ -235,6 +235,11 @@ def partial(run: Run) -> list[str]:
     return reasons
 
 
+def imported(run: Run) -> bool:
+    """Whether the run was imported from another harness's log (its command is not ours)."""
+    return "inspect_log" in run.config or "lmms_eval_samples" in run.config
+
+
 def unscored(run: Run) -> str | None:
     """How many of the episodes the run selected hold no score (never played: a run killed
     or stopped; or ended in an error), per scenario, or None: said wherever the run is
@@ -252,8 +257,8 @@ def unscored(run: Run) -> str | None:
         return None
     return (
         f"{run.run_dir}: {scored_all} of the {selected_all} episodes it selected hold a score "
-        f"({'; '.join(short)}): the rest were not played or ended in an error; the same "
-        "command again plays them"
+        f"({'; '.join(short)})"
+        + ("" if imported(run) else ": the same command again plays the rest")
     )
 
 
@@ -267,11 +272,10 @@ def unknown_offer(run: Run) -> str | None:
     names = [name for name, entry in recorded.scenarios.items() if entry.available is None]
     if not names:
         return None
-    imported = "inspect_log" in run.config or "lmms_eval_samples" in run.config
     return (
         "comparability unknown: what the data offered is not recorded for "
         + ", ".join(names)
-        + (" (imported: the log does not say what the data offered)" if imported else "")
+        + (" (imported: the log does not say what the data offered)" if imported(run) else "")
     )
 
 

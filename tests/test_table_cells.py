@@ -184,3 +184,28 @@ def test_every_metric_is_declared_with_its_direction(data: Path, tmp_path: Path)
     assert info["unreadable"]["higher_is_better"] is False
     assert info["asked"]["higher_is_better"] is None
     assert info["ps_rate"]["heading"] == "ps rate" and info["ps_rate"]["percent"] is False
+
+
+def test_a_declared_metric_is_in_summary_json_without_a_field_added_by_hand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ScenarioScore` follows the declarations (issue 46 item 2): a new headline metric,
+    declared in `MCQA_METRICS` alone, reached `summarize` as a keyword the score had no field
+    for (a TypeError at the end of eval)."""
+    from dataclasses import replace
+
+    from proactivebench import metrics
+
+    accuracy = metrics.metric("accuracy")
+    turns = replace(
+        accuracy, key="turns_used", heading="turns used", value=lambda x: x["num_turns"], reads=()
+    )
+    monkeypatch.setattr(metrics, "MCQA_METRICS", (*metrics.MCQA_METRICS, turns))
+    lines = [
+        {"scenario": "ROD", "sample_id": i, "correct": True, "num_turns": i + 1, "trace": []}
+        for i in range(2)
+    ]
+    score = metrics.summarize(lines).scenarios["ROD"]
+    assert score.turns_used == 1.5 and score.as_dict()["turns_used"] == 1.5
+    with pytest.raises(TypeError, match="no declared summary metric undeclared"):
+        metrics.ScenarioScore(n=1, undeclared=1.0)

@@ -24,7 +24,7 @@ rates and the action distribution; the terminal table: the headline rates), the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from proactivebench.registry import paper_scenarios, scenario_order
@@ -611,40 +611,48 @@ def average_rate(metric: Metric, rates: Iterable[float | None]) -> float | None:
     return metric.combine(kept) if kept else None
 
 
-@dataclass(frozen=True)
+def summary_keys() -> tuple[str, ...]:
+    """The rates summary.json may hold, of either mode, in their declared order: read when
+    asked, so that a metric declared (or added to the declarations) is one of them."""
+    keys = [m.key for oeg in (False, True) for m in summary_metrics(oeg)]
+    return tuple(dict.fromkeys(keys))
+
+
 class ScenarioScore:
-    n: int
-    #: MCQA: accuracy (%) and ps rate (suggestions per episode); None for an OEG run.
-    accuracy: float | None = None
-    ps_rate: float | None = None
-    errors: int = 0
-    #: OEG: % of episodes with a proactive suggestion, a correct category, either; the mean
-    #: share of judge votes that agreed with the majority. None for an MCQA run.
-    ps: float | None = None
-    cp: float | None = None
-    aggregate: float | None = None
-    agreement: float | None = None
-    #: OEG: % of judge votes whose output held no readable verdict (scored 0, as the reference
-    #: scores them); lines may predate the record and then do not count.
-    unparsed: float | None = None
-    #: OEG: lines the latest judge could not judge (its call failed): those that kept an
-    #: earlier judge's verdict and those left with no verdict (also in `errors`).
-    unjudged: int | None = None
-    #: MCQA's action distribution (docs/protocol.md §9), in %: the turns whose choice was a
-    #: category, a proactive option, an abstention or unreadable; the same at the first turn;
-    #: the episodes that asked until the step limit. None for an OEG run.
-    choice_category: float | None = None
-    choice_proactive: float | None = None
-    choice_abstain: float | None = None
-    choice_unreadable: float | None = None
-    first_choice_category: float | None = None
-    first_choice_proactive: float | None = None
-    first_choice_abstain: float | None = None
-    first_choice_unreadable: float | None = None
-    blind_asking: float | None = None
+    """One scenario's (or the average's) scores as summary.json holds them: `n` scored
+    episodes, `errors`, the open-ended `unjudged` lines (those the latest judge could not
+    judge: kept from an earlier judge or left with none, also in `errors`), and a rate per
+    declared metric that summary.json holds (`summary_metrics`), read as an attribute
+    (`score.accuracy`, `score.ps`); None for a rate of the other mode or not measured.
+    Derived from the declarations, so a new metric needs no field here."""
+
+    __slots__ = ("errors", "n", "rates", "unjudged")
+
+    def __init__(
+        self, n: int, errors: int = 0, unjudged: int | None = None, **rates: float | None
+    ) -> None:
+        known = summary_keys()
+        unknown = sorted(set(rates) - set(known))
+        if unknown:
+            raise TypeError(f"ScenarioScore: no declared summary metric {', '.join(unknown)}")
+        self.n, self.errors, self.unjudged = n, errors, unjudged
+        self.rates: dict[str, float | None] = {k: rates[k] for k in known if k in rates}
+
+    def __getattr__(self, name: str) -> float | None:
+        # Only names not found otherwise: the declared rates, None when not measured.
+        if name in summary_keys():
+            return self.rates.get(name)
+        raise AttributeError(f"ScenarioScore has no {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScenarioScore) and self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"ScenarioScore({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        counts = {"n": self.n, "errors": self.errors, "unjudged": self.unjudged}
+        return {k: v for k, v in {**counts, **self.rates}.items() if v is not None}
 
 
 #: The key of the average over scenarios beside the scenarios' own: in summary.json, in a

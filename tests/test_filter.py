@@ -562,3 +562,29 @@ def test_data_filter_counts_against_the_official_test_set(
         assert run_cli(args, capsys)[0] == 0
         runs.append(tmp_path / "limited" / model)
     assert compute_filter(runs).not_played == {"QD": 1}  # 2 of the official 3
+
+
+def test_a_path_with_a_line_feed_is_one_line_in_errors_and_the_tables_line(
+    synth: Path, tmp_path: Path, capsys
+) -> None:
+    """Tryout: a folder named with a line feed was printed raw by `data filter`'s error (an
+    error's message, at `main`) and by `report`'s "tables:" line, cutting the path in two,
+    while "report:" showed it escaped. Every error's line, and that line, show it as `\\n`."""
+    odd = tmp_path / "ru\nn"
+    code, text = run_cli(["data", "filter", str(odd / "x"), "--out", str(tmp_path / "f")], capsys)
+    assert code == 1 and "ru\\nn" in text and "ru\nn" not in text, text
+    assert text.startswith("error: ") and text.count("\n") == 1, text
+    code, text = run_cli([*eval_args(synth, odd / "run", "--limit", "1", "--no-report")], capsys)
+    assert code == 0, text
+    code, text = run_cli(["report", str(odd / "run"), "--no-thumb-cache"], capsys)
+    assert code == 0 and "ru\nn" not in text, text
+    assert [line for line in text.splitlines() if line.startswith("tables: ")], text
+    # An error listing its items keeps a line each, each one line.
+    from proactivebench.cli import _fail
+    from proactivebench.errors import DataError, DataErrors
+
+    with pytest.raises(SystemExit):
+        _fail(DataErrors([DataError(f"{odd / 'a.json'}: bad"), DataError("b.json: bad")]))
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert text.splitlines()[1:] == [f"  {tmp_path}/ru\\nn/a.json: bad", "  b.json: bad"], text

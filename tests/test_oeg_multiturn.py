@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -450,3 +451,32 @@ def test_a_judge_whose_verdicts_change_every_episode_says_they_need_playing_agai
         0: (True, 1),
         1: (False, 1),
     }
+
+
+def test_the_printed_eval_plays_again_only_what_the_run_selected(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """Tryout: the `eval` that `judge` printed for the episodes judged otherwise left out the
+    run's --limit and --scenarios (run.json recorded only the ids they chose): run, it played
+    every episode of the data. It now carries the run's selection as given, so it plays the
+    run's episodes again and no other."""
+    first = {"QD:0": ["ps", "cp"], "QD:1": ["ps", "ps", "cp"], "ROD:0": ["cp"], "ROD:1": ["cp"]}
+    played = play(data, tmp_path, first, scenarios=("QD", "ROD"), limit=2, seed=4)
+    run = tmp_path / "run"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "judging.py").write_text(JUDGE)
+    (other / "script.json").write_text(json.dumps({key: ["none"] for key in first}))
+    spec = f"python:{other / 'judging.py'}:judge"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache"], capsys)
+    said = " ".join(text.split())
+    assert code == 0 and "4 multi-turn episode(s) were judged otherwise" in said, text
+    command = shlex.split(said.split("Play them again with the new judge")[1].split(": ", 1)[1])
+    command = command[: command.index("--out") + 2]  # what follows is the judging's other output
+    assert command[-1] == str(run) and command[:2] == ["proactivebench", "eval"], command
+    for option in ("--scenarios QD,ROD", "--limit 2", "--all-samples", "--seed 4", "--judge"):
+        assert option in " ".join(command), command
+    code, text = run_cli([*command[1:], "--no-report", "--no-cache"], capsys)
+    assert code == 0, text
+    replayed = {(x["scenario"], x["sample_id"]) for x in read_results(run / "results.jsonl")}
+    assert replayed == set(played) == {("QD", 0), ("QD", 1), ("ROD", 0), ("ROD", 1)}

@@ -893,3 +893,24 @@ def test_a_backtick_in_a_name_is_shown_as_it_is_and_stays_inert() -> None:
     assert "<code>m`n</code>" in html and "<code>``da</code>" in html
     assert '<a href="reports/%60r/report.html"><code>reports/`r</code></a>' in html
     assert "<b>" not in html and "<em>" not in html
+
+
+def test_a_suite_whose_experiment_lost_its_folder_is_refused(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """Tryout: a suite pushed again with one experiment's folder moved away deleted that
+    experiment from the Hub (`runs/OUT/` is replaced whole), said only after the commit.
+    suite.json still lists it: refused before any request, naming it, the first push too."""
+    suite = tmp_path / "suite"
+    shutil.copytree(runs / "suite", suite)
+    first = push(hub.endpoint, tmp_path / "hf", suite, "--repo", REPO)
+    assert first.returncode == 0, first.stdout + first.stderr
+    before, asked = dict(hub.repos[REPO].files), len(hub.requests)
+    shutil.move(suite / "hint", tmp_path / "hint")
+    done = push(hub.endpoint, tmp_path / "hf", suite, "--repo", REPO)
+    assert_one_line_failure(
+        done, "lists the experiment hint", f"{suite / 'hint'} holds no run", "put its run"
+    )
+    done = push(hub.endpoint, tmp_path / "hf", suite, "--repo", "someone/fresh")
+    assert_one_line_failure(done, "lists the experiment hint")
+    assert hub.repos[REPO].files == before and len(hub.requests) == asked

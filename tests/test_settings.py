@@ -175,3 +175,30 @@ def test_the_public_face_exports_what_it_lists() -> None:
         error = getattr(proactivebench, name)
         assert error.__module__ == "proactivebench.errors"
         assert issubclass(error, proactivebench.ProactiveBenchError)
+
+
+@pytest.mark.parametrize("with_filter", [False, True])
+def test_every_selection_setting_given_comes_back_as_its_eval_option(
+    tmp_path, with_filter: bool
+) -> None:
+    """The `eval` that plays a run again (`judge`'s replay) takes its selection from what the
+    invocation recorded (`selected_by`): every selection setting the command line offers,
+    set, is given back as its option, which eval parses to the same setting."""
+    from proactivebench.cli.run import eval_command
+    from proactivebench.settings import eval_arguments
+
+    keep = tmp_path / "keep.json"
+    keep.write_text('{"ids": {"Realistic-Occlusion-Dataset": [1]}}')
+    given = {"scenarios": ("QD", "ROD"), "limit": 2, "subset": 3, "max_image_mb": 7}
+    given |= {"filter": str(keep)} if with_filter else {"all_samples": True}
+    chosen = {s.name for s in offered(EvalSettings, "cli", ("selection",))}
+    assert chosen == {*given, "filter", "all_samples"}  # a new selection setting: add it above
+    settings = EvalSettings(**given)
+    arguments = eval_arguments(settings.identity(), settings.selected_by())
+    context = eval_command.make_context(
+        "eval", ["--data", "d", "--model", "m", "--out", "o", *arguments]
+    )
+    parsed = {k: context.params[k] for k in chosen}
+    if isinstance(parsed["scenarios"], str):
+        parsed["scenarios"] = tuple(parsed["scenarios"].split(","))
+    assert EvalSettings(**parsed).selected_by() == settings.selected_by() != {}

@@ -1093,7 +1093,7 @@ def test_a_suite_killed_midway_leaves_suite_json_describing_the_runs_out_holds(
     suite.json must go on describing the run OUT holds. Killed before the run refused it (or
     before it started), the invocation leaves the old entry, not the edited one (it was
     written when the invocation began and put back only at its end); a new experiment is
-    named from the start."""
+    named once its run starts (test_experiments_skipped_or_failed_before_they_start_...)."""
     from proactivebench import suite as module
 
     out = tmp_path / "o"
@@ -1113,7 +1113,6 @@ def test_a_suite_killed_midway_leaves_suite_json_describing_the_runs_out_holds(
         asyncio.run(run_suite(data, edited, out, model=load_model("baseline:oracle"), limit=2))
     assert json.loads((out / "suite.json").read_text())["experiments"] == [
         {"id": "a", "paper": "", "published": None, "plain": True, "limit": 1},
-        {"id": "b", "paper": "", "published": None, "plain": False, "limit": 2},
     ]
 
 
@@ -1284,3 +1283,22 @@ def test_the_terminal_experiments_table_counts_scored_episodes_and_names_a_parti
     assert [c.strip() for c in row.strip("│ ").split("│")][1:3] == ["18", "50.0"], row
     caption = " ".join(text.split("┘")[-1].split())
     assert caption == "mcqa: (avg) is the average of 6 (ROD, VSOD, MVP-N, IN-C, QD, COCO; no CIT)"
+
+
+def test_experiments_skipped_or_failed_before_they_start_are_not_recorded(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """suite.json lists the experiments whose run started: an open-ended one skipped without
+    --judge, or one refused before it played (--icl 3 on 2 other samples), was recorded all
+    the same, and every report then warned that it "has no folder", as if results were lost."""
+    generate(tmp_path / "few", per_scenario=3, seed=5)
+    out = tmp_path / "p"
+    args = ["paper", "--data", str(tmp_path / "few"), "--model", "baseline:random"]
+    code, text = run_cli([*args, "--out", str(out), "--limit", "2"], capsys)
+    assert code == 1 and "skipped: open-ended: needs --judge" in text, text
+    assert "icl3 failed" in " ".join(text.split()), text
+    listed = [e["id"] for e in json.loads((out / "suite.json").read_text())["experiments"]]
+    assert listed and all((out / ident / "run.json").is_file() for ident in listed), listed
+    assert not {"oeg", "oeg-hint", "oeg-multiturn", "icl3"} & set(listed)
+    code, text = run_cli(["report", str(out)], capsys)
+    assert code == 0 and "has no folder" not in text and "left out" not in text, text

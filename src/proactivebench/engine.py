@@ -48,6 +48,12 @@ JUDGE_CODE = "judge_code"
 _ASKED = {CODE: "endpoints", JUDGE_CODE: "judge_endpoints"}
 
 
+#: A provenance entry's key for what selected the invocation's episodes: the selection
+#: settings as given (`EvalSettings.selected_by`) and its `shard` ([I, N]); run.json's
+#: `selection` records only the ids chosen, from which no command plays them again.
+SELECTED_BY = "selected_by"
+
+
 class Provenance:
     """One invocation's entry in `run.json`'s provenance: when it started and ended, the
     endpoints and decoding it sent, and the software (package version, git commit: asked once,
@@ -60,9 +66,12 @@ class Provenance:
         model: Model | None = None,
         decoding: Decoding | None = None,
         judge: Judge | None = None,
+        selected_by: dict[str, Any] | None = None,
     ) -> None:
         self.entry: dict[str, Any] = {"command": command} if command else {}
         self.entry.update(started=now(), ended=None)
+        if selected_by is not None:  # the options that chose its episodes (`SELECTED_BY`)
+            self.entry[SELECTED_BY] = selected_by
         if model is not None and decoding is not None:
             self.entry["endpoints"] = model.endpoints
             self.entry["decoding_sent"] = model.sent_decoding(decoding)

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from proactivebench.texts import storable
@@ -49,6 +49,19 @@ from proactivebench.texts import storable
 
 class ProactiveBenchError(Exception):
     """Base of every error meant for the user rather than for a traceback."""
+
+    @property
+    def lines(self) -> list[str]:
+        """The message's lines as made: one, or a heading and its items (`listed`). A line
+        feed inside one (a path's) is not a break: the terminal shows it escaped."""
+        return getattr(self, "_lines", None) or [str(self)]
+
+
+def listed(error: ProactiveBenchError, heading: str, items: Sequence[str]) -> ProactiveBenchError:
+    """`error` whose message is `heading` and `items`, one an indented line (its `lines`)."""
+    error.args = (f"{heading}:" + "".join(f"\n  {item}" for item in items),)
+    error._lines = [f"{heading}:", *(f"  {item}" for item in items)]  # type: ignore[attr-defined]
+    return error
 
 
 class DataError(ProactiveBenchError):
@@ -86,7 +99,8 @@ class DataErrors(ProactiveBenchError):
         if len(problems) > limit:
             lines.append(f"... and {len(problems) - limit} more")
         noun = "problem" if len(problems) == 1 else "problems"
-        super().__init__(f"{len(problems)} data {noun}:\n  " + "\n  ".join(lines))
+        super().__init__()
+        listed(self, f"{len(problems)} data {noun}", lines)
 
 
 class ModelSpecError(ProactiveBenchError):

@@ -55,6 +55,7 @@ from proactivebench.rundir import (
     REPORT_DIR,
     RESULTS,
     RUN_CONFIG,
+    SUITE_RECORD,
     SUMMARY,
     RunLines,
     RunLock,
@@ -294,8 +295,18 @@ def _whole_lines(data: bytes) -> tuple[bytes, int]:
 
 
 def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
-    """Every experiment of suite.json that has a run directory, and the suite's report."""
+    """Every experiment of suite.json that has a run directory, and the suite's report. One
+    it lists whose run is gone (no folder; lines without run.json) is refused: `runs/<OUT>/`
+    is replaced whole, so it would be deleted from the Hub, or never published, unsaid."""
     ids = [entry["id"] for entry in read_suite_record(out_dir).get("experiments", [])]
+    lost = [i for i in ids if _lost(out_dir / i)]
+    if lost:
+        raise PushError(
+            f"{out_dir / SUITE_RECORD} lists the experiment {visible(lost[0])} but "
+            f"{out_dir / lost[0]} holds no run ({RUN_CONFIG}){_more(lost)}: pushed, "
+            f"runs/{name}/{lost[0]}/ would be deleted from the repo; put its run directory "
+            f"back, or remove its entry from {SUITE_RECORD} to publish the suite without it"
+        )
     played = [i for i in ids if (out_dir / i / RUN_CONFIG).is_file()]
     if not played:
         raise PushError(f"{out_dir} holds no experiment's run yet: nothing to push")
@@ -307,6 +318,20 @@ def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
     plan.replaced.add(f"{REPORTS}/{name}")
     if _current_report(plan, out_dir / RUN_REPORT, [out_dir / e for e in played]):
         _add_report(plan, out_dir / RUN_REPORT, f"{REPORTS}/{name}")
+
+
+def _lost(run_dir: Path) -> bool:
+    """Whether a suite's experiment lost its run: no folder, or lines without run.json (a
+    folder without either is a run that started and wrote nothing: nothing to lose)."""
+    if not run_dir.is_dir():
+        return True
+    return not (run_dir / RUN_CONFIG).is_file() and (run_dir / RESULTS).exists()
+
+
+def _more(ids: list[str]) -> str:
+    """' (and N more: a, b)' naming the other experiments beside the first."""
+    rest = ids[1:]
+    return f" (and {len(rest)} more: {visible(', '.join(rest))})" if rest else ""
 
 
 def _current_report(plan: PushPlan, report_dir: Path, run_dirs: list[Path]) -> bool:

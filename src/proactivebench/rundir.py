@@ -35,6 +35,7 @@ from proactivebench.errors import (
     RunDirInUseError,
     RunMismatchError,
     WriteError,
+    listed,
 )
 from proactivebench.metrics import Summary, summarize, unread_problem
 from proactivebench.paths import open_to_read, open_to_write, read_file, refuse_link, write_whole
@@ -344,9 +345,8 @@ def refuse_rejected(rejected: Sequence[str], what: str) -> None:
     `what` says what cannot go on over them and what to do."""
     if not rejected:
         return
-    shown = "\n  ".join(rejected[:5])
-    more = f"\n  ... and {len(rejected) - 5} more" if len(rejected) > 5 else ""
-    raise ForeignLinesError(f"{what}:\n  {shown}{more}")
+    more = [f"... and {len(rejected) - 5} more"] if len(rejected) > 5 else []
+    raise listed(ForeignLinesError(), what, [*rejected[:5], *more])
 
 
 def read_episodes(path: Path) -> list[EpisodeResult | OEGResult]:

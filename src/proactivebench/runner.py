@@ -271,7 +271,11 @@ class _Session:
 
     def __init__(self, run: _Run, settings: EvalSettings) -> None:
         self.run = run
-        self.provenance = Provenance(model=run.model, decoding=settings.decoding, judge=run.judge)
+        shard = run.selection.shard if run.selection is not None else None
+        chosen = {**settings.selected_by(), **({"shard": list(shard)} if shard else {})}
+        self.provenance = Provenance(
+            model=run.model, decoding=settings.decoding, judge=run.judge, selected_by=chosen
+        )
         self.results = ResultsFile(run.out / RESULTS, before_first_write=self._write)
 
     def _write(self) -> None:

@@ -486,6 +486,17 @@ class EvalSettings(CheckedSettings):
                 identity[spec.name] = value.as_dict() if isinstance(value, Decoding) else value
         return identity
 
+    def selected_by(self) -> dict[str, Any]:
+        """The selection settings as given (not at their default; `filter`'s path, which the
+        identity records only as a digest): what an `eval` playing this run's episodes again
+        must pass (`eval_arguments`), since run.json records only the ids they chose."""
+        chosen: dict[str, Any] = {}
+        for spec in declared(type(self)):
+            value = getattr(self, spec.name)
+            if spec.info.kind == "selection" and value != spec.default:
+                chosen[spec.name] = list(value) if isinstance(value, tuple) else value
+        return chosen
+
     @property
     def sample_filter(self) -> SampleFilter | None:
         """The user's test filter (`filter`), read when the settings were made; None: the
@@ -565,3 +576,33 @@ def run_options(options: RunOptions | None, concurrency: int | None = None) -> R
             "give one"
         )
     return options
+
+
+def eval_arguments(identity: dict[str, Any], selected_by: dict[str, Any]) -> list[str]:
+    """The `eval` options giving a run's settings: its `identity` (run.json's `settings`; a
+    value recorded in place of the setting, `filter`'s digest, is not the setting's) and its
+    selection as given (`EvalSettings.selected_by`), each as its declared option
+    (`cli.options.setting_options`): a flag when true, a list comma-joined. A value at its
+    default, or that the command line does not offer (`decoding`, `judge`), is left out."""
+    values = {
+        spec.name: identity[spec.name]
+        for spec in declared(EvalSettings)
+        if spec.name in identity and spec.info.recorded_as is None
+    }
+    values |= selected_by
+    arguments: list[str] = []
+    for spec in offered(EvalSettings, "cli"):
+        value = values.get(spec.name, spec.default)
+        if (
+            value is None
+            or value == spec.default
+            or value == []
+            or (isinstance(value, list) and tuple(value) == spec.default)
+        ):
+            continue
+        if spec.base_type is bool:
+            arguments.append(spec.flag)
+            continue
+        shown = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        arguments += [spec.flag, shown]
+    return arguments

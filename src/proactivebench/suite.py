@@ -342,7 +342,7 @@ async def run_suite(
     make_model = _maker(model, shared)
     try:
         ours = await suite_identity(Path(data_dir), make_model)
-        record_suite(root, [e for e in experiments if not _holds_a_run(root, e)], limit, ours)
+        record_suite(root, [], limit, ours)  # the identity only: entries come as runs start
     except BaseException:
         for kept in shared:
             await kept.aclose()
@@ -378,8 +378,9 @@ async def run_suite(
         entry.status = EPISODE_ERRORS if outcome.errors else DONE
 
     def started(experiment: Experiment, total: int, done: int) -> None:
-        if _holds_a_run(root, experiment):  # its run took these settings: renew its entry
-            record_suite(root, [experiment], limit, ours)
+        # Recorded once its run took these settings (it starts): one skipped (no judge) or
+        # failed before it started was never played, and listed it read as a lost run.
+        record_suite(root, [experiment], limit, ours, order=[e.id for e in experiments])
         on_start(experiment.id, total, done)
 
     try:
@@ -459,14 +460,6 @@ def _refuse_other(
         )
 
 
-def _holds_a_run(out_dir: Path, experiment: Experiment) -> bool:
-    """Whether `out_dir/<id>` holds a run already. Its entry in suite.json is renewed only once
-    the run accepted this invocation's settings (it started): an entry edited in the file is
-    refused by the run (`RunMismatchError`), and suite.json must go on describing the run OUT
-    holds, whenever the invocation stops (a kill included)."""
-    return (out_dir / experiment.id / RUN_CONFIG).is_file()
-
-
 #: Seconds an invocation waits for another one updating the same `suite.json` (a moment's
 #: read-modify-write) before giving up, naming it.
 RECORD_WAIT_S = 60.0
@@ -477,6 +470,7 @@ def record_suite(
     experiments: Sequence[Experiment],
     limit: int | None,
     ours: dict[str, Any] | None = None,
+    order: Sequence[str] = (),
 ) -> None:
     """Note in `out_dir/suite.json` which experiments it holds (with where the paper shows
     each), so that `report OUT` lays their report out as the paper: the entries of an earlier
@@ -492,10 +486,14 @@ def record_suite(
 
     `ours` (the invocation's data and model, `suite_identity`) is checked against those OUT
     holds (`refuse_another_model`) and kept in the record, in the same hold of the lock: the
-    first invocation to record names the one model OUT is for."""
+    first invocation to record names the one model OUT is for.
+
+    `order`: the invocation's experiment ids in its suite's order, which the entries of them
+    keep (the report lists them so) whichever run started first."""
     with RunLock(out_dir, wait=RECORD_WAIT_S):
         before = read_suite_record(out_dir)
         record = _recorded(out_dir, before, experiments, limit)
+        record["experiments"] = _in_order(record["experiments"], order)
         if ours is not None:
             refuse_another_model(out_dir, before, ours)
             record[IDENTITY] = ours
@@ -523,6 +521,14 @@ def _recorded(
         }
     limits = [e[LIMIT] for e in entries.values() if isinstance(e.get(LIMIT), int)]
     return {"experiments": list(entries.values()), LIMIT: max(limits, default=None)}
+
+
+def _in_order(entries: list[dict[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:
+    """`entries` with those `order` names in its order, in the places they hold (the others,
+    of earlier invocations, stay where they are)."""
+    rank = {ident: n for n, ident in enumerate(order)}
+    ours = iter(sorted((e for e in entries if e[ID] in rank), key=lambda e: rank[e[ID]]))
+    return [next(ours) if e[ID] in rank else e for e in entries]
 
 
 def _larger(first: Any, second: int | None) -> int | None:

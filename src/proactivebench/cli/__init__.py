@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _fail(exc: ProactiveBenchError | NotJSONError) -> NoReturn:
-    print_error(str(exc))
+    print_error(exc.lines if isinstance(exc, ProactiveBenchError) else str(exc))
     sys.exit(EXIT_ERROR)
 
 

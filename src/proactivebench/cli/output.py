@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -283,9 +283,13 @@ def duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def print_error(message: str) -> None:
-    """A user error, as `main` tells it: one `error:` line (control characters made visible)."""
-    console.print(f"[red]error:[/red] {escape(printable(message))}", highlight=False)
+def print_error(message: str | Sequence[str]) -> None:
+    """A user error, as `main` tells it: one `error:` line, or a line of each of its `lines`
+    (`ProactiveBenchError.lines`), each one line: a line feed in a path it names is shown
+    `\\n`, not a break that cuts the message in two."""
+    lines = [message] if isinstance(message, str) else list(message)
+    shown = "\n".join(escape(one_line(line)) for line in lines)
+    console.print(f"[red]error:[/red] {shown}", highlight=False)
 
 
 def description_column() -> TextColumn:

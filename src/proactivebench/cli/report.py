@@ -9,7 +9,13 @@ from pathlib import Path
 
 import click
 
-from proactivebench.cli.output import out, print_report_outcome, printable, report_table
+from proactivebench.cli.output import (
+    out,
+    print_report_outcome,
+    printable,
+    report_table,
+    shown_path,
+)
 from proactivebench.errors import ProactiveBenchError
 
 
@@ -134,11 +140,8 @@ def report_command(
         )
     for table in outcome.headline:
         out.print(report_table(table))
-    out.print(
-        f"tables: {outcome.out_dir / 'report.md'} (CSV and LaTeX in {outcome.out_dir / 'tables'})",
-        markup=False,
-        highlight=False,
-    )
+    md, tables = shown_path(outcome.out_dir / "report.md"), shown_path(outcome.out_dir / "tables")
+    out.print(f"tables: {md} (CSV and LaTeX in {tables})", highlight=False)
     print_report_outcome(outcome)
 
 

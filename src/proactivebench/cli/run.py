@@ -524,36 +524,98 @@ def tell_discarded(discarded: Counter[str], out_dir: Path) -> None:
 def tell_replay(count: int, out_dir: Path, judge_spec: str, previous: Path | None) -> None:
     """Say which multi-turn episodes re-judging left out and the `eval` that plays them again:
     a verdict changed at a turn means the episode would have gone otherwise, which only
-    playing it with the new judge can tell (docs/protocol.md §6); rerunning `judge` cannot."""
-    from proactivebench.rundir import read_run_config
-
-    identity = read_run_config(out_dir)
-    command = shlex.join(
-        [
-            "proactivebench",
-            "eval",
-            "--data",
-            str(identity.get("data_dir", "DATA")),
-            "--model",
-            str(identity.get("model", "MODEL")),
-            "--mode",
-            "oeg-multiturn",
-            "--judge",
-            judge_spec,
-            "--out",
-            str(out_dir),
-        ]
-    )
+    playing it with the new judge can tell (docs/protocol.md §6); rerunning `judge` cannot.
+    The command is the run's as run.json records it (`replay_commands`)."""
+    commands = replay_commands(out_dir, judge_spec)
     kept = f"; the lines they replace are kept in {previous}" if previous else ""
+    shown = " ; ".join(commands) if commands else ""
+    unknown = (
+        ", with the selection options it was played with (run.json of an earlier version "
+        "does not record them)"
+        if not _selections(out_dir)
+        else ""
+    )
     out.print(
         escape(
             f"{count} multi-turn episode(s) were judged otherwise at some turn, so they would "
             f"have gone otherwise: left out of {out_dir / 'results.jsonl'}{kept}. Play them "
-            f"again with the new judge (with the run's other settings, as its run.json "
-            f"records them): {command}"
+            f"again with the new judge{unknown}: {shown}"
         ),
         highlight=False,
     )
+
+
+def _selections(out_dir: Path) -> list[dict[str, Any]]:
+    """What selected the episodes of each invocation that played into `out_dir` (its
+    provenance's `SELECTED_BY`), each once, in order; a run that is no shard (unsharded, or
+    shards merged) without their shards, since it holds every slice."""
+    from proactivebench.engine import SELECTED_BY
+    from proactivebench.rundir import provenance_of, read_run_config
+    from proactivebench.selected import SELECTION
+
+    config = read_run_config(out_dir)
+    selection = config.get(SELECTION)
+    sharded = isinstance(selection, dict) and selection.get("shard") is not None
+    found: list[dict[str, Any]] = []
+    for entry in provenance_of(config):
+        chosen = entry.get(SELECTED_BY)
+        if not isinstance(chosen, dict):
+            continue
+        chosen = chosen if sharded else {k: v for k, v in chosen.items() if k != "shard"}
+        if chosen not in found:
+            found.append(chosen)
+    return found
+
+
+def replay_commands(out_dir: Path, judge_spec: str) -> list[str]:
+    """The `eval` command(s) that play the run in `out_dir` again with `judge_spec`: its data,
+    model, episode settings (as its identity records them), decoding and judge's votes and
+    decoding, and the selection of each invocation (`_selections`: one command each, since
+    a run extended by another `--scenarios` holds both), every option derived from the
+    settings' declaration (`settings.eval_arguments`)."""
+    from proactivebench.judge import oeg_decoding
+    from proactivebench.rundir import read_run_config
+    from proactivebench.settings import eval_arguments
+
+    config = read_run_config(out_dir)
+    identity = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+    base = [
+        "proactivebench",
+        "eval",
+        "--data",
+        str(config.get("data_dir", "DATA")),
+        "--model",
+        str(config.get("model", "MODEL")),
+    ]
+    decoding = identity.get("decoding") if isinstance(identity.get("decoding"), dict) else {}
+    judge = identity.get("judge") if isinstance(identity.get("judge"), dict) else {}
+    judged = judge.get("decoding") if isinstance(judge.get("decoding"), dict) else {}
+    default = oeg_decoding().as_dict()
+    extra = _decoding_options("--", decoding, default, ("max_tokens", "temperature", "top_p"))
+    extra += ["--judge", judge_spec]
+    if judge.get("votes", 1) != 1:
+        extra += ["--judge-votes", str(judge["votes"])]
+    extra += _decoding_options("--judge-", judged, default, ("max_tokens", "temperature"))
+    extra += ["--out", str(out_dir)]
+    commands = []
+    for chosen in _selections(out_dir) or [{}]:
+        shard = chosen.get("shard")
+        sharded = ["--shard", f"{shard[0]}/{shard[1]}"] if isinstance(shard, list) else []
+        options = eval_arguments(identity, chosen)
+        commands.append(shlex.join([*base, *options, *sharded, *extra]))
+    return commands
+
+
+def _decoding_options(
+    prefix: str, recorded: dict[str, Any], default: dict[str, Any], names: tuple[str, ...]
+) -> list[str]:
+    """`--max-tokens N`-like options for the decoding settings `recorded` holds otherwise
+    than the open-ended default (a value at its default is left out)."""
+    options = []
+    for name in names:
+        if name in recorded and recorded[name] != default.get(name):
+            options += [f"{prefix}{name.replace('_', '-')}", str(recorded[name])]
+    return options
 
 
 @click.command("merge")

@@ -202,3 +202,31 @@ def test_every_selection_setting_given_comes_back_as_its_eval_option(
     if isinstance(parsed["scenarios"], str):
         parsed["scenarios"] = tuple(parsed["scenarios"].split(","))
     assert EvalSettings(**parsed).selected_by() == settings.selected_by() != {}
+
+
+def test_a_runs_label_and_plain_status_follow_the_settings_declaration() -> None:
+    """The report's labels came from a hand list beside the declaration: a new episode
+    setting was labelled like a zero-shot run, taken for the plain run and placed in Table 1
+    (issue 46 item 2). Every episode setting now marks a label by its declaration, one
+    without a `label` as "name=value", unless declared `unlabelled` (the seed, decoding)."""
+    from dataclasses import dataclass
+
+    from proactivebench.report.comparable import table_of
+    from proactivebench.settings import EvalSettings, declared, label_marks, setting
+
+    episode = [s for s in declared(EvalSettings) if s.info.kind == "episode"]
+    assert {s.name for s in episode if s.info.unlabelled} == {"seed", "decoding"}
+    for spec in episode:
+        if not spec.info.unlabelled:
+            assert spec.info.label is not None, spec.name  # the package's own say how
+    hinted = EvalSettings(hint=True, icl=3).identity()
+    assert label_marks(EvalSettings, hinted) == [("hint", "hint"), ("icl", "ICL-3")]
+    assert label_marks(EvalSettings, EvalSettings(seed=7).identity()) == []
+
+    @dataclass(frozen=True)
+    class WithLens(EvalSettings):
+        lens: bool = setting(False, kind="episode", help="Look through a lens.")
+
+    assert label_marks(WithLens, {"lens": True}) == [("lens", "lens=True")]
+    assert table_of("mcqa", {}) == "table1_mcqa"
+    assert table_of("mcqa", {"hint": True}) != "table1_mcqa"

@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -86,6 +86,13 @@ class Setting:
     #: The help of surfaces where `help` would name what they do not offer (`play`'s seed
     #: draws no demonstrations), as (surface, help) pairs.
     surface_help: tuple[tuple[Surface, str], ...] = ()
+    #: An episode setting's mark in a run's label when its value is not the default: a
+    #: format of the value ("ICL-{}"), or a function of it. Unset: "name=value", so that a
+    #: new setting is never labelled, or placed in the paper's tables, as a plain run.
+    label: str | Callable[[Any], str] | None = None
+    #: An episode setting that marks no label: another draw of the same experiment (the
+    #: seed), or what is checked apart (decoding, against the protocol's).
+    unlabelled: bool = False
 
     def offered_by(self, surface: Surface) -> bool:
         return surface not in self.not_in
@@ -148,6 +155,26 @@ def _declared(cls: type) -> tuple[SettingField, ...]:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         fields.append(SettingField(f.name, hints[f.name], default, info))
     return tuple(fields)
+
+
+def label_marks(cls: type, settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What sets a run played with `settings` (run.json's, or `identity()`) apart from a plain
+    run, as (setting, mark) in declaration order ("hint", "ICL-3"): each episode setting whose
+    recorded value is not its default, by its `label`. A run with none is a plain run."""
+    marks = []
+    for spec in declared(cls):
+        value = settings.get(spec.name)
+        if spec.info.kind != "episode" or spec.info.unlabelled:
+            continue
+        if value is None or value == spec.default or value is False:
+            continue
+        label = spec.info.label
+        if label is None:
+            mark = f"{spec.name}={value}"
+        else:
+            mark = label.format(value) if isinstance(label, str) else label(value)
+        marks.append((spec.name, mark))
+    return marks
 
 
 def offered(cls: type, surface: Surface, kinds: Sequence[Kind] | None = None) -> list[SettingField]:
@@ -233,6 +260,7 @@ class EvalSettings(CheckedSettings):
     hint: bool = setting(
         False,
         kind="episode",
+        label="hint",
         always_recorded=True,
         builds_episode=True,
         help="Append the scenario's hint to every prompt.",
@@ -240,6 +268,7 @@ class EvalSettings(CheckedSettings):
     reference: bool = setting(
         False,
         kind="episode",
+        label="reference",
         always_recorded=True,
         builds_episode=True,
         help="Reference (upper-bound) mode: one clear turn.",
@@ -247,6 +276,7 @@ class EvalSettings(CheckedSettings):
     random_actions: bool = setting(
         False,
         kind="episode",
+        label="random actions",
         always_recorded=True,
         builds_episode=True,
         help="Carry out a random action (ablation).",
@@ -258,6 +288,7 @@ class EvalSettings(CheckedSettings):
     random_suggestions: bool = setting(
         False,
         kind="episode",
+        label="random suggestions",
         builds_episode=True,
         not_in=frozenset({"train"}),
         help="Show, in place of every intervention, a random one of another scenario, which "
@@ -269,6 +300,7 @@ class EvalSettings(CheckedSettings):
     history: bool = setting(
         False,
         kind="episode",
+        label="history",
         not_in=frozenset({"verifiers", "train", "lmms-eval"}),
         help="Send every earlier turn of the episode with each turn.",
     )
@@ -278,6 +310,7 @@ class EvalSettings(CheckedSettings):
     icl: int = setting(
         0,
         kind="episode",
+        label="ICL-{}",
         lowest=0,
         metavar="K",
         not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
@@ -286,12 +319,14 @@ class EvalSettings(CheckedSettings):
     cot: bool = setting(
         False,
         kind="episode",
+        label="CoT",
         not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="Demonstrations reason before intervening (--icl).",
     )
     icl_reduced: bool = setting(
         False,
         kind="episode",
+        label="reduced",
         not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="Demonstrations keep their first and last turn (--icl).",
     )
@@ -299,6 +334,7 @@ class EvalSettings(CheckedSettings):
     option_order: str = setting(
         "record",
         kind="episode",
+        label="{} options",
         builds_episode=True,
         choices=OPTION_ORDERS,
         not_in=frozenset({"train"}),
@@ -309,6 +345,7 @@ class EvalSettings(CheckedSettings):
     answer_extraction: str = setting(
         "strict",
         kind="episode",
+        label="{} reading",
         choices=EXTRACTIONS,
         not_in=frozenset({"train", "play"}),
         help="lenient: drop <think> reasoning, markdown, 'Answer:' prefixes and brackets "
@@ -317,6 +354,7 @@ class EvalSettings(CheckedSettings):
     resize_short_edge: int | None = setting(
         None,
         kind="episode",
+        label="{}px",
         builds_episode=True,
         lowest=1,
         metavar="N",
@@ -347,6 +385,7 @@ class EvalSettings(CheckedSettings):
     seed: int = setting(
         0,
         kind="episode",
+        unlabelled=True,
         always_recorded=True,
         builds_episode=True,
         not_in=frozenset({"train"}),
@@ -397,6 +436,7 @@ class EvalSettings(CheckedSettings):
     decoding: Decoding = setting(  # noqa: RUF009 - a field with a default factory
         factory=Decoding,
         kind="episode",
+        unlabelled=True,
         always_recorded=True,
         not_in=frozenset({"cli", "inspect", "verifiers", "train", "play", "lmms-eval"}),
         help="Decoding of the tested model's answers.",
@@ -407,6 +447,7 @@ class EvalSettings(CheckedSettings):
     mode: str = setting(
         "mcqa",
         kind="episode",
+        label=str.upper,
         choices=MODES,
         not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="mcqa: multi-turn multiple choice; oeg: one open-ended turn, judged (needs --judge); "

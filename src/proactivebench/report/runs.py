@@ -32,7 +32,7 @@ from proactivebench.rundir import (
     run_lines,
 )
 from proactivebench.selected import Selection, selection_of
-from proactivebench.settings import EvalSettings, declared
+from proactivebench.settings import EvalSettings, declared, label_marks
 from proactivebench.texts import shown_json
 
 
@@ -241,28 +241,10 @@ def load_runs(
     return runs
 
 
-#: Settings worth naming in a label when they differ from a plain run: (key, how to show it).
-_LABELLED = (
-    ("reference", lambda v: "reference" if v else None),
-    ("hint", lambda v: "hint" if v else None),
-    ("history", lambda v: "history" if v else None),
-    ("icl", lambda v: f"ICL-{v}" if v else None),
-    ("cot", lambda v: "CoT" if v else None),
-    ("icl_reduced", lambda v: "reduced" if v else None),
-    ("random_actions", lambda v: "random actions" if v else None),
-    ("random_suggestions", lambda v: "random suggestions" if v else None),
-    ("option_order", lambda v: f"{v} options" if v and v != "record" else None),
-    ("answer_extraction", lambda v: f"{v} reading" if v and v != "strict" else None),
-    ("resize_short_edge", lambda v: f"{v}px" if v else None),
-    ("mode", lambda v: v.upper() if v and v != "mcqa" else None),
-)
-
-
 def is_plain(run: Run) -> bool:
     """Whether `run` has none of the settings a label names (no hint, history, ICL...): the
     run that stands for its model where runs are compared by model (the size plot)."""
-    settings = run.settings
-    return not any(show(settings.get(key)) for key, show in _LABELLED)
+    return not label_marks(EvalSettings, run.settings)
 
 
 def earlier_verdicts(run: Run) -> dict[str, int]:
@@ -304,14 +286,12 @@ def labelled_settings(run: Run) -> list[str]:
 def labelled(settings: Mapping[str, Any]) -> list[str]:
     """`labelled_settings` of a run whose run.json records `settings` (also of one not played
     yet: a suite's experiment, `EvalSettings.identity()`)."""
-    return [key for key, show in _LABELLED if show(settings.get(key))]
+    return [key for key, _ in label_marks(EvalSettings, settings)]
 
 
 def setting_label(run: Run) -> str:
     """`model` plus what sets the run apart: "openai:qwen +hint +history"."""
-    settings = run.settings
-    marks = [show(settings.get(key)) for key, show in _LABELLED]
-    extra = " ".join(f"+{m}" for m in marks if m)
+    extra = " ".join(f"+{mark}" for _, mark in label_marks(EvalSettings, run.settings))
     return f"{run.model} {extra}".strip() if extra else (run.model or run.run_dir.name)
 
 

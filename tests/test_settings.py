@@ -4,6 +4,7 @@ declaration. A setting added in one place must appear everywhere it can be honou
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import click
 import pytest
@@ -230,3 +231,43 @@ def test_a_runs_label_and_plain_status_follow_the_settings_declaration() -> None
     assert label_marks(WithLens, {"lens": True}) == [("lens", "lens=True")]
     assert table_of("mcqa", {}) == "table1_mcqa"
     assert table_of("mcqa", {"hint": True}) != "table1_mcqa"
+
+
+def test_an_execution_option_reaches_the_run_as_declared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval`, `judge` and the suites took `concurrency` by name and rebuilt `RunOptions` by
+    hand: any other field offered on the command line was a TypeError (issue 46 item 2). The
+    commands now get one `options` built from what the declaration offers."""
+    from dataclasses import dataclass
+
+    import click
+    from click.testing import CliRunner
+
+    from proactivebench import runner
+    from proactivebench.cli.options import run_options
+    from proactivebench.settings import RunOptions, setting
+
+    @dataclass(frozen=True)
+    class MoreOptions(RunOptions):
+        lanes: int = setting(2, kind="execution", lowest=1, help="Lanes.")
+
+    got = []
+
+    @click.command()
+    @run_options("cli", MoreOptions)
+    def command(options: MoreOptions) -> None:
+        got.append(options)
+
+    result = CliRunner().invoke(command, ["--lanes", "5", "--concurrency", "3"])
+    assert result.exit_code == 0, result.output
+    assert got == [MoreOptions(concurrency=3, lanes=5)]
+    # And eval hands the run what its options said.
+    seen = []
+    monkeypatch.setattr(runner, "evaluate", lambda *a, **k: seen.append(k["options"]) or 1 / 0)
+    from proactivebench.data.synth import generate
+
+    generate(tmp_path / "data", per_scenario=1, seed=0)
+    args = ["eval", "--data", str(tmp_path / "data"), "--model", "baseline:oracle"]
+    CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "run"), "--concurrency", "3"])
+    assert seen == [RunOptions(concurrency=3)]

@@ -10,6 +10,7 @@ Nothing here prints.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,14 @@ from proactivebench.errors import ModelSpecError
 from proactivebench.models import JUDGE_SPEC_HELP, Decoding, load_model
 from proactivebench.models.base import decoding_field
 from proactivebench.models.options import refusal
-from proactivebench.settings import JUDGED_MODES, Kind, SettingField, Surface, offered
+from proactivebench.settings import (
+    JUDGED_MODES,
+    Kind,
+    RunOptions,
+    SettingField,
+    Surface,
+    offered,
+)
 from proactivebench.texts import loads
 
 if TYPE_CHECKING:
@@ -78,6 +86,23 @@ def setting_options(
     unset_is_none = surface == "train"
     fields = offered(settings, surface, kinds)
     return option_group(*(_setting_option(spec, surface, unset_is_none) for spec in fields))
+
+
+def run_options(surface: Surface = "cli", declared_by: type = RunOptions) -> Decorator:
+    """The execution options `surface` offers (`RunOptions`' declaration, or a subclass's),
+    handed to the command as one `options` built from them, never unpacked or rebuilt by
+    hand: a field added to `RunOptions` and offered here reaches the run, no command changed."""
+    names = [spec.name for spec in offered(declared_by, surface)]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def given(*args: Any, **kwargs: Any) -> Any:
+            options = declared_by(**{name: kwargs.pop(name) for name in names})
+            return command(*args, options=options, **kwargs)
+
+        return setting_options(declared_by, surface)(given)
+
+    return decorate
 
 
 def _setting_option(spec: SettingField, surface: Surface, unset_is_none: bool) -> Decorator:

@@ -29,6 +29,7 @@ from proactivebench.cli.options import (
     make_judge,
     open_cache,
     parse_shard,
+    run_options,
     setting_options,
 )
 from proactivebench.cli.output import (
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 )
 @setting_options(EvalSettings)
 @decoding_options
-@setting_options(RunOptions)
+@run_options()
 @click.option(
     "--endpoints",
     default=None,
@@ -116,7 +117,7 @@ def eval_command(
     max_tokens: int | None,
     temperature: float | None,
     top_p: float | None,
-    concurrency: int,
+    options: RunOptions,
     **run_settings: Any,
 ) -> None:
     """Play the benchmark's episodes with a model and score them.
@@ -140,9 +141,9 @@ def eval_command(
     settings = EvalSettings(decoding=decoding, **run_settings)
     # The run's seed also seeds the model (random baselines, sampling) and the judge.
     seed = settings.seed
-    options = backend_options(model_options)
+    backend = backend_options(model_options)
     if endpoints:
-        options["endpoints"] = endpoints
+        backend["endpoints"] = endpoints
     # A plain eval of many episodes has its report written by a worker process that gets
     # ready while the run plays (`report.worker`); never for --no-report.
     worker = report_worker(not no_report and launch is None)
@@ -152,7 +153,7 @@ def eval_command(
         judge = make_judge(
             judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature, seed
         )
-        model = load_model(model_spec, seed=seed, **options)
+        model = load_model(model_spec, seed=seed, **backend)
         if launch is not None:
             # RUN of a launched run holds the run's identity: another model or settings (in
             # new shard directories, with another process count) is refused before a shard
@@ -177,7 +178,7 @@ def eval_command(
                 model,
                 run_dir,
                 settings,
-                options=RunOptions(concurrency=concurrency),
+                options=options,
                 shard=part,
                 cache=cache,
                 judge=judge,
@@ -402,7 +403,7 @@ def print_episode_errors(errors: Counter[str], scored: int) -> bool:
     help="Write the judged run here [default: judge RUN_DIR in place, keeping the results it "
     "replaces as RUN_DIR/results.previous.jsonl].",
 )
-@setting_options(RunOptions, surface="judge")
+@run_options("judge")
 @cache_options
 @click.option(
     "--no-report",
@@ -417,7 +418,7 @@ def judge_command(
     judge_max_tokens: int | None,
     judge_temperature: float | None,
     out_dir: Path | None,
-    concurrency: int,
+    options: RunOptions,
     cache_path: Path | None,
     no_cache: bool,
     no_report: bool,
@@ -473,7 +474,7 @@ def judge_command(
             run_dir,
             judge,
             out_dir,
-            engine=RunEngine(RunOptions(concurrency=concurrency), cache),
+            engine=RunEngine(options, cache),
             on_start=on_start,
             on_result=on_result,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ from proactivebench.cli.options import (
     open_cache,
     option_group,
     parse_model_options,
-    setting_options,
+    run_options,
 )
 from proactivebench.cli.output import (
     EXIT_EPISODE_ERRORS,
@@ -76,7 +77,7 @@ suite_options = option_group(
         metavar="N",
         help="At most N episodes per scenario in every experiment (a trial run).",
     ),
-    setting_options(RunOptions, "suite"),
+    run_options("suite"),
     click.option(
         "--model-option",
         "model_options",
@@ -135,8 +136,7 @@ def run_command(
     only: str | None,
     skip: str | None,
     limit: int | None,
-    concurrency: int,
-    requests_in_flight: int | None,
+    options: RunOptions,
     model_options: tuple[str, ...],
     cache_path: Path | None,
     no_cache: bool,
@@ -181,9 +181,9 @@ def run_command(
                 f"skipped without --judge (open-ended, judged): {', '.join(skipped)}",
                 highlight=False,
             )
-    options = RunOptions(
-        concurrency=concurrency, requests_in_flight=requests_in_flight or concurrency
-    )
+    # The suite's default: the server sees what one `eval` at that concurrency asks.
+    if options.requests_in_flight is None:
+        options = dataclasses.replace(options, requests_in_flight=options.concurrency)
     cache = open_cache(cache_path, no_cache, wanted=probe.cacheable or judge_spec is not None)
     with (
         contextlib.closing(cache) if cache else contextlib.nullcontext(),

@@ -84,6 +84,34 @@ def test_runs_without_digests_are_told_by_their_data_folder(
     assert code != 0 and "was played on other data (data " in text
 
 
+def test_runs_that_record_no_data_are_told_by_their_samples_answers(
+    datasets: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """Two imported runs whose logs name no data (run.json: data null, no digests) were taken
+    for runs of the same data (null = null) and paired, sample 0 of one set beside sample 0 of
+    another; one beside a run of its own data was refused as "null vs PATH". Their lines say:
+    a sample both played with another answer is another sample."""
+    data, data2 = datasets
+    for name, where in (("a", data), ("b", data2), ("c", data)):
+        assert _eval(where, tmp_path / name, "baseline:random", capsys)[0] == 0
+    for name in ("a", "b"):  # as an importer writes them: no data at all
+        path = tmp_path / name / RUN_CONFIG
+        config = json.loads(path.read_text())
+        del config[DATA_RECORDS]
+        config["data_dir"] = None
+        path.write_text(json.dumps(config))
+    code, text = run_cli(["report", str(tmp_path / "b"), "--vs", str(tmp_path / "a")], capsys)
+    assert code != 0 and "was played on other data (" in text
+    assert "sample(s) both played have another answer (the first: ROD sample" in text
+    args = ["train", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--holdout", "ROD"]
+    code, text = run_cli(args, capsys)
+    assert code != 0 and "have another answer" in text
+    # Beside a run of the same data that records it: paired, its samples' answers agree.
+    args = ["report", str(tmp_path / "a"), "--vs", str(tmp_path / "c")]
+    code, text = run_cli([*args, "--out", str(tmp_path / "vs")], capsys)
+    assert code == 0 and "p=" in text, text
+
+
 def test_data_filter_takes_runs_on_a_moved_copy_of_the_data(
     datasets: tuple[Path, Path], tmp_path: Path, capsys
 ) -> None:
@@ -149,9 +177,10 @@ def test_a_suites_report_leaves_the_comparison_out_with_a_warning() -> None:
 
     from proactivebench.report.build import _on_same_data
 
-    base = SimpleNamespace(run_dir=Path("plain"), config={DATA_RECORDS: {"ROD": "sha256:a"}})
-    same = SimpleNamespace(run_dir=Path("hint"), config={DATA_RECORDS: {"ROD": "sha256:a"}})
-    other = SimpleNamespace(run_dir=Path("icl"), config={DATA_RECORDS: {"ROD": "sha256:b"}})
+    def run(name: str, digest: str) -> SimpleNamespace:
+        return SimpleNamespace(run_dir=Path(name), config={DATA_RECORDS: {"ROD": digest}}, lines=[])
+
+    base, same, other = run("plain", "sha256:a"), run("hint", "sha256:a"), run("icl", "sha256:b")
     outcome = SimpleNamespace(warnings=[])
     kept = _on_same_data([same, other], base, outcome, refuse=False)  # type: ignore[arg-type]
     assert kept == [same]

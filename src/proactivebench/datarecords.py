@@ -68,16 +68,50 @@ def joined_records(
     return {**before, **mine}
 
 
-def other_data(config: Mapping[str, Any], other: Mapping[str, Any]) -> str | None:
+def other_data(
+    config: Mapping[str, Any],
+    other: Mapping[str, Any],
+    lines: tuple[Iterable[Mapping[str, Any]], Iterable[Mapping[str, Any]]] | None = None,
+) -> str | None:
     """Why two runs did not play the same data (None: they did), by one rule: where both record
     the digests of their record files, a scenario both played whose digests differ; else (a run
-    recorded before digests were) a different `data_dir`."""
+    recorded before digests were) a different `data_dir`. Given both runs' result `lines` (the
+    readers that pair episodes: `report --vs`, `train compare`), a run that records no data at
+    all (an import whose log does not name it) is told by them instead (`other_samples`), and
+    so is every pair: a sample both played whose answer differs is another sample."""
     mine, theirs = records_of(config), records_of(other)
+    where, elsewhere = config.get("data_dir"), other.get("data_dir")
     if mine is not None and theirs is not None:
         differ = sorted(s for s in mine.keys() & theirs.keys() if mine[s] != theirs[s])
         if differ:
             return f"the {', '.join(differ)} records differ"
+    # A run that records no data is told by its lines, where they are given.
+    elif where != elsewhere and (lines is None or None not in (where, elsewhere)):
+        return f"data {shown_json(where)} vs {shown_json(elsewhere)}"
+    return None if lines is None else other_samples(*lines)
+
+
+def other_samples(
+    lines: Iterable[Mapping[str, Any]], other: Iterable[Mapping[str, Any]]
+) -> str | None:
+    """Why two runs' lines are not of the same samples (None: every sample both hold has the
+    same answer, `correct_category`, in both): an id of another data set names another sample."""
+    answers = {
+        (x.get("scenario"), x.get("sample_id")): x["correct_category"]
+        for x in lines
+        if x.get("correct_category") is not None
+    }
+    differ = [
+        (key, answers[key], x["correct_category"])
+        for x in other
+        if x.get("correct_category") is not None
+        and (key := (x.get("scenario"), x.get("sample_id"))) in answers
+        and answers[key] != x["correct_category"]
+    ]
+    if not differ:
         return None
-    if config.get("data_dir") != other.get("data_dir"):
-        return f"data {shown_json(config.get('data_dir'))} vs {shown_json(other.get('data_dir'))}"
-    return None
+    (scenario, sample), one, two = differ[0]
+    return (
+        f"{len(differ)} sample(s) both played have another answer (the first: {scenario} sample "
+        f"{sample}, {shown_json(one)} vs {shown_json(two)})"
+    )

@@ -481,7 +481,7 @@ def _on_same_data(runs: list[Run], base: Run, outcome: ReportOutcome, *, refuse:
     `--vs` is refused; in a suite's report its comparison is left out, with a warning."""
     kept = []
     for run in runs:
-        why = other_data(run.config, base.config)
+        why = other_data(run.config, base.config, (run.lines, base.lines))
         if why is None:
             kept.append(run)
             continue

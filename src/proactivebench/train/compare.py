@@ -143,7 +143,7 @@ def shared_lines(base: EvalRun, tuned: EvalRun) -> tuple[list[Any], list[Any], l
     settings, and the scenarios or samples only one run has (left out). Runs played on other
     data are refused."""
     notes = []
-    why = other_data(base.config, tuned.config)
+    why = other_data(base.config, tuned.config, (base.lines, tuned.lines))
     if why is not None:
         # The rule `data filter`, `merge` and `report --vs` apply: another data set's ids
         # name other samples, and gains over them would pair unrelated episodes.

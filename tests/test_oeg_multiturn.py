@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -480,3 +481,30 @@ def test_the_printed_eval_plays_again_only_what_the_run_selected(
     assert code == 0, text
     replayed = {(x["scenario"], x["sample_id"]) for x in read_results(run / "results.jsonl")}
     assert replayed == set(played) == {("QD", 0), ("QD", 1), ("ROD", 0), ("ROD", 1)}
+
+
+def test_runs_of_two_judges_side_by_side_say_so(data: Path, tmp_path: Path, capsys) -> None:
+    """A run re-judged by another judge, set beside the first (`report --vs`, a suite's
+    tables), showed differences that are the judges' with no word; `train compare` did not say
+    that a run's rates mixed two judges (a verdict the new judge could not replace)."""
+    script = {"QD:0": ["cp"], "QD:1": ["ps", "cp"]}
+    play(data, tmp_path, script, scenarios=("QD",), limit=2)
+    run, before = tmp_path / "run", tmp_path / "before"
+    shutil.copytree(run, before)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "judging.py").write_text(FAILING_JUDGE)
+    (other / "script.json").write_text(json.dumps(script))
+    spec = f"python:{other / 'judging.py'}:judge"
+    code, text = run_cli(["judge", str(run), "--judge", spec, "--no-cache", "--no-report"], capsys)
+    assert code == 3, text
+    code, text = run_cli(
+        ["report", str(run), "--vs", str(before), "--out", str(tmp_path / "vs")], capsys
+    )
+    assert code == 0 and "warning: the judged runs name different judges (" in text, text
+    assert "compare the judges as much as the runs" in " ".join(text.split())
+    pytest.importorskip("datasets")
+    from proactivebench.train.compare import compare_runs
+
+    notes = compare_runs(before, run, holdout="ROD").notes
+    assert f"1 line(s) of {run} keep an earlier judge's verdict" in " | ".join(notes)

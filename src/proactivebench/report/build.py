@@ -42,7 +42,12 @@ from proactivebench.paths import (
 from proactivebench.provenance import package_version
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
-from proactivebench.report.comparable import average_apart, contradiction, not_comparable
+from proactivebench.report.comparable import (
+    average_apart,
+    contradiction,
+    judges_apart,
+    not_comparable,
+)
 from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.layout import Layout
 from proactivebench.report.measures import (
@@ -417,8 +422,12 @@ def _write_report(
     # The lines of `--vs` not counted, told once: a base among the runs (a suite's plain run)
     # had them told with its own warnings, and each appeared twice.
     shown = {r.run_dir.resolve() for r in runs}
-    if base is not None and base.run_dir.resolve() not in shown:
-        outcome.warnings += base.rejected
+    beside = [base] if base is not None and base.run_dir.resolve() not in shown else []
+    for reference in beside:
+        outcome.warnings += reference.rejected
+    apart = judges_apart([*runs, *beside])
+    if apart is not None:
+        outcome.warnings.append(apart)
     outcome.measures = all_measures
     outcome.intervals = intervals_of(all_measures[0])
     outcome.notes += [multiturn_note(r, several=len(runs) > 1) for r in runs if r.multiturn]

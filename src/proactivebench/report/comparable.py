@@ -235,6 +235,20 @@ def partial(run: Run) -> list[str]:
     return reasons
 
 
+def judges_apart(runs: Sequence[Run]) -> str | None:
+    """A warning when the judged runs shown together (a report's runs and its `--vs`, a
+    suite's experiments) name different judges in run.json, or None: their open-ended
+    rates, and every difference between them, measure the judges as much as the runs."""
+    judged = [(run, run.settings.get("judge")) for run in runs if run.settings.get("judge")]
+    if len({shown_json(judge) for _, judge in judged}) < 2:
+        return None
+    named = "; ".join(f"{run.label}: {shown_json(judge)}" for run, judge in judged)
+    return (
+        f"the judged runs name different judges ({named}): their judged rates, and the "
+        "differences between them, compare the judges as much as the runs"
+    )
+
+
 def imported(run: Run) -> bool:
     """Whether the run was imported from another harness's log (its command is not ours)."""
     return "inspect_log" in run.config or "lmms_eval_samples" in run.config

@@ -25,6 +25,7 @@ from proactivebench.errors import (
 )
 from proactivebench.metrics import ScenarioScore, summarize
 from proactivebench.paper import paper_table
+from proactivebench.report.runs import earlier_verdict
 from proactivebench.results import is_oeg_line
 from proactivebench.rundir import RUN_CONFIG, RunLines, identity_differences, run_lines
 from proactivebench.texts import loads
@@ -154,6 +155,16 @@ def shared_lines(base: EvalRun, tuned: EvalRun) -> tuple[list[Any], list[Any], l
     changes = identity_differences(base.config.get("settings"), tuned.config.get("settings"))
     if changes:
         notes.append(f"the runs used different eval settings ({'; '.join(changes)})")
+    for run in (base, tuned):
+        # A re-judged run whose judge could not replace some verdicts: its rates mix two
+        # judges, as report, --vs and the Hub card say (`report.runs.earlier_verdict`).
+        judge = (run.config.get("settings") or {}).get("judge")
+        kept = sum(1 for line in run.lines if earlier_verdict(line, judge))
+        if kept:
+            notes.append(
+                f"{kept} line(s) of {run.path} keep an earlier judge's verdict, not the verdict "
+                "of the judge its run.json names: its rates mix two judges"
+            )
     base_keys = {_key(line) for line in base.lines}
     tuned_keys = {_key(line) for line in tuned.lines}
     played = base_keys & tuned_keys

@@ -16,7 +16,7 @@ PACKAGE = "proactivebench"
 
 #: The layers, lowest first; a module may import from its own layer and those below.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "escapes", "paper", "paths", "protocol", "provenance", "records", "texts"),
+    ("errors", "escapes", "paper", "paths", "protocol", "provenance", "ranges", "records", "texts"),
     ("scenarios", "data", "registry"),
     (
         "prompting",

@@ -118,7 +118,7 @@ def test_judge_offers_the_execution_options_from_the_declaration() -> None:
         option = judge_options[spec.name]
         assert option.help == spec.info.help_on("judge") != spec.info.help
         assert option.default == spec.default
-        assert isinstance(option.type, click.IntRange) and option.type.min == spec.info.lowest
+        assert isinstance(option.type, click.IntRange) and option.type.min == spec.info.bounds.low
 
 
 def test_training_offers_only_settings_that_build_episodes() -> None:
@@ -246,11 +246,12 @@ def test_an_execution_option_reaches_the_run_as_declared(
 
     from proactivebench import runner
     from proactivebench.cli.options import run_options
+    from proactivebench.ranges import Range
     from proactivebench.settings import RunOptions, setting
 
     @dataclass(frozen=True)
     class MoreOptions(RunOptions):
-        lanes: int = setting(2, kind="execution", lowest=1, help="Lanes.")
+        lanes: int = setting(2, kind="execution", bounds=Range(1, integer=True), help="Lanes.")
 
     got = []
 

@@ -35,6 +35,7 @@ from proactivebench.demonstrations import DemoSettings
 from proactivebench.errors import SettingsError
 from proactivebench.judge import oeg_decoding
 from proactivebench.models.base import Decoding
+from proactivebench.ranges import Range
 from proactivebench.registry import scenario_names
 from proactivebench.scenarios.answers import EXTRACTIONS, lenient_answer
 from proactivebench.scenarios.base import OPTION_ORDERS
@@ -72,8 +73,8 @@ class Setting:
     recorded_as: str | None = None
     #: Passed to `make_episode` (the episode state machine takes it).
     builds_episode: bool = False
-    #: The smallest value an integer may take.
-    lowest: int | None = None
+    #: Where a number must lie (a setting's are integers from a lowest value up).
+    bounds: Range | None = None
     #: The values a text setting may take.
     choices: tuple[str, ...] | None = None
     #: The command-line option's metavar (e.g. "K").
@@ -206,9 +207,9 @@ def check_setting(spec: SettingField, value: Any) -> Any:
     elif kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise SettingsError(f"{name} must be an integer, got {value!r}")
-        lowest = spec.info.lowest
-        if lowest is not None and value < lowest:
-            raise SettingsError(f"{name} must be >= {lowest}, got {value}")
+        bounds = spec.info.bounds
+        if bounds is not None and not bounds.holds(value):
+            raise SettingsError(f"{name} must be {bounds.bounds()}, got {value}")
     elif kind is str:
         choices = spec.info.choices
         if not isinstance(value, str) or (choices and value not in choices):
@@ -311,7 +312,7 @@ class EvalSettings(CheckedSettings):
         0,
         kind="episode",
         label="ICL-{}",
-        lowest=0,
+        bounds=Range(0, integer=True),
         metavar="K",
         not_in=frozenset({"verifiers", "train", "play", "lmms-eval"}),
         help="Show K oracle demonstrations of other samples before each episode.",
@@ -356,14 +357,14 @@ class EvalSettings(CheckedSettings):
         kind="episode",
         label="{}px",
         builds_episode=True,
-        lowest=1,
+        bounds=Range(1, integer=True),
         metavar="N",
         help="Scale every image (COCO's crops excepted) to a short edge of N pixels.",
     )
     limit: int | None = setting(
         None,
         kind="selection",
-        lowest=1,
+        bounds=Range(1, integer=True),
         metavar="N",
         not_in=frozenset({"train"}),
         help="At most N per scenario.",
@@ -375,7 +376,7 @@ class EvalSettings(CheckedSettings):
     subset: int | None = setting(
         None,
         kind="selection",
-        lowest=1,
+        bounds=Range(1, integer=True),
         metavar="N",
         not_in=frozenset({"train"}),
         help="Play N samples per scenario chosen at random: the scenario's samples (after the "
@@ -425,7 +426,7 @@ class EvalSettings(CheckedSettings):
     max_image_mb: int = setting(
         DEFAULT_MAX_IMAGE_MB,
         kind="selection",
-        lowest=1,
+        bounds=Range(1, integer=True),
         metavar="MB",
         not_in=frozenset({"train"}),
         help="Refuse image files larger than MB megabytes before the run, unread.",
@@ -568,7 +569,7 @@ class RunOptions(CheckedSettings):
     concurrency: int = setting(
         8,
         kind="execution",
-        lowest=1,
+        bounds=Range(1, integer=True),
         not_in=frozenset({"inspect", "verifiers", "train"}),
         help="Episodes in flight at once.",
         surface_help=(
@@ -586,7 +587,7 @@ class RunOptions(CheckedSettings):
     requests_in_flight: int | None = setting(
         None,
         kind="execution",
-        lowest=1,
+        bounds=Range(1, integer=True),
         metavar="N",
         not_in=frozenset({"cli", "inspect", "verifiers", "train", "play", "judge"}),
         help="Model and judge calls in flight at once, over every run of one engine (default: "

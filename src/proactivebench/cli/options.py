@@ -114,7 +114,8 @@ def _setting_option(spec: SettingField, surface: Surface, unset_is_none: bool) -
         return click.option(spec.flag, is_flag=True, default=default, help=text)
     kind: Any = None
     if base is int:
-        kind = int if info.lowest is None else click.IntRange(min=info.lowest)
+        bounds = info.bounds
+        kind = int if bounds is None else click.IntRange(min=bounds.low, max=bounds.high)
     elif base is str and info.choices:
         kind = click.Choice(info.choices)
     return click.option(

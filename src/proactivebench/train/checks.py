@@ -21,53 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.errors import ProactiveBenchError, TrainError
+from proactivebench.ranges import Range
 from proactivebench.settings import EvalSettings, SettingField, check_setting, offered
 from proactivebench.texts import loads
 
 # ----- GRPOConfig and LoraConfig values ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Range:
-    """Where a numeric field's value must lie: TRL, transformers and PEFT accept many values
-    out of range and fail on them only once the model is loaded or training has started.
-    `also`: values allowed outside the range (a sentinel such as max_steps -1)."""
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    integer: bool = False
-    also: tuple[Any, ...] = ()
-    note: str = ""
-
-    def holds(self, value: float) -> bool:
-        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
-        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
-        return above and below
-
-    def describe(self) -> str:
-        kind = "integer" if self.integer else "number"
-        positive = self.high is None and (
-            (self.low == 0 and self.low_open) or (self.integer and self.low == 1)
-        )
-        if positive:
-            text = f"a positive {kind}"
-        else:
-            bounds = []
-            if self.low is not None:
-                bounds.append(f"{'>' if self.low_open else '>='} {self.low:g}")
-            if self.high is not None:
-                bounds.append(f"{'<' if self.high_open else '<='} {self.high:g}")
-            text = f"{'an' if self.integer else 'a'} {kind} {' and '.join(bounds)}"
-        return f"{text} ({self.note})" if self.note else text
-
-    def problem(self, value: Any) -> str | None:
-        """Why `value` is out of range, or None (also for a value of another type: the type
-        check names that)."""
-        if not isinstance(value, int | float) or isinstance(value, bool) or value in self.also:
-            return None
-        return None if self.holds(value) else f"expected {self.describe()}, not {value!r}"
 
 
 POSITIVE = Range(0, low_open=True)

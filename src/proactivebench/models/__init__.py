@@ -61,6 +61,13 @@ def _openai(rest: str, seed: int, options: dict[str, Any]) -> Model:
     return _resilient(OpenAICompatible.from_spec(rest, **own), "openai", wrapper, seed)
 
 
+def _anthropic(rest: str, seed: int, options: dict[str, Any]) -> Model:
+    from proactivebench.models.anthropic import AnthropicMessages
+
+    own, wrapper = _checked(options, AnthropicMessages, "anthropic")
+    return _resilient(AnthropicMessages.from_spec(rest, **own), "anthropic", wrapper, seed)
+
+
 def _hf(rest: str, seed: int, options: dict[str, Any]) -> Model:
     from proactivebench.models.hf import HFModel  # lazy: torch loads only when asked
 
@@ -91,6 +98,14 @@ SPEC_KINDS: tuple[SpecKind, ...] = (
         "openai:MODEL[@BASE_URL]",
         "an OpenAI-compatible chat server (vLLM, SGLang, OpenAI...)",
         _openai,
+        judge=True,
+        breaker=DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    ),
+    SpecKind(
+        "anthropic",
+        "anthropic:MODEL[@BASE_URL]",
+        "Anthropic's Messages API (Claude; key in $ANTHROPIC_API_KEY)",
+        _anthropic,
         judge=True,
         breaker=DEFAULT_MAX_CONSECUTIVE_FAILURES,
     ),
@@ -128,8 +143,8 @@ JUDGE_SPEC_HELP = ", ".join(k.form for k in SPEC_KINDS if k.judge)
 def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     """Build the model a spec names, e.g. `baseline:oracle` or `replay:answers.jsonl`.
 
-    `openai`, `hf` and `python` backends come wrapped in `Resilient` (retries, the
-    breaker, the concurrency limit), whose options they accept beside their own.
+    `openai`, `anthropic`, `hf` and `python` backends come wrapped in `Resilient` (retries,
+    the breaker, the concurrency limit), whose options they accept beside their own.
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:

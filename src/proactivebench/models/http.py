@@ -53,7 +53,7 @@ from proactivebench.errors import (
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.prompting import image_views
 from proactivebench.scenarios import View
-from proactivebench.texts import decode, loads
+from proactivebench.texts import decode, dumps, loads
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +239,29 @@ def split_data_url(url: str) -> tuple[str, str]:
     more than the slice: what a wire format that sends images as base64 blocks needs."""
     head, _, data = url.partition(",")
     return head.removeprefix("data:").split(";", 1)[0], data
+
+
+#: Stands for a large string (an image's data URL or base64) in the JSON of a request until
+#: `encode_body` splices it in.
+SLOT = "\x00image-url\x00"
+_SLOT_JSON = dumps(SLOT)
+
+
+def encode_body(body: dict[str, Any], values: Sequence[str]) -> bytes | None:
+    """`body` as JSON bytes, its `SLOT` strings replaced by `values` in order: strings that
+    need no JSON escaping (data URLs, base64).
+
+    A data URL is 100-200 KB of base64, which needs no escaping; splicing it in costs a copy,
+    where `json.dumps` would scan every character again for every request (0.4-0.8 ms of a
+    turn). None when the slots cannot be found one for one (a text containing the slot).
+    """
+    pieces = dumps(body).split(_SLOT_JSON)
+    if len(pieces) != len(values) + 1:
+        return None
+    joined = [pieces[0]]
+    for value, piece in zip(values, pieces[1:], strict=True):
+        joined += ['"', value, '"', piece]
+    return "".join(joined).encode("ascii")
 
 
 # ----- replicas -----------------------------------------------------------------------------

@@ -26,8 +26,10 @@ from proactivebench.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Decoding, usage_counts
 from proactivebench.models.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    SLOT,
     Failure,
     HTTPBackend,
+    encode_body,
     parse_spec,
     positive,
 )
@@ -54,27 +56,6 @@ def openai_messages(
     return map_image_parts(
         messages, lambda view: {"type": "image_url", "image_url": {"url": data_url(view)}}
     )
-
-
-#: Stands for a data URL in the JSON of a request until the URL is spliced in.
-_URL_SLOT = "\x00image-url\x00"
-_URL_SLOT_JSON = dumps(_URL_SLOT)
-
-
-def encode_body(body: dict[str, Any], urls: Sequence[str]) -> bytes | None:
-    """`body` as JSON bytes, its `_URL_SLOT` strings replaced by `urls` in order.
-
-    A data URL is 100-200 KB of base64, which needs no escaping; splicing it in costs a copy,
-    where `json.dumps` would scan every character again for every request (0.4-0.8 ms of a
-    turn). None when the slots cannot be found one for one (a text containing the slot).
-    """
-    pieces = dumps(body).split(_URL_SLOT_JSON)
-    if len(pieces) != len(urls) + 1:
-        return None
-    joined = [pieces[0]]
-    for url, piece in zip(urls, pieces[1:], strict=True):
-        joined += ['"', url, '"', piece]
-    return "".join(joined).encode("ascii")
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -193,7 +174,7 @@ class OpenAICompatible(HTTPBackend):
     async def _payload(self, request: ChatRequest) -> bytes:
         """The request body as sent: JSON with every image part as a data URL."""
         views, urls = await self._request_images(request)
-        slotted = openai_messages(request.messages, lambda view: _URL_SLOT)
+        slotted = openai_messages(request.messages, lambda view: SLOT)
         payload = encode_body(self._body(slotted, request.decoding), urls)
         if payload is None:
             by_view = dict(zip(views, urls, strict=True))

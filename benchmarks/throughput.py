@@ -174,7 +174,7 @@ CATEGORIES = (
     ),
     ("response cache (key, SQLite)", ("cache.py", "sqlite3", "hashlib", "openssl_sha")),
     ("event loop (asyncio)", ("asyncio", "selectors", "contextvars", "epoll")),
-    ("openai backend (and the retry wrapper)", ("openai_compat", "resilient.py")),
+    ("openai backend (and the retry wrapper)", ("openai_compat", "models/http.py", "resilient.py")),
     ("results file (write, flush, fsync)", ("posix.fsync", "TextIOWrapper", "runner.py:write")),
     (
         "image path checks (runner, store)",

@@ -36,7 +36,7 @@ def test_the_judge_help_lists_only_specs_a_judge_may_be() -> None:
     assert "baseline:" not in text and "replay:" not in text
     # openai:MODEL, hf:PATH, python:MODULE (not the ".py:" of python:FILE.py:FUNCTION)
     for kind in re.findall(r"(?:^|[\s(,])(\w+):[A-Z]", text):
-        assert kind in ("openai", "hf", "python"), kind
+        assert kind in ("openai", "anthropic", "hf", "python"), kind
     # What the help no longer offers is refused as a judge.
     with pytest.raises(ProactiveBenchError):
         Judge(load_model("baseline:oracle"))

@@ -23,8 +23,8 @@ import pytest
 from clirun import run_cli
 from handmade import full_dataset
 from proactivebench.cli import main
-from proactivebench.models import openai_compat
-from proactivebench.models.openai_compat import READ_CHUNK
+from proactivebench.models import http
+from proactivebench.models.http import READ_CHUNK
 from proactivebench.rundir import read_results
 from proactivebench.testing.server import FakeOpenAI, Raw
 from proactivebench.texts import STORED_TEXT_LIMIT
@@ -156,14 +156,14 @@ def oeg_run(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def body_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The size of every body the backend read, as it read them."""
     sizes: list[int] = []
-    read_body = openai_compat._read_body
+    read_body = http.read_body
 
     async def measured(response: Any, limit: int) -> tuple[bytes, bool]:
         body, complete = await read_body(response, limit)
         sizes.append(len(body))
         return body, complete
 
-    monkeypatch.setattr(openai_compat, "_read_body", measured)
+    monkeypatch.setattr(http, "read_body", measured)
     return sizes
 
 

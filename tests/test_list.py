@@ -72,14 +72,22 @@ def test_scenarios_are_the_registrys(capsys: pytest.CaptureFixture[str]) -> None
 def test_model_kinds_are_the_table_load_model_reads(capsys: pytest.CaptureFixture[str]) -> None:
     shown = listed(capsys)["model_kinds"]
     assert [k["kind"] for k in shown] == [k.kind for k in SPEC_KINDS]
-    assert {k["kind"] for k in shown} == {"baseline", "replay", "openai", "hf", "python", "human"}
+    assert {k["kind"] for k in shown} == {
+        "baseline",
+        "replay",
+        "openai",
+        "anthropic",
+        "hf",
+        "python",
+        "human",
+    }
     # The table is what load_model knows: a kind outside it is refused, naming the table's.
     with pytest.raises(ModelSpecError, match=r"unknown model kind 'nosuch'.*openai:MODEL"):
         load_model("nosuch:x")
     assert {k["kind"] for k in shown if not k["eval"]} == {"human"}
     with pytest.raises(ModelSpecError, match="is a person"):
         load_model("human:ann")
-    assert {k["kind"] for k in shown if k["judge"]} == {"openai", "hf", "python"}
+    assert {k["kind"] for k in shown if k["judge"]} == {"openai", "anthropic", "hf", "python"}
 
 
 def test_baselines_are_those_load_model_builds(capsys: pytest.CaptureFixture[str]) -> None:

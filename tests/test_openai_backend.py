@@ -34,13 +34,10 @@ from proactivebench.errors import (
     ModelSpecError,
     ProactiveBenchError,
 )
-from proactivebench.models import load_model, openai_compat, resilient
+from proactivebench.models import http, load_model, openai_compat, resilient
 from proactivebench.models.base import ChatRequest, Decoding
-from proactivebench.models.openai_compat import (
-    DEFAULT_BASE_URL,
-    OpenAICompatible,
-    parse_retry_after,
-)
+from proactivebench.models.http import parse_retry_after
+from proactivebench.models.openai_compat import DEFAULT_BASE_URL, OpenAICompatible
 from proactivebench.models.resilient import Resilient, RetryPolicy
 from proactivebench.prompting import user_turn
 from proactivebench.registry import make_episode
@@ -538,7 +535,7 @@ def test_a_request_that_failed_on_a_replica_is_retried_on_another() -> None:
     other requests, and the same one after a success, are balanced as usual."""
     import gc
 
-    replicas = openai_compat._Replicas(["http://a:1/v1", "http://b:2/v1"], "least-in-flight")
+    replicas = http.Replicas(["http://a:1/v1", "http://b:2/v1"], "least-in-flight")
     a, b = replicas.replicas
     request, other = ChatRequest([]), ChatRequest([])
     assert replicas.pick(request) is a
@@ -747,7 +744,7 @@ def test_proxies_come_from_the_environment_once_per_endpoint(monkeypatch) -> Non
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
     async def proxies() -> list[str | None]:
-        session = openai_compat._Session({}, connect_timeout=1.0)
+        session = http.Session({}, connect_timeout=1.0)
         try:
             return [
                 session.proxy("http://127.0.0.1:8000/v1/chat/completions"),

@@ -21,7 +21,7 @@ from clirun import run_cli
 from handmade import full_dataset, rod, write_dataset
 from proactivebench.errors import ModelSpecError
 from proactivebench.models import load_model
-from proactivebench.models.openai_compat import READ_CHUNK
+from proactivebench.models.http import READ_CHUNK
 from proactivebench.rundir import read_results
 from proactivebench.testing.server import FakeOpenAI, Raw
 from proactivebench.texts import STORED_TEXT_LIMIT, capped, decode, loads, storable

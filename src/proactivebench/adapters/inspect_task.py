@@ -41,7 +41,7 @@ from proactivebench.data.images import ImageStore
 from proactivebench.errors import SettingsError
 from proactivebench.judge import Judge, check_votes
 from proactivebench.metrics import episode_scores
-from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
+from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, usage_counts
 from proactivebench.play import Judging, play
 from proactivebench.prompting import Message, is_image_part
 from proactivebench.records import Record
@@ -94,11 +94,16 @@ def generate_config(decoding: Decoding) -> GenerateConfig:
     )
 
 
+#: Inspect's token counts by the report's names (`base.usage_counts`).
+INSPECT_USAGE = {"prompt_tokens": ("input_tokens",), "completion_tokens": ("output_tokens",)}
+
+
 def _usage(output: Any) -> dict[str, int] | None:
     usage = getattr(output, "usage", None)
     if usage is None:
         return None
-    return {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens}
+    counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    return usage_counts(counts, INSPECT_USAGE)
 
 
 class InspectRoleModel(Model):

@@ -36,6 +36,12 @@ class SpecKind:
     #: Whether its runs are of a model with a parameter count (a point of the report's size
     #: plot): not a baseline policy nor a person, whose reports say nothing of sizes.
     sized: bool = True
+    #: Failed calls in a row that end a run unless `max_consecutive_failures` says (0:
+    #: never), for a backend wrapped in `Resilient`: a server that fails 20 requests in a row
+    #: is down, and every later request would fail too; a local model's or a user's
+    #: function's failures are usually particular to an input (a bug on one scenario, out of
+    #: memory on a long prompt), so each ends only its episode.
+    breaker: int = 0
 
 
 def _baseline(rest: str, seed: int, options: dict[str, Any]) -> Model:
@@ -53,6 +59,13 @@ def _openai(rest: str, seed: int, options: dict[str, Any]) -> Model:
 
     own, wrapper = _checked(options, OpenAICompatible, "openai")
     return _resilient(OpenAICompatible.from_spec(rest, **own), "openai", wrapper, seed)
+
+
+def _anthropic(rest: str, seed: int, options: dict[str, Any]) -> Model:
+    from proactivebench.models.anthropic import AnthropicMessages
+
+    own, wrapper = _checked(options, AnthropicMessages, "anthropic")
+    return _resilient(AnthropicMessages.from_spec(rest, **own), "anthropic", wrapper, seed)
 
 
 def _hf(rest: str, seed: int, options: dict[str, Any]) -> Model:
@@ -86,6 +99,15 @@ SPEC_KINDS: tuple[SpecKind, ...] = (
         "an OpenAI-compatible chat server (vLLM, SGLang, OpenAI...)",
         _openai,
         judge=True,
+        breaker=DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    ),
+    SpecKind(
+        "anthropic",
+        "anthropic:MODEL[@BASE_URL]",
+        "Anthropic's Messages API (Claude; key in $ANTHROPIC_API_KEY)",
+        _anthropic,
+        judge=True,
+        breaker=DEFAULT_MAX_CONSECUTIVE_FAILURES,
     ),
     SpecKind(
         "hf",
@@ -121,8 +143,8 @@ JUDGE_SPEC_HELP = ", ".join(k.form for k in SPEC_KINDS if k.judge)
 def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     """Build the model a spec names, e.g. `baseline:oracle` or `replay:answers.jsonl`.
 
-    `openai`, `hf` and `python` backends come wrapped in `Resilient` (retries, the breaker,
-    the concurrency limit), whose options they accept beside their own.
+    `openai`, `anthropic`, `hf` and `python` backends come wrapped in `Resilient` (retries,
+    the breaker, the concurrency limit), whose options they accept beside their own.
     """
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
@@ -140,16 +162,10 @@ def load_model(spec: str, *, seed: int = 0, **options: Any) -> Model:
     return known.build(rest, seed, dict(options))
 
 
-#: Failed calls in a row that end a run, by backend, unless `max_consecutive_failures` says:
-#: a server that fails 20 requests in a row is down, and every later request would fail too;
-#: a local model's or a user's function's failures are usually particular to an input (a bug
-#: on one scenario, out of memory on a long prompt), so each ends only its episode, as it
-#: always did.
-BREAKER_DEFAULTS = {"openai": DEFAULT_MAX_CONSECUTIVE_FAILURES, "hf": 0, "python": 0}
-
-
 def _resilient(backend: Model, kind: str, options: dict[str, Any], seed: int) -> Resilient:
-    options.setdefault("max_consecutive_failures", BREAKER_DEFAULTS[kind])
+    """`backend` in the retry wrapper, whose breaker is its kind's (`SpecKind.breaker`)
+    unless the options say."""
+    options.setdefault("max_consecutive_failures", SPEC_KIND[kind].breaker)
     return Resilient(backend, seed=seed, **options)
 
 

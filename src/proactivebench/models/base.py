@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import functools
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
@@ -85,10 +85,54 @@ def episode_turn(request: ChatRequest, model: str) -> Observation:
     return request.observation
 
 
+#: The token counts a result line's `usage` names alike whatever the backend: what the report
+#: sums per kind, so that two backends' runs share its columns.
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens")
+
+
+def is_count(value: Any) -> bool:
+    """A number of tokens: an integer >= 0 (not a flag, a fraction or a text), since the
+    report sums them."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def usage_counts(
+    usage: Any, sums: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, int] | None:
+    """A backend's token counts as result lines keep them: the one place their names are
+    made the report's (`USAGE_KEYS`).
+
+    Counts only (`is_count`: whatever else a server reports is left out). `sums` maps a
+    report name to the backend's names whose counts make it (Anthropic's `input_tokens`,
+    `cache_creation_input_tokens` and `cache_read_input_tokens` are its `prompt_tokens`);
+    those names are replaced, and `total_tokens` is added as prompt plus completion when the
+    backend gives none. Other counts keep their names (an OpenAI-compatible server's are the
+    report's already), and the `reasoning_tokens` of `completion_tokens_details` (part of
+    `completion_tokens`) is kept when reported. None when no count is left.
+    """
+    if not isinstance(usage, Mapping):
+        return None
+    counts = {k: v for k, v in usage.items() if isinstance(k, str) and is_count(v)}
+    details = usage.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
+    if is_count(reasoning):
+        counts["reasoning_tokens"] = reasoning
+    if sums:
+        renamed = {k: v for k, v in counts.items() if not any(k in s for s in sums.values())}
+        for name, parts in sums.items():
+            found = [counts[p] for p in parts if p in counts]
+            if found:
+                renamed[name] = sum(found)
+        if "total_tokens" not in renamed and {"prompt_tokens", "completion_tokens"} <= set(renamed):
+            renamed["total_tokens"] = renamed["prompt_tokens"] + renamed["completion_tokens"]
+        counts = renamed
+    return counts or None
+
+
 @dataclass
 class Completion:
     text: str
-    #: Token counts as the backend reported them (e.g. prompt_tokens, completion_tokens).
+    #: Token counts by the report's names (`usage_counts`: prompt_tokens, completion_tokens).
     usage: dict[str, int] | None = None
     #: Seconds the backend took for this answer (for a batch: the whole batch).
     latency_s: float = 0.0

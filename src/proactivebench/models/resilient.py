@@ -11,13 +11,14 @@ decides when and how often to try again, so that every backend gets the same pol
 - when `max_consecutive_failures` attempts in a row failed in a way a retry might fix, across
   requests, the run ends (`RunAbort`): the backend is down; its finished episodes are kept and
   a rerun resumes it. A refusal (a failure no retry fixes) fails its own episode and does not
-  count. `load_model` sets the limit per backend (`BREAKER_DEFAULTS`: on for `openai`, off for
-  `hf` and `python` unless asked);
+  count. `load_model` sets the limit per backend (its `SpecKind.breaker`: on for `openai` and
+  `anthropic`, off for `hf` and `python` unless asked);
 - at most `concurrency` calls are in flight at once (None: as many as the caller makes).
 
-What each backend calls transient: `openai` timeouts, refused or dropped connections, 429,
-5xx and malformed answers; `python` a `TimeoutError` or `ConnectionError` from the user's
-function; `hf` nothing (its failures are bugs or out-of-memory, which a retry repeats).
+What each backend calls transient: `openai` and `anthropic` (`models.http`) timeouts, refused
+or dropped connections, 408/425/429, 5xx (Anthropic's 529 among them) and malformed answers;
+`python` a `TimeoutError` or `ConnectionError` from the user's function; `hf` nothing (its
+failures are bugs or out-of-memory, which a retry repeats).
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ Two stand-ins, the way httpx ships `MockTransport` and Inspect ships `mockllm`:
 
   From a shell: `python -m proactivebench.testing.server --port 8011` serves until Ctrl-C.
 
+- `proactivebench.testing.anthropic_server` — `FakeAnthropic`, the same server speaking
+  Anthropic's Messages API (`POST /v1/messages`: the system prompt apart, base64 image blocks,
+  `x-api-key`, its error shape and its 529 `overloaded_error`), for `anthropic:` runs and any
+  client of that API; it refuses what the real API refuses (no `max_tokens`, a system role
+  among the messages).
+
 - `proactivebench.testing.tiny_vlm` — `build_tiny_vlm(out_dir)` saves a random LLaVA-style
   vision-language model of about 75 k parameters, its processor and chat template, so that
   `hf:<out_dir>` and `proactivebench train grpo --model <out_dir>` run the real code paths on a CPU
@@ -39,6 +45,8 @@ from typing import Any
 #: Where each public name lives: loaded on first use, so that `python -m
 #: proactivebench.testing.server` runs its module once and importing this package costs nothing.
 _HOMES = {
+    "ANTHROPIC_FAULTS": "anthropic_server",
+    "FakeAnthropic": "anthropic_server",
     "FAULTS": "server",
     "FakeOpenAI": "server",
     "Raw": "server",

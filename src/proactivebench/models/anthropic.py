@@ -39,8 +39,9 @@ from proactivebench.models.http import (
     parse_spec,
     split_data_url,
 )
-from proactivebench.models.options import Annotated, Range
+from proactivebench.models.options import Annotated
 from proactivebench.prompting import is_image_part
+from proactivebench.ranges import Range
 from proactivebench.texts import dumps, loads
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
@@ -116,14 +117,14 @@ class AnthropicMessages(HTTPBackend):
         endpoints: str | Sequence[str] | None = None,
         api_key_env: str = DEFAULT_API_KEY_ENV,
         image_format: str = "JPEG",
-        jpeg_quality: Annotated[int, Range(lowest=0, highest=100)] = 90,
-        timeout: Annotated[float, Range(above=0)] = 120.0,
-        connect_timeout: Annotated[float, Range(above=0)] = 10.0,
+        jpeg_quality: Annotated[int, Range(0, 100)] = 90,
+        timeout: Annotated[float, Range(0, low_open=True)] = 120.0,
+        connect_timeout: Annotated[float, Range(0, low_open=True)] = 10.0,
         balance: str = "least-in-flight",
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         cache_scope: str = "endpoints",
-        max_response_bytes: Annotated[int, Range(lowest=1)] = DEFAULT_MAX_RESPONSE_BYTES,
+        max_response_bytes: Annotated[int, Range(1)] = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
             model,

@@ -17,8 +17,9 @@ from typing import Annotated, Any
 
 from proactivebench.data.images import ImageStore
 from proactivebench.errors import ModelError, ModelSpecError, ProactiveBenchError
-from proactivebench.models.options import Range, check_option, finite_json
+from proactivebench.models.options import check_option, finite_json
 from proactivebench.protocol import mcqa_strings
+from proactivebench.ranges import Range
 from proactivebench.scenarios import Observation
 from proactivebench.texts import storable
 
@@ -36,11 +37,11 @@ class Decoding:
     cannot carry, and written into `run.json`.
     """
 
-    max_tokens: Annotated[int, Range(lowest=1)] = field(
+    max_tokens: Annotated[int, Range(1)] = field(
         default_factory=lambda: int(mcqa_strings()["max_new_tokens"])
     )
-    temperature: Annotated[float, Range(lowest=0)] | None = 0.0
-    top_p: Annotated[float, Range(above=0, highest=1)] | None = None
+    temperature: Annotated[float, Range(0)] | None = 0.0
+    top_p: Annotated[float, Range(0, 1, low_open=True)] | None = None
     #: Backend-specific extras (e.g. `{"seed": 1}`), passed through untouched.
     extra: tuple[tuple[str, Any], ...] = ()
 

@@ -63,8 +63,9 @@ from PIL import Image
 
 from proactivebench.errors import HFBackendError, ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
-from proactivebench.models.options import Annotated, Range
+from proactivebench.models.options import Annotated
 from proactivebench.prompting import image_views, map_image_parts
+from proactivebench.ranges import Range
 from proactivebench.scenarios import View
 from proactivebench.texts import dumps, shown_json
 
@@ -367,7 +368,7 @@ class HFModel(Model):
         quantization_config: dict[str, Any] | None = None,
         trust_remote_code: bool = False,
         use_kernels: bool = False,
-        max_batch: Annotated[int, Range(lowest=1)] = 8,
+        max_batch: Annotated[int, Range(1)] = 8,
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise HFBackendError(f"max_batch must be a positive integer, not {max_batch!r}")

@@ -3,7 +3,7 @@
 
 Each option is declared once, in its backend's signature (`OpenAICompatible.__init__`,
 `HFModel.__init__`, `PythonCallable.__init__`, `Resilient.__init__`): the annotation is its
-type, and `Annotated[float, Range(above=0)]` adds its range. `check_options` reads those
+type, and `Annotated[float, Range(0, low_open=True)]` adds its range. `check_options` reads those
 annotations, so that a new option is checked as soon as it is declared, and a value from the
 command line (JSON when it parses: `timeout=NaN` is a float NaN, `max_retries=abc` the text
 "abc") is refused with one line naming the option instead of failing later, deep inside a
@@ -17,39 +17,12 @@ import reprlib
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from proactivebench.errors import ModelSpecError
+from proactivebench.ranges import Range
 
-__all__ = ["Annotated", "Range", "check_option", "check_options", "finite_json", "refusal"]
-
-
-@dataclass(frozen=True)
-class Range:
-    """The bounds a number option keeps: `lowest <= value`, `above < value`, `value <=
-    highest` (each only when given)."""
-
-    lowest: float | None = None
-    above: float | None = None
-    highest: float | None = None
-
-    def holds(self, value: float) -> bool:
-        return not (
-            (self.lowest is not None and value < self.lowest)
-            or (self.above is not None and value <= self.above)
-            or (self.highest is not None and value > self.highest)
-        )
-
-    def __str__(self) -> str:
-        parts = []
-        if self.lowest is not None:
-            parts.append(f">= {self.lowest:g}")
-        if self.above is not None:
-            parts.append(f"> {self.above:g}")
-        if self.highest is not None:
-            parts.append(f"<= {self.highest:g}")
-        return " and ".join(parts)
+__all__ = ["Annotated", "check_option", "check_options", "finite_json", "refusal"]
 
 
 class _Refused(Exception):
@@ -191,7 +164,7 @@ def _describe(annotation: Any) -> str:
     origin = typing.get_origin(annotation) or annotation
     args = typing.get_args(annotation)
     if origin is Annotated:
-        rules = [str(r) for r in args[1:] if isinstance(r, Range)]
+        rules = [r.bounds() for r in args[1:] if isinstance(r, Range)]
         return " ".join([_describe(args[0]), *rules])
     if origin is Any:
         return "JSON (finite numbers only)"

@@ -39,7 +39,8 @@ from proactivebench.errors import (
     episode_error,
 )
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
-from proactivebench.models.options import Annotated, Range
+from proactivebench.models.options import Annotated
+from proactivebench.ranges import Range
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +108,11 @@ class Resilient(ModelWrapper):
         self,
         inner: Model,
         *,
-        max_retries: Annotated[int, Range(lowest=0)] | None = None,
-        max_delay: Annotated[float, Range(above=0)] | None = None,
+        max_retries: Annotated[int, Range(0)] | None = None,
+        max_delay: Annotated[float, Range(0, low_open=True)] | None = None,
         retry: RetryPolicy | None = None,
-        concurrency: Annotated[int, Range(lowest=1)] | None = None,
-        max_consecutive_failures: Annotated[int, Range(lowest=0)]
+        concurrency: Annotated[int, Range(1)] | None = None,
+        max_consecutive_failures: Annotated[int, Range(0)]
         | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
         seed: int = 0,
     ) -> None:

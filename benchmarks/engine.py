@@ -20,12 +20,12 @@ from pathlib import Path
 
 from PIL import Image
 
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.images import apply_view
-from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
+from proactivebench.jobs.evaluate import evaluate, select_records
 from proactivebench.models import load_model
-from proactivebench.registry import make_episode
-from proactivebench.runner import evaluate, select_records
 
 
 def engine_run(data: Path, scratch: Path) -> tuple[float, int]:

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from throughput import MODEL, AnswerKeyRecorder, make_data, turns_per_episode  # noqa: E402
 
-from proactivebench.runner import evaluate  # noqa: E402
+from proactivebench.jobs.evaluate import evaluate  # noqa: E402
 from proactivebench.testing.server import ServerProcess  # noqa: E402
 
 

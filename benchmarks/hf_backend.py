@@ -60,9 +60,9 @@ def rss_mb() -> float:
 def record_batches(work: Path, batch: int) -> None:
     """Play the run once with the new backend and write the batches it generated: per request
     its key, its conversation in transformers' format, and its views (file, crop, short edge)."""
+    from proactivebench.jobs.evaluate import evaluate
     from proactivebench.models import load_model
     from proactivebench.models.hf import HFModel, to_hf_conversation
-    from proactivebench.runner import evaluate
 
     model = load_model(f"hf:{work / 'vlm'}", device="cpu", dtype="float32", max_batch=batch)
     inner = model.inner
@@ -142,8 +142,8 @@ def raw_side(work: Path, batch: int, reps: int) -> tuple[list[float], dict[str, 
 
 def library_side(work: Path, batch: int, reps: int) -> tuple[list[float], dict[str, str], int]:
     """The `hf:` backend through `evaluate`, a fresh run directory each pass."""
+    from proactivebench.jobs.evaluate import evaluate
     from proactivebench.models import load_model
-    from proactivebench.runner import evaluate
 
     model = load_model(f"hf:{work / 'vlm'}", device="cpu", dtype="float32", max_batch=batch)
     requests = 0

@@ -25,7 +25,7 @@ import json, resource, sys
 from PIL import Image
 Image.MAX_IMAGE_PIXELS = None
 from proactivebench.data.images import ImageStore, apply_view
-from proactivebench.scenarios import View
+from proactivebench.benchmark.scenarios import View
 path, side, short = sys.argv[1], sys.argv[2], int(sys.argv[3])
 view = View(path.rsplit("/", 1)[1], None, short)
 store = ImageStore(path.rsplit("/", 1)[0], max_file_bytes=None)

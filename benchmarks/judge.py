@@ -47,11 +47,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from versions import baseline_tree, console_script, environment  # noqa: E402
 
 from proactivebench.data.synth import generate  # noqa: E402
-from proactivebench.judge import Judge, judge_messages  # noqa: E402
+from proactivebench.jobs.evaluate import evaluate  # noqa: E402
 from proactivebench.models import load_model  # noqa: E402
-from proactivebench.rundir import read_results  # noqa: E402
-from proactivebench.runner import evaluate  # noqa: E402
-from proactivebench.settings import EvalSettings  # noqa: E402
+from proactivebench.run.judge import Judge, judge_messages  # noqa: E402
+from proactivebench.run.rundir import read_results  # noqa: E402
+from proactivebench.run.settings import EvalSettings  # noqa: E402
 from proactivebench.testing.server import FakeOpenAI, ServerProcess, fingerprint  # noqa: E402
 
 PER_SCENARIO = 10  # 7 scenarios: 70 lines

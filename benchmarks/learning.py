@@ -248,9 +248,9 @@ class ClearExample:
 
 def clear_examples(data_dir: Path, scenarios: Sequence[str]) -> list[ClearExample]:
     """Every record of `scenarios` in `data_dir`, with its reference image decoded."""
+    from proactivebench.benchmark.registry import make_episode
+    from proactivebench.data.directory import load_dataset
     from proactivebench.data.images import ImageStore
-    from proactivebench.data.layout import load_dataset
-    from proactivebench.registry import make_episode
 
     data = load_dataset(data_dir, scenarios, all_samples=True)
     store = ImageStore(data.root)
@@ -266,9 +266,9 @@ def clear_examples(data_dir: Path, scenarios: Sequence[str]) -> list[ClearExampl
 def shuffled_question(example: ClearExample, shuffle: int) -> tuple[str, str]:
     """The first turn's prompt with its options shuffled (permutation `shuffle`), and the
     correct category's letter as shown there."""
-    from proactivebench.prompting import mcqa_text
-    from proactivebench.registry import make_episode
-    from proactivebench.scenarios.answers import option_letter
+    from proactivebench.benchmark.prompting import mcqa_text
+    from proactivebench.benchmark.registry import make_episode
+    from proactivebench.benchmark.scenarios.answers import option_letter
 
     episode = make_episode(example.record, option_order="shuffled", seed=shuffle)
     obs = episode.observation
@@ -462,7 +462,7 @@ def clear_answers(
     1/8)."""
     import torch
 
-    from proactivebench.scenarios.answers import letter_of, read_group
+    from proactivebench.benchmark.scenarios.answers import letter_of, read_group
     from proactivebench.train.rewards import is_well_formed
 
     tokenizer = processor.tokenizer
@@ -589,9 +589,9 @@ def evaluate_model(spec: str, test: Path, out: Path) -> dict[str, dict[str, list
     (`hf:DIR`, `baseline:random`); returns, per scenario, each episode's asked (0 / 100), ps
     rate and accuracy (0 / 100), as the report measures them, so that a table can pool
     them over seeds."""
+    from proactivebench.jobs.evaluate import evaluate
     from proactivebench.models import load_model
-    from proactivebench.runner import evaluate
-    from proactivebench.settings import EvalSettings
+    from proactivebench.run.settings import EvalSettings
 
     evaluate(test, load_model(spec), out, EvalSettings(), concurrency=8)
     return episode_values(out)
@@ -628,7 +628,7 @@ def run_seed(
     seed: int, out: Path, train: Path, test: Path, sizes: Sizes, control: bool
 ) -> dict[str, Any]:
     """One seed: build, warm up, evaluate; GRPO (and its control), evaluate again."""
-    from proactivebench.registry import paper_scenarios
+    from proactivebench.benchmark.registry import paper_scenarios
 
     seen = [s for s in paper_scenarios() if s not in HOLDOUT]
     here = out / f"seed{seed}"
@@ -666,7 +666,7 @@ def _cell(groups: list[list[float]], interval: bool) -> str:
     """One seed's episodes, or several seeds': the mean of the seeds' means with its 95 %
     bootstrap interval (each seed's episodes resampled on their own, as the report averages
     scenarios), and with several seeds the standard deviation of their means (sd)."""
-    from proactivebench.stats import bootstrap_mean_of_means
+    from proactivebench.core.stats import bootstrap_mean_of_means
 
     groups = [g for g in groups if g]
     found = bootstrap_mean_of_means(groups, seed=0) if groups else None
@@ -686,7 +686,7 @@ def table(
     """Per scenario and arm: asked %, ps rate [95 %], accuracy % [95 %] (asked % is a plain
     share, as in the report); seen scenarios first; `random`: the random baseline's run, a
     row of its own (the reference for transfer)."""
-    from proactivebench.registry import paper_scenarios
+    from proactivebench.benchmark.registry import paper_scenarios
 
     arms = [a for a in ("warm", "grpo", "control") if a in results[0]["eval"]]
     runs = {arm: [r["eval"][arm] for r in results] for arm in arms}

@@ -59,17 +59,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import ProactiveBenchError
 from proactivebench.data import thumbnails
+from proactivebench.data.directory import PathGuard
 from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB, apply_view, opened_image
-from proactivebench.data.layout import PathGuard
 from proactivebench.data.synth import generate
 from proactivebench.data.thumbnails import THUMB_QUALITY, thumbnail_format
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.report import build, write_report
 from proactivebench.report.thumbs import view_key
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import View
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -65,7 +65,7 @@ def official_counts(base: Path, out: Path) -> int:
     """Copy the synthetic set at `base` into `out` with `OFFICIAL_COUNTS` samples per scenario
     (sample i a copy of base sample i mod n, in a folder of its own) and VSOD's samples grown
     to `OFFICIAL_VSOD_FRAMES` frames (frame k a copy of frame k mod n). Returns the images."""
-    from proactivebench.registry import scenario
+    from proactivebench.benchmark.registry import scenario
 
     out.mkdir(parents=True)
     for meta in base.glob("*.json"):  # the manifest: synthetic, no official id filter

@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from proactivebench.data.synth import generate  # noqa: E402
+from proactivebench.jobs.suite import SuiteOutcome, paper_suite, run_suite  # noqa: E402
 from proactivebench.models import load_model  # noqa: E402
 from proactivebench.models.cache import ResponseCache  # noqa: E402
-from proactivebench.settings import RunOptions  # noqa: E402
-from proactivebench.suite import SuiteOutcome, paper_suite, run_suite  # noqa: E402
+from proactivebench.run.settings import RunOptions  # noqa: E402
 from proactivebench.testing.server import ServerProcess  # noqa: E402
 
 MODEL = "bench-vlm"

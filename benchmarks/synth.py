@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from proactivebench.benchmark.protocol import scenario_strings
+from proactivebench.benchmark.registry import paper_scenarios
 from proactivebench.data.synth import generate
-from proactivebench.protocol import scenario_strings
-from proactivebench.registry import paper_scenarios
 
 
 def _files(root: Path) -> tuple[int, int]:

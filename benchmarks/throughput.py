@@ -40,14 +40,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from proactivebench.benchmark.scenarios import View  # noqa: E402
 from proactivebench.data.images import ImageStore  # noqa: E402
+from proactivebench.jobs.evaluate import EvalSettings, RunOutcome, evaluate  # noqa: E402
 from proactivebench.models import load_model  # noqa: E402
 from proactivebench.models.base import ChatRequest, Completion, Model  # noqa: E402
 from proactivebench.models.baselines import Oracle  # noqa: E402
 from proactivebench.models.cache import ResponseCache  # noqa: E402
 from proactivebench.models.openai_compat import openai_messages  # noqa: E402
-from proactivebench.runner import EvalSettings, RunOutcome, evaluate  # noqa: E402
-from proactivebench.scenarios import View  # noqa: E402
 from proactivebench.testing.server import ServerProcess, fingerprint  # noqa: E402
 
 MODEL = "bench-vlm"

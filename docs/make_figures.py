@@ -15,11 +15,11 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from proactivebench import registry
+from proactivebench.benchmark import registry
+from proactivebench.benchmark.records import Source, parse_record
+from proactivebench.benchmark.registry import make_episode, paper_scenarios
+from proactivebench.benchmark.scenarios.actions import action_of
 from proactivebench.data.synth import make_sample
-from proactivebench.records import Source, parse_record
-from proactivebench.registry import make_episode, paper_scenarios
-from proactivebench.scenarios.actions import action_of
 
 THUMB_HEIGHT = 150
 CAPTION = 18

@@ -21,9 +21,9 @@ from pathlib import Path
 from PIL import Image
 
 from proactivebench.data.synth import generate
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.report import write_report
-from proactivebench.runner import evaluate
 
 WIDTH, HEIGHT = 1280, 760
 #: Made-up sizes (billions of parameters), for the size plot.

@@ -40,7 +40,7 @@ def eval_args(data: Path, out: Path, *extra: str) -> list[str]:
 _HOLDER = """
 import sys
 from pathlib import Path
-from proactivebench.rundir import RunLock
+from proactivebench.run.rundir import RunLock
 with RunLock(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.read()

@@ -12,10 +12,10 @@ from typing import Any
 
 from PIL import Image
 
-from proactivebench import registry
-from proactivebench.protocol import scenario_strings
-from proactivebench.records import Source, parse_record
-from proactivebench.registry import make_episode
+from proactivebench.benchmark import registry
+from proactivebench.benchmark.protocol import scenario_strings
+from proactivebench.benchmark.records import Source, parse_record
+from proactivebench.benchmark.registry import make_episode
 
 ABSTAIN = ["I cannot answer.", "I do not know."]
 CATS = ["apple", "banana", "cup", "dog"]

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from proactivebench.data.layout import load_dataset
+from proactivebench.benchmark.prompting import image_views, user_turn
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.data.directory import load_dataset
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.hf import HFModel
-from proactivebench.prompting import image_views, user_turn
-from proactivebench.registry import make_episode
 
 
 def first_turn_requests(data: Path, decoding: Decoding) -> list[ChatRequest]:

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from proactivebench.paper import paper_results, paper_table
-from proactivebench.protocol import official_filter_ids
-from proactivebench.registry import by_stem
+from proactivebench.benchmark.paper_results import paper_results, paper_table
+from proactivebench.benchmark.protocol import official_filter_ids
+from proactivebench.benchmark.registry import by_stem
 
 SCENARIOS = ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO")
 #: OEG and multi-turn OEG: 100 samples per scenario, capped at the filtered set (paper §3.1).

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from clirun import run_cli
-from proactivebench.data.layout import load_dataset
-from proactivebench.registry import make_episode
-from proactivebench.scenarios import Observation
-from proactivebench.scenarios.base import best_move
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios import Observation
+from proactivebench.benchmark.scenarios.base import best_move
+from proactivebench.data.directory import load_dataset
 
 #: The policy of the i-th sample of a scenario: a correct intervention while a later turn
 #: remains (else the category), always this letter, or the oracle's move.

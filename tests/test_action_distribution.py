@@ -14,19 +14,19 @@ from typing import Any
 import pytest
 
 from handmade import BUILDERS, record
-from proactivebench.metrics import (
+from proactivebench.benchmark.metrics import (
     CHOICE_KINDS,
     choice_kind,
     choices,
     relative_change,
     summarize,
 )
+from proactivebench.benchmark.registry import make_episode
 from proactivebench.models.base import Completion
-from proactivebench.play import _turn_record
-from proactivebench.registry import make_episode
 from proactivebench.report import write_report
 from proactivebench.report.measures import action_changes, measure_run
 from proactivebench.report.runs import load_run, load_runs
+from proactivebench.run.play_episode import _turn_record
 
 ROD_OPTIONS = ["Move the blocks to the right.", "I do not know.", "hat", "tree"]
 MVPN_OPTIONS = ["Rotate the object.", "I do not know.", "hat", "tree"]
@@ -355,7 +355,7 @@ def test_the_rates_over_turns_read_each_turn_once_with_the_values_of_each() -> N
     hand (3 category, 4 proactive, 1 abstention, 1 unreadable; first turns: 3, 2, 1, 1)."""
     from dataclasses import replace
 
-    from proactivebench.metrics import metric, values_by_metric
+    from proactivebench.benchmark.metrics import metric, values_by_metric
 
     drawn: list[str] = []
 

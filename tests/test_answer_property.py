@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handmade import BUILDERS, record
-from proactivebench.registry import make_episode, paper_scenarios
-from proactivebench.scenarios import VERDICTS
+from proactivebench.benchmark.registry import make_episode, paper_scenarios
+from proactivebench.benchmark.scenarios import VERDICTS
 
 ANSWERS_PER_SCENARIO = 15_000  # x 7 scenarios > 100,000
 

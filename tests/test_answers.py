@@ -3,9 +3,9 @@
 import pytest
 
 from handmade import record
-from proactivebench.registry import make_episode
-from proactivebench.scenarios.actions import action_of, is_abstention
-from proactivebench.scenarios.answers import (
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios.actions import action_of, is_abstention
+from proactivebench.benchmark.scenarios.answers import (
     lenient_answer,
     letter_of,
     normalize_full,

@@ -23,19 +23,19 @@ from PIL import Image
 
 from clirun import run_cli
 from proactivebench import models
+from proactivebench.benchmark.prompting import user_turn
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.core.errors import CredentialsMissingError, ModelError
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import load_dataset
-from proactivebench.errors import CredentialsMissingError, ModelError
-from proactivebench.judge import judge_messages
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import SPEC_KIND, load_model, resilient
 from proactivebench.models.anthropic import API_VERSION, AnthropicMessages
 from proactivebench.models.base import ChatRequest, Decoding, usage_counts
 from proactivebench.models.resilient import Resilient, RetryPolicy
-from proactivebench.prompting import user_turn
-from proactivebench.registry import make_episode
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.settings import EvalSettings
+from proactivebench.run.judge import judge_messages
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing import FakeAnthropic, FakeOpenAI
 from proactivebench.testing.server import Raw
 

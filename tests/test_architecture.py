@@ -9,43 +9,32 @@ another's types depends on it: a circle there is a circle in the design).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "proactivebench"
 
-#: The layers, lowest first; a module may import from its own layer and those below.
+#: The layers, lowest first: the package's folders, each a layer (docs/architecture.md); a
+#: module may import from its own folder and those of the layers below.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "escapes", "paper", "paths", "protocol", "provenance", "ranges", "records", "texts"),
-    ("scenarios", "data", "registry"),
-    (
-        "prompting",
-        "models",
-        "judge",
-        "demonstrations",
-        "metrics",
-        "stats",
-        "results",
-        "selected",
-        "datarecords",
-    ),
-    ("settings", "oeg", "oeg_multiturn", "play", "selection", "rundir", "scheduler", "engine"),
-    (
-        "runner",
-        "rejudge",
-        "report",
-        "train",
-        "demo",
-        "launch",
-        "humanplay",
-        "filtering",
-        "suite",
-        "publish",
-    ),
-    ("catalog",),
-    ("adapters", "testing", "tasks"),
-    ("cli", "__main__"),
+    ("core",),
+    ("benchmark",),
+    ("data",),
+    ("models",),
+    ("run",),
+    ("report",),
+    ("train",),
+    ("jobs",),
+    ("humanplay", "adapters", "testing", "tasks"),
+    ("cli",),
 ]
+#: The modules left loose at the top: the public API and `python -m proactivebench`.
+LOOSE = {"__init__", "__main__"}
+#: At most this many loose modules: the folders are the map.
+MAX_LOOSE = 5
+#: Folders of data, not code (no layer: nothing imports them).
+DATA_FOLDERS = {"spec", "suites", "__pycache__"}
 
 
 def module_name(path: Path) -> str:
@@ -108,12 +97,22 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def layer_of(module: str) -> int | None:
     parts = module.split(".")
-    if parts[0] != PACKAGE or len(parts) < 2:
-        return None  # the package root, or proactivebench_verifiers: above everything
+    if parts[0] != PACKAGE or len(parts) < 2 or parts[1] in LOOSE:
+        return None  # the package root and __main__, or proactivebench_verifiers: above all
     for index, names in enumerate(LAYERS):
         if parts[1] in names:
             return index
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS (and to the architecture)")
+    raise AssertionError(f"{module} is in no layer's folder: put it in one (docs/architecture.md)")
+
+
+def test_the_layers_are_the_folders() -> None:
+    """Every folder of the package is a layer of LAYERS, every layer a folder, and no more
+    than MAX_LOOSE modules lie loose beside them."""
+    top = SRC / PACKAGE
+    folders = {p.name for p in top.iterdir() if p.is_dir()} - DATA_FOLDERS
+    assert folders == {name for names in LAYERS for name in names}
+    loose = {p.stem for p in top.glob("*.py")}
+    assert loose == LOOSE and len(loose) <= MAX_LOOSE, sorted(loose - LOOSE)
 
 
 def test_the_finder_sees_a_circle_and_a_lazy_import(tmp_path: Path) -> None:
@@ -150,10 +149,14 @@ def test_no_upward_import() -> None:
 
 
 def test_scenarios_know_nothing_of_models_prompts_or_files() -> None:
-    allowed = {"proactivebench.protocol", "proactivebench.records", "proactivebench.errors"}
+    allowed = {
+        "proactivebench.benchmark.protocol",
+        "proactivebench.benchmark.records",
+        "proactivebench.core.errors",
+    }
     for module, targets in graph().items():
-        if module.startswith("proactivebench.scenarios"):
-            outside = {t for t in targets if not t.startswith("proactivebench.scenarios")}
+        if module.startswith("proactivebench.benchmark.scenarios"):
+            outside = {t for t in targets if not t.startswith("proactivebench.benchmark.scenarios")}
             assert outside <= allowed, f"{module} imports {sorted(outside - allowed)}"
 
 
@@ -161,3 +164,42 @@ def test_no_command_module_imports_the_package_that_registers_it() -> None:
     for module, targets in graph().items():
         if module.startswith("proactivebench.cli."):
             assert "proactivebench.cli" not in targets, module
+
+
+def test_no_file_names_a_module_by_its_earlier_path() -> None:
+    """The earlier release's paths (`proactivebench.runner`) are aliases for users, with a
+    DeprecationWarning; the project's own code, tests, docs and benchmarks use the new ones."""
+    from proactivebench.core.moved import new_name
+
+    root = SRC.parent
+    dotted = re.compile(r"(?<![\w./])proactivebench(?:\.\w+)+")
+    kept = {SRC / PACKAGE / "core" / "moved.py", Path(__file__).resolve()}
+    found = []
+    for folder in ("src", "tests", "docs", "benchmarks"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix not in {".py", ".md", ".toml", ".yaml", ".yml"} or path in kept:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                found += [
+                    f"{path.relative_to(root)}:{number}: {m[0]} (now {new_name(m[0])})"
+                    for m in dotted.finditer(line)
+                    if new_name(m[0]) is not None
+                ]
+    assert not found, "\n".join(found)
+
+
+def test_the_earlier_paths_import_the_same_modules_with_a_warning() -> None:
+    import importlib
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runner = importlib.import_module("proactivebench.runner")
+        base = importlib.import_module("proactivebench.scenarios.base")
+    from proactivebench.benchmark.scenarios import base as new_base
+    from proactivebench.jobs import evaluate
+
+    assert runner is evaluate and base is new_base
+    assert runner.__spec__.name == "proactivebench.jobs.evaluate"
+    said = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert "proactivebench.runner moved to proactivebench.jobs.evaluate" in " ".join(said)

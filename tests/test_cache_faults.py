@@ -15,10 +15,10 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.cache import WRITE_GROUP, ResponseCache
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
+from proactivebench.run.rundir import read_results
 from sqlitefiles import FOREIGN, damage_schema
 
 

@@ -23,18 +23,18 @@ import pytest
 from PIL import Image
 
 from clirun import run_cli
-from proactivebench import selection
+from proactivebench.core.errors import DataErrors
 from proactivebench.data import images as images_module
 from proactivebench.data.checked import NAME, CheckedImages
 from proactivebench.data.synth import generate
-from proactivebench.engine import RunEngine
-from proactivebench.errors import DataErrors
+from proactivebench.jobs.evaluate import evaluate
+from proactivebench.jobs.suite import parse_suite, run_suite
 from proactivebench.models import load_model
 from proactivebench.models.cache import ResponseCache
-from proactivebench.runner import evaluate
-from proactivebench.selection import DataChecks, choose_episodes
-from proactivebench.settings import EvalSettings
-from proactivebench.suite import parse_suite, run_suite
+from proactivebench.run import selection
+from proactivebench.run.engine import RunEngine
+from proactivebench.run.selection import DataChecks, choose_episodes
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing.server import FakeOpenAI
 from sqlitefiles import FOREIGN, damage_schema
 
@@ -311,7 +311,7 @@ def test_a_file_of_something_else_in_its_place_is_left_as_it_is(
 
 
 def test_the_check_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import proactivebench.runner as runner
+    import proactivebench.jobs.evaluate as runner
 
     data = rod_data(tmp_path / "data", per_scenario=1)
     threads: list[threading.Thread] = []

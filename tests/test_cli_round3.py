@@ -13,12 +13,12 @@ import pytest
 
 from clirun import eval_args, held_by_another_process, run_cli
 from handmade import full_dataset
+from proactivebench.benchmark.metrics import ScenarioScore, Summary
 from proactivebench.cli import cli
 from proactivebench.cli.demo import oracle_note
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.judge import Judge
-from proactivebench.metrics import ScenarioScore, Summary
+from proactivebench.core.errors import ProactiveBenchError
 from proactivebench.models import load_model
+from proactivebench.run.judge import Judge
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """The conversation layer: the exact messages each request carries, built here independently
-from docs/protocol.md §3, §7 and the strings of protocol.json (not from `prompting.py`)."""
+from docs/protocol.md §3, §7 and the strings of protocol.json (not from
+`benchmark/prompting.py`)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from typing import Any
 import pytest
 
 from handmade import ABSTAIN, CATS, rod, write_dataset
+from proactivebench.benchmark.scenarios import View
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import View
-from proactivebench.settings import EvalSettings
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 
 PROTOCOL = json.loads(
     (Path(__file__).parents[1] / "src/proactivebench/spec/protocol.json").read_text()
@@ -113,7 +114,7 @@ def test_resize_short_edge_reaches_every_view(one_rod: Path, tmp_path: Path) -> 
 def test_resuming_with_other_conversation_settings_is_refused(
     one_rod: Path, tmp_path: Path
 ) -> None:
-    from proactivebench.errors import RunMismatchError
+    from proactivebench.core.errors import RunMismatchError
 
     evaluate(one_rod, Scripted(["A", "cup"]), tmp_path / "run")
     with pytest.raises(RunMismatchError, match=r"settings\.history: null → true"):
@@ -179,7 +180,7 @@ def test_icl_reduced_mvpn_keeps_first_and_last_turn(tmp_path: Path) -> None:
 
 
 def test_icl_settings_that_cannot_go_together_are_refused() -> None:
-    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.core.errors import ProactiveBenchError
 
     with pytest.raises(ProactiveBenchError, match="add --icl K"):
         EvalSettings(cot=True)
@@ -206,7 +207,7 @@ def test_lenient_extraction_reads_decorated_answers_and_says_how(
 
 def test_every_request_can_be_rebuilt_from_its_result_line(tmp_path: Path) -> None:
     from handmade import mvpn
-    from proactivebench.prompting import request_messages
+    from proactivebench.benchmark.prompting import request_messages
 
     data = write_dataset(tmp_path / "data", {"MVP-N": [mvpn(5), mvpn(8), mvpn(12)]})
     model = Scripted(["A", "B. Rotate the object.", "D"] * 3)
@@ -221,7 +222,7 @@ def test_every_request_can_be_rebuilt_from_its_result_line(tmp_path: Path) -> No
 
 
 def test_demonstration_images_are_checked_before_the_run(tmp_path: Path) -> None:
-    from proactivebench.errors import DataErrors
+    from proactivebench.core.errors import DataErrors
 
     data = write_dataset(tmp_path / "data", {"ROD": [rod(0), rod(1), rod(2)]})
     (data / "ROD/2/1.png").unlink()  # only a demonstration (sample 2) could show it
@@ -236,7 +237,7 @@ def test_icl_asking_more_demonstrations_than_the_data_holds_is_refused(
 ) -> None:
     from clirun import eval_args, run_cli
     from handmade import vsod
-    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.core.errors import ProactiveBenchError
 
     data = write_dataset(
         tmp_path / "data", {"ROD": [rod(0), rod(1), rod(2)], "VSOD": [vsod(6), vsod(9)]}

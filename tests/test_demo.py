@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from proactivebench.data.layout import load_dataset
+from proactivebench.benchmark.registry import make_episode, paper_scenarios
+from proactivebench.core.paths import cache_root
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.synth import GENERATOR_VERSION, generate
 from proactivebench.data.validate import validate_dataset
-from proactivebench.demo import DEMO_BASELINES
+from proactivebench.jobs.demo import DEMO_BASELINES
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
-from proactivebench.paths import cache_root
-from proactivebench.registry import make_episode, paper_scenarios
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
+from proactivebench.run.rundir import read_results
 
 PER_SCENARIO = 40
 

@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from clirun import run_cli
-from proactivebench import EvalSettings, RunOptions, aevaluate, evaluate, load_model, scheduler
+from proactivebench import EvalSettings, RunOptions, aevaluate, evaluate, load_model
+from proactivebench.core.errors import SettingsError
 from proactivebench.data.synth import generate
-from proactivebench.engine import RunEngine
-from proactivebench.errors import SettingsError
 from proactivebench.models.cache import ResponseCache
-from proactivebench.rundir import read_results
+from proactivebench.run import scheduler
+from proactivebench.run.engine import RunEngine
+from proactivebench.run.rundir import read_results
 from proactivebench.testing.server import FakeOpenAI
 
 

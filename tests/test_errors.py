@@ -1,4 +1,4 @@
-"""The error classes: the tree that `proactivebench.errors` documents is the classes' own, and
+"""The error classes: the tree that `proactivebench.core.errors` documents is the classes' own, and
 each cause a caller acts on raises its own class (a script tells causes apart by type, never
 by a message's words), a subclass of the one it was before so that `except` clauses written
 for the older, broader class still catch it."""
@@ -15,8 +15,8 @@ import pytest
 import proactivebench
 from clirun import held_by_another_process
 from handmade import full_dataset
-from proactivebench import errors
-from proactivebench.errors import (
+from proactivebench.core import errors
+from proactivebench.core.errors import (
     CredentialsMissingError,
     DamagedRunError,
     LaunchError,
@@ -30,15 +30,15 @@ from proactivebench.errors import (
     SettingsError,
     TooManyFailuresError,
 )
-from proactivebench.judge import Judge
-from proactivebench.launch import detect_launch
+from proactivebench.jobs.evaluate import evaluate
+from proactivebench.jobs.launch import detect_launch
+from proactivebench.jobs.rejudge import rejudge
 from proactivebench.models import load_model
 from proactivebench.models.openai_compat import OpenAICompatible
 from proactivebench.models.resilient import Resilient, RetryPolicy
-from proactivebench.rejudge import rejudge
-from proactivebench.rundir import RunLock, make_run_dir, merge_runs, read_run_config
-from proactivebench.runner import evaluate
-from proactivebench.settings import EvalSettings
+from proactivebench.run.judge import Judge
+from proactivebench.run.rundir import RunLock, make_run_dir, merge_runs, read_run_config
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing.server import FakeOpenAI, closed_port_url
 
 #: A class's name in the module docstring's tree: "├── Name", "└── Name" or the root alone.

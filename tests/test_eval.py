@@ -14,13 +14,13 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
+from proactivebench.benchmark.registry import paper_scenarios
+from proactivebench.benchmark.scenarios.base import best_move
+from proactivebench.jobs.evaluate import aevaluate, evaluate
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.registry import paper_scenarios
-from proactivebench.rundir import read_results
-from proactivebench.runner import aevaluate, evaluate
-from proactivebench.scenarios.base import best_move
-from proactivebench.settings import EvalSettings
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 
 #: Fewest turns the protocol allows for a correct answer: ROD hides the object on turn 1.
 MIN_TURNS = {s: 2 if s == "ROD" else 1 for s in paper_scenarios()}
@@ -340,7 +340,7 @@ def test_a_full_disk_ends_the_run_with_a_clear_error(
 ) -> None:
     import errno
 
-    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.core.errors import ProactiveBenchError
 
     def no_space(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -394,7 +394,7 @@ def test_result_lines_say_why_episodes_ended_and_what_was_right(data: Path, tmp_
 def test_a_bug_in_a_scenario_ends_the_run_and_is_not_recorded(
     data: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    from proactivebench.scenarios.rod import RODEpisode
+    from proactivebench.benchmark.scenarios.rod import RODEpisode
 
     def broken(self, action: str) -> bool:
         raise ZeroDivisionError("a bug in the ROD rules")

@@ -15,20 +15,20 @@ from typing import Any
 import pytest
 
 from clirun import eval_args, run_cli
-from proactivebench.data.layout import load_dataset
-from proactivebench.data.sample_filter import read_sample_filter
-from proactivebench.data.synth import generate
-from proactivebench.errors import (
+from proactivebench.benchmark.protocol import filter_ids, official_filter_ids
+from proactivebench.core.errors import (
     DataError,
     NothingToDoError,
     RunMismatchError,
     SettingsError,
 )
-from proactivebench.filtering import compute_filter, models_needed, write_filter
+from proactivebench.data.directory import load_dataset
+from proactivebench.data.sample_filter import read_sample_filter
+from proactivebench.data.synth import generate
+from proactivebench.jobs.evaluate import evaluate
+from proactivebench.jobs.filtering import compute_filter, models_needed, write_filter
 from proactivebench.models import load_model
-from proactivebench.protocol import filter_ids, official_filter_ids
-from proactivebench.runner import evaluate
-from proactivebench.settings import EvalSettings
+from proactivebench.run.settings import EvalSettings
 
 PLAIN = EvalSettings().identity()
 DATA = "/data/pool"
@@ -581,7 +581,7 @@ def test_a_path_with_a_line_feed_is_one_line_in_errors_and_the_tables_line(
     assert [line for line in text.splitlines() if line.startswith("tables: ")], text
     # An error listing its items keeps a line each, each one line.
     from proactivebench.cli import _fail
-    from proactivebench.errors import DataError, DataErrors
+    from proactivebench.core.errors import DataError, DataErrors
 
     with pytest.raises(SystemExit):
         _fail(DataErrors([DataError(f"{odd / 'a.json'}: bad"), DataError("b.json: bad")]))

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handmade import BUILDERS, write_dataset
+from proactivebench.benchmark.protocol import scenario_strings
+from proactivebench.benchmark.registry import paper_scenarios
 from proactivebench.cli import main
-from proactivebench.protocol import scenario_strings
-from proactivebench.registry import paper_scenarios
 
 #: Exit codes a run may end with on bad data: fine, bad input, episodes that ended in errors.
 ALLOWED_EXITS = {0, 1, 3}

@@ -23,11 +23,11 @@ import pytest
 from clirun import run_cli
 from handmade import full_dataset
 from proactivebench.cli import main
+from proactivebench.core.texts import STORED_TEXT_LIMIT
 from proactivebench.models import http
 from proactivebench.models.http import READ_CHUNK
-from proactivebench.rundir import read_results
+from proactivebench.run.rundir import read_results
 from proactivebench.testing.server import FakeOpenAI, Raw
-from proactivebench.texts import STORED_TEXT_LIMIT
 
 #: Exit codes a run may end with: fine, cannot go on, episodes that ended in an error.
 ALLOWED_EXITS = {0, 1, 3}

@@ -22,17 +22,17 @@ from PIL import Image
 
 from handmade import full_dataset
 from hfruns import first_turn_requests, generate
+from proactivebench.benchmark.registry import paper_scenarios
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import ProactiveBenchError
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Decoding
 from proactivebench.models.hf import HFModel, _describe_load_error, to_hf_conversation
 from proactivebench.models.resilient import Resilient
-from proactivebench.registry import paper_scenarios
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import View
-from proactivebench.settings import EvalSettings
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing.tiny_vlm import IMAGE_TOKENS
 
 VERDICTS = {"correct", "proactive", "wrong", "mismatch"}

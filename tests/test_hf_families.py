@@ -28,15 +28,15 @@ from hfruns import (
     images_in_pixels,
     record_encodes,
 )
-from proactivebench.judge import Judge
+from proactivebench.benchmark.registry import paper_scenarios
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.models.base import Decoding
 from proactivebench.models.hf import HFModel
 from proactivebench.models.resilient import Resilient
-from proactivebench.registry import paper_scenarios
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.settings import EvalSettings
+from proactivebench.run.judge import Judge
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing.families import FAMILIES
 from resultlines import comparable
 

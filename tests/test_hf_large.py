@@ -20,10 +20,10 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from clirun import run_cli
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.core.errors import ProactiveBenchError
 from proactivebench.models import load_model
 from proactivebench.models.hf import HFModel
-from proactivebench.rundir import read_results
+from proactivebench.run.rundir import read_results
 from resultlines import comparable
 
 BNB_4BIT = {"quant_method": "bitsandbytes", "load_in_4bit": True}

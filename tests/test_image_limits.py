@@ -16,15 +16,15 @@ from PIL import Image, ImageFile
 
 from clirun import eval_args, run_cli
 from handmade import rod, write_dataset
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import ImageError
 from proactivebench.data import images as images_module
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ImageError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models.cache import ResponseCache
 from proactivebench.models.openai_compat import OpenAICompatible
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import View
-from proactivebench.settings import EvalSettings
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing.server import FakeOpenAI
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import ImageError
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ImageError
-from proactivebench.rundir import ResultsFile, read_results
-from proactivebench.scenarios import View
+from proactivebench.run.rundir import ResultsFile, read_results
 
 
 @pytest.fixture

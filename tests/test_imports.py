@@ -111,7 +111,7 @@ def test_eval_no_report_imports_what_it_uses(tmp_path: Path) -> None:
     assert {"proactivebench.cli.run", "aiohttp.client"} <= names  # it did play: openai: used it
     assert not under(names, *NEVER), under(names, *NEVER)
     before = {name for name, when in imported if when < first_request}
-    assert "proactivebench.runner" in before
+    assert "proactivebench.jobs.evaluate" in before
     assert not under(before, "proactivebench.report", "numpy"), under(before, "numpy")
     # The table's ± comes from the run's measures, NumPy's bootstrap: after the run.
     assert "proactivebench.report.measures" in names
@@ -142,5 +142,5 @@ def test_eval_of_a_baseline_imports_no_http_client(tmp_path: Path) -> None:
     generate(data, per_scenario=1, seed=0, scenarios=["ROD"])
     args = ["eval", "--data", str(data), "--model", "baseline:oracle", "--no-report"]
     names = {name for name, _ in traced([*args, "--out", str(tmp_path / "run")], tmp_path)}
-    assert "proactivebench.runner" in names
+    assert "proactivebench.jobs.evaluate" in names
     assert not under(names, *NEVER, "aiohttp"), under(names, *NEVER, "aiohttp")

@@ -29,13 +29,13 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from clirun import run_cli
 from proactivebench.adapters.inspect_log import import_inspect_log
 from proactivebench.adapters.inspect_task import proactivebench
-from proactivebench.data.layout import load_dataset
+from proactivebench.benchmark.metrics import episode_scores
+from proactivebench.benchmark.protocol import scenario_strings
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios import Episode
+from proactivebench.benchmark.scenarios.answers import Choice
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.synth import generate
-from proactivebench.metrics import episode_scores
-from proactivebench.protocol import scenario_strings
-from proactivebench.registry import make_episode
-from proactivebench.scenarios import Episode
-from proactivebench.scenarios.answers import Choice
 from resultlines import flipped
 from scripted import Played, direct_run, lines, scripts
 
@@ -200,7 +200,7 @@ def test_import_inspect_refuses_what_is_not_a_proactivebench_log(
 
 
 def test_the_task_refuses_bad_settings_with_one_message(data: Path) -> None:
-    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.core.errors import ProactiveBenchError
 
     with pytest.raises(ProactiveBenchError, match="option_order"):
         proactivebench(data=str(data), option_order="sideways")
@@ -437,7 +437,7 @@ def test_an_imported_run_records_the_episodes_its_task_selected_as_its_selection
     by `report`, without the data at hand (it was counted: the import recorded no selection)."""
     from proactivebench.report.comparable import not_comparable
     from proactivebench.report.runs import load_run
-    from proactivebench.selected import parse_id_ranges
+    from proactivebench.run.selection_record import parse_id_ranges
 
     log = run_inspect(data, tmp_path / "logs", scripts(data), limit=2, scenarios="ROD")
     run = tmp_path / "imported"
@@ -470,7 +470,7 @@ def test_a_log_holding_an_episode_twice_is_refused_and_later_epochs_are_said(
     counted, exit 0) while `report` on the same run counted neither: refused now, naming both
     samples, as import-lmms-eval refuses it (one rule, `adapters.imported`). Samples of a
     later epoch, left out silently, are counted in one line; the table then is report's."""
-    from proactivebench.metrics import summarize
+    from proactivebench.benchmark.metrics import summarize
     from proactivebench.report.runs import load_run
 
     log = run_inspect(data, tmp_path / "logs", scripts(data), limit=2, scenarios="ROD")
@@ -625,7 +625,7 @@ def test_a_partial_log_is_recorded_as_partial_for_every_reader(
     the task selected, so every reader counts the missing episodes short."""
     from proactivebench.report.comparable import partial
     from proactivebench.report.runs import load_run
-    from proactivebench.selected import parse_id_ranges
+    from proactivebench.run.selection_record import parse_id_ranges
 
     (log,) = inspect_eval(
         proactivebench(data=str(data), scenarios="ROD,QD"),

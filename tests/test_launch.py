@@ -1,4 +1,4 @@
-"""Data-parallel `eval` under a launcher (`proactivebench.launch`): 2 processes started by
+"""Data-parallel `eval` under a launcher (`proactivebench.jobs.launch`): 2 processes started by
 torchrun (or accelerate launch) on CPU with gloo play the run as 2 shards, and rank 0 merges
 them into results equal to a single-process run's; a rerun resumes; a failing or killed rank
 is told clearly, without a hang."""
@@ -21,15 +21,15 @@ import pytest
 import proactivebench
 from clirun import ctrl_c_as_in_a_terminal, eval_args, run_cli
 from handmade import full_dataset
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.launch import (
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.jobs.launch import (
     Launch,
     RankReport,
     detect_launch,
     merge_shards,
     refuse_plain_run,
 )
-from proactivebench.rundir import read_results
+from proactivebench.run.rundir import read_results
 from resultlines import comparable
 
 pytest.importorskip("torch.distributed")
@@ -319,7 +319,7 @@ def test_rank_0_says_when_it_cannot_see_a_shard(data: Path, tmp_path: Path, caps
 
 
 def test_hf_auto_device_is_the_ranks_own_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from proactivebench.errors import HFBackendError
+    from proactivebench.core.errors import HFBackendError
     from proactivebench.models.hf import _placement
 
     def fake_torch(gpus: int) -> SimpleNamespace:

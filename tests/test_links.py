@@ -13,11 +13,11 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
+from proactivebench.core.errors import LinkRefusedError
+from proactivebench.core.paths import open_to_write, staged_folder, write_whole
 from proactivebench.data.download import RemoteFile, _State
 from proactivebench.data.synth import MANIFEST_NAME, generate
-from proactivebench.errors import LinkRefusedError
 from proactivebench.models.cache import ResponseCache
-from proactivebench.paths import open_to_write, staged_folder, write_whole
 from proactivebench.report import write_report
 
 PRECIOUS = b"a file outside the run, without a final newline"

@@ -15,17 +15,17 @@ import pytest
 
 import proactivebench.cli
 from clirun import run_cli
-from proactivebench import catalog as catalog_module
-from proactivebench.catalog import catalog, extra_entries
+from proactivebench.benchmark.protocol import official_filter_ids
+from proactivebench.benchmark.registry import scenario, scenario_names
 from proactivebench.cli.output import out
-from proactivebench.data.layout import MANIFEST
+from proactivebench.core.errors import ModelSpecError
+from proactivebench.data.directory import MANIFEST
 from proactivebench.data.synth import generate
-from proactivebench.errors import ModelSpecError
+from proactivebench.jobs import catalog as catalog_module
+from proactivebench.jobs.catalog import catalog, extra_entries
+from proactivebench.jobs.suite import paper_suite
 from proactivebench.models import SPEC_KINDS, load_model
 from proactivebench.models.baselines import BASELINES
-from proactivebench.protocol import official_filter_ids
-from proactivebench.registry import scenario, scenario_names
-from proactivebench.suite import paper_suite
 
 
 def listed(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
@@ -139,7 +139,7 @@ def test_an_extra_is_installed_when_each_requirement_can_be_found(
 
 def test_finding_the_extras_imports_none_of_them() -> None:
     code = (
-        "import sys; from proactivebench.catalog import extra_entries; extra_entries(); "
+        "import sys; from proactivebench.jobs.catalog import extra_entries; extra_entries(); "
         "print(sorted({'torch', 'transformers', 'inspect_ai', 'verifiers'} & set(sys.modules)))"
     )
     src = str(Path(catalog_module.__file__).parents[1])

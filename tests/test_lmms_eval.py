@@ -23,13 +23,13 @@ pytest.importorskip("lmms_eval", reason="needs the lmms-eval extra (a separate e
 yaml = pytest.importorskip("yaml")
 
 from proactivebench.adapters import lmms_eval_task as task  # noqa: E402
+from proactivebench.benchmark.metrics import episode_scores  # noqa: E402
+from proactivebench.benchmark.prompting import mcqa_text  # noqa: E402
+from proactivebench.benchmark.registry import scenario_names  # noqa: E402
+from proactivebench.benchmark.scenarios import View  # noqa: E402
+from proactivebench.core.errors import ProactiveBenchError, SettingsError  # noqa: E402
 from proactivebench.data.synth import generate  # noqa: E402
-from proactivebench.errors import ProactiveBenchError, SettingsError  # noqa: E402
-from proactivebench.metrics import episode_scores  # noqa: E402
 from proactivebench.models.base import Decoding  # noqa: E402
-from proactivebench.prompting import mcqa_text  # noqa: E402
-from proactivebench.registry import scenario_names  # noqa: E402
-from proactivebench.scenarios import View  # noqa: E402
 from proactivebench.tasks import TASK_DIR  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"

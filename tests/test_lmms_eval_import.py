@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from clirun import run_cli
-from proactivebench.metrics import episode_scores
-from proactivebench.results import result_order
+from proactivebench.benchmark.metrics import episode_scores
+from proactivebench.benchmark.results import result_order
 from resultlines import flipped
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import coco, full_dataset, rod, vsod, write_dataset
-from proactivebench.data.layout import MANIFEST, load_dataset
-from proactivebench.errors import DataError, DataErrors
+from proactivebench.core.errors import DataError, DataErrors
+from proactivebench.data.directory import MANIFEST, load_dataset
 
 
 def test_official_filter_and_strong_occlusions(tmp_path: Path) -> None:

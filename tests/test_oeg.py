@@ -13,11 +13,11 @@ import pytest
 
 from clirun import ctrl_c_here, run_cli
 from handmade import full_dataset
-from proactivebench.judge import Judge, judge_messages, parse_verdict
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.settings import EvalSettings
+from proactivebench.run.judge import Judge, judge_messages, parse_verdict
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing.server import FakeOpenAI, Raw, last_user_text
 
 PROTOCOL = json.loads(
@@ -918,7 +918,7 @@ def test_a_judge_killed_at_any_step_of_its_finish_loses_no_judges_verdicts(
     results (before it, or after the last), then rerun: the earlier judge's results stay in
     `results.previous.jsonl` (its only copy), and the run ends as one judging without a
     crash leaves it: every line and run.json name the new judge, with its verdicts."""
-    from proactivebench import rejudge as module
+    from proactivebench.jobs import rejudge as module
 
     run, named, _ = judged_run(data, tmp_path, capsys, "--no-report")
     original = (run / "results.jsonl").read_text()
@@ -1013,10 +1013,10 @@ def test_no_writer_of_a_run_takes_a_report_folder_to_be_or_a_data_directory(
 
 def test_the_files_that_mark_a_folder_not_a_run_are_the_suites_and_the_reports() -> None:
     """`rundir.NOT_A_RUN` names the files the suite and the report write by these names."""
-    from proactivebench.publish import REPORT_FILES
+    from proactivebench.jobs.publish import REPORT_FILES
+    from proactivebench.jobs.suite import SUITE_RECORD
     from proactivebench.report.build import BUILT_FROM
-    from proactivebench.rundir import NOT_A_RUN
-    from proactivebench.suite import SUITE_RECORD
+    from proactivebench.run.rundir import NOT_A_RUN
 
     assert set(NOT_A_RUN) == {SUITE_RECORD, *REPORT_FILES, BUILT_FROM}
 

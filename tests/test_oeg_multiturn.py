@@ -21,17 +21,17 @@ import pytest
 
 from clirun import run_cli
 from proactivebench import load_dataset, make_episode
+from proactivebench.benchmark.metrics import choices, metric
+from proactivebench.benchmark.prompting import request_messages
 from proactivebench.data.synth import generate
-from proactivebench.judge import Judge
-from proactivebench.metrics import choices, metric
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
-from proactivebench.prompting import request_messages
 from proactivebench.report.measures import measure_run, unreadable_warnings
 from proactivebench.report.runs import load_run
 from proactivebench.report.tables import run_table
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.settings import EvalSettings
+from proactivebench.run.judge import Judge
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 
 #: What the model says at each turn: its place, and (for ROD) a sentence that may name an
 #: action. `SAY` maps "scenario:sample" to that sentence (default: none).
@@ -332,7 +332,7 @@ def test_a_failed_judge_call_keeps_the_line_for_the_next_judge_command(
 
 
 def test_the_mode_needs_a_judge_and_no_icl() -> None:
-    from proactivebench.errors import SettingsError
+    from proactivebench.core.errors import SettingsError
 
     with pytest.raises(SettingsError, match="--icl"):
         EvalSettings(mode="oeg-multiturn", icl=1)

@@ -26,25 +26,25 @@ from PIL import Image
 
 from clirun import run_cli
 from handmade import coco, full_dataset, rod, write_dataset
-from proactivebench.data.images import ImageStore, apply_view
-from proactivebench.data.layout import load_dataset
-from proactivebench.errors import (
+from proactivebench.benchmark.prompting import user_turn
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import (
     CredentialsMissingError,
     ModelError,
     ModelSpecError,
     ProactiveBenchError,
 )
+from proactivebench.data.directory import load_dataset
+from proactivebench.data.images import ImageStore, apply_view
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import http, load_model, openai_compat, resilient
 from proactivebench.models.base import ChatRequest, Decoding
 from proactivebench.models.http import parse_retry_after
 from proactivebench.models.openai_compat import DEFAULT_BASE_URL, OpenAICompatible
 from proactivebench.models.resilient import Resilient, RetryPolicy
-from proactivebench.prompting import user_turn
-from proactivebench.registry import make_episode
-from proactivebench.rundir import latest_results, read_results
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import View
-from proactivebench.settings import EvalSettings
+from proactivebench.run.rundir import latest_results, read_results
+from proactivebench.run.settings import EvalSettings
 from proactivebench.testing.server import (
     FAULTS,
     FakeOpenAI,
@@ -441,7 +441,7 @@ def test_a_body_cut_short_is_said_in_words_not_as_aiohttp_reprs(data: Path) -> N
 
 
 def test_an_unreachable_server_ends_the_run_before_it_starts(data: Path, tmp_path: Path) -> None:
-    from proactivebench.errors import RunAbort
+    from proactivebench.core.errors import RunAbort
 
     url = closed_port_url()
     started = time.monotonic()

@@ -4,9 +4,9 @@ summary, result file and reader uses."""
 
 from __future__ import annotations
 
-from proactivebench.metrics import summarize
-from proactivebench.registry import paper_scenarios, scenario_order, scenario_rank
-from proactivebench.results import is_oeg_line, result_order
+from proactivebench.benchmark.metrics import summarize
+from proactivebench.benchmark.registry import paper_scenarios, scenario_order, scenario_rank
+from proactivebench.benchmark.results import is_oeg_line, result_order
 
 
 def test_the_papers_order_then_unknown_names_by_name() -> None:

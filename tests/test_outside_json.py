@@ -13,7 +13,7 @@ import pytest
 from clirun import eval_args, run_cli
 from handmade import full_dataset
 from humanplayer import Person, output_of, play_process
-from proactivebench.texts import MAX_JSON_DEPTH, loads, loads_body
+from proactivebench.core.texts import MAX_JSON_DEPTH, loads, loads_body
 from scripted import scripts
 
 
@@ -76,7 +76,7 @@ def test_every_reader_of_outside_json_takes_the_rule(tmp_path: Path) -> None:
     """Values and files read elsewhere (a `--model-option`, `train compare`'s runs) are held to
     the same nesting limit: a deep value is a string, a deep run.json is named."""
     from proactivebench.cli.options import parse_model_options
-    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.core.errors import ProactiveBenchError
     from proactivebench.train.compare import compare_runs
 
     deep = "[" * 5000 + "]" * 5000

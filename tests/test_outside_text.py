@@ -19,12 +19,12 @@ import pytest
 
 from clirun import run_cli
 from handmade import full_dataset, rod, write_dataset
-from proactivebench.errors import ModelSpecError
+from proactivebench.core.errors import ModelSpecError
+from proactivebench.core.texts import STORED_TEXT_LIMIT, capped, decode, loads, storable
 from proactivebench.models import load_model
 from proactivebench.models.http import READ_CHUNK
-from proactivebench.rundir import read_results
+from proactivebench.run.rundir import read_results
 from proactivebench.testing.server import FakeOpenAI, Raw
-from proactivebench.texts import STORED_TEXT_LIMIT, capped, decode, loads, storable
 
 LONE = "A\ud800"
 #: The server's body, as bytes: valid JSON whose string escapes an unpaired surrogate.

@@ -29,14 +29,14 @@ from proactivebench import (
     unregister_scenario,
     write_report,
 )
-from proactivebench.data.layout import load_dataset
+from proactivebench.benchmark.protocol import ScenarioStrings
+from proactivebench.benchmark.records import Fields, Record
+from proactivebench.benchmark.registry import scenario_names
+from proactivebench.benchmark.scenarios.base import Episode, Halt
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.synth import generate
 from proactivebench.data.synth.common import Sample
-from proactivebench.protocol import ScenarioStrings
-from proactivebench.records import Fields, Record
-from proactivebench.registry import scenario_names
 from proactivebench.report.plots import scenario_marker
-from proactivebench.scenarios.base import Episode, Halt
 
 SHORT = "DIM"
 LAMP = "Turn up the brightness of the lamp."

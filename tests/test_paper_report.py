@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
+from proactivebench.benchmark.paper_results import paper_table
 from proactivebench.cli import main
 from proactivebench.data.synth import generate
-from proactivebench.paper import paper_table
 from proactivebench.testing.server import FakeOpenAI
 
 #: The judge: marks the first entry of every list it is shown (a suggestion found).

@@ -14,8 +14,8 @@ import pytest
 
 from clirun import run_cli
 from paperruns import episodes_per_scenario, lines_for_row, mcqa_line, sample_ids, write_run
-from proactivebench.metrics import metric
-from proactivebench.paper import (
+from proactivebench.benchmark.metrics import metric
+from proactivebench.benchmark.paper_results import (
     FIGURE_SUBSETS,
     figure_mean,
     figure_models,
@@ -24,10 +24,10 @@ from proactivebench.paper import (
     paper_table,
     recognise_model,
 )
+from proactivebench.core.stats import Interval
 from proactivebench.report import write_report
 from proactivebench.report.published import inside, rank
-from proactivebench.selected import id_ranges
-from proactivebench.stats import Interval
+from proactivebench.run.selection_record import id_ranges
 
 #: Realistic model specs (Hub ids, served or loaded) for each of the paper's 22 models.
 HUB_IDS = {
@@ -363,7 +363,7 @@ def test_a_published_row_rebuilt_from_counts_prints_the_paper_s_average(
 
 
 def test_size_correlation_and_plot_take_the_published_models(tmp_path: Path) -> None:
-    from proactivebench.stats import spearman_rho
+    from proactivebench.core.stats import spearman_rho
 
     run = _seven(tmp_path)  # no size in its name: give one in run.json
     config = json.loads((run / "run.json").read_text())
@@ -495,7 +495,7 @@ def test_a_paper_model_takes_the_paper_s_size(tmp_path: Path) -> None:
 
 
 def test_every_figure_average_the_report_shows_is_checked_above() -> None:
-    from proactivebench.paper import FIGURE_AVERAGES
+    from proactivebench.benchmark.paper_results import FIGURE_AVERAGES
 
     checked = {(figure, table, key) for figure, _, table, key in FIGURE_SOURCES}
     for (table, key), figure in FIGURE_AVERAGES.items():
@@ -581,7 +581,7 @@ def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     10): each table's published averages get their own hollow shape, in the plot and its
     legend. Before, three shapes went round: Table 10's stars were Table 1's. Checked for as
     many tables as a run can have counterparts (`COUNTERPARTS`), none a scenario's shape."""
-    from proactivebench.registry import paper_scenarios
+    from proactivebench.benchmark.registry import paper_scenarios
     from proactivebench.report import plots
     from proactivebench.report.comparable import COUNTERPARTS
     from proactivebench.report.measures import measure_run
@@ -621,7 +621,7 @@ def test_a_run_placed_by_a_table_its_settings_contradict_is_not_ranked_there(
     """A suite.json naming Table 1 (zero-shot) for a hint run: the run is ranked in no table
     and a note says why; named Table 4 (every sample), a plain run is placed there, as
     run.json does not record --all-samples."""
-    from proactivebench.report.layout import Layout
+    from proactivebench.report.paper_layout import Layout
 
     lines = [mcqa_line("ROD", s, True, 0) for s in sample_ids("ROD", 2)]
     hint = write_run(tmp_path, "hint", lines, "m", {"hint": True})
@@ -762,7 +762,7 @@ def test_a_table_the_settings_contradict_places_no_run(tmp_path: Path) -> None:
     """A suite's experiment named `published = "table1_mcqa"` with `hint = true` (its
     suite.json, written before the suite file was checked for it): the run is not ranked
     among Table 1's zero-shot models; a line says why."""
-    from proactivebench.report.layout import Layout
+    from proactivebench.report.paper_layout import Layout
 
     lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
     run = write_run(tmp_path, "hinted", lines, "m", {"hint": True})
@@ -783,7 +783,7 @@ def test_a_table_named_for_settings_no_table_has_places_no_run(tmp_path: Path) -
     """A run whose settings the paper tabulates nowhere (`history = true`) named for Table 1
     is not ranked among its zero-shot models: it was, as if settings of no table agreed with
     every table named."""
-    from proactivebench.report.layout import Layout
+    from proactivebench.report.paper_layout import Layout
 
     lines = [mcqa_line("ROD", s, i < 44, 0) for i, s in enumerate(sample_ids("ROD", 88))]
     run = write_run(tmp_path, "history", lines, "m", {"history": True})
@@ -797,7 +797,7 @@ def test_a_run_not_comparable_joins_no_rho_with_the_published_models(tmp_path: P
     """The size correlation with the paper's models (`size_correlation.with_published`, the
     size plot's rho) is a number made of the run and the published rows: a run on generated
     data is named apart, in none of it."""
-    from proactivebench.stats import spearman_rho
+    from proactivebench.core.stats import spearman_rho
 
     run = _made_up(tmp_path)
     config = json.loads((run / "run.json").read_text())
@@ -840,7 +840,7 @@ def test_a_run_whose_last_invocation_stopped_is_partial(tmp_path: Path) -> None:
 def test_a_figure_the_settings_contradict_places_no_run_and_says_so(tmp_path: Path) -> None:
     """A suite's experiment named `published = "fig8_history"` without history (hint
     instead): in no table or figure, and a line says why (it was left out without a word)."""
-    from proactivebench.report.layout import Layout
+    from proactivebench.report.paper_layout import Layout
 
     lines = [mcqa_line("ROD", s, i < 2, 0) for i, s in enumerate(sample_ids("ROD", 4))]
     run = write_run(tmp_path, "hinted", lines, "m", {"hint": True})

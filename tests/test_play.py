@@ -19,8 +19,8 @@ import pytest
 
 from clirun import run_cli
 from humanplayer import Person, json_keys, never_sent, output_of, play_process, states
+from proactivebench.benchmark.registry import paper_scenarios
 from proactivebench.data.synth import generate
-from proactivebench.registry import paper_scenarios
 from scripted import direct_run, lines, scripts
 
 #: The fields of a turn the page is sent: what a model is shown, and opaque ids.

@@ -97,8 +97,8 @@ def push(
 
 def rewrite_summary(run: Path) -> None:
     """summary.json of `run` rewritten from its lines, as eval writes it after a rerun."""
-    from proactivebench.metrics import summarize
-    from proactivebench.rundir import read_run_config, run_lines, write_summary
+    from proactivebench.benchmark.metrics import summarize
+    from proactivebench.run.rundir import read_run_config, run_lines, write_summary
 
     config = read_run_config(run)
     write_summary(run, summarize(run_lines(run, config).lines, model=config["model"]))
@@ -275,7 +275,7 @@ def test_the_card_and_summary_are_the_lines_as_they_are_at_push_time(
     run = tmp_path / "run-a"
     shutil.copytree(runs / "run-a", run)
     stale = (run / "summary.json").read_bytes()
-    from proactivebench.publish import plan_push
+    from proactivebench.jobs.publish import plan_push
 
     # A copy keeps its report's record true (size and time of the files): pushed whole.
     assert "runs/run-a/report/report.html" in plan_push([run]).files
@@ -464,7 +464,7 @@ def test_text_from_runs_is_inert_in_the_card_and_no_rate_is_nan() -> None:
     escapes; a rate that is no number is shown as missing."""
     import unicodedata
 
-    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+    from proactivebench.jobs.publish import PushedRun, PushPlan, dataset_card
 
     hostile = "gpt\x1b[31m\u202eevil`|x\n## Injected\u2066\u200b\u2028"
     config = {
@@ -505,7 +505,7 @@ def test_a_name_with_a_pipe_is_shown_as_it_is_in_headings_and_table_cells() -> N
 
     from markdown_it import MarkdownIt
 
-    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+    from proactivebench.jobs.publish import PushedRun, PushPlan, dataset_card
 
     name = "runs/junk\x1b[31m\u202e|x|"
     shown = "runs/junk\\x1b[31m\\u202e|x|"  # what escapes.visible writes
@@ -609,8 +609,8 @@ def test_a_run_and_a_suite_of_one_name_are_not_pushed_into_one_folder(
     """`push RUN OUT` where the run and the suite's output have one name put the run's files
     and the suite's experiments in one runs/NAME/ (two runs mixed in one folder): refused,
     naming the folder."""
-    from proactivebench.errors import PushError
-    from proactivebench.publish import plan_push
+    from proactivebench.core.errors import PushError
+    from proactivebench.jobs.publish import plan_push
 
     suite = tmp_path / "run-a"
     shutil.copytree(runs / "suite", suite)
@@ -726,7 +726,7 @@ def test_bad_input_is_one_line(
 def test_a_directory_named_twice_is_pushed_once(runs: Path) -> None:
     """`push RUN RUN/ ./RUN` (a shell glob, a pasted list) is one run: planned, counted and
     given a section in the card once, as for a suite's output or a report named again."""
-    from proactivebench.publish import dataset_card, plan_push
+    from proactivebench.jobs.publish import dataset_card, plan_push
 
     run, suite = runs / "run-a", runs / "suite"
     again = [run, f"{run}/", Path(os.path.relpath(run)), suite, suite / ".." / "suite"]
@@ -740,8 +740,8 @@ def test_a_run_still_being_written_is_not_pushed(runs: Path) -> None:
     """A run another process holds (an eval still appending its results) would be published
     half-written: refused, naming the process; once it is released, pushed."""
     from clirun import held_by_another_process
-    from proactivebench.errors import PushError
-    from proactivebench.publish import plan_push
+    from proactivebench.core.errors import PushError
+    from proactivebench.jobs.publish import plan_push
 
     with held_by_another_process(runs / "run-a") as pid:
         with pytest.raises(PushError, match=rf"run-a is in use by another run \(PID {pid}\)"):
@@ -829,7 +829,7 @@ def test_a_report_directory_pushed_on_its_own_must_be_its_runs_lines(
     shutil.copytree(runs / "suite" / "mcqa", b, ignore=shutil.ignore_patterns("report"))
     code, output = run_cli(["report", str(a), str(b), "--out", str(cmp)], capsys)
     assert code == 0, output
-    from proactivebench.publish import plan_push
+    from proactivebench.jobs.publish import plan_push
 
     assert "reports/cmp/report.html" in plan_push([cmp]).files  # as built: pushed
     lines = (a / "results.jsonl").read_text().splitlines(keepends=True)
@@ -852,7 +852,7 @@ def test_the_cards_average_over_fewer_scenarios_says_which_and_why_it_is_apart(
     """A run of ROD and QD only: the card's row read `| average | 4 | ...` with no caution,
     where eval prints "average of 2 (ROD, QD)" and report --paper sets the average apart.
     The card now labels it as eval's table does and says why in "Read with care"."""
-    from proactivebench.publish import dataset_card, plan_push
+    from proactivebench.jobs.publish import dataset_card, plan_push
 
     run = tmp_path / "rq"
     args = ["eval", "--data", str(runs / "data"), "--model", "baseline:oracle"]
@@ -877,7 +877,7 @@ def test_a_backtick_in_a_name_is_shown_as_it_is_and_stays_inert() -> None:
     more backticks than it holds (CommonMark): rendered, the exact name, no markup."""
     from markdown_it import MarkdownIt
 
-    from proactivebench.publish import PushedRun, PushPlan, dataset_card
+    from proactivebench.jobs.publish import PushedRun, PushPlan, dataset_card
 
     names = ["runs/x|y`<b>*z*", "runs/``a```", "`runs/b`"]
     config = {"model": "m`n", "settings": {"mode": "mcqa"}, "data_dir": "/d/``da"}

@@ -22,18 +22,18 @@ import pytest
 import proactivebench.report  # noqa: F401
 from clirun import eval_args, run_cli
 from handmade import full_dataset
+from proactivebench.benchmark.prompting import user_turn
+from proactivebench.benchmark.registry import make_episode, paper_scenarios
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import load_dataset
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest
 from proactivebench.models.daemon_threads import DaemonThreads
 from proactivebench.models.python_callable import PythonCallable
 from proactivebench.models.resilient import Resilient
-from proactivebench.prompting import user_turn
-from proactivebench.registry import make_episode, paper_scenarios
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
+from proactivebench.run.rundir import read_results
 
 #: How long a wait on a condition may last before the run counts as hung (generous: load).
 HANG_BOUND_S = 120
@@ -520,8 +520,8 @@ def test_an_open_ended_agent_sees_no_option_and_no_category(
     An agent that repeats all it was handed never names the category (nothing shown holds it
     on this data, checked first), so it is never judged right by it."""
     from proactivebench.data.synth import generate
-    from proactivebench.judge import Judge
-    from proactivebench.settings import EvalSettings
+    from proactivebench.run.judge import Judge
+    from proactivebench.run.settings import EvalSettings
 
     root = tmp_path_factory.mktemp("synth-oeg")
     generate(root, per_scenario=2, seed=3, split="test")

@@ -16,11 +16,9 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset, record
-from proactivebench.demonstrations import DemoSettings
-from proactivebench.demonstrations import play as play_demonstration
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.models import load_model
-from proactivebench.registry import (
+from proactivebench.benchmark.demonstrations import DemoSettings
+from proactivebench.benchmark.demonstrations import play as play_demonstration
+from proactivebench.benchmark.registry import (
     ScenarioInfo,
     foreign_interventions,
     make_episode,
@@ -28,13 +26,15 @@ from proactivebench.registry import (
     scenario,
     unregister_scenario,
 )
+from proactivebench.benchmark.scenarios.actions import is_abstention, names_action
+from proactivebench.benchmark.scenarios.answers import normalize_full
+from proactivebench.benchmark.scenarios.base import EndReason
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.jobs.evaluate import evaluate
+from proactivebench.models import load_model
 from proactivebench.report.transcript import END_REASONS
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
-from proactivebench.scenarios.actions import is_abstention, names_action
-from proactivebench.scenarios.answers import normalize_full
-from proactivebench.scenarios.base import EndReason
-from proactivebench.settings import EvalSettings
+from proactivebench.run.rundir import read_results
+from proactivebench.run.settings import EvalSettings
 
 #: Every scenario's intervention texts as `Episode.interventions` declares them, written out.
 ROD = ("Move the blocks to the left.", "Move the blocks to the right.")

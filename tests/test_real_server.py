@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from handmade import full_dataset
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
-from proactivebench.rundir import read_results
-from proactivebench.runner import evaluate
+from proactivebench.run.rundir import read_results
 
 pytest.importorskip("fastapi", reason="needs transformers[serving]")
 pytest.importorskip("uvicorn", reason="needs transformers[serving]")

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from clirun import eval_args, run_cli
 from handmade import BUILDERS, mvpn, qd, rod, write_dataset
-from proactivebench import registry
-from proactivebench.errors import DataError
-from proactivebench.records import Source, parse_record
-from proactivebench.registry import make_episode, paper_scenarios
-from proactivebench.rundir import read_results
-from proactivebench.scenarios.base import OPTION_ORDERS
+from proactivebench.benchmark import registry
+from proactivebench.benchmark.records import Source, parse_record
+from proactivebench.benchmark.registry import make_episode, paper_scenarios
+from proactivebench.benchmark.scenarios.base import OPTION_ORDERS
+from proactivebench.core.errors import DataError
+from proactivebench.run.rundir import read_results
 
 OUT_OF_RANGE = [
     ("ROD", {"first_image": 99, "num_images": 6}, "must be a frame 0..num_images-1"),

@@ -17,11 +17,11 @@ from PIL import Image
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
+from proactivebench.core.stats import mcnemar_p
 from proactivebench.report import write_report
 from proactivebench.report.measures import episode_values, intervals_of, measure_run
 from proactivebench.report.runs import load_run, params_from_config, parse_param_count
 from proactivebench.report.thumbs import Thumbnails
-from proactivebench.stats import mcnemar_p
 
 OPTIONS = ["I do not know.", "Move the blocks to the right.", "hat", "tree"]
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -379,7 +379,7 @@ def test_open_ended_run_reports_judged_rates(tmp_path: Path) -> None:
 def test_summary_and_report_give_the_same_rates(tmp_path: Path) -> None:
     """summary.json (metrics.summarize) and report.json (report.measures) average the same
     episode scores (metrics.*_score), so that their numbers never differ."""
-    from proactivebench.metrics import episode_scores, summarize
+    from proactivebench.benchmark.metrics import episode_scores, summarize
 
     assert episode_scores(episode("ROD", 0, "asked")) == {"accuracy": 100.0, "ps_rate": 1.0}
     # Inspect's scale (adapters/inspect_task.py): a percentage on 0-1, a count as it is.
@@ -447,8 +447,8 @@ def test_two_runs_of_one_model_get_distinct_labels(tmp_path: Path) -> None:
 def test_terminal_table_shows_dashes_and_what_the_average_covers(run: Path) -> None:
     from rich.console import Console
 
+    from proactivebench.benchmark.metrics import summarize
     from proactivebench.cli.output import summary_table
-    from proactivebench.metrics import summarize
 
     summary = summarize(load_run(run).lines, model="m")
     assert summary.scenarios["VSOD"].accuracy is None and summary.covered == ["ROD"]
@@ -525,8 +525,8 @@ def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, 
     the two scenarios, 75.0, resamples to 50, 75 or 100: ± 25.0."""
     from rich.console import Console
 
+    from proactivebench.benchmark.metrics import summarize
     from proactivebench.cli.output import summary_table
-    from proactivebench.metrics import summarize
 
     lines = [episode("QD", 0, "asked"), episode("QD", 1, "wrong")]
     lines += [episode("ROD", 2, "first"), episode("ROD", 3, "first")]
@@ -591,7 +591,7 @@ def measured(tmp_path: Path, runs: dict[str, list[dict[str, Any]]], **params: fl
 
 def every_scenario(kind: str, correct: int = 1) -> list[dict[str, Any]]:
     """One episode of `kind` per scenario, the first `correct` of them `first` (right)."""
-    from proactivebench.registry import paper_scenarios
+    from proactivebench.benchmark.registry import paper_scenarios
 
     return [
         episode(s, i, "first" if i < correct else kind) for i, s in enumerate(paper_scenarios())
@@ -660,7 +660,7 @@ def test_size_plot_titles_name_the_cause_and_the_runs_left_out(tmp_path: Path) -
 def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -> None:
     from matplotlib.collections import PathCollection
 
-    from proactivebench.registry import paper_scenarios
+    from proactivebench.benchmark.registry import paper_scenarios
     from proactivebench.report.plots import accuracy_vs_ps_figure, describe
 
     # a and b: identical (ROD and VSOD right at once, the others right after one suggestion);
@@ -690,7 +690,7 @@ def test_scatter_legend_names_only_the_runs_it_shows(tmp_path: Path) -> None:
     multiple-choice ones) is not in its legend, as if drawn: a note names it."""
     from matplotlib.colors import to_hex
 
-    from proactivebench.registry import paper_scenarios
+    from proactivebench.benchmark.registry import paper_scenarios
     from proactivebench.report.plots import accuracy_vs_ps_figure
 
     # The undrawn run first: each legend entry keeps its own run's colour, not the colour of

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from proactivebench.benchmark.registry import paper_scenarios
 from proactivebench.cli import main
 from proactivebench.data.synth import generate
-from proactivebench.registry import paper_scenarios
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from proactivebench.core.errors import ImageError
 from proactivebench.data.images import open_image_file
 from proactivebench.data.synth import generate
-from proactivebench.errors import ImageError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
-from proactivebench.runner import evaluate
 
 
 def test_an_image_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:

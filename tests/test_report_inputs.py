@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.core.stats import bootstrap_mean
+from proactivebench.report import inert as text_formats
 from proactivebench.report import plots, write_report
-from proactivebench.report import text as text_formats
-from proactivebench.stats import bootstrap_mean
 from test_report import episode, make_run, oeg_line
 
 SEVEN = ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO")
@@ -363,8 +363,8 @@ def test_report_json_stays_strict_json_whatever_the_files_hold(tmp_path: Path) -
 def test_finite_json_writes_nan_as_null_and_anything_else_as_dumps_does() -> None:
     """The viewer's data and report.json: a value without a NaN is written as `dumps` writes
     it (no walk first); one holding NaN or an infinity, at any depth, gets null there."""
+    from proactivebench.core.texts import dumps
     from proactivebench.report.html import finite_json
-    from proactivebench.texts import dumps
 
     plain = {"s": 1, "t": [(0.5, "a<b", None), {"x": -2.0}], "é": True}
     assert finite_json(plain, ensure_ascii=False) == dumps(plain, ensure_ascii=False)
@@ -417,7 +417,7 @@ def test_a_results_file_that_is_no_file_is_named_not_said_missing(
 ) -> None:
     """A folder or FIFO where results.jsonl should be: `report`, `show` and `push` say it is
     not a regular file (never open it: a FIFO waits forever), not "no results.jsonl yet"."""
-    from proactivebench.publish import plan_push
+    from proactivebench.jobs.publish import plan_push
 
     run = make_run(tmp_path, "run", seven())
     results = run / "results.jsonl"

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from clirun import eval_args, run_cli
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.report import build, worker
 from proactivebench.report.build import write_report
 from proactivebench.report.worker import ReportWorker
-from proactivebench.runner import evaluate
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.report import build
-from proactivebench.rundir import FINISHED, merge_runs
+from proactivebench.run.rundir import FINISHED, merge_runs
 from proactivebench.testing.server import FakeOpenAI
 
 EPISODES = 15  # the hand-made data set: every scenario

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from proactivebench.errors import ModelError, ModelSpecError, RunAbort, UserCodeError
+from proactivebench.core.errors import ModelError, ModelSpecError, RunAbort, UserCodeError
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.cache import CachedModel, ResponseCache

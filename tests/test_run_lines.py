@@ -12,9 +12,9 @@ import pytest
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.core.errors import ProactiveBenchError
 from proactivebench.report.runs import load_run
-from proactivebench.rundir import merge_runs, read_results
+from proactivebench.run.rundir import merge_runs, read_results
 from resultlines import flipped
 
 
@@ -181,7 +181,7 @@ def test_a_turn_field_the_report_reads_of_the_wrong_shape_is_named_not_a_traceba
     """A turn's token counts or view fields of a shape no writer gives them (a hand edit)
     make a line the report leaves out and names; they were an AttributeError while summing
     token counts, a TypeError while making a thumbnail."""
-    from proactivebench.results import shape_problem
+    from proactivebench.benchmark.results import shape_problem
 
     run = tmp_path / "run"
     first = abstain_run(data, run, capsys)[0]
@@ -245,7 +245,7 @@ def test_a_line_written_before_lines_recorded_their_settings_still_counts(
 ) -> None:
     """Lines of the first version recorded neither settings nor end_reason: they count, and
     a rate that reads end_reason leaves them out instead of reading them as 0."""
-    from proactivebench.metrics import MCQA_METRICS, rate_of, values_by_metric
+    from proactivebench.benchmark.metrics import MCQA_METRICS, rate_of, values_by_metric
 
     run = tmp_path / "run"
     first, second = abstain_run(data, run, capsys)
@@ -284,8 +284,8 @@ def test_an_open_ended_line_without_a_verdict_is_named_not_counted_as_0(
 ) -> None:
     """Two answers with a suggestion, one naming only the category: ps 66.7 %. Without its
     proactive_suggestion the first line would have made ps 33.3 % beside aggregate 100 %."""
-    from proactivebench.metrics import summarize
-    from proactivebench.rundir import run_lines
+    from proactivebench.benchmark.metrics import summarize
+    from proactivebench.run.rundir import run_lines
 
     run = tmp_path / "run"
     lines = [verdicts(0, 1, 0), verdicts(1, 1, 0), verdicts(2, 0, 1)]
@@ -305,8 +305,8 @@ def test_a_line_of_the_other_mode_is_named_not_counted(data: Path, tmp_path: Pat
     """An open-ended line in a multiple-choice run was counted as a wrong, abstained episode
     (accuracy down, abstained up, the run ranked); a multiple-choice line in an open-ended run
     in n but in no rate. Each is named and left out; eval refuses to resume over it."""
-    from proactivebench.metrics import summarize
-    from proactivebench.rundir import run_lines
+    from proactivebench.benchmark.metrics import summarize
+    from proactivebench.run.rundir import run_lines
 
     run = tmp_path / "mcqa"
     first = abstain_run(data, run, capsys)[0]
@@ -358,7 +358,7 @@ def test_every_field_a_writer_types_is_checked_where_lines_are_read(
 
 
 def test_an_open_ended_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
-    from proactivebench.rundir import run_lines
+    from proactivebench.run.rundir import run_lines
 
     oeg_run(tmp_path / "run", [{**verdicts(0, 1, 0), "generation": 5}, verdicts(1, 1, 0)])
     found = run_lines(tmp_path / "run", {"settings": {"mode": "oeg"}})
@@ -369,8 +369,8 @@ def test_an_open_ended_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
 def test_a_judged_turn_without_a_verdict_is_named_not_counted_as_0(tmp_path: Path) -> None:
     """Multi-turn open-ended lines, each one judged turn naming the category (turns with cp:
     100 %): a turn whose category_prediction was taken out would have counted as 0 (50 %)."""
-    from proactivebench.metrics import OEG_MULTITURN_METRICS, values_by_metric
-    from proactivebench.rundir import run_lines
+    from proactivebench.benchmark.metrics import OEG_MULTITURN_METRICS, values_by_metric
+    from proactivebench.run.rundir import run_lines
 
     settings = {"mode": "oeg-multiturn"}
     turn = {
@@ -452,7 +452,7 @@ def test_every_line_a_writer_writes_passes_the_readers_checks(
 ) -> None:
     """The checks of a line's shape and consistency (`results.shape_problem`) refuse no line a
     run writes: every scenario, every mode and setting, finished and error lines alike."""
-    from proactivebench.rundir import read_run_config, run_lines
+    from proactivebench.run.rundir import read_run_config, run_lines
 
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "judging.py").write_text(JUDGE)
@@ -561,7 +561,7 @@ def test_a_line_that_contradicts_itself_is_named_not_counted(
 def test_an_open_ended_aggregate_that_is_not_ps_or_cp_is_named(tmp_path: Path) -> None:
     """aggregate = ps or cp (docs/protocol.md §6): a line with a suggestion and aggregate 0
     would have put the aggregate rate below the ps rate."""
-    from proactivebench.rundir import run_lines
+    from proactivebench.run.rundir import run_lines
 
     oeg_run(tmp_path / "run", [{**verdicts(0, 1, 0), "aggregate": 0}, verdicts(1, 1, 1)])
     found = run_lines(tmp_path / "run", {"settings": {"mode": "oeg"}})

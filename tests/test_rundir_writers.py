@@ -88,7 +88,7 @@ def test_a_report_into_a_run_is_refused_while_the_run_is_held(
 
 def test_the_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
     """A writer that holds a run may call another writer (eval writes its report)."""
-    from proactivebench.rundir import RunLock
+    from proactivebench.run.rundir import RunLock
 
     run = tmp_path / "run"
     with RunLock(run), RunLock(run):
@@ -233,7 +233,7 @@ def test_the_cli_names_the_file_of_an_unexpected_disk_error(capsys, monkeypatch)
         raise OSError(errno.ENOSPC, "No space left on device", "/somewhere/x.json")
 
     monkeypatch.setattr(run_commands, "merge_runs", full, raising=False)
-    monkeypatch.setattr("proactivebench.runner.merge_runs", full)
+    monkeypatch.setattr("proactivebench.jobs.evaluate.merge_runs", full)
     code, text = run_cli(["merge", "a", "--out", "b"], capsys)
     fails_clearly(code, text, "cannot write /somewhere/x.json: No space left on device")
 

@@ -14,9 +14,9 @@ import pytest
 from clirun import run_cli
 from proactivebench.data.sample_filter import record_file_digest
 from proactivebench.data.synth import generate
-from proactivebench.datarecords import DATA_RECORDS
-from proactivebench.filtering import compute_filter
-from proactivebench.rundir import FINISHED, RESULTS, RUN_CONFIG, _run_files
+from proactivebench.jobs.filtering import compute_filter
+from proactivebench.run.datarecords import DATA_RECORDS
+from proactivebench.run.rundir import FINISHED, RESULTS, RUN_CONFIG, _run_files
 
 
 def _eval(data: Path, out: Path, model: str, capsys, *extra: str) -> tuple[int, str]:
@@ -43,7 +43,7 @@ def test_run_json_records_the_digest_of_each_record_file_played(
 
 
 def _rod_file(data: Path) -> Path:
-    from proactivebench.data.layout import scenario_file
+    from proactivebench.data.directory import scenario_file
 
     return scenario_file(data, "ROD")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from handmade import ABSTAIN, CATS, INC_OPTIONS, record
-from proactivebench.protocol import scenario_strings
-from proactivebench.registry import make_episode
+from proactivebench.benchmark.protocol import scenario_strings
+from proactivebench.benchmark.registry import make_episode
 
 
 def play(episode, answers):
@@ -422,7 +422,7 @@ def test_shuffled_options_are_read_by_the_letters_shown() -> None:
 
 def test_oracle_wins_every_scenario_with_shuffled_options() -> None:
     from handmade import BUILDERS
-    from proactivebench.scenarios.base import best_move
+    from proactivebench.benchmark.scenarios.base import best_move
 
     for short in BUILDERS:
         for seed in range(5):

@@ -12,8 +12,8 @@ import pytest
 from clirun import eval_args, run_cli
 from handmade import full_dataset
 from proactivebench.report.runs import load_run
-from proactivebench.rundir import merge_runs, read_results
-from proactivebench.selected import id_ranges, parse_id_ranges
+from proactivebench.run.rundir import merge_runs, read_results
+from proactivebench.run.selection_record import id_ranges, parse_id_ranges
 from resultlines import flipped
 
 

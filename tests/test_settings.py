@@ -1,4 +1,4 @@
-"""Run settings are declared once (proactivebench.settings): every surface derives from the
+"""Run settings are declared once (proactivebench.run.settings): every surface derives from the
 declaration. A setting added in one place must appear everywhere it can be honoured."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from proactivebench.cli import cli
 from proactivebench.cli.options import setting_options
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.settings import EvalSettings, RunOptions, declared, offered, setting
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.run.settings import EvalSettings, RunOptions, declared, offered, setting
 from proactivebench.train.checks import episode_settings
 
 #: EvalSettings with one more flag, declared as a new setting would be.
@@ -174,7 +174,7 @@ def test_the_public_face_exports_what_it_lists() -> None:
     errors = [n for n in proactivebench.__all__ if n.endswith(("Error", "Errors", "Abort"))]
     for name in errors:  # every error a user may catch is in errors.py, under one base
         error = getattr(proactivebench, name)
-        assert error.__module__ == "proactivebench.errors"
+        assert error.__module__ == "proactivebench.core.errors"
         assert issubclass(error, proactivebench.ProactiveBenchError)
 
 
@@ -186,7 +186,7 @@ def test_every_selection_setting_given_comes_back_as_its_eval_option(
     invocation recorded (`selected_by`): every selection setting the command line offers,
     set, is given back as its option, which eval parses to the same setting."""
     from proactivebench.cli.run import eval_command
-    from proactivebench.settings import eval_arguments
+    from proactivebench.run.settings import eval_arguments
 
     keep = tmp_path / "keep.json"
     keep.write_text('{"ids": {"Realistic-Occlusion-Dataset": [1]}}')
@@ -213,7 +213,7 @@ def test_a_runs_label_and_plain_status_follow_the_settings_declaration() -> None
     from dataclasses import dataclass
 
     from proactivebench.report.comparable import table_of
-    from proactivebench.settings import EvalSettings, declared, label_marks, setting
+    from proactivebench.run.settings import EvalSettings, declared, label_marks, setting
 
     episode = [s for s in declared(EvalSettings) if s.info.kind == "episode"]
     assert {s.name for s in episode if s.info.unlabelled} == {"seed", "decoding"}
@@ -244,10 +244,10 @@ def test_an_execution_option_reaches_the_run_as_declared(
     import click
     from click.testing import CliRunner
 
-    from proactivebench import runner
     from proactivebench.cli.options import run_options
-    from proactivebench.ranges import Range
-    from proactivebench.settings import RunOptions, setting
+    from proactivebench.core.ranges import Range
+    from proactivebench.jobs import evaluate as runner
+    from proactivebench.run.settings import RunOptions, setting
 
     @dataclass(frozen=True)
     class MoreOptions(RunOptions):

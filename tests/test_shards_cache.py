@@ -16,17 +16,17 @@ from PIL import Image
 
 from clirun import eval_args, run_cli
 from handmade import full_dataset
-from proactivebench.errors import ProactiveBenchError, RunMismatchError
+from proactivebench.benchmark.scenarios import Observation, View
+from proactivebench.core.errors import ProactiveBenchError, RunMismatchError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.cache import CachedModel, ResponseCache, request_key
 from proactivebench.models.hf import HFModel
 from proactivebench.models.human import Human
 from proactivebench.models.replay import Replay
-from proactivebench.rundir import merge_runs, read_results
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import Observation, View
-from proactivebench.settings import EvalSettings
+from proactivebench.run.rundir import merge_runs, read_results
+from proactivebench.run.settings import EvalSettings
 from resultlines import comparable, flipped
 
 

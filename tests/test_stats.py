@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proactivebench.stats import (
+from proactivebench.core.stats import (
     Interval,
     bootstrap_mean,
     cohen_kappa,

@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from clirun import ctrl_c_as_in_a_terminal, eval_args, run_cli
-from proactivebench.data.layout import load_dataset
+from proactivebench.core.errors import ModelError, SettingsError, SuiteFileError
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.synth import generate
-from proactivebench.errors import ModelError, SettingsError, SuiteFileError
+from proactivebench.jobs.suite import paper_suite, parse_suite, read_suite, run_suite
 from proactivebench.models import load_model
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.cache import CachedModel, ResponseCache, Sharing
-from proactivebench.selection import select_records
-from proactivebench.suite import paper_suite, parse_suite, read_suite, run_suite
+from proactivebench.run.selection import select_records
 from proactivebench.testing.server import FakeOpenAI
 
 PER_SCENARIO = 4
@@ -655,8 +655,8 @@ def test_a_damaged_suite_json_is_named_not_taken_for_a_run_without_run_json(
 ) -> None:
     """`report OUT` and `push OUT` of a suite's output whose suite.json is damaged say so,
     instead of "OUT is not a run directory (no run.json)"."""
-    from proactivebench.errors import DamagedRunError
-    from proactivebench.publish import plan_push
+    from proactivebench.core.errors import DamagedRunError
+    from proactivebench.jobs.publish import plan_push
 
     (tmp_path / "suite.json").write_text(text)
     code, output = run_cli(["report", str(tmp_path)], capsys)
@@ -809,8 +809,8 @@ RECORDING_B = """
 import sys
 from pathlib import Path
 
-from proactivebench import rundir
-from proactivebench.suite import parse_suite, record_suite
+from proactivebench.run import rundir
+from proactivebench.jobs.suite import parse_suite, record_suite
 
 out, trying = Path(sys.argv[1]), Path(sys.argv[2])
 real = rundir.RunLock._acquire
@@ -831,7 +831,7 @@ def other_invocation_before_writing(
     `argv`) and wait until it ends or tries the lock of OUT (it makes `trying` then): the
     interleaving of two invocations at once, forced, no timing. Returns where the other
     process will be."""
-    from proactivebench import suite as module
+    from proactivebench.jobs import suite as module
 
     real = module.write_whole
     other: list[subprocess.Popen] = []
@@ -862,7 +862,7 @@ def test_two_invocations_recording_one_out_at_once_keep_both_entries(
     was read, changed and written without a lock). The interleaving is forced: this process
     stops before writing, starts the other, and writes once the other has ended or waits
     for the lock."""
-    from proactivebench import suite as module
+    from proactivebench.jobs import suite as module
 
     out, trying, script = tmp_path / "o", tmp_path / "trying", tmp_path / "b.py"
     script.write_text(RECORDING_B)
@@ -880,7 +880,7 @@ PAPER_B = """
 import sys
 from pathlib import Path
 
-from proactivebench import rundir
+from proactivebench.run import rundir
 from proactivebench.cli import main
 
 out, data, trying = sys.argv[1:4]
@@ -959,7 +959,7 @@ import sys
 import time
 from pathlib import Path
 
-from proactivebench.rundir import RunLock
+from proactivebench.run.rundir import RunLock
 
 deadline = time.monotonic() + {WAIT_BOUND_S}
 with RunLock(Path(sys.argv[1])):
@@ -1094,7 +1094,7 @@ def test_a_suite_killed_midway_leaves_suite_json_describing_the_runs_out_holds(
     before it started), the invocation leaves the old entry, not the edited one (it was
     written when the invocation began and put back only at its end); a new experiment is
     named once its run starts (test_experiments_skipped_or_failed_before_they_start_...)."""
-    from proactivebench import suite as module
+    from proactivebench.jobs import suite as module
 
     out = tmp_path / "o"
     first = parse_suite('[[experiment]]\nid = "a"\n', "mine.toml").experiments
@@ -1177,7 +1177,7 @@ def test_a_suites_report_names_each_played_experiment_it_leaves_out(
     import html
     import shutil
 
-    from proactivebench.report.text import markdown
+    from proactivebench.report.inert import markdown
 
     mine, out = tmp_path / "mine.toml", tmp_path / "o"
     mine.write_text('[[experiment]]\nid = "mcqa"\n[[experiment]]\nid = "hint"\nhint = true\n')
@@ -1262,11 +1262,11 @@ def test_the_terminal_experiments_table_counts_scored_episodes_and_names_a_parti
 
     from rich.console import Console
 
+    from proactivebench.benchmark.metrics import ScenarioScore, Summary
     from proactivebench.cli.suite import experiments_table
-    from proactivebench.metrics import ScenarioScore, Summary
-    from proactivebench.runner import RunOutcome
-    from proactivebench.settings import EvalSettings
-    from proactivebench.suite import Experiment, ExperimentOutcome
+    from proactivebench.jobs.evaluate import RunOutcome
+    from proactivebench.jobs.suite import Experiment, ExperimentOutcome
+    from proactivebench.run.settings import EvalSettings
 
     summary = Summary(model="m")
     for name in ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "COCO"):

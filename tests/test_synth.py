@@ -18,15 +18,15 @@ import pytest
 from PIL import Image
 
 from clirun import run_cli
-from proactivebench import registry
+from proactivebench.benchmark import registry
+from proactivebench.benchmark.protocol import action_keywords, fixed_action_space, scenario_strings
+from proactivebench.benchmark.records import Record, Source, parse_record
+from proactivebench.benchmark.registry import make_episode, paper_scenarios
+from proactivebench.benchmark.scenarios import Episode
+from proactivebench.benchmark.scenarios.actions import action_of, is_abstention
 from proactivebench.data.synth import MANIFEST_NAME, generate, make_sample, objects
 from proactivebench.data.synth.common import Sample
 from proactivebench.data.synth.corruptions import CORRUPTIONS, corrupt_levels, psnr
-from proactivebench.protocol import action_keywords, fixed_action_space, scenario_strings
-from proactivebench.records import Record, Source, parse_record
-from proactivebench.registry import make_episode, paper_scenarios
-from proactivebench.scenarios import Episode
-from proactivebench.scenarios.actions import action_of, is_abstention
 
 PER_SCENARIO = 30
 SEED = 7
@@ -85,7 +85,7 @@ def test_manifest_and_loader(data: Path) -> None:
         "split": "test",
         "counts": {s: PER_SCENARIO for s in paper_scenarios()},
     }
-    from proactivebench.data.layout import MANIFEST, is_synthetic, load_dataset
+    from proactivebench.data.directory import MANIFEST, is_synthetic, load_dataset
 
     assert MANIFEST == MANIFEST_NAME and is_synthetic(data)
     dataset = load_dataset(data)  # no official id filter: every sample is kept

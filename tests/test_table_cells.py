@@ -194,7 +194,7 @@ def test_a_declared_metric_is_in_summary_json_without_a_field_added_by_hand(
     for (a TypeError at the end of eval)."""
     from dataclasses import replace
 
-    from proactivebench import metrics
+    from proactivebench.benchmark import metrics
 
     accuracy = metrics.metric("accuracy")
     turns = replace(

@@ -18,11 +18,11 @@ from clirun import eval_args, run_cli
 from proactivebench.data import thumbnails
 from proactivebench.data.synth import generate
 from proactivebench.data.thumbnails import make_many, make_thumbnail
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
 from proactivebench.report import build, write_report
 from proactivebench.report.thumbcache import ThumbCache
 from proactivebench.report.thumbs import THUMB_EDGE, Thumbnails
-from proactivebench.runner import evaluate
 from sqlitefiles import FOREIGN, damage_schema
 
 

@@ -20,8 +20,8 @@ pytest.importorskip("peft")
 from PIL import Image
 
 from clirun import run_cli
-from proactivebench.errors import DataError, TrainError
-from proactivebench.texts import dumps
+from proactivebench.core.errors import DataError, TrainError
+from proactivebench.core.texts import dumps
 from proactivebench.train.checks import clear_previous_outputs, owned_outputs
 from proactivebench.train.examples import load_examples
 from proactivebench.train.grpo import TrainSettings, train_grpo

@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("datasets")
 
 from clirun import run_cli
+from proactivebench.core.errors import RunMismatchError
 from proactivebench.data.synth import generate
-from proactivebench.errors import RunMismatchError
 from proactivebench.train.compare import compare_runs
 from resultlines import flipped
 

@@ -18,8 +18,8 @@ pytest.importorskip("datasets")
 from PIL import Image
 
 import handmade
-from proactivebench.errors import DataError
-from proactivebench.registry import make_episode
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.core.errors import DataError
 from proactivebench.train.examples import (
     infer_scenario,
     load_examples,
@@ -189,7 +189,7 @@ def test_always_intervening_earns_less_than_answering(synth_train: Path) -> None
 
 def test_outcome_reward_of_always_asking_is_zero(handmade_dir: Path) -> None:
     # Multi-turn: an episode that always intervenes runs out of turns without an answer.
-    from proactivebench.data.layout import load_dataset
+    from proactivebench.data.directory import load_dataset
 
     for records in load_dataset(handmade_dir).records.values():
         for record in records:

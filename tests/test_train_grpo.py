@@ -22,7 +22,7 @@ pytest.importorskip("peft")
 
 from clirun import eval_baselines, run_cli
 from proactivebench.cli import main
-from proactivebench.rundir import latest_results, read_results
+from proactivebench.run.rundir import latest_results, read_results
 from proactivebench.train.examples import scenario_counts
 from proactivebench.train.grpo import TrainSettings, training_data
 

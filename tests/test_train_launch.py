@@ -24,7 +24,7 @@ pytest.importorskip("peft")
 pytest.importorskip("accelerate")
 
 from clirun import run_cli
-from proactivebench.errors import TrainError
+from proactivebench.core.errors import TrainError
 from proactivebench.train.examples import load_examples
 from proactivebench.train.processes import check_same_data, data_digest
 

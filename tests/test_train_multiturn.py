@@ -16,8 +16,8 @@ pytest.importorskip("datasets")
 from PIL import Image
 
 import handmade
-from proactivebench.data.layout import load_dataset
-from proactivebench.errors import DataError
+from proactivebench.core.errors import DataError
+from proactivebench.data.directory import load_dataset
 from proactivebench.train.multiturn import (
     EpisodeEnvironment,
     EpisodeOutcome,
@@ -145,7 +145,7 @@ def test_multi_turn_mode_refuses_a_template_without_tools(
 ) -> None:
     # TRL's tool loop parses tool calls with templates it knows; the tiny model has none.
     pytest.importorskip("trl")
-    from proactivebench.errors import TrainError
+    from proactivebench.core.errors import TrainError
     from proactivebench.train.grpo import TrainSettings, build_trainer
 
     settings = TrainSettings.build(

@@ -29,7 +29,8 @@ from proactivebench.train.recipe import TABLE5, accelerate_config_path
 from proactivebench.train.rewards import ProactiveReward, RewardSettings
 from test_train_grpo import letters_only
 
-#: The paper's file as shipped, read as plain JSON (not through proactivebench.paper).
+#: The paper's file as shipped, read as plain JSON (not through
+#: proactivebench.benchmark.paper_results).
 PAPER = json.loads(
     resources.files("proactivebench.spec").joinpath("paper_results.json").read_text("utf-8")
 )

@@ -13,7 +13,7 @@ pytest.importorskip("trl")
 pytest.importorskip("peft")
 
 from clirun import run_cli
-from proactivebench.errors import TrainError
+from proactivebench.core.errors import TrainError
 from proactivebench.testing.families import FAMILIES
 from proactivebench.train.grpo import TrainSettings, resume_weights_as_saved, train_grpo
 

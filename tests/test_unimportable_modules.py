@@ -168,17 +168,17 @@ def test_the_checker_names_each_broken_import(tmp_path: Path) -> None:
     other.write_text("import json\nfrom x import y as z\nclass Kept: ...\nLIMIT: int = 3\n")
     module = tmp_path / "mod.py"
     module.write_text(
-        "from proactivebench.metrics import rate_of, rate_off\n"
+        "from proactivebench.benchmark.metrics import rate_of, rate_off\n"
         "import proactivebench.no_such_module\n"
         "def later():\n"
         "    from proactivebench.no_such_package.inner import x\n"
         "    from proactivebench.data import images\n"
-        "    from proactivebench import evaluate, metrics\n"
+        "    from proactivebench import evaluate, benchmark\n"
         "    from proactivebench.other import Kept, LIMIT, z, json, Gone\n"
     )
     known = {**KNOWN, "proactivebench.other": other}
     assert broken_imports(module, known, {"proactivebench.other"}) == [
-        "line 1: proactivebench.metrics has no rate_off",
+        "line 1: proactivebench.benchmark.metrics has no rate_off",
         "line 2: no module proactivebench.no_such_module",
         "line 4: no module proactivebench.no_such_package.inner",
         "line 7: proactivebench.other has no Gone",

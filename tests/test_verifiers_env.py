@@ -36,16 +36,16 @@ from proactivebench.adapters.verifiers_env import (
     episode_reward,
     to_wire_message,
 )
+from proactivebench.benchmark.prompting import mcqa_text, user_turn
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios import Episode, View
+from proactivebench.benchmark.scenarios.answers import Choice
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import load_dataset
 from proactivebench.data.synth import generate
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.jobs.evaluate import evaluate
 from proactivebench.models import load_model
-from proactivebench.prompting import mcqa_text, user_turn
-from proactivebench.registry import make_episode
-from proactivebench.runner import evaluate
-from proactivebench.scenarios import Episode, View
-from proactivebench.scenarios.answers import Choice
 from proactivebench.testing.server import FakeOpenAI
 from scripted import lines, scripts, write_replay
 

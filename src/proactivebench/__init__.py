@@ -16,14 +16,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from proactivebench.core.moved import install
+
+# The module paths of the earlier release (core/moved.py: MOVED) still import, with a
+# DeprecationWarning, for one release (docs/architecture.md).
+install()
+
 #: Public name -> the module that defines it.
 _EXPORTS = {
     # Running the benchmark
-    "evaluate": "proactivebench.runner",
-    "aevaluate": "proactivebench.runner",
-    "RunOutcome": "proactivebench.runner",
-    "EvalSettings": "proactivebench.settings",
-    "RunOptions": "proactivebench.settings",
+    "evaluate": "proactivebench.jobs.evaluate",
+    "aevaluate": "proactivebench.jobs.evaluate",
+    "RunOutcome": "proactivebench.jobs.evaluate",
+    "EvalSettings": "proactivebench.run.settings",
+    "RunOptions": "proactivebench.run.settings",
     # Models
     "load_model": "proactivebench.models",
     "Model": "proactivebench.models.base",
@@ -31,54 +37,54 @@ _EXPORTS = {
     "Completion": "proactivebench.models.base",
     "Decoding": "proactivebench.models.base",
     "ResponseCache": "proactivebench.models.cache",
-    "Judge": "proactivebench.judge",
+    "Judge": "proactivebench.run.judge",
     # Data and episodes
-    "load_dataset": "proactivebench.data.layout",
-    "make_episode": "proactivebench.registry",
-    "register_scenario": "proactivebench.registry",
-    "unregister_scenario": "proactivebench.registry",
-    "ScenarioInfo": "proactivebench.registry",
-    "Episode": "proactivebench.scenarios",
-    "Observation": "proactivebench.scenarios",
-    "View": "proactivebench.scenarios",
+    "load_dataset": "proactivebench.data.directory",
+    "make_episode": "proactivebench.benchmark.registry",
+    "register_scenario": "proactivebench.benchmark.registry",
+    "unregister_scenario": "proactivebench.benchmark.registry",
+    "ScenarioInfo": "proactivebench.benchmark.registry",
+    "Episode": "proactivebench.benchmark.scenarios",
+    "Observation": "proactivebench.benchmark.scenarios",
+    "View": "proactivebench.benchmark.scenarios",
     # Results
-    "EpisodeResult": "proactivebench.results",
-    "OEGResult": "proactivebench.results",
-    "TurnRecord": "proactivebench.results",
-    "Summary": "proactivebench.metrics",
-    "read_results": "proactivebench.rundir",
-    "read_episodes": "proactivebench.rundir",
-    "merge_runs": "proactivebench.rundir",
+    "EpisodeResult": "proactivebench.benchmark.results",
+    "OEGResult": "proactivebench.benchmark.results",
+    "TurnRecord": "proactivebench.benchmark.results",
+    "Summary": "proactivebench.benchmark.metrics",
+    "read_results": "proactivebench.run.rundir",
+    "read_episodes": "proactivebench.run.rundir",
+    "merge_runs": "proactivebench.run.rundir",
     "write_report": "proactivebench.report",
-    # Errors (their hierarchy: proactivebench.errors)
-    "ProactiveBenchError": "proactivebench.errors",
-    "DataError": "proactivebench.errors",
-    "DataErrors": "proactivebench.errors",
-    "ModelSpecError": "proactivebench.errors",
-    "ModelError": "proactivebench.errors",
-    "RunAbort": "proactivebench.errors",
-    "RunMismatchError": "proactivebench.errors",
-    "DownloadError": "proactivebench.errors",
-    "PushError": "proactivebench.errors",
-    "HFBackendError": "proactivebench.errors",
-    "ImageError": "proactivebench.errors",
-    "TrainError": "proactivebench.errors",
-    "UserCodeError": "proactivebench.errors",
-    "SettingsError": "proactivebench.errors",
-    "SuiteFileError": "proactivebench.errors",
-    "NothingToDoError": "proactivebench.errors",
-    "RunDirError": "proactivebench.errors",
-    "NotARunDirError": "proactivebench.errors",
-    "DamagedRunError": "proactivebench.errors",
-    "RunDirInUseError": "proactivebench.errors",
-    "ForeignLinesError": "proactivebench.errors",
-    "ServerUnreachableError": "proactivebench.errors",
-    "CredentialsMissingError": "proactivebench.errors",
-    "TooManyFailuresError": "proactivebench.errors",
-    "LaunchError": "proactivebench.errors",
-    "WriteError": "proactivebench.errors",
-    "LinkRefusedError": "proactivebench.errors",
-    "ForeignFileError": "proactivebench.errors",
+    # Errors (their hierarchy: proactivebench.core.errors)
+    "ProactiveBenchError": "proactivebench.core.errors",
+    "DataError": "proactivebench.core.errors",
+    "DataErrors": "proactivebench.core.errors",
+    "ModelSpecError": "proactivebench.core.errors",
+    "ModelError": "proactivebench.core.errors",
+    "RunAbort": "proactivebench.core.errors",
+    "RunMismatchError": "proactivebench.core.errors",
+    "DownloadError": "proactivebench.core.errors",
+    "PushError": "proactivebench.core.errors",
+    "HFBackendError": "proactivebench.core.errors",
+    "ImageError": "proactivebench.core.errors",
+    "TrainError": "proactivebench.core.errors",
+    "UserCodeError": "proactivebench.core.errors",
+    "SettingsError": "proactivebench.core.errors",
+    "SuiteFileError": "proactivebench.core.errors",
+    "NothingToDoError": "proactivebench.core.errors",
+    "RunDirError": "proactivebench.core.errors",
+    "NotARunDirError": "proactivebench.core.errors",
+    "DamagedRunError": "proactivebench.core.errors",
+    "RunDirInUseError": "proactivebench.core.errors",
+    "ForeignLinesError": "proactivebench.core.errors",
+    "ServerUnreachableError": "proactivebench.core.errors",
+    "CredentialsMissingError": "proactivebench.core.errors",
+    "TooManyFailuresError": "proactivebench.core.errors",
+    "LaunchError": "proactivebench.core.errors",
+    "WriteError": "proactivebench.core.errors",
+    "LinkRefusedError": "proactivebench.core.errors",
+    "ForeignFileError": "proactivebench.core.errors",
 }
 
 __all__ = [
@@ -155,8 +161,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see
-    from proactivebench.data.layout import load_dataset
-    from proactivebench.errors import (
+    from proactivebench.benchmark.metrics import Summary
+    from proactivebench.benchmark.registry import (
+        ScenarioInfo,
+        make_episode,
+        register_scenario,
+        unregister_scenario,
+    )
+    from proactivebench.benchmark.results import EpisodeResult, OEGResult, TurnRecord
+    from proactivebench.benchmark.scenarios import Episode, Observation, View
+    from proactivebench.core.errors import (
         CredentialsMissingError,
         DamagedRunError,
         DataError,
@@ -186,20 +200,12 @@ if TYPE_CHECKING:  # what type checkers and editors see
         UserCodeError,
         WriteError,
     )
-    from proactivebench.judge import Judge
-    from proactivebench.metrics import Summary
+    from proactivebench.data.directory import load_dataset
+    from proactivebench.jobs.evaluate import RunOutcome, aevaluate, evaluate
     from proactivebench.models import load_model
     from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
     from proactivebench.models.cache import ResponseCache
-    from proactivebench.registry import (
-        ScenarioInfo,
-        make_episode,
-        register_scenario,
-        unregister_scenario,
-    )
     from proactivebench.report import write_report
-    from proactivebench.results import EpisodeResult, OEGResult, TurnRecord
-    from proactivebench.rundir import merge_runs, read_episodes, read_results
-    from proactivebench.runner import RunOutcome, aevaluate, evaluate
-    from proactivebench.scenarios import Episode, Observation, View
-    from proactivebench.settings import EvalSettings, RunOptions
+    from proactivebench.run.judge import Judge
+    from proactivebench.run.rundir import merge_runs, read_episodes, read_results
+    from proactivebench.run.settings import EvalSettings, RunOptions

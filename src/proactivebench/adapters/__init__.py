@@ -1,4 +1,4 @@
 """ProactiveBench inside other harnesses: an Inspect AI task (`inspect_task`, with
 `inspect_log` to turn its logs into run directories) and a verifiers environment
 (`verifiers_env`). Each only translates between the harness and our episodes, which are played
-by `proactivebench.play` as `proactivebench eval` plays them; each needs its extra."""
+by `proactivebench.run.play_episode` as `proactivebench eval` plays them; each needs its extra."""

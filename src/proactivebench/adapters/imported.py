@@ -25,12 +25,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from proactivebench.datarecords import records_of
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary, episode_scores, headline_metrics, summarize
-from proactivebench.paths import write_whole
-from proactivebench.results import is_oeg_line, result_key, result_order
-from proactivebench.rundir import (
+from proactivebench.benchmark.metrics import Summary, episode_scores, headline_metrics, summarize
+from proactivebench.benchmark.results import is_oeg_line, result_key, result_order
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.core.paths import write_whole
+from proactivebench.core.texts import NotJSONError, dumps
+from proactivebench.run.datarecords import records_of
+from proactivebench.run.rundir import (
     RESULTS,
     RunLock,
     claim_run_dir,
@@ -43,8 +44,7 @@ from proactivebench.rundir import (
     write_run_config,
     write_summary,
 )
-from proactivebench.selected import Selection, played_keys
-from proactivebench.texts import NotJSONError, dumps
+from proactivebench.run.selection_record import Selection, played_keys
 
 #: A line and where it was found in the log (`file:line`, `sample 'ROD-3'`).
 Found = tuple[str, dict[str, Any]]

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.adapters.imported import refuse_twice, score_problem, write_imported
-from proactivebench.data.layout import is_synthetic
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary, headline_metrics
-from proactivebench.registry import lookup
-from proactivebench.results import EpisodeResult, OEGResult, is_oeg_line, result_key
-from proactivebench.rundir import RESULTS, line_problem
-from proactivebench.texts import storable_json
+from proactivebench.benchmark.metrics import Summary, headline_metrics
+from proactivebench.benchmark.registry import lookup
+from proactivebench.benchmark.results import EpisodeResult, OEGResult, is_oeg_line, result_key
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.core.texts import storable_json
+from proactivebench.data.directory import is_synthetic
+from proactivebench.run.rundir import RESULTS, line_problem
 
 #: The registered name of the task (`inspect eval proactivebench/proactivebench`).
 TASK_NAME = "proactivebench/proactivebench"

@@ -1,7 +1,7 @@
 """ProactiveBench as an Inspect AI task: `inspect eval proactivebench/proactivebench -T data=DIR`.
 
 A thin adapter. Each Inspect sample is one of our episodes, played by the same code as
-`proactivebench eval` (`proactivebench.play`): the episode state
+`proactivebench eval` (`proactivebench.run.play_episode`): the episode state
 machine, the conversation builder, the answer reader and the judge stay ours. This module only
 translates: our requests become Inspect chat messages (images as data URLs), Inspect's
 `generate` answers them, and the finished episode becomes a score whose metadata holds the
@@ -37,17 +37,17 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from proactivebench.benchmark.metrics import episode_scores
+from proactivebench.benchmark.prompting import Message, is_image_part
+from proactivebench.benchmark.records import Record
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.core.errors import SettingsError
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import SettingsError
-from proactivebench.judge import Judge, check_votes
-from proactivebench.metrics import episode_scores
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, usage_counts
-from proactivebench.play import Judging, play
-from proactivebench.prompting import Message, is_image_part
-from proactivebench.records import Record
-from proactivebench.registry import make_episode
-from proactivebench.selection import choose_episodes
-from proactivebench.settings import EvalSettings, offered
+from proactivebench.run.judge import Judge, check_votes
+from proactivebench.run.play_episode import Judging, play
+from proactivebench.run.selection import choose_episodes
+from proactivebench.run.settings import EvalSettings, offered
 
 #: Where a sample's score keeps its `results.jsonl` line (read by `import-inspect`).
 RESULT_KEY = "result"

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from proactivebench.adapters.imported import refuse_twice, score_problem, write_imported
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import Summary, headline_metrics
-from proactivebench.registry import scenario_names
-from proactivebench.rundir import RESULTS, line_problem
-from proactivebench.texts import loads, storable_json
+from proactivebench.benchmark.metrics import Summary, headline_metrics
+from proactivebench.benchmark.registry import scenario_names
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.core.texts import loads, storable_json
+from proactivebench.run.rundir import RESULTS, line_problem
 
 #: The key of a metric's entry that holds the line; the same as
 #: `adapters.lmms_eval_task.RESULT_KEY` (not imported: that module needs lmms-eval).

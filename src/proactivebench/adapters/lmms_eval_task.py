@@ -9,7 +9,7 @@ the model wrapper asks for round 0 (`doc_to_visual`, `doc_to_text`), and after e
 calls `doc_to_text` again with every answer so far; we replay the episode with those answers
 (`replay`: the episode, the conversation builder and the answer reader stay ours) and return
 the turn it then shows (its image and text) or say that it has ended. `process_results` replays
-the whole answer list once more and scores the finished line with `metrics.py`.
+the whole answer list once more and scores the finished line with `benchmark/metrics.py`.
 
 Replaying instead of keeping an episode object between rounds: lmms-eval asks round 0 through
 `doc_to_text(doc)` without any round state, and may score a document in another thread; a
@@ -41,24 +41,24 @@ import datasets
 from lmms_eval.api.task import ConfigurableTask
 from PIL import Image
 
-from proactivebench.data.images import ImageStore
-from proactivebench.errors import ProactiveBenchError, SettingsError
-from proactivebench.metrics import (
+from proactivebench.benchmark.metrics import (
     Metric,
     episode_scores,
     headline_metrics,
     rate_of,
     values_by_metric,
 )
+from proactivebench.benchmark.prompting import is_image_part
+from proactivebench.benchmark.records import Record
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.results import EpisodeResult
+from proactivebench.core.errors import ProactiveBenchError, SettingsError
+from proactivebench.core.texts import loads
+from proactivebench.data.images import ImageStore
 from proactivebench.models.base import ChatRequest, Completion
-from proactivebench.play import Result, play
-from proactivebench.prompting import is_image_part
-from proactivebench.records import Record
-from proactivebench.registry import make_episode
-from proactivebench.results import EpisodeResult
-from proactivebench.selection import choose_episodes
-from proactivebench.settings import EvalSettings, offered
-from proactivebench.texts import loads
+from proactivebench.run.play_episode import Result, play
+from proactivebench.run.selection import choose_episodes
+from proactivebench.run.settings import EvalSettings, offered
 
 #: The environment variable that names the data directory.
 DATA_ENV = "PROACTIVEBENCH_DATA"

@@ -3,9 +3,9 @@
 A thin adapter, for evaluation with `vf-eval` and RL training with prime-rl. Each task is one
 of our episodes. The environment opens a conversation with the model under training and plays
 the episode in it: each user turn carries the current image and question (our conversation
-builder's message), the model's answer moves our episode (played by `proactivebench.play`, as
-`proactivebench eval` plays it), and the next user
-turn carries the image the chosen intervention reveals, until the episode ends.
+builder's message), the model's answer moves our episode (played by
+`proactivebench.run.play_episode`, as `proactivebench eval` plays it), and the next user turn
+carries the image the chosen intervention reveals, until the episode ends.
 
 The reward is our answer reader's verdict, computed from the trace alone: the assistant's
 replies are played again through a fresh episode of the task (episodes are deterministic), so
@@ -33,17 +33,17 @@ import verifiers.v1 as vf
 from pydantic import Field, create_model
 from pydantic_config import BaseConfig
 
+from proactivebench.benchmark.prompting import Message, is_image_part
+from proactivebench.benchmark.records import Record
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios import Episode
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.data.directory import load_dataset
 from proactivebench.data.images import ImageStore
-from proactivebench.data.layout import load_dataset
-from proactivebench.errors import ProactiveBenchError
 from proactivebench.models.base import ChatRequest, Completion
-from proactivebench.play import play
-from proactivebench.prompting import Message, is_image_part
-from proactivebench.records import Record
-from proactivebench.registry import make_episode
-from proactivebench.scenarios import Episode
-from proactivebench.selection import choose_episodes
-from proactivebench.settings import EvalSettings, Kind, offered
+from proactivebench.run.play_episode import play
+from proactivebench.run.selection import choose_episodes
+from proactivebench.run.settings import EvalSettings, Kind, offered
 
 __all__ = [
     "PlaySettings",
@@ -80,7 +80,7 @@ def config_model(
     name: str, kinds: tuple[Kind, ...], doc: str, settings: type[EvalSettings] = EvalSettings
 ) -> type[BaseConfig]:
     """A verifiers config with the settings of `kinds` that a verifiers rollout can honour,
-    made from their declaration (`proactivebench.settings`): same names, defaults and help."""
+    made from their declaration (`proactivebench.run.settings`): same names, defaults and help."""
     fields: dict[str, Any] = {
         s.name: (s.type, Field(s.default, description=s.info.help))
         for s in offered(settings, "verifiers", kinds)

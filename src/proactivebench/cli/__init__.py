@@ -39,8 +39,8 @@ from proactivebench.cli.output import (
     print_error,
     printable,
 )
-from proactivebench.errors import DISK_ERRNOS, ProactiveBenchError, WriteError
-from proactivebench.texts import NotJSONError
+from proactivebench.core.errors import DISK_ERRNOS, ProactiveBenchError, WriteError
+from proactivebench.core.texts import NotJSONError
 
 #: Every command: its name, the module under `proactivebench.cli` and the attribute that hold
 #: it, and the first sentence of its help, which the root's `--help` lists without importing

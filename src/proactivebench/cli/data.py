@@ -19,7 +19,7 @@ from proactivebench.cli.output import EXIT_ERROR, console, count_progress, out, 
 
 if TYPE_CHECKING:
     from proactivebench.data.validate import DatasetCheck
-    from proactivebench.filtering import ComputedFilter
+    from proactivebench.jobs.filtering import ComputedFilter
 
 
 @click.group("data")
@@ -153,7 +153,7 @@ def data_filter(run_dirs: tuple[Path, ...], out_file: Path, at_least: float) -> 
     """Compute the test filter of the paper (§3.3) from plain MCQA runs of one data set, one
     per model: the samples that fewer than --at-least of them answered right at the first turn
     are kept."""
-    from proactivebench.filtering import write_filter
+    from proactivebench.jobs.filtering import write_filter
 
     computed = write_filter(run_dirs, out_file, at_least)
     rule = f"right at the first turn in at least {computed.needed} of {len(computed.runs)} runs"

@@ -1,7 +1,7 @@
 """`proactivebench demo`: the whole benchmark offline in one command, for a first look.
 
 Generates a synthetic data set once (cached), scores the built-in baselines on it
-(`proactivebench.demo`), writes their report (tables, plots, the episode viewer), prints their
+(`proactivebench.jobs.demo`), writes their report (tables, plots, the episode viewer), prints their
 comparison table, where the files are, and one episode of the `proactive` baseline, turn by
 turn.
 """
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from proactivebench.benchmark.metrics import Summary
 from proactivebench.cli.output import (
     comparison_table,
     count_progress,
@@ -19,7 +20,6 @@ from proactivebench.cli.output import (
     printable,
     shown_path,
 )
-from proactivebench.metrics import Summary
 
 
 @click.command("demo")
@@ -40,9 +40,14 @@ from proactivebench.metrics import Summary
 )
 def demo_command(per_scenario: int, seed: int) -> None:
     """Offline: generate a synthetic ProactiveBench once and score the built-in baselines."""
+    from proactivebench.core.paths import cache_root
     from proactivebench.data.synth import generatable
-    from proactivebench.demo import DEMO_BASELINES, ensure_synthetic, run_demo, write_demo_report
-    from proactivebench.paths import cache_root
+    from proactivebench.jobs.demo import (
+        DEMO_BASELINES,
+        ensure_synthetic,
+        run_demo,
+        write_demo_report,
+    )
 
     with count_progress() as progress:
         total = per_scenario * len(generatable())

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from proactivebench.cli.output import UNBOUNDED_WIDTH, out
-from proactivebench.texts import dumps
+from proactivebench.core.texts import dumps
 
 if TYPE_CHECKING:
-    from proactivebench.catalog import Catalog
+    from proactivebench.jobs.catalog import Catalog
 
 
 @click.command("list")
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def list_command(data_dir: Path | None, as_json: bool) -> None:
     """List the scenarios, baselines, model spec kinds, the paper's experiments and the
     optional extras installed."""
-    from proactivebench.catalog import catalog  # the suite and data layers: when listed only
+    from proactivebench.jobs.catalog import catalog  # the suite and data layers: when listed only
 
     found = catalog(data_dir)
     if as_json:

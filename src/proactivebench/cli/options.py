@@ -1,7 +1,7 @@
 """Options several commands share, and turning option values into library objects.
 
 The run settings' options are generated from their declaration (`setting_options`, see
-`proactivebench.settings`); the decoding options (`eval`'s and the judge's), `--model-option
+`proactivebench.run.settings`); the decoding options (`eval`'s and the judge's), `--model-option
 KEY=VALUE` and `--shard I/N` parsing, the judge's and the response cache's options are written
 here, with what they make: the judge, the cache, decoding settings with the user's overrides.
 Nothing here prints.
@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from proactivebench.errors import ModelSpecError
+from proactivebench.core.errors import ModelSpecError
+from proactivebench.core.texts import loads
 from proactivebench.models import JUDGE_SPEC_HELP, Decoding, load_model
 from proactivebench.models.base import decoding_field
 from proactivebench.models.options import refusal
-from proactivebench.settings import (
+from proactivebench.run.settings import (
     JUDGED_MODES,
     Kind,
     RunOptions,
@@ -30,11 +31,10 @@ from proactivebench.settings import (
     Surface,
     offered,
 )
-from proactivebench.texts import loads
 
 if TYPE_CHECKING:
-    from proactivebench.judge import Judge
     from proactivebench.models.cache import ResponseCache
+    from proactivebench.run.judge import Judge
 
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -178,7 +178,7 @@ def decoding_of(
     mode: str, max_tokens: int | None, temperature: float | None, top_p: float | None
 ) -> Decoding:
     """The decoding `decoding_options` describe, over the defaults of `mode`."""
-    from proactivebench.judge import oeg_decoding
+    from proactivebench.run.judge import oeg_decoding
 
     base = oeg_decoding() if mode in JUDGED_MODES else Decoding()
     return with_overrides(base, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
@@ -284,8 +284,8 @@ cache_options = option_group(
 
 def open_cache(cache_path: Path | None, no_cache: bool, wanted: bool) -> ResponseCache | None:
     """The response cache the options name, when a real model or judge will ask anything."""
+    from proactivebench.core.paths import response_cache_path
     from proactivebench.models.cache import ResponseCache
-    from proactivebench.paths import response_cache_path
 
     if no_cache or not wanted:
         return None
@@ -301,7 +301,7 @@ def make_judge(
     seed: int = 0,
 ) -> Judge | None:
     """The judge the options describe, or None without `--judge`."""
-    from proactivebench.judge import Judge, oeg_decoding
+    from proactivebench.run.judge import Judge, oeg_decoding
 
     if spec is None:
         return None

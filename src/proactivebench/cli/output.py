@@ -33,15 +33,15 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from proactivebench.escapes import visible
+from proactivebench.core.escapes import visible
 
 if TYPE_CHECKING:
-    from proactivebench.metrics import ScenarioScore, Summary
+    from proactivebench.benchmark.metrics import ScenarioScore, Summary
+    from proactivebench.benchmark.results import EpisodeResult, OEGResult
     from proactivebench.report import ReportOutcome
     from proactivebench.report.measures import Intervals
     from proactivebench.report.tables import Cell as ReportCell
     from proactivebench.report.tables import Table as ReportTable
-    from proactivebench.results import EpisodeResult, OEGResult
 
 
 class InertConsole(Console):
@@ -139,7 +139,7 @@ def summary_table(
 ) -> Table:
     """Per-scenario n, the run's rates and errors, and their average over scenarios; with the
     run's `intervals` (the report's), each rate that has a 95 % interval gets its ±."""
-    from proactivebench.metrics import AVERAGE, headline_metrics
+    from proactivebench.benchmark.metrics import AVERAGE, headline_metrics
 
     columns = headline_metrics(summary.oeg)
     intervals = intervals or {}
@@ -189,7 +189,7 @@ COMPARISON_LEGEND = (
 
 def comparison_table(summaries: dict[str, Summary], title: str) -> Table:
     """Accuracy and ps rate of several runs side by side, one row per scenario."""
-    from proactivebench.registry import scenario_order
+    from proactivebench.benchmark.registry import scenario_order
 
     table = Table(title=title, caption=COMPARISON_LEGEND, caption_justify="left")
     table.add_column("scenario")

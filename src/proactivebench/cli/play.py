@@ -19,7 +19,7 @@ import click
 
 from proactivebench.cli.options import data_option, setting_options
 from proactivebench.cli.output import EXIT_OK, console, out
-from proactivebench.settings import EvalSettings
+from proactivebench.run.settings import EvalSettings
 
 
 def default_annotator() -> str:

@@ -1,5 +1,5 @@
 """`proactivebench push`: runs, suites' outputs and reports to a Hugging Face dataset repo
-(`proactivebench.publish`), with a dataset card; one line on what went where."""
+(`proactivebench.jobs.publish`), with a dataset card; one line on what went where."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from proactivebench.cli.output import out, print_warnings
 def push_command(paths: tuple[Path, ...], repo_id: str, private: bool) -> None:
     """Push run directories, a suite's output (paper/suite --out) or reports to a Hub dataset
     repo, with a dataset card; rerun to update it (runs/NAME/, reports/NAME/, README.md)."""
-    from proactivebench.publish import push
+    from proactivebench.jobs.publish import push
 
     outcome = push(paths, repo_id, private=private)
     what = f"{len(outcome.runs)} run(s), {len(outcome.reports)} report(s)"

@@ -16,7 +16,7 @@ from proactivebench.cli.output import (
     report_table,
     shown_path,
 )
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.core.errors import ProactiveBenchError
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
@@ -101,8 +101,8 @@ def report_command(
     """Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer. The
     directory of a suite (`proactivebench paper --out OUT`) gives its report laid out as the
     paper."""
+    from proactivebench.jobs.suite import is_suite_dir, read_suite_record, write_suite_report
     from proactivebench.report import write_report
-    from proactivebench.suite import is_suite_dir, read_suite_record, write_suite_report
 
     if len(run_dirs) == 1 and is_suite_dir(run_dirs[0]):
         if vs_dir is not None or params:

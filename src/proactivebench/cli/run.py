@@ -1,8 +1,8 @@
 """The commands that make a run directory: `eval` plays and scores episodes, `judge` judges a
 finished open-ended run again, `merge` joins the shards of one run.
 
-Each parses its options, calls the runner (`proactivebench.runner`, `proactivebench.oeg`,
-`proactivebench.rundir`) and prints the scores (`cli.output`). `eval`'s run-setting options
+Each parses its options, calls the runner (`proactivebench.jobs.evaluate`, `proactivebench.run.oeg`,
+`proactivebench.run.rundir`) and prints the scores (`cli.output`). `eval`'s run-setting options
 are generated from the settings' declaration (`cli.options.setting_options`).
 """
 
@@ -47,15 +47,15 @@ from proactivebench.cli.output import (
     summary_table,
 )
 from proactivebench.models import SPEC_HELP, load_model
-from proactivebench.settings import EvalSettings, RunOptions
+from proactivebench.run.settings import EvalSettings, RunOptions
 
 if TYPE_CHECKING:
-    from proactivebench.launch import Launch, LaunchedOutcome
-    from proactivebench.metrics import Summary
+    from proactivebench.benchmark.metrics import Summary
+    from proactivebench.jobs.evaluate import RunOutcome
+    from proactivebench.jobs.launch import Launch, LaunchedOutcome
     from proactivebench.report import ReportOutcome
     from proactivebench.report.measures import Intervals
     from proactivebench.report.worker import ReportWorker
-    from proactivebench.runner import RunOutcome
 
 
 @click.command("eval")
@@ -125,9 +125,9 @@ def eval_command(
     Started by torchrun or accelerate launch with N processes, each plays the shard of its
     rank into OUT/ranks/rank-I-of-N, and rank 0 merges them into OUT (docs/scale-out.md:
     "Across GPUs and nodes")."""
-    from proactivebench.launch import detect_launch
-    from proactivebench.rundir import check_run_dir
-    from proactivebench.runner import evaluate, run_identity
+    from proactivebench.jobs.evaluate import evaluate, run_identity
+    from proactivebench.jobs.launch import detect_launch
+    from proactivebench.run.rundir import check_run_dir
 
     launch = detect_launch()
     if launch is not None and shard:
@@ -262,7 +262,7 @@ def eval_launched(
 ) -> None:
     """`eval` as one rank of a launched run: this rank's shard, then rank 0 merges, prints
     and reports the whole run; every rank ends with rank 0's exit status."""
-    from proactivebench.launch import LaunchedRun
+    from proactivebench.jobs.launch import LaunchedRun
 
     with LaunchedRun(launch) as run:
         outcome = run.evaluate(out_dir, lambda where, part: play(where, part, launch.leader))
@@ -431,8 +431,8 @@ def judge_command(
     A line the judge could not judge (its call failed) keeps the verdict it had; rerun the
     same command to retry those lines (exit 3 until none is left). Interrupted (Ctrl-C), the
     same command goes on from the lines judged so far."""
-    from proactivebench.engine import RunEngine
-    from proactivebench.rejudge import PREVIOUS_RESULTS, backup_stays, rejudge
+    from proactivebench.jobs.rejudge import PREVIOUS_RESULTS, backup_stays, rejudge
+    from proactivebench.run.engine import RunEngine
 
     judge = make_judge(judge_spec, judge_votes, judge_options, judge_max_tokens, judge_temperature)
     if judge is None:
@@ -509,7 +509,7 @@ def judge_command(
 def tell_discarded(discarded: Counter[str], out_dir: Path) -> None:
     """Say, one line a judge, which verdicts of an interrupted judging by another judge this
     judging did not take: they were in the journal it removed."""
-    from proactivebench.rejudge import JUDGED_SO_FAR
+    from proactivebench.jobs.rejudge import JUDGED_SO_FAR
 
     for judge, count in sorted(discarded.items()):
         out.print(
@@ -550,9 +550,9 @@ def _selections(out_dir: Path) -> list[dict[str, Any]]:
     """What selected the episodes of each invocation that played into `out_dir` (its
     provenance's `SELECTED_BY`), each once, in order; a run that is no shard (unsharded, or
     shards merged) without their shards, since it holds every slice."""
-    from proactivebench.engine import SELECTED_BY
-    from proactivebench.rundir import provenance_of, read_run_config
-    from proactivebench.selected import SELECTION
+    from proactivebench.run.engine import SELECTED_BY
+    from proactivebench.run.rundir import provenance_of, read_run_config
+    from proactivebench.run.selection_record import SELECTION
 
     config = read_run_config(out_dir)
     selection = config.get(SELECTION)
@@ -574,9 +574,9 @@ def replay_commands(out_dir: Path, judge_spec: str) -> list[str]:
     decoding, and the selection of each invocation (`_selections`: one command each, since
     a run extended by another `--scenarios` holds both), every option derived from the
     settings' declaration (`settings.eval_arguments`)."""
-    from proactivebench.judge import oeg_decoding
-    from proactivebench.rundir import read_run_config
-    from proactivebench.settings import eval_arguments
+    from proactivebench.run.judge import oeg_decoding
+    from proactivebench.run.rundir import read_run_config
+    from proactivebench.run.settings import eval_arguments
 
     config = read_run_config(out_dir)
     identity = config.get("settings") if isinstance(config.get("settings"), dict) else {}
@@ -636,6 +636,6 @@ def _decoding_options(
 )
 def merge_command(run_dirs: tuple[Path, ...], out_dir: Path, partial: bool) -> None:
     """Join the run directories of the shards of one run (every shard, once)."""
-    from proactivebench.runner import merge_runs
+    from proactivebench.jobs.evaluate import merge_runs
 
     tell_table(merge_runs(run_dirs, out_dir, partial=partial), out_dir)

@@ -1,7 +1,7 @@
 """`paper` and `suite FILE`: several experiments with one model, side by side in one process.
 
 `paper` runs the paper's list (`suites/paper.toml`), `suite FILE` a user's; both hand the
-experiments to `proactivebench.suite.run_suite` (one engine: one response cache, one limit on
+experiments to `proactivebench.jobs.suite.run_suite` (one engine: one response cache, one limit on
 requests in flight), show one progress view for them all, then the table of experiments, the
 requests the sharing saved, and a report of every experiment in OUT/report.
 """
@@ -43,13 +43,13 @@ from proactivebench.cli.output import (
     print_report_outcome,
     print_warnings,
 )
-from proactivebench.errors import NothingToDoError
+from proactivebench.core.errors import NothingToDoError
 from proactivebench.models import SPEC_HELP, load_model
-from proactivebench.settings import RunOptions
+from proactivebench.run.settings import RunOptions
 
 if TYPE_CHECKING:
-    from proactivebench.play import Result
-    from proactivebench.suite import Experiment, ExperimentOutcome, Suite, SuiteOutcome
+    from proactivebench.jobs.suite import Experiment, ExperimentOutcome, Suite, SuiteOutcome
+    from proactivebench.run.play_episode import Result
 
 #: The options `paper` and `suite` share (the suite file aside).
 suite_options = option_group(
@@ -95,7 +95,7 @@ suite_options = option_group(
 @suite_options
 def paper_command(**options: Any) -> None:
     """Run the paper's experiments for one model (docs/paper.md)."""
-    from proactivebench.suite import paper_suite
+    from proactivebench.jobs.suite import paper_suite
 
     run_command(paper_suite(), **options)
 
@@ -106,7 +106,7 @@ def paper_command(**options: Any) -> None:
 def suite_command(suite_file: Path, **options: Any) -> None:
     """Run the experiments of SUITE_FILE (TOML: [[experiment]] tables of an id and eval's
     settings by name) for one model, as `paper` runs the paper's."""
-    from proactivebench.suite import read_suite
+    from proactivebench.jobs.suite import read_suite
 
     run_command(read_suite(suite_file), **options)
 
@@ -149,7 +149,7 @@ def run_command(
 ) -> None:
     """Play the chosen experiments of `suite`, then tell and report them; exits non-zero when
     one failed or left episodes in error."""
-    from proactivebench.suite import refuse_before_running, run_suite
+    from proactivebench.jobs.suite import refuse_before_running, run_suite
 
     experiments = suite.chosen(_ids(only, "--only"), _ids(skip, "--skip"))
     # Before a model is made (a local one takes minutes to load), what would fail them all.
@@ -249,7 +249,7 @@ def suite_progress(
 def tell_suite(outcome: SuiteOutcome, out_dir: Path, no_report: bool, no_cache: bool) -> int:
     """The table of experiments, what the sharing saved, the failures, the report; returns the
     exit status (`eval`'s codes: an error, episodes in error, or none)."""
-    from proactivebench.suite import EPISODE_ERRORS, write_suite_report
+    from proactivebench.jobs.suite import EPISODE_ERRORS, write_suite_report
 
     out.print(experiments_table(outcome.experiments))
     played = [e for e in outcome.experiments if e.outcome is not None]
@@ -286,7 +286,7 @@ def experiment_warnings(played: list[ExperimentOutcome]) -> list[str]:
     """Each played experiment's warnings (`report.measures.run_warnings`), named by its id:
     what the suite's report tells, told without one (`--no-report`), as `eval --no-report`
     tells a run's."""
-    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.core.errors import ProactiveBenchError
     from proactivebench.report.measures import run_warnings_and_intervals
 
     warnings = []

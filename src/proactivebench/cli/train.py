@@ -14,7 +14,7 @@ from rich.table import Table
 
 from proactivebench.cli.options import parse_model_options, setting_options
 from proactivebench.cli.output import EXIT_INTERRUPTED, console, out
-from proactivebench.settings import EvalSettings
+from proactivebench.run.settings import EvalSettings
 from proactivebench.train.recipe import RECIPES, proactive_rewards
 
 

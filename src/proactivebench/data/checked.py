@@ -28,8 +28,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from proactivebench.errors import ForeignFileError, WriteError
-from proactivebench.paths import not_our_database, refuse_linked_database, side_cache_fault
+from proactivebench.core.errors import ForeignFileError, WriteError
+from proactivebench.core.paths import not_our_database, refuse_linked_database, side_cache_fault
 
 if TYPE_CHECKING:
     from proactivebench.data.images import HeaderVersion

@@ -33,11 +33,11 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit
 
-from proactivebench.data.layout import SUFFIX
+from proactivebench.core.errors import DownloadError, hub_answer
+from proactivebench.core.paths import cache_root, open_to_write, refuse_link, write_whole
+from proactivebench.core.texts import dumps, loads
+from proactivebench.data.directory import SUFFIX
 from proactivebench.data.validate import DatasetCheck, validate_dataset
-from proactivebench.errors import DownloadError, hub_answer
-from proactivebench.paths import cache_root, open_to_write, refuse_link, write_whole
-from proactivebench.texts import dumps, loads
 
 if TYPE_CHECKING:
     from rich.console import Console

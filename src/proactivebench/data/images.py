@@ -37,10 +37,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from proactivebench.data.layout import PathGuard
-from proactivebench.errors import DataError, ImageError
-from proactivebench.paths import open_to_read
-from proactivebench.scenarios import View
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import DataError, ImageError
+from proactivebench.core.paths import open_to_read
+from proactivebench.data.directory import PathGuard
 
 if TYPE_CHECKING:  # Pillow is imported when a view is first decoded: most turns send bytes
     from PIL import Image

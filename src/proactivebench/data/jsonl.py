@@ -13,9 +13,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from proactivebench.errors import DataError
-from proactivebench.paths import open_to_read
-from proactivebench.texts import json_problem, loads
+from proactivebench.core.errors import DataError
+from proactivebench.core.paths import open_to_read
+from proactivebench.core.texts import json_problem, loads
 
 
 def json_lines(

@@ -3,7 +3,7 @@ of the official list.
 
 The file has the official list's shape (`spec/official_filter_ids.json`: `{"ids": {file stem:
 [id, ...]}}`), read by the same reader (`protocol.filter_ids`); `proactivebench data filter`
-writes one from a pool of runs (`proactivebench.filtering`). Unlike the official list it
+writes one from a pool of runs (`proactivebench.jobs.filtering`). Unlike the official list it
 applies to a data set our generator made too: that is how a filtered benchmark is built from a
 fresh synthetic set.
 
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import DataError
-from proactivebench.paths import read_file
-from proactivebench.protocol import filter_ids
-from proactivebench.registry import by_stem
-from proactivebench.texts import dumps, loads
+from proactivebench.benchmark.protocol import filter_ids
+from proactivebench.benchmark.registry import by_stem
+from proactivebench.core.errors import DataError
+from proactivebench.core.paths import read_file
+from proactivebench.core.texts import dumps, loads
 
 
 @dataclass(frozen=True)

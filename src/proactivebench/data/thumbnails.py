@@ -32,9 +32,9 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import ProactiveBenchError
 from proactivebench.data.images import apply_view, open_image_file, opened_image, view_size
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.scenarios import View
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext

@@ -18,6 +18,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from proactivebench.benchmark.records import Source, record_warnings
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios import Episode
+from proactivebench.core.errors import DataError, ProactiveBenchError
+from proactivebench.data.directory import (
+    PathGuard,
+    read_records,
+    scenario_file,
+    scenarios_present,
+)
 from proactivebench.data.images import (
     DEFAULT_MAX_IMAGE_MB,
     HeaderVersion,
@@ -29,16 +39,6 @@ from proactivebench.data.images import (
     passed_unchanged,
     recall_headers,
 )
-from proactivebench.data.layout import (
-    PathGuard,
-    read_records,
-    scenario_file,
-    scenarios_present,
-)
-from proactivebench.errors import DataError, ProactiveBenchError
-from proactivebench.records import Source, record_warnings
-from proactivebench.registry import make_episode
-from proactivebench.scenarios import Episode
 
 if TYPE_CHECKING:
     from proactivebench.data.checked import CheckedImages

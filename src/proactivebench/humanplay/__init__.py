@@ -23,17 +23,17 @@ from typing import Any
 
 from aiohttp import web
 
-from proactivebench.data.layout import load_dataset
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.benchmark.registry import scenario_order
+from proactivebench.benchmark.results import result_key
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.data.directory import load_dataset
 from proactivebench.humanplay.app import PlayState, make_app
+from proactivebench.jobs.evaluate import RunOutcome, aevaluate
 from proactivebench.models.human import Human
-from proactivebench.play import Result
-from proactivebench.registry import scenario_order
-from proactivebench.results import result_key
-from proactivebench.rundir import RESULTS, RunLock, latest_results, read_results
-from proactivebench.runner import RunOutcome, aevaluate
-from proactivebench.selection import select_records
-from proactivebench.settings import EvalSettings
+from proactivebench.run.play_episode import Result
+from proactivebench.run.rundir import RESULTS, RunLock, latest_results, read_results
+from proactivebench.run.selection import select_records
+from proactivebench.run.settings import EvalSettings
 
 DEFAULT_HOST = "127.0.0.1"
 

@@ -29,11 +29,11 @@ from typing import Any
 
 from aiohttp import web
 
+from proactivebench.benchmark.scenarios.answers import option_letter
+from proactivebench.core.errors import ImageError
+from proactivebench.core.texts import dumps, loads_body
 from proactivebench.data.images import ImageStore, is_transformed, pass_through_mime
-from proactivebench.errors import ImageError
 from proactivebench.models.human import Desk, Turn
-from proactivebench.scenarios.answers import option_letter
-from proactivebench.texts import dumps, loads_body
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proactivebench.errors import ModelSpecError
+from proactivebench.core.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.baselines import BASELINES
 from proactivebench.models.options import check_options

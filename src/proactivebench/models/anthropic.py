@@ -27,7 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from proactivebench.errors import ModelSpecError
+from proactivebench.benchmark.prompting import is_image_part
+from proactivebench.core.errors import ModelSpecError
+from proactivebench.core.ranges import Range
+from proactivebench.core.texts import dumps, loads
 from proactivebench.models.base import ChatRequest, Decoding, usage_counts
 from proactivebench.models.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -40,9 +43,6 @@ from proactivebench.models.http import (
     split_data_url,
 )
 from proactivebench.models.options import Annotated
-from proactivebench.prompting import is_image_part
-from proactivebench.ranges import Range
-from proactivebench.texts import dumps, loads
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"

@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
+from proactivebench.benchmark.protocol import mcqa_strings
+from proactivebench.benchmark.scenarios import Observation
+from proactivebench.core.errors import ModelError, ModelSpecError, ProactiveBenchError
+from proactivebench.core.ranges import Range
+from proactivebench.core.texts import storable
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ModelError, ModelSpecError, ProactiveBenchError
 from proactivebench.models.options import check_option, finite_json
-from proactivebench.protocol import mcqa_strings
-from proactivebench.ranges import Range
-from proactivebench.scenarios import Observation
-from proactivebench.texts import storable
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from proactivebench.benchmark.scenarios import Observation
+from proactivebench.benchmark.scenarios.actions import is_abstention
+from proactivebench.benchmark.scenarios.base import best_move
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
-from proactivebench.scenarios import Observation
-from proactivebench.scenarios.actions import is_abstention
-from proactivebench.scenarios.base import best_move
 
 
 class Baseline(Model):

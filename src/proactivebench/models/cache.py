@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from proactivebench.benchmark.prompting import image_views, map_image_parts
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import ForeignFileError, ProactiveBenchError, WriteError
+from proactivebench.core.paths import not_our_database, refuse_linked_database
+from proactivebench.core.texts import dumps
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import ForeignFileError, ProactiveBenchError, WriteError
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
-from proactivebench.paths import not_our_database, refuse_linked_database
-from proactivebench.prompting import image_views, map_image_parts
-from proactivebench.scenarios import View
-from proactivebench.texts import dumps
 
 log = logging.getLogger(__name__)
 

@@ -61,13 +61,13 @@ from typing import Any
 
 from PIL import Image
 
-from proactivebench.errors import HFBackendError, ProactiveBenchError
+from proactivebench.benchmark.prompting import image_views, map_image_parts
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import HFBackendError, ProactiveBenchError
+from proactivebench.core.ranges import Range
+from proactivebench.core.texts import dumps, shown_json
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model
 from proactivebench.models.options import Annotated
-from proactivebench.prompting import image_views, map_image_parts
-from proactivebench.ranges import Range
-from proactivebench.scenarios import View
-from proactivebench.texts import dumps, shown_json
 
 EXTRA_HINT = "install the extra: pip install -e '.[hf]'"
 DTYPES = ("auto", "bfloat16", "float16", "float32")
@@ -121,7 +121,7 @@ def _torch_dtype(torch: Any, dtype: str) -> Any:
 
 def _launched_local_rank() -> int | None:
     """This process's `LOCAL_RANK` when a launcher (torchrun, accelerate launch) started several
-    (`WORLD_SIZE` > 1; `proactivebench.launch` plays one shard per process), else None."""
+    (`WORLD_SIZE` > 1; `proactivebench.jobs.launch` plays one shard per process), else None."""
     try:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             return int(os.environ["LOCAL_RANK"])

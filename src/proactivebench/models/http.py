@@ -44,16 +44,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.errors import (
+from proactivebench.benchmark.prompting import image_views
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import (
     CredentialsMissingError,
     ModelError,
     ModelSpecError,
     ServerUnreachableError,
 )
+from proactivebench.core.texts import decode, dumps, loads
 from proactivebench.models.base import ChatRequest, Completion, Model
-from proactivebench.prompting import image_views
-from proactivebench.scenarios import View
-from proactivebench.texts import decode, dumps, loads
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.errors import ModelSpecError
+from proactivebench.benchmark.scenarios import Observation, View
+from proactivebench.benchmark.scenarios.answers import option_letter
+from proactivebench.core.errors import ModelSpecError
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
-from proactivebench.scenarios import Observation, View
-from proactivebench.scenarios.answers import option_letter
 
 #: What an annotator's name may hold: it becomes part of the model name and of file names.
 ANNOTATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

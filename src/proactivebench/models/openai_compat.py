@@ -22,7 +22,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from proactivebench.errors import ModelSpecError
+from proactivebench.benchmark.prompting import map_image_parts
+from proactivebench.benchmark.scenarios import View
+from proactivebench.core.errors import ModelSpecError
+from proactivebench.core.ranges import Range
+from proactivebench.core.texts import dumps
 from proactivebench.models.base import ChatRequest, Decoding, usage_counts
 from proactivebench.models.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -34,10 +38,6 @@ from proactivebench.models.http import (
     positive,
 )
 from proactivebench.models.options import Annotated
-from proactivebench.prompting import map_image_parts
-from proactivebench.ranges import Range
-from proactivebench.scenarios import View
-from proactivebench.texts import dumps
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"

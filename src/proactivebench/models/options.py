@@ -19,8 +19,8 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
-from proactivebench.errors import ModelSpecError
-from proactivebench.ranges import Range
+from proactivebench.core.errors import ModelSpecError
+from proactivebench.core.ranges import Range
 
 __all__ = ["Annotated", "check_option", "check_options", "finite_json", "refusal"]
 

@@ -13,7 +13,7 @@ callable that takes those two positional arguments will do (defaults, `*args`, a
   `{"type": "text", "text": str}`; an image part is `{"type": "image", "view": View,
   "image": PIL.Image.Image}` — `view` says which file and transform, `image` is the decoded RGB
   picture the model would see (shared cache: copy it before changing it).
-- `observation` is the turn's `proactivebench.scenarios.Observation` (scenario, sample id,
+- `observation` is the turn's `proactivebench.benchmark.scenarios.Observation` (scenario, sample id,
   turn and step limit, prompt, options, view) with its answer key emptied: only the built-in
   baselines play from the key, and a function is measured like any model. In open-ended modes
   (`oeg`, `oeg-multiturn`) it holds only what the model is shown (`Observation.open_ended`):
@@ -65,11 +65,11 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ModelSpecError, UserCodeError
+from proactivebench.benchmark.prompting import map_image_parts
+from proactivebench.core.errors import ModelSpecError, UserCodeError
+from proactivebench.core.texts import storable
 from proactivebench.models.base import ChatRequest, Completion, Model
 from proactivebench.models.daemon_threads import DaemonThreads
-from proactivebench.prompting import map_image_parts
-from proactivebench.texts import storable
 
 log = logging.getLogger(__name__)
 

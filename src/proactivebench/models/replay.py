@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from proactivebench.benchmark.registry import lookup, scenario_names
+from proactivebench.core.errors import DataError, DataErrors
 from proactivebench.data.jsonl import json_lines
-from proactivebench.errors import DataError, DataErrors
 from proactivebench.models.base import ChatRequest, Completion, Decoding, Model, episode_turn
-from proactivebench.registry import lookup, scenario_names
 
 
 def read_replay(path: Path) -> dict[tuple[str, int], list[str]]:

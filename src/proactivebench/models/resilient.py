@@ -31,16 +31,16 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from proactivebench.errors import (
+from proactivebench.core.errors import (
     ModelError,
     ModelSpecError,
     RunAbort,
     TooManyFailuresError,
     episode_error,
 )
+from proactivebench.core.ranges import Range
 from proactivebench.models.base import ChatRequest, Completion, Model, ModelWrapper
 from proactivebench.models.options import Annotated
-from proactivebench.ranges import Range
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from proactivebench.registry import scenario_order
+from proactivebench.benchmark.registry import scenario_order
+from proactivebench.core.stats import cohen_kappa, fleiss_kappa
 from proactivebench.report.runs import Run
 from proactivebench.report.tables import MISSING, Cell, Table
-from proactivebench.stats import cohen_kappa, fleiss_kappa
 
 HUMAN = "human:"
 

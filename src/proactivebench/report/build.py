@@ -22,24 +22,24 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from proactivebench.datarecords import other_data
-from proactivebench.errors import (
+from proactivebench.benchmark.metrics import MCQA_METRICS, OEG_METRICS, average_label
+from proactivebench.benchmark.paper_results import paper_model_named, recognise_model
+from proactivebench.core.errors import (
     NothingToDoError,
     ProactiveBenchError,
     RunMismatchError,
     WriteError,
 )
-from proactivebench.metrics import MCQA_METRICS, OEG_METRICS, average_label
-from proactivebench.models import SPEC_KIND
-from proactivebench.paper import paper_model_named, recognise_model
-from proactivebench.paths import (
+from proactivebench.core.paths import (
     open_to_write,
     read_file,
     staged_folder,
     thumbnail_cache_path,
     write_whole,
 )
-from proactivebench.provenance import package_version
+from proactivebench.core.provenance import package_version
+from proactivebench.core.texts import dumps, loads
+from proactivebench.models import SPEC_KIND
 from proactivebench.report import plots
 from proactivebench.report.agreement import agreement_table
 from proactivebench.report.comparable import (
@@ -49,7 +49,7 @@ from proactivebench.report.comparable import (
     not_comparable,
 )
 from proactivebench.report.html import finite_json, legend_html, render_html
-from proactivebench.report.layout import Layout
+from proactivebench.report.inert import markdown as md
 from proactivebench.report.measures import (
     Comparison,
     Intervals,
@@ -64,6 +64,7 @@ from proactivebench.report.measures import (
     size_correlations,
 )
 from proactivebench.report.outcome import ReportOutcome
+from proactivebench.report.paper_layout import Layout
 from proactivebench.report.published import PaperComparison, compare_with_paper, unranked_note
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, label_apart, load_runs
@@ -79,17 +80,16 @@ from proactivebench.report.tables import (
     to_markdown,
     usage_table,
 )
-from proactivebench.report.text import markdown as md
 from proactivebench.report.thumbcache import ThumbCache
 from proactivebench.report.thumbs import Thumbnails, start_all
-from proactivebench.rundir import (
+from proactivebench.run.datarecords import other_data
+from proactivebench.run.rundir import (
     REPORT_DIR,
     RESULTS,
     RUN_CONFIG,
     RunLock,
     file_stamp,
 )
-from proactivebench.texts import dumps, loads
 
 #: The report's format: raise it when the same runs give other report files, so that reports
 #: written before are rewritten by the next `eval` rather than left alone as up to date.

@@ -39,11 +39,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from proactivebench.data.layout import is_synthetic
-from proactivebench.registry import paper_scenarios
+from proactivebench.benchmark.registry import paper_scenarios
+from proactivebench.core.texts import shown_json
+from proactivebench.data.directory import is_synthetic
 from proactivebench.report.runs import Run, earlier_verdicts, labelled, labelled_settings
-from proactivebench.selected import Selection
-from proactivebench.texts import shown_json
+from proactivebench.run.selection_record import Selection
 
 #: The paper's tables by the kind of run: (mode, the setting that sets the run apart, or None
 #: for none) -> the key in paper_results.json.
@@ -102,7 +102,7 @@ def decoding_apart(run: Run) -> str | None:
     mode: greedy with 50 new tokens for multiple choice, `EvalSettings`' default), or None: a
     sampled or truncated answer is another measurement. A run.json that records no decoding
     says nothing."""
-    from proactivebench.settings import EvalSettings
+    from proactivebench.run.settings import EvalSettings
 
     recorded = run.settings.get("decoding")
     if recorded is None:

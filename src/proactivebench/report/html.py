@@ -20,17 +20,17 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from proactivebench.metrics import Metric
-from proactivebench.registry import scenario_order
+from proactivebench.benchmark.metrics import Metric
+from proactivebench.benchmark.registry import scenario_order
+from proactivebench.benchmark.scenarios.answers import read_group
+from proactivebench.benchmark.scenarios.base import EndReason
+from proactivebench.core.texts import NotJSONError, dumps
+from proactivebench.report.inert import visible
 from proactivebench.report.measures import RunMeasures, metrics_of
 from proactivebench.report.plots import describe
 from proactivebench.report.runs import Run
 from proactivebench.report.tables import Table, to_html
-from proactivebench.report.text import visible
 from proactivebench.report.thumbs import Thumbnails, prefetch_all, view_key
-from proactivebench.scenarios.answers import read_group
-from proactivebench.scenarios.base import EndReason
-from proactivebench.texts import NotJSONError, dumps
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError
-from proactivebench.metrics import (
+from proactivebench.benchmark.metrics import (
     AVERAGE,
     Metric,
     accuracy_score,
@@ -29,17 +28,9 @@ from proactivebench.metrics import (
     table_metrics,
     values_by_metric,
 )
-from proactivebench.paper import published_sizes
-from proactivebench.report.comparable import average_not_comparable, unscored
-from proactivebench.report.runs import (
-    Run,
-    earlier_verdicts,
-    is_plain,
-    load_runs,
-    unrecorded_verdicts,
-)
-from proactivebench.rundir import FinishedRun, RunLock
-from proactivebench.stats import (
+from proactivebench.benchmark.paper_results import published_sizes
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.core.stats import (
     Interval,
     bootstrap_mean,
     bootstrap_mean_of_means,
@@ -48,6 +39,15 @@ from proactivebench.stats import (
     percentile,
     spearman_rho,
 )
+from proactivebench.report.comparable import average_not_comparable, unscored
+from proactivebench.report.runs import (
+    Run,
+    earlier_verdicts,
+    is_plain,
+    load_runs,
+    unrecorded_verdicts,
+)
+from proactivebench.run.rundir import FinishedRun, RunLock
 
 Line = dict[str, Any]
 

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from proactivebench import registry
-from proactivebench.metrics import CHOICE_KINDS, metric
-from proactivebench.paper import PAPER_SOURCE, published_sizes
-from proactivebench.registry import scenario_order
+from proactivebench.benchmark import registry
+from proactivebench.benchmark.metrics import CHOICE_KINDS, metric
+from proactivebench.benchmark.paper_results import PAPER_SOURCE, published_sizes
+from proactivebench.benchmark.registry import scenario_order
+from proactivebench.core.stats import Interval, spearman_rho
 from proactivebench.report.comparable import average_not_comparable
+from proactivebench.report.inert import visible
 from proactivebench.report.measures import RunMeasures, sized_models
 from proactivebench.report.published import published_averages
-from proactivebench.report.text import visible
-from proactivebench.stats import Interval, spearman_rho
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

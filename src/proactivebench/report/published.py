@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.metrics import Metric, metric, number_text
-from proactivebench.paper import (
+from proactivebench.benchmark.metrics import Metric, metric, number_text
+from proactivebench.benchmark.paper_results import (
     FIGURE_AVERAGES,
     PAPER_SOURCE,
     PaperModel,
@@ -28,8 +28,9 @@ from proactivebench.paper import (
     paper_table,
     recognise_model,
 )
-from proactivebench.protocol import official_filter_ids
-from proactivebench.registry import by_stem
+from proactivebench.benchmark.protocol import official_filter_ids
+from proactivebench.benchmark.registry import by_stem
+from proactivebench.core.stats import Interval
 from proactivebench.report.comparable import (
     average_apart,
     not_comparable,
@@ -40,7 +41,6 @@ from proactivebench.report.comparable import (
 from proactivebench.report.measures import RunMeasures
 from proactivebench.report.runs import Run
 from proactivebench.report.tables import MISSING, Cell, Table
-from proactivebench.stats import Interval
 
 #: Our metric key -> the paper's column metric (Table 1 "acc", Table 2 "cc"...).
 PAPER_METRICS = {"accuracy": "acc", "ps_rate": "psr", "aggregate": "agg", "cp": "cc", "ps": "ps"}

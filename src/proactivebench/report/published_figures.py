@@ -13,8 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proactivebench.metrics import Metric, metric, number_text
-from proactivebench.paper import PAPER_SOURCE, figure_mean, figure_models, paper_table
+from proactivebench.benchmark.metrics import Metric, metric, number_text
+from proactivebench.benchmark.paper_results import (
+    PAPER_SOURCE,
+    figure_mean,
+    figure_models,
+    paper_table,
+)
 from proactivebench.report.comparable import average_apart, not_comparable, own_filter
 from proactivebench.report.measures import RunMeasures
 from proactivebench.report.published import (

@@ -15,25 +15,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import (
+from proactivebench.benchmark.metrics import unrecorded_votes
+from proactivebench.benchmark.results import is_oeg_line, result_order
+from proactivebench.core.errors import (
     DamagedRunError,
     NotARunDirError,
     NothingToDoError,
     ProactiveBenchError,
 )
-from proactivebench.metrics import unrecorded_votes
-from proactivebench.report.text import visible
-from proactivebench.results import is_oeg_line, result_order
-from proactivebench.rundir import (
+from proactivebench.core.texts import shown_json
+from proactivebench.report.inert import visible
+from proactivebench.run.rundir import (
     RESULTS,
     RunLines,
     has_results,
     read_run_config,
     run_lines,
 )
-from proactivebench.selected import Selection, selection_of
-from proactivebench.settings import EvalSettings, declared, label_marks
-from proactivebench.texts import shown_json
+from proactivebench.run.selection_record import Selection, selection_of
+from proactivebench.run.settings import EvalSettings, declared, label_marks
 
 
 @dataclass

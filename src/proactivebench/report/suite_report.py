@@ -18,22 +18,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import (
+from proactivebench.benchmark.paper_results import paper_results
+from proactivebench.benchmark.registry import scenario_order
+from proactivebench.core.errors import (
     NothingToDoError,
     ProactiveBenchError,
     RunDirError,
     RunDirInUseError,
     RunMismatchError,
 )
-from proactivebench.paper import paper_results
-from proactivebench.paths import read_file
-from proactivebench.registry import scenario_order
+from proactivebench.core.paths import read_file
+from proactivebench.core.texts import loads
 from proactivebench.report.build import REPORT_DIR, ReportOutcome, write_report
 from proactivebench.report.comparable import partial, stopped
-from proactivebench.report.layout import Layout
+from proactivebench.report.paper_layout import Layout
 from proactivebench.report.runs import Run, load_run
 from proactivebench.report.tables import Cell, Table
-from proactivebench.rundir import (
+from proactivebench.run.rundir import (
     ONE_SUITE_KEYS,
     RESULTS,
     RUN_CONFIG,
@@ -44,7 +45,6 @@ from proactivebench.rundir import (
     read_run_config,
     run_lines,
 )
-from proactivebench.texts import loads
 
 
 def write_suite_report(

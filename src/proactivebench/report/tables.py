@@ -14,16 +14,16 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from proactivebench.metrics import Metric, average_label, number_text, table_metrics
-from proactivebench.registry import paper_scenarios, scenario_order
-from proactivebench.report import text as text_formats
+from proactivebench.benchmark.metrics import Metric, average_label, number_text, table_metrics
+from proactivebench.benchmark.registry import paper_scenarios, scenario_order
+from proactivebench.core.stats import Interval
+from proactivebench.report import inert as text_formats
 from proactivebench.report.measures import (
     AVERAGE,
     Comparison,
     Difference,
     RunMeasures,
 )
-from proactivebench.stats import Interval
 
 MISSING = "—"
 

@@ -26,9 +26,9 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
+from proactivebench.core.errors import ForeignFileError, WriteError
+from proactivebench.core.paths import not_our_database, refuse_linked_database, side_cache_fault
 from proactivebench.data.thumbnails import FileIdentity
-from proactivebench.errors import ForeignFileError, WriteError
-from proactivebench.paths import not_our_database, refuse_linked_database, side_cache_fault
 
 log = logging.getLogger(__name__)
 

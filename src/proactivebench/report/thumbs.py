@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from proactivebench.core.errors import ProactiveBenchError
+from proactivebench.data.directory import PathGuard
 from proactivebench.data.images import DEFAULT_MAX_IMAGE_MB
-from proactivebench.data.layout import PathGuard
 from proactivebench.data.thumbnails import (
     THUMB_QUALITY,
     Batch,
@@ -24,7 +25,6 @@ from proactivebench.data.thumbnails import (
     ViewKey,
     thumbnail_format,
 )
-from proactivebench.errors import ProactiveBenchError
 from proactivebench.report.thumbcache import ThumbCache, thumb_key
 
 if TYPE_CHECKING:

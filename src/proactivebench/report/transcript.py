@@ -15,11 +15,11 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from proactivebench.errors import ProactiveBenchError
+from proactivebench.benchmark.scenarios.answers import option_letter, read_group
+from proactivebench.core.errors import ProactiveBenchError
 from proactivebench.report.html import outcome_of, shown_verdict, unjudged
 from proactivebench.report.runs import load_run
-from proactivebench.rundir import read_run_config
-from proactivebench.scenarios.answers import option_letter, read_group
+from proactivebench.run.rundir import read_run_config
 
 VERDICT_STYLES = {
     "correct": "bold green",

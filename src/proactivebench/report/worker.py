@@ -113,7 +113,7 @@ class ReportWorker:
         """`write_report([run_dir], **options)` by the worker, or here when it cannot (see
         the module's text); the worker ends after it. The outcome has no `measures` and no
         `headline` (those stay in the worker: `eval` prints neither)."""
-        from proactivebench.errors import ProactiveBenchError
+        from proactivebench.core.errors import ProactiveBenchError
 
         request = ([str(run_dir)], options)
         if self._conn is None:  # never started (a short run), or it could not start
@@ -192,7 +192,7 @@ def serve(conn: Connection) -> None:
 
 
 def _serve(conn: Connection) -> None:
-    from proactivebench.errors import ProactiveBenchError
+    from proactivebench.core.errors import ProactiveBenchError
     from proactivebench.report import build, plots
 
     plots.import_matplotlib()

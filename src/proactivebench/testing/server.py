@@ -45,7 +45,7 @@ from typing import Any
 
 from aiohttp import web
 
-from proactivebench.texts import dumps
+from proactivebench.core.texts import dumps
 
 #: Every fault the server can inject; "http400" is the only one a client must not retry.
 FAULTS = (

@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from proactivebench.errors import HFBackendError, ProactiveBenchError
+from proactivebench.core.errors import HFBackendError, ProactiveBenchError
 from proactivebench.models.hf import EXTRA_HINT
 
 #: Chat roles become special tokens, image parts `<image>`, text parts their text.

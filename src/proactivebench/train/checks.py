@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.errors import ProactiveBenchError, TrainError
-from proactivebench.ranges import Range
-from proactivebench.settings import EvalSettings, SettingField, check_setting, offered
-from proactivebench.texts import loads
+from proactivebench.core.errors import ProactiveBenchError, TrainError
+from proactivebench.core.ranges import Range
+from proactivebench.core.texts import loads
+from proactivebench.run.settings import EvalSettings, SettingField, check_setting, offered
 
 # ----- GRPOConfig and LoraConfig values ---------------------------------------------------------
 
@@ -274,7 +274,7 @@ def check_bool(name: str, value: Any, origin: str) -> bool:
 
 def episode_settings(settings: type[EvalSettings] = EvalSettings) -> dict[str, SettingField]:
     """The run settings training honours, as `train grpo` offers them (surface "train" of
-    `proactivebench.settings`): each is a `make_episode` option."""
+    `proactivebench.run.settings`): each is a `make_episode` option."""
     return {s.name: s for s in offered(settings, "train")}
 
 

@@ -15,20 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.datarecords import other_data
-from proactivebench.errors import (
+from proactivebench.benchmark.metrics import ScenarioScore, summarize
+from proactivebench.benchmark.paper_results import paper_table
+from proactivebench.benchmark.results import is_oeg_line
+from proactivebench.core.errors import (
     DamagedRunError,
     NotARunDirError,
     NothingToDoError,
     ProactiveBenchError,
     RunMismatchError,
 )
-from proactivebench.metrics import ScenarioScore, summarize
-from proactivebench.paper import paper_table
+from proactivebench.core.texts import loads
 from proactivebench.report.runs import earlier_verdict
-from proactivebench.results import is_oeg_line
-from proactivebench.rundir import RUN_CONFIG, RunLines, identity_differences, run_lines
-from proactivebench.texts import loads
+from proactivebench.run.datarecords import other_data
+from proactivebench.run.rundir import RUN_CONFIG, RunLines, identity_differences, run_lines
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
 
@@ -333,7 +333,7 @@ def not_comparable_notes(comparison: Comparison) -> list[str]:
     the one place that decides it for every table beside the paper's, asked of the runs as
     `compare_runs` read them); rows over only the episodes both runs played; an `avg` over
     other scenarios than Table 3's seven."""
-    from proactivebench.registry import paper_scenarios
+    from proactivebench.benchmark.registry import paper_scenarios
     from proactivebench.report.comparable import not_comparable
     from proactivebench.report.runs import load_run
 

@@ -25,19 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.errors import DataError
-from proactivebench.prompting import mcqa_text
-from proactivebench.records import Record
-from proactivebench.registry import (
+from proactivebench.benchmark.prompting import mcqa_text
+from proactivebench.benchmark.records import Record
+from proactivebench.benchmark.registry import (
     lookup,
     make_episode,
     recognise,
     scenario_names,
     scenario_order,
 )
-from proactivebench.scenarios import Episode, Observation, View
-from proactivebench.scenarios.actions import is_abstention
-from proactivebench.scenarios.answers import Choice, normalize_full
+from proactivebench.benchmark.scenarios import Episode, Observation, View
+from proactivebench.benchmark.scenarios.actions import is_abstention
+from proactivebench.benchmark.scenarios.answers import Choice, normalize_full
+from proactivebench.core.errors import DataError
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -169,8 +169,8 @@ def directory_examples(
 ) -> Iterator[TrainExample]:
     """The examples of every record of a directory in the official layout (e.g. our
     generator's train split), every sample included (no official test filter)."""
+    from proactivebench.data.directory import load_dataset
     from proactivebench.data.images import ImageStore
-    from proactivebench.data.layout import load_dataset
 
     data = load_dataset(data_dir, scenarios, all_samples=True)
     store = ImageStore(data.root)
@@ -443,7 +443,7 @@ def load_examples(
 
 
 def _present(path: Path) -> list[str]:
-    from proactivebench.data.layout import scenarios_present
+    from proactivebench.data.directory import scenarios_present
 
     present = scenarios_present(path)
     if not present:

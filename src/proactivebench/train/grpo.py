@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.errors import ProactiveBenchError, TrainError, WriteError
-from proactivebench.paper import PAPER_FILE
-from proactivebench.paths import write_whole
-from proactivebench.protocol import mcqa_strings
-from proactivebench.texts import dumps, loads
+from proactivebench.benchmark.paper_results import PAPER_FILE
+from proactivebench.benchmark.protocol import mcqa_strings
+from proactivebench.core.errors import ProactiveBenchError, TrainError, WriteError
+from proactivebench.core.paths import write_whole
+from proactivebench.core.texts import dumps, loads
 from proactivebench.train.checks import (
     ERROR_LOG,
     check_episode_option,
@@ -134,7 +134,7 @@ class TrainSettings:
     lora: dict[str, Any] | None = None
     mode: str = "single"
     #: `make_episode`'s options (hint, reference...): every setting training offers
-    #: (`proactivebench.settings`, surface "train"), with its value.
+    #: (`proactivebench.run.settings`, surface "train"), with its value.
     episode: dict[str, Any] = field(default_factory=episode_defaults)
     #: Replace a previous run's outputs in `out_dir` (otherwise a non-empty one is refused).
     overwrite: bool = False

@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from proactivebench import registry
+from proactivebench.benchmark import registry
+from proactivebench.benchmark.prompting import mcqa_text
+from proactivebench.benchmark.records import Record, Source, parse_record
+from proactivebench.benchmark.registry import make_episode
+from proactivebench.benchmark.scenarios import Episode
+from proactivebench.core.errors import DataError
+from proactivebench.core.texts import dumps
 from proactivebench.data.images import ImageStore
-from proactivebench.errors import DataError
-from proactivebench.prompting import mcqa_text
-from proactivebench.records import Record, Source, parse_record
-from proactivebench.registry import make_episode
-from proactivebench.scenarios import Episode
-from proactivebench.texts import dumps
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.rewards import RewardSettings, completion_text, outcome_reward
 
@@ -79,7 +79,7 @@ def load_episode_rows(
     """One row per episode of a directory in the official layout, held-out scenarios left out."""
     import datasets
 
-    from proactivebench.data.layout import load_dataset, scenarios_present
+    from proactivebench.data.directory import load_dataset, scenarios_present
 
     root = Path(source)
     if not root.is_dir():

@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.errors import TrainError
-from proactivebench.texts import dumps
+from proactivebench.core.errors import TrainError
+from proactivebench.core.texts import dumps
 
 if TYPE_CHECKING:
     from datasets import Dataset

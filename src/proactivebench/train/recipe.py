@@ -1,8 +1,9 @@
 """`train grpo --recipe paper`: the paper's GRPO post-training (§5, App. C, Table 5).
 
-Every number comes from the paper's transcription (`proactivebench.paper`), none is retyped
-here: what is ours is how each of Table 5's entries reaches TRL's `GRPOConfig` or PEFT's
-`LoraConfig` (`TABLE5`), and how the paper's batch of 512 is split over the processes of a run.
+Every number comes from the paper's transcription (`proactivebench.benchmark.paper_results`),
+none is retyped here: what is ours is how each of Table 5's entries reaches TRL's `GRPOConfig`
+or PEFT's `LoraConfig` (`TABLE5`), and how the paper's batch of 512 is split over the processes
+of a run.
 
 - Hyperparameters (Table 5): AdamW (`optim: adamw_torch`), the learning rate, the cosine
   schedule, its warm-up steps, the weight decay, the rollouts (`num_generations`), the epochs,
@@ -34,8 +35,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from proactivebench.errors import TrainError
-from proactivebench.paper import PAPER_FILE, grpo_hyperparameters, paper_table
+from proactivebench.benchmark.paper_results import PAPER_FILE, grpo_hyperparameters, paper_table
+from proactivebench.core.errors import TrainError
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from proactivebench.scenarios.answers import (
+from proactivebench.benchmark.scenarios.answers import (
     EXTRACTIONS,
     Choice,
     lenient_answer,

@@ -1,7 +1,7 @@
 """A procedural, offline and deterministic ProactiveBench: all seven scenarios, any size.
 
 One module per scenario draws a sample (`rod.make_sample`, ...: each scenario's registration
-in `proactivebench.registry` names its own); this one writes a data directory of them.
+in `proactivebench.benchmark.registry` names its own); this one writes a data directory of them.
 
 `generate` writes a data directory in the official layout (`<stem>_preprocessed.jsonl` plus
 images) and `synth_manifest.json`, whose presence tells the loader that the official id
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from proactivebench.benchmark.registry import scenario, scenario_names, scenario_rank
+from proactivebench.core.paths import staged_folder, write_whole
+from proactivebench.core.texts import dumps
 from proactivebench.data.synth.common import Sample
-from proactivebench.paths import staged_folder, write_whole
-from proactivebench.registry import scenario, scenario_names, scenario_rank
-from proactivebench.texts import dumps
 
 GENERATOR = "proactivebench-synth"
 #: 2: one keyword per action option (QD, MVP-N wording); VSOD marked strongly occluded.

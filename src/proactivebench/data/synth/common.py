@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from proactivebench.benchmark.registry import scenario
 from proactivebench.data.synth import objects
-from proactivebench.registry import scenario
 
 #: Abstaining options: each contains "cannot" or "do not", so the protocol never accepts one.
 ABSTENTIONS: tuple[str, ...] = (

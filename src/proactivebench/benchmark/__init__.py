@@ -1,0 +1,1 @@
+"""The benchmark's rules: strings, scenarios, records, prompts, lines, metrics."""

@@ -1,0 +1,18 @@
+"""The ProactiveBench scenarios as episode state machines (`base.Episode`, one subclass each).
+
+Which scenarios exist, and the episode of a record (`make_episode`), is the registry's to
+say: `proactivebench.benchmark.registry`.
+"""
+
+from __future__ import annotations
+
+from proactivebench.benchmark.scenarios.base import (
+    VERDICTS,
+    Episode,
+    Observation,
+    StepResult,
+    Verdict,
+    View,
+)
+
+__all__ = ["VERDICTS", "Episode", "Observation", "StepResult", "Verdict", "View"]

@@ -1,0 +1,75 @@
+"""IN-C (ImageNet-C): a corrupted image and the one enhancement that undoes the corruption."""
+
+from __future__ import annotations
+
+from proactivebench.benchmark.protocol import fixed_action_space
+from proactivebench.benchmark.records import INC_LEVELS, INCRecord
+from proactivebench.benchmark.scenarios.actions import is_abstention
+from proactivebench.benchmark.scenarios.base import Episode, Halt
+
+#: The mildest corruption: an enhancement from it has no image to show (docs/protocol.md §2).
+LOWEST_LEVEL = INC_LEVELS.start
+
+
+class INCEpisode(Episode):
+    """Each enhancement lowers the severity level by one; only `quality_answer` is correct."""
+
+    scenario = "IN-C"
+    record_type = INCRecord
+    interventions = (
+        "Adjust the brightness.",
+        "Increase the contrast.",
+        "Increase the color saturation.",
+        "Deblur the image.",
+        "Denoise the image.",
+        "Reduce the JPEG compression.",
+        "Increase the resolution.",
+        "Remove the artifacts.",
+    )
+    record: INCRecord
+
+    def action_space(self) -> tuple[str, ...]:
+        return fixed_action_space("IN-C")
+
+    def _image_path(self, image_id: int | str) -> str:
+        return self.record.image_template.format(level=image_id)
+
+    def _actions_allowed(self) -> bool:
+        return not self.is_last_turn
+
+    def _correct_options(self, valid: list[str]) -> list[str]:
+        if not self._actions_allowed():
+            return []
+        quality = self.record.quality_answer
+        if quality in valid:
+            return [quality]
+        # Random-action ablation on a record whose options lack its quality answer.
+        return [o for o in valid if not is_abstention(o)] if self.random_actions else []
+
+    def _action_refusal(self, option: str) -> str | None:
+        if self._actions_allowed():
+            return (
+                "IN-C accepts only the enhancement that undoes this corruption, "
+                f"{self.record.quality_answer!r} (protocol §5)"
+            )
+        return super()._action_refusal(option)
+
+    def oeg_answers(self) -> str:
+        """The correct enhancement, then the categories (docs/protocol.md §6)."""
+        obs = self.observation
+        return (
+            ", ".join(a.replace(".", "") for a in (*obs.correct_actions, *obs.correct_categories))
+            + "."
+        )
+
+    def _transition(self, action: str) -> Halt | None:
+        level = int(self.image_id) - 1
+        if level < LOWEST_LEVEL:
+            return Halt("no_view", f"the record has no corruption level below {LOWEST_LEVEL}")
+        self.image_id = level
+        return None
+
+    def reachable_images(self) -> list[str]:
+        record = self.record
+        lowest = max(LOWEST_LEVEL, record.first_image - record.num_images + 1)
+        return [self._image_path(level) for level in range(record.first_image, lowest - 1, -1)]

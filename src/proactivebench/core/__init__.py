@@ -1,0 +1,1 @@
+"""What every layer leans on: errors, outside text, escapes, paths, ranges, stats."""

@@ -1,0 +1,1 @@
+"""Whole tasks: evaluate, re-judge, launch, suites, filters, push, the demo, `list`."""

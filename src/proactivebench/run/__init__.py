@@ -1,0 +1,1 @@
+"""A run's parts: settings, episodes chosen, one played and judged, engine, run files."""

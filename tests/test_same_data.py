@@ -204,3 +204,29 @@ def test_merge_refuses_shards_played_on_other_records(tmp_path: Path, capsys) ->
     assert code != 0 and "Traceback" not in text
     assert "s1 was played on other data than" in text and "(the ROD records differ)" in text
     assert not (tmp_path / "m" / RESULTS).exists()
+
+
+def test_vs_a_reference_of_other_episodes_says_what_each_delta_is_over(
+    datasets: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """A partial reference (`--limit 1`) beside a whole run: the Δ accuracy and ps are over
+    the pairs, the Δ action distribution over each run's own episodes, and nothing said so."""
+    data, _ = datasets
+    assert _eval(data, tmp_path / "one", "baseline:random", capsys, "--limit", "1")[0] == 0
+    assert _eval(data, tmp_path / "all", "baseline:random", capsys, "--hint")[0] == 0
+    args = ["report", str(tmp_path / "all"), "--vs", str(tmp_path / "one")]
+    code, text = run_cli([*args, "--out", str(tmp_path / "vs")], capsys)
+    told = " ".join(text.split())
+    assert (
+        code == 0
+        and "and the reference scored other episodes (4 and 1 in 1 scenario(s), 1 both)" in told
+    )
+    report = json.loads((tmp_path / "vs" / "report.json").read_text())
+    assert any("scored other episodes" in w for w in report["warnings"])
+    # The same episodes: nothing to say.
+    assert (
+        _eval(data, tmp_path / "same", "baseline:random", capsys, "--limit", "1", "--hint")[0] == 0
+    )
+    args = ["report", str(tmp_path / "same"), "--vs", str(tmp_path / "one")]
+    code, text = run_cli([*args, "--out", str(tmp_path / "vs2")], capsys)
+    assert code == 0 and "scored other episodes" not in text

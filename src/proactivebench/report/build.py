@@ -447,8 +447,12 @@ def _write_report(
         base_measures = measure_run(base, seed=seed, n_resamples=n_resamples)
         by_run = {id(m.run): m for m in all_measures}
         for comparison in comparisons:
-            changes, cover = action_changes(by_run[id(comparison.run)], base_measures)
+            measures = by_run[id(comparison.run)]
+            changes, cover = action_changes(measures, base_measures)
             comparison.actions, comparison.actions_cover = changes, cover
+            told = unpaired_warning(comparison, measures, base_measures)
+            if told is not None:
+                outcome.warnings.append(told)
 
     papers = published.compare(all_measures, outcome, layout is None) if published else []
     tables = _tables(all_measures, comparisons, [c.table() for c in papers])
@@ -481,6 +485,26 @@ def _write_report(
             )
     _remove_stale(out, outcome.files)
     return outcome
+
+
+def unpaired_warning(
+    comparison: Comparison, measures: RunMeasures, base: RunMeasures
+) -> str | None:
+    """A warning when the run and its `--vs` reference scored other episodes (a partial
+    reference, a run of more samples): the Δ accuracy and ps are over the pairs alone, the Δ
+    action distribution over each run's own episodes, and neither table says so; or None."""
+    shown = [s for s in measures.scenarios if measures.scenarios[s].n]
+    mine = sum(measures.scenarios[s].n for s in shown)
+    theirs = sum(base.scenarios[s].n for s in shown if s in base.scenarios)
+    pairs = comparison.average.shared
+    if pairs == mine == theirs:
+        return None
+    return (
+        f"--vs {comparison.base.run_dir}: {comparison.run.label} and the reference scored other "
+        f"episodes ({mine} and {theirs} in {len(shown)} scenario(s), {pairs} both): its Δ "
+        "accuracy and ps are over those pairs, its Δ action distribution compares each run's "
+        "own episodes"
+    )
 
 
 def _on_same_data(runs: list[Run], base: Run, outcome: ReportOutcome, *, refuse: bool) -> list[Run]:

@@ -799,6 +799,18 @@ def test_the_experiments_table_counts_an_interrupted_runs_episodes_and_says_it_s
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "3", row
     assert cells[4].startswith("stopped (interrupted)"), row
+    # Ended, but with lines moved out: not "done" either (tryout 7: "done" beside a note
+    # saying 10 of 21 were scored).
+    config["provenance"][-1].pop("stopped_by")
+    (run / "run.json").write_text(json.dumps(config))
+    code, text = run_cli(["report", str(out), "--no-thumb-cache"], capsys)
+    [row] = [
+        line
+        for line in (out / "report" / "report.md").read_text().splitlines()
+        if line.startswith("| hint |")
+    ]
+    selected = sum(e["selected"] for e in config["selection"]["scenarios"].values())
+    assert f"| partial: 3 of {selected} selected episodes scored |" in row, row
 
 
 # ----- suite.json: under a lock, never lost ------------------------------------------------------

@@ -45,6 +45,7 @@ from proactivebench.run.rundir import (
     read_run_config,
     run_lines,
 )
+from proactivebench.run.selection_record import selection_of
 
 
 def write_suite_report(
@@ -162,10 +163,16 @@ def experiments_table(
         counts, errors = _episodes(runs[ident])
         shown = ", ".join(f"{s} {n}" for s, n in counts.items()) or "—"
         stopped = _stopped(runs[ident])
+        selected = _selected(runs[ident])
+        short = selected is not None and sum(counts.values()) + errors < selected
         status = statuses.get(ident) or (
             f"stopped ({stopped}): rerun the command to resume"
             if stopped
-            else ("episode errors" if errors else "done")
+            else "episode errors"
+            if errors
+            else f"partial: {sum(counts.values())} of {selected} selected episodes scored"
+            if short
+            else "done"
         )
         rows.append(
             [
@@ -374,6 +381,18 @@ def _stopped(run: Path) -> str | None:
     except (OSError, ValueError):
         return None
     return stopped(config) if isinstance(config, dict) else None
+
+
+def _selected(run: Path) -> int | None:
+    """How many episodes the run's run.json says it selected (None: it does not say)."""
+    try:
+        config = loads(read_file(run / RUN_CONFIG).decode("utf-8"))
+        recorded = selection_of(config, run / RUN_CONFIG) if isinstance(config, dict) else None
+    except (OSError, ValueError, ProactiveBenchError):
+        return None
+    if recorded is None:
+        return None
+    return sum(entry.selected for entry in recorded.scenarios.values())
 
 
 def _model(run: Path) -> str:

@@ -21,6 +21,7 @@ from proactivebench.benchmark.paper_results import (
     figure_models,
     paper_model_named,
     paper_models,
+    paper_results,
     paper_table,
     recognise_model,
 )
@@ -1072,3 +1073,45 @@ def test_a_run_without_a_selection_played_with_a_suites_limit_is_partial(tmp_pat
     assert not_comparable(run) == []
     run.limit = 88
     assert not_comparable(run) == ["partial: played with --limit 88"]
+
+
+def test_an_open_ended_run_of_other_samples_than_the_paper_s_subset_is_not_ranked(
+    tmp_path: Path,
+) -> None:
+    """Table 2 scored the 100-sample subset per scenario `--subset 100` draws (§3.1). A run of
+    every sample (QD 112) was ranked as if it were that subset, and so was one of the first
+    100 (`--limit 100`): other samples."""
+    from proactivebench.report.comparable import subset_apart
+    from proactivebench.report.runs import load_run
+
+    lines = lines_for_row("table2_oeg", "LLaVA-1.5 7B")
+    run = write_run(tmp_path, "oeg", lines, "m", {"mode": "oeg"})
+    counts = paper_results()["filtering"]["counts_after"]
+    by_scenario: dict[str, list[int]] = {}
+    for line in lines:
+        by_scenario.setdefault(line["scenario"], []).append(line["sample_id"])
+
+    def recorded(selected_by: dict, extra: int = 0) -> str | None:
+        config = json.loads((run / "run.json").read_text())
+        scenarios = {}
+        for s, ids in by_scenario.items():
+            chosen = [*ids, *range(max(ids) + 1, max(ids) + 1 + extra)]
+            available = max(counts[s], len(chosen))
+            scenarios[s] = {
+                "available": available,
+                "selected": len(chosen),
+                "ids": id_ranges(chosen),
+            }
+        config["selection"] = {"scenarios": scenarios, "shard": None, "synthetic": False}
+        config["provenance"] = [{"started": "t", "ended": "t", "selected_by": selected_by}]
+        (run / "run.json").write_text(json.dumps(config))
+        return subset_apart(load_run(run))
+
+    assert recorded({"subset": 100}) is None
+    more = [s for s in by_scenario if counts[s] > 100]
+    assert more  # the paper's data offers more than 100 of some scenarios
+    assert recorded({"limit": 100}) == (
+        f"settings the table does not have: {', '.join(more)} chosen otherwise than the "
+        "paper's subset of 100 (--subset 100)"
+    )
+    assert "samples, not the paper's subset of 100 per scenario" in (recorded({}, extra=12) or "")

@@ -116,6 +116,35 @@ def decoding_apart(run: Run) -> str | None:
     )
 
 
+def subset_apart(run: Run) -> str | None:
+    """Why an open-ended run did not play the paper's samples (§3.1: 100 per scenario, the
+    subset `--subset 100` draws), or None: more than 100 of a scenario, or, where a scenario
+    offers more and the run's invocations recorded how they selected (`selected_by`), chosen
+    otherwise (`--limit 100` takes the first 100, not the subset)."""
+    if run_mode(run) == "mcqa" or run.selection is None:
+        return None
+    entries = run.selection.scenarios
+    over = [f"{name} {e.selected}" for name, e in entries.items() if e.selected > PAPER_OEG_SAMPLES]
+    if over:
+        return (
+            f"settings the table does not have: {', '.join(over)} samples, not the paper's "
+            f"subset of {PAPER_OEG_SAMPLES} per scenario (--subset {PAPER_OEG_SAMPLES})"
+        )
+    more = [n for n, e in entries.items() if e.available and e.available > PAPER_OEG_SAMPLES]
+    history = run.config.get("provenance")
+    chosen = [
+        entry["selected_by"]
+        for entry in (history if isinstance(history, list) else [])
+        if isinstance(entry, dict) and isinstance(entry.get("selected_by"), dict)
+    ]
+    if more and any(c.get("subset") != PAPER_OEG_SAMPLES for c in chosen):
+        return (
+            f"settings the table does not have: {', '.join(more)} chosen otherwise than the "
+            f"paper's subset of {PAPER_OEG_SAMPLES} (--subset {PAPER_OEG_SAMPLES})"
+        )
+    return None
+
+
 def said_table(run: Run) -> str | None:
     """The table a caller named for `run` (`Run.counterpart`) when its settings agree with it;
     None when none was named, the name is no table of `COUNTERPARTS`, or the settings
@@ -159,7 +188,8 @@ def not_comparable(run: Run) -> list[str]:
             "not at hand (generated data cannot be told apart)"
         )
     reasons += partial(run)
-    reasons += [r for r in (decoding_apart(run), unknown_offer(run), contradiction(run)) if r]
+    apart = (decoding_apart(run), subset_apart(run), unknown_offer(run), contradiction(run))
+    reasons += [r for r in apart if r]
     earlier = sum(earlier_verdicts(run).values())
     if earlier:
         reasons.append(f"verdicts of two judges: {earlier} line(s) keep an earlier judge's verdict")

@@ -654,6 +654,32 @@ def test_the_card_says_what_eval_warns_and_why_a_run_is_not_comparable(
     assert "| ROD | 1 |" in table
 
 
+def test_a_suites_experiments_of_two_judges_say_so_on_the_card(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """A suite whose judged experiments name different judges (one re-judged): its report
+    warned that their differences compare the judges; the card, which sets them side by side,
+    did not."""
+    suite = tmp_path / "suite"
+    shutil.copytree(runs / "suite", suite, ignore=shutil.ignore_patterns("report"))
+    for experiment, judge in (("mcqa", "python:a.py:judge"), ("hint", "python:b.py:judge")):
+        run = suite / experiment
+        stamp = {"judge": judge, "votes": 1}
+        config = json.loads((run / "run.json").read_text())
+        config["settings"]["judge"] = stamp
+        (run / "run.json").write_text(json.dumps(config))
+        lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+        for line in lines:
+            line["settings"]["judge"] = stamp
+        (run / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        (run / ".finished.json").unlink(missing_ok=True)
+    done = push(hub.endpoint, tmp_path / "hf", suite, "--repo", REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    card = " ".join(hub.repos[REPO].files["README.md"].decode().split())
+    told = "the suite's judged experiments name different judges (mcqa: "
+    assert card.count(told) == 2, card
+
+
 def test_refused_token_is_one_line(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
     done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO, token="hf_wrong")
     assert_one_line_failure(done, "HTTP 401", REPO, "hf auth login", "HF_TOKEN")

@@ -51,7 +51,7 @@ from proactivebench.benchmark.metrics import Metric, average_label, headline_met
 from proactivebench.core.errors import ProactiveBenchError, PushError, hub_answer
 from proactivebench.core.escapes import visible
 from proactivebench.core.paths import read_file
-from proactivebench.core.texts import dumps, loads
+from proactivebench.core.texts import dumps, loads, shown_json
 from proactivebench.jobs.suite import is_suite_dir, read_suite_record
 from proactivebench.run.rundir import (
     REPORT_DIR,
@@ -312,12 +312,34 @@ def _add_suite(plan: PushPlan, out_dir: Path, name: str) -> None:
         raise PushError(f"{out_dir} holds no experiment's run yet: nothing to push")
     for experiment in played:
         _add_run(plan, out_dir / experiment, f"{RUNS}/{name}/{experiment}")
+    _tell_two_judges(plan.runs[-len(played) :], played)
     # The suite's report folder is replaced whole even when no report of it is sent: the one
     # an earlier push left is of the lines as they were then (its links name files this push
     # replaces), and would stay published, and linked from the card, beside these.
     plan.replaced.add(f"{REPORTS}/{name}")
     if _current_report(plan, out_dir / RUN_REPORT, [out_dir / e for e in played]):
         _add_report(plan, out_dir / RUN_REPORT, f"{REPORTS}/{name}")
+
+
+def _tell_two_judges(runs: list[PushedRun], ids: list[str]) -> None:
+    """The suite's judged experiments naming different judges: each one's card section says
+    so, as the suite's report does (`comparable.judges_apart`), since the card sets them side
+    by side and their differences compare the judges as much as the experiments."""
+    judges = {
+        ident: shown_json(run.config.get("settings", {}).get("judge"))
+        for ident, run in zip(ids, runs, strict=True)
+        if isinstance(run.config.get("settings"), dict) and run.config["settings"].get("judge")
+    }
+    if len(set(judges.values())) < 2:
+        return
+    named = "; ".join(f"{ident}: {judge}" for ident, judge in judges.items())
+    told = (
+        f"the suite's judged experiments name different judges ({named}): their judged rates, "
+        "and the differences between them, compare the judges as much as the experiments"
+    )
+    for ident, run in zip(ids, runs, strict=True):
+        if ident in judges:
+            run.cautions.append(told)
 
 
 def _lost(run_dir: Path) -> bool:

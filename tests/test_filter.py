@@ -160,10 +160,14 @@ def test_a_run_of_other_settings_is_refused_by_name(pool: list[Path], tmp_path: 
     oeg = write_run(tmp_path / "oeg", "G", settings={**PLAIN, "mode": "oeg"})
     with pytest.raises(RunMismatchError, match=r"oeg is not a plain MCQA run \(mode: \"oeg\"\)"):
         compute_filter([*pool, oeg])
-    # A model's own seed and decoding are its own: counted with the others.
+    # A model's own seed and decoding are its own: counted with the others, a decoding other
+    # than the protocol's said (its first turns are not those the paper's filter counted).
     own = {**PLAIN, "seed": 3, "decoding": {"max_tokens": 8, "temperature": 0.7}}
     computed = compute_filter([*pool, write_run(tmp_path / "own", "H", settings=own)])
     assert len(computed.runs) == 5
+    (warning,) = computed.warnings
+    assert warning.startswith(f"{tmp_path / 'own'} was decoded otherwise than the protocol (")
+    assert compute_filter(pool).warnings == []
 
 
 def test_a_run_on_other_data_is_refused_by_name(pool: list[Path], tmp_path: Path) -> None:

@@ -156,6 +156,8 @@ def data_filter(run_dirs: tuple[Path, ...], out_file: Path, at_least: float) -> 
     from proactivebench.jobs.filtering import write_filter
 
     computed = write_filter(run_dirs, out_file, at_least)
+    for warning in computed.warnings:
+        out.print(escape(f"warning: {warning}"), highlight=False)
     rule = f"right at the first turn in at least {computed.needed} of {len(computed.runs)} runs"
     unplayed = computed.not_played or {}
     for name, count in computed.counts.items():

@@ -89,6 +89,8 @@ class ComputedFilter:
     #: Per scenario: the samples of the data no run played (None: the data is not here, or
     #: the runs played a filter of their own, whose samples are not known here).
     not_played: dict[str, int] | None = None
+    #: What a reader of the filter must know of the pool (`decoded_otherwise`).
+    warnings: list[str] = field(default_factory=list)
 
     def document(self) -> dict[str, Any]:
         """The filter file: the official list's shape, plus where it came from (a key the
@@ -167,7 +169,27 @@ def compute_filter(
         counts[name] = ScenarioCount(before=len(ids), kept=len(kept[name]))
     data_dir = str((first_config or {}).get("data_dir"))
     records, not_played = _data_behind(Path(data_dir), kept, samples, first_config or {})
-    return ComputedFilter(runs, data_dir, at_least, needed, kept, counts, records, not_played)
+    warnings = [w for r in run_dirs if (w := decoded_otherwise(Path(r))) is not None]
+    return ComputedFilter(
+        runs, data_dir, at_least, needed, kept, counts, records, not_played, warnings
+    )
+
+
+def decoded_otherwise(run_dir: Path) -> str | None:
+    """A run of the pool not decoded as the protocol decodes multiple choice (greedy, 50 new
+    tokens), or None: a model may sample its own answers, but its first turns are then another
+    measurement than the paper's filter counted."""
+    config = read_run_config(run_dir)
+    settings = config.get("settings")
+    recorded = settings.get("decoding") if isinstance(settings, dict) else None
+    protocol = EvalSettings().identity().get("decoding")
+    if recorded is None or recorded == protocol:
+        return None
+    return (
+        f"{run_dir} was decoded otherwise than the protocol ({shown_json(recorded)}, where it "
+        f"decodes {shown_json(protocol)}): its first turns are not those the paper's filter "
+        "counted"
+    )
 
 
 def _data_behind(

@@ -1,6 +1,7 @@
 """Typed records of the official `*_preprocessed.jsonl` files, with located validation.
 
-One dataclass per scenario (the common fields of docs/protocol.md §2 plus the scenario's extras).
+`Record` holds the common fields of docs/protocol.md §2; each scenario's record type (its
+extras and their checks) lives beside its episode in `benchmark/scenarios/`.
 `parse_record` turns one decoded JSON line into a record or raises a `DataError` naming the
 file, line and field, so that a malformed data set ends in one readable message instead of a
 `KeyError` deep inside an episode. Records never touch images: paths are only formatted.
@@ -14,11 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from proactivebench.core.errors import DataError
-
-#: The corruption levels ImageNet-C has: severities 1 to 5 (docs/protocol.md §5, IN-C).
-INC_LEVELS = range(1, 6)
-
-_COCO_DIRECTIONS = frozenset({"up", "down", "left", "right"})
 
 
 @dataclass(frozen=True)
@@ -80,124 +76,13 @@ class Record:
         return True
 
 
-def _check_frame(fields: Fields, first: int, num_images: int) -> None:
+def check_frame(fields: Fields, first: int, num_images: int) -> None:
     """ROD and VSOD cycle through frames 0..num_images-1 and CIT moves within them, so a first
     frame outside that range is one the episode could never come back to."""
     if not 0 <= first < num_images:
         raise fields.error(
             "first_image", f"must be a frame 0..num_images-1 (num_images={num_images}), got {first}"
         )
-
-
-@dataclass(frozen=True)
-class RODRecord(Record):
-    scenario: ClassVar[str] = "ROD"
-
-    @classmethod
-    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
-        _check_frame(fields, first, num_images)
-
-
-@dataclass(frozen=True)
-class VSODRecord(Record):
-    scenario: ClassVar[str] = "VSOD"
-    #: True for the samples that need a rewind; the official filter drops those marked false.
-    #: None when the record lacks the field (such records are kept).
-    strong_occlusions: bool | None = None
-
-    @classmethod
-    def read_extra(cls, fields: Fields) -> dict[str, Any]:
-        if "strong_occlusions" not in fields.obj:
-            return {}
-        return {"strong_occlusions": fields.bool("strong_occlusions")}
-
-    @classmethod
-    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
-        _check_frame(fields, first, num_images)
-
-    def in_official_test(self) -> bool:
-        """The reference keeps VSOD's strongly occluded samples (those a rewind helps) and a
-        record without the field."""
-        return self.strong_occlusions is not False
-
-
-@dataclass(frozen=True)
-class MVPNRecord(Record):
-    scenario: ClassVar[str] = "MVP-N"
-    template_fields: ClassVar[frozenset[str]] = frozenset({"image", "informative"})
-    valid_images: tuple[int, ...] = ()
-
-    @classmethod
-    def read_extra(cls, fields: Fields) -> dict[str, Any]:
-        valid = fields.int_list("valid_images")
-        if any(view < 0 for view in valid):
-            raise fields.error("valid_images", f"image ids must be >= 0, got {min(valid)}")
-        return {"valid_images": valid}
-
-    def own_warnings(self, warning: Callable[[str, str], DataError]) -> list[DataError]:
-        if len(self.valid_images) >= self.num_images:
-            return []
-        return [
-            warning(
-                "valid_images",
-                f"{len(self.valid_images)} entries for num_images={self.num_images}: an "
-                f"episode that rotates to turn {len(self.valid_images) + 1} ends there, failed",
-            )
-        ]
-
-
-@dataclass(frozen=True)
-class INCRecord(Record):
-    scenario: ClassVar[str] = "IN-C"
-    template_fields: ClassVar[frozenset[str]] = frozenset({"level"})
-    quality_answer: str = ""
-
-    @classmethod
-    def read_extra(cls, fields: Fields) -> dict[str, Any]:
-        return {"quality_answer": fields.str("quality_answer")}
-
-    @classmethod
-    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
-        """IN-C starts at a corruption level."""
-        if first not in INC_LEVELS:
-            raise fields.error(
-                "first_image",
-                f"must be a corruption level {INC_LEVELS.start}..{INC_LEVELS[-1]}, got {first}",
-            )
-
-    def own_warnings(self, warning: Callable[[str, str], DataError]) -> list[DataError]:
-        if self.first_image - self.num_images >= 0:
-            return []
-        return [
-            warning(
-                "num_images",
-                f"{self.num_images} turns from level {self.first_image} would go below "
-                f"level {INC_LEVELS.start}: an episode that gets there ends, failed",
-            )
-        ]
-
-
-@dataclass(frozen=True)
-class QDRecord(Record):
-    scenario: ClassVar[str] = "QD"
-
-
-@dataclass(frozen=True)
-class CITRecord(Record):
-    scenario: ClassVar[str] = "CIT"
-    step_size: int = 1
-    max_steps: int = 1
-
-    @classmethod
-    def read_extra(cls, fields: Fields) -> dict[str, Any]:
-        return {
-            "step_size": fields.int("step_size", minimum=1),
-            "max_steps": fields.int("max_steps", minimum=1),
-        }
-
-    @classmethod
-    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
-        _check_frame(fields, first, num_images)
 
 
 @dataclass(frozen=True)
@@ -208,57 +93,6 @@ class Crop:
     left: float
     height: float
     width: float
-
-
-@dataclass(frozen=True)
-class COCORecord(Record):
-    scenario: ClassVar[str] = "COCO"
-    template_fields: ClassVar[frozenset[str]] = frozenset()
-    direction: str = "zoom"
-    granularity: int = 1
-    horizontal_step: float = 0.0
-    vertical_step: float = 0.0
-    crop: Crop = Crop(0.0, 0.0, 0.0, 0.0)
-
-    @property
-    def moves(self) -> frozenset[str]:
-        """The direction's parts: ``{"zoom"}`` or a subset of up/down/left/right."""
-        return frozenset(self.direction.split("_"))
-
-    @classmethod
-    def read_extra(cls, fields: Fields) -> dict[str, Any]:
-        direction = fields.str("direction")
-        parts = direction.split("_")
-        if direction != "zoom" and (
-            not set(parts) <= _COCO_DIRECTIONS or len(set(parts)) != len(parts)
-        ):
-            raise fields.error(
-                "direction",
-                f"expected 'zoom' or up/down/left/right joined by '_', got {direction!r}",
-            )
-        crop = fields.get("crop")
-        if not isinstance(crop, dict):
-            raise fields.error("crop", "expected an object {top, left, height, width}")
-        for key in ("top", "left", "height", "width"):
-            if key not in crop:
-                raise fields.error(f"crop.{key}", "missing")
-        return dict(
-            direction=direction,
-            granularity=fields.int("granularity", minimum=1),
-            horizontal_step=fields.number("horizontal_step"),
-            vertical_step=fields.number("vertical_step"),
-            crop=Crop(
-                **{k: fields.number(f"crop.{k}", crop) for k in ("top", "left", "height", "width")}
-            ),
-        )
-
-    @classmethod
-    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
-        """COCO does not use it."""
-
-    @classmethod
-    def reads_reference(cls) -> bool:
-        return False
 
 
 class Fields:

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 from proactivebench.benchmark.protocol import fixed_action_space
-from proactivebench.benchmark.records import CITRecord
+from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.actions import is_abstention
 from proactivebench.benchmark.scenarios.base import Episode, Halt
 
 REWIND_OPTION = "Rewind the video."
 WAIT_MARKER = "Wait for the"
+
+
+@dataclass(frozen=True)
+class CITRecord(Record):
+    scenario: ClassVar[str] = "CIT"
+    step_size: int = 1
+    max_steps: int = 1
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        return {
+            "step_size": fields.int("step_size", minimum=1),
+            "max_steps": fields.int("max_steps", minimum=1),
+        }
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        check_frame(fields, first, num_images)
 
 
 class CITEpisode(Episode):

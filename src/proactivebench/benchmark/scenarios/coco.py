@@ -2,12 +2,69 @@
 
 from __future__ import annotations
 
-from proactivebench.benchmark.records import COCORecord
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from proactivebench.benchmark.records import Crop, Fields, Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt, View
 
 ZOOM_OPTION = "Move farther from the object."
 HORIZONTAL_OPTIONS = ("Move the camera to the left.", "Move the camera to the right.")
 VERTICAL_OPTIONS = ("Move the camera up.", "Move the camera down.")
+
+
+_COCO_DIRECTIONS = frozenset({"up", "down", "left", "right"})
+
+
+@dataclass(frozen=True)
+class COCORecord(Record):
+    scenario: ClassVar[str] = "COCO"
+    template_fields: ClassVar[frozenset[str]] = frozenset()
+    direction: str = "zoom"
+    granularity: int = 1
+    horizontal_step: float = 0.0
+    vertical_step: float = 0.0
+    crop: Crop = Crop(0.0, 0.0, 0.0, 0.0)  # noqa: RUF009 - frozen: one shared value is safe
+
+    @property
+    def moves(self) -> frozenset[str]:
+        """The direction's parts: ``{"zoom"}`` or a subset of up/down/left/right."""
+        return frozenset(self.direction.split("_"))
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        direction = fields.str("direction")
+        parts = direction.split("_")
+        if direction != "zoom" and (
+            not set(parts) <= _COCO_DIRECTIONS or len(set(parts)) != len(parts)
+        ):
+            raise fields.error(
+                "direction",
+                f"expected 'zoom' or up/down/left/right joined by '_', got {direction!r}",
+            )
+        crop = fields.get("crop")
+        if not isinstance(crop, dict):
+            raise fields.error("crop", "expected an object {top, left, height, width}")
+        for key in ("top", "left", "height", "width"):
+            if key not in crop:
+                raise fields.error(f"crop.{key}", "missing")
+        return dict(
+            direction=direction,
+            granularity=fields.int("granularity", minimum=1),
+            horizontal_step=fields.number("horizontal_step"),
+            vertical_step=fields.number("vertical_step"),
+            crop=Crop(
+                **{k: fields.number(f"crop.{k}", crop) for k in ("top", "left", "height", "width")}
+            ),
+        )
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        """COCO does not use it."""
+
+    @classmethod
+    def reads_reference(cls) -> bool:
+        return False
 
 
 class COCOEpisode(Episode):

@@ -2,13 +2,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 from proactivebench.benchmark.protocol import fixed_action_space
-from proactivebench.benchmark.records import INC_LEVELS, INCRecord
+from proactivebench.benchmark.records import Fields, Record
 from proactivebench.benchmark.scenarios.actions import is_abstention
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+from proactivebench.core.errors import DataError
 
+#: The corruption levels ImageNet-C has: severities 1 to 5 (docs/protocol.md §5, IN-C).
+INC_LEVELS = range(1, 6)
 #: The mildest corruption: an enhancement from it has no image to show (docs/protocol.md §2).
 LOWEST_LEVEL = INC_LEVELS.start
+
+
+@dataclass(frozen=True)
+class INCRecord(Record):
+    scenario: ClassVar[str] = "IN-C"
+    template_fields: ClassVar[frozenset[str]] = frozenset({"level"})
+    quality_answer: str = ""
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        return {"quality_answer": fields.str("quality_answer")}
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        """IN-C starts at a corruption level."""
+        if first not in INC_LEVELS:
+            raise fields.error(
+                "first_image",
+                f"must be a corruption level {INC_LEVELS.start}..{INC_LEVELS[-1]}, got {first}",
+            )
+
+    def own_warnings(self, warning: Callable[[str, str], DataError]) -> list[DataError]:
+        if self.first_image - self.num_images >= 0:
+            return []
+        return [
+            warning(
+                "num_images",
+                f"{self.num_images} turns from level {self.first_image} would go below "
+                f"level {INC_LEVELS.start}: an episode that gets there ends, failed",
+            )
+        ]
 
 
 class INCEpisode(Episode):

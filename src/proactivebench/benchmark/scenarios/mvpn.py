@@ -2,9 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 from proactivebench.benchmark.protocol import fixed_action_space
-from proactivebench.benchmark.records import MVPNRecord
+from proactivebench.benchmark.records import Fields, Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt, View
+from proactivebench.core.errors import DataError
+
+
+@dataclass(frozen=True)
+class MVPNRecord(Record):
+    scenario: ClassVar[str] = "MVP-N"
+    template_fields: ClassVar[frozenset[str]] = frozenset({"image", "informative"})
+    valid_images: tuple[int, ...] = ()
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        valid = fields.int_list("valid_images")
+        if any(view < 0 for view in valid):
+            raise fields.error("valid_images", f"image ids must be >= 0, got {min(valid)}")
+        return {"valid_images": valid}
+
+    def own_warnings(self, warning: Callable[[str, str], DataError]) -> list[DataError]:
+        if len(self.valid_images) >= self.num_images:
+            return []
+        return [
+            warning(
+                "valid_images",
+                f"{len(self.valid_images)} entries for num_images={self.num_images}: an "
+                f"episode that rotates to turn {len(self.valid_images) + 1} ends there, failed",
+            )
+        ]
 
 
 class MVPNEpisode(Episode):

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
 
 from proactivebench.benchmark.protocol import fixed_action_space
-from proactivebench.benchmark.records import QDRecord
+from proactivebench.benchmark.records import Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+
+
+@dataclass(frozen=True)
+class QDRecord(Record):
+    scenario: ClassVar[str] = "QD"
 
 
 class QDEpisode(Episode):

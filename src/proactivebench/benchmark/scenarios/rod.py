@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
 
 from proactivebench.benchmark.protocol import fixed_action_space
-from proactivebench.benchmark.records import RODRecord
+from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.base import Episode, Halt
 
 #: An image of the official data that is broken; the reference swaps in its neighbours.
 _BROKEN = "natural_bluebl_greenr-banana-s6"
+
+
+@dataclass(frozen=True)
+class RODRecord(Record):
+    scenario: ClassVar[str] = "ROD"
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        check_frame(fields, first, num_images)
 
 
 class RODEpisode(Episode):

@@ -3,10 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from proactivebench.benchmark.protocol import fixed_action_space
-from proactivebench.benchmark.records import VSODRecord
+from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+
+
+@dataclass(frozen=True)
+class VSODRecord(Record):
+    scenario: ClassVar[str] = "VSOD"
+    #: True for the samples that need a rewind; the official filter drops those marked false.
+    #: None when the record lacks the field (such records are kept).
+    strong_occlusions: bool | None = None
+
+    @classmethod
+    def read_extra(cls, fields: Fields) -> dict[str, Any]:
+        if "strong_occlusions" not in fields.obj:
+            return {}
+        return {"strong_occlusions": fields.bool("strong_occlusions")}
+
+    @classmethod
+    def check_first_image(cls, fields: Fields, first: int, num_images: int) -> None:
+        check_frame(fields, first, num_images)
+
+    def in_official_test(self) -> bool:
+        """The reference keeps VSOD's strongly occluded samples (those a rewind helps) and a
+        record without the field."""
+        return self.strong_occlusions is not False
 
 
 class VSODEpisode(Episode):

@@ -151,6 +151,28 @@ def test_registered_after_the_seven_and_refused_twice(dim: ScenarioInfo) -> None
         unregister_scenario("ROD")
 
 
+def test_a_generator_naming_its_images_otherwise_than_its_episode_is_refused(
+    dim: ScenarioInfo, tmp_path: Path
+) -> None:
+    """The image names are the record's template as the episode fills it: a generator that
+    wrote "frame-0.png" for a template of "{image}.png" made data on which every episode
+    failed with "image not found", found only when played (issue 46 item 3)."""
+
+    def renamed(rng: np.random.Generator, index: int, slot: int) -> Sample:
+        sample = make_dim_sample(rng, index, slot)
+        images = {
+            path.replace("/", "/frame-", 1) if path.endswith(".png") else path: image
+            for path, image in sample.images.items()
+        }
+        return Sample(sample.record, images)
+
+    unregister_scenario(SHORT)
+    register_scenario(ScenarioInfo(DimEpisode, generate=renamed))
+    with pytest.raises(ValueError, match=rf"the {SHORT} generator's sample 0 has no image "):
+        generate(tmp_path / "data", per_scenario=1, scenarios=[SHORT])
+    assert not (tmp_path / "data").exists()  # nothing written
+
+
 def test_loaded_with_its_own_field_and_played(data: Path) -> None:
     dataset = load_dataset(data)
     records = dataset.records[SHORT]

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from proactivebench.benchmark.registry import scenario, scenario_names, scenario_rank
+from proactivebench.benchmark.records import Source, parse_record
+from proactivebench.benchmark.registry import make_episode, scenario, scenario_names, scenario_rank
 from proactivebench.core.paths import staged_folder, write_whole
 from proactivebench.core.texts import dumps
 from proactivebench.data.synth.common import Sample
@@ -76,7 +77,29 @@ def make_sample(short: str, index: int, *, seed: int = 0, split: str = "test") -
     rng = _stream(seed, split, short, _SAMPLE, index)
     build = scenario(short).generator()
     assert build is not None  # _check refused the others
-    return build(rng, index, offset + index)
+    sample: Sample = build(rng, index, offset + index)
+    _refuse_unseen_images(short, index, sample)
+    return sample
+
+
+def _refuse_unseen_images(short: str, index: int, sample: Sample) -> None:
+    """Refuse a generator whose images are not those its scenario's episode shows: the image
+    names are the record's template filled by the episode (`Episode.image_paths`, in play and
+    in reference mode), and a generator that names them otherwise made data on which every
+    episode failed with "image not found", found only when played."""
+    info = scenario(short)
+    record = parse_record(info.record_type, sample.record, Source(f"<{short} generator>", index))
+    for reference in (False, True):
+        shown = make_episode(record, reference=reference).image_paths()
+        missing = next((path for path in shown if path not in sample.images), None)
+        if missing is not None:
+            made = ", ".join(sorted(sample.images)[:3])
+            raise ValueError(
+                f"the {short} generator's sample {index} has no image {missing!r}, which its "
+                f"episode shows{' in reference mode' if reference else ''} (the record's "
+                f"image_template filled by the episode); it made {made}"
+                f"{', ...' if len(sample.images) > 3 else ''}"
+            )
 
 
 def save_png(image: Image.Image, path: Path) -> None:

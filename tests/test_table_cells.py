@@ -209,3 +209,17 @@ def test_a_declared_metric_is_in_summary_json_without_a_field_added_by_hand(
     assert score.turns_used == 1.5 and score.as_dict()["turns_used"] == 1.5
     with pytest.raises(TypeError, match="no declared summary metric undeclared"):
         metrics.ScenarioScore(n=1, undeclared=1.0)
+
+
+def test_a_terminal_cell_keeps_what_follows_its_interval() -> None:
+    """`report --paper` printed a Fig. 8 average of other scenarios than the paper's as a
+    plain "20.0 ± 20.0" (its "not compared" dropped with the bracket), and one without an
+    interval as "0.0 not compared ± 0.00000000000000"; report.md and the page said it."""
+    from proactivebench.cli.output import _terminal_text
+    from proactivebench.report.tables import Cell
+
+    marked = Cell("20.0 [0.0, 40.0] not compared", 20.0, 0.0, 40.0)
+    assert _terminal_text(marked) == "20.0 ± 20.0 not compared"
+    assert _terminal_text(Cell("0.0 not compared", 0.0, 0.0, 0.0)) == "0.0 not compared"
+    assert _terminal_text(Cell("50.0 [0.0, 100.0]", 50.0, 0.0, 100.0)) == "50.0 ± 50.0"
+    assert _terminal_text(Cell("—")) == "—"

@@ -421,10 +421,11 @@ def report_table(table: ReportTable) -> Table:
 def _terminal_text(cell: ReportCell) -> str:
     """A rate with its interval as `estimate ± half-width`; anything else as the report
     writes it."""
-    if cell.low is None or cell.high is None:
-        return cell.text
-    estimate = cell.text.partition(" [")[0]
-    return plus_minus(estimate, cell.low, cell.high)
+    estimate, bracket, rest = cell.text.partition(" [")
+    if cell.low is None or cell.high is None or not bracket:
+        return cell.text  # no interval shown (a plain mean): as the report writes it
+    # What follows the interval ("not compared") stays: it says how to read the number.
+    return plus_minus(estimate, cell.low, cell.high) + rest.partition("]")[2]
 
 
 def print_report_outcome(outcome: ReportOutcome) -> None:

@@ -106,6 +106,9 @@ def test_runs_that_record_no_data_are_told_by_their_samples_answers(
     args = ["train", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--holdout", "ROD"]
     code, text = run_cli(args, capsys)
     assert code != 0 and "have another answer" in text
+    args = ["data", "filter", str(tmp_path / "a"), str(tmp_path / "b")]
+    code, text = run_cli([*args, "--out", str(tmp_path / "f.json")], capsys)
+    assert code != 0 and "have another answer" in text  # a pool of one data set
     # Beside a run of the same data that records it: paired, its samples' answers agree.
     args = ["report", str(tmp_path / "a"), "--vs", str(tmp_path / "c")]
     code, text = run_cli([*args, "--out", str(tmp_path / "vs")], capsys)

@@ -143,13 +143,24 @@ def compute_filter(
     needed = models_needed(at_least, len(run_dirs))
     runs: list[PoolRun] = []
     first_config: dict[str, Any] | None = None
+    first_lines: list[dict[str, Any]] = []
     owners: dict[str, Path] = {}
     for given in run_dirs:
         run_dir = Path(given)
         config = read_run_config(run_dir)
+        _refuse_not_plain(run_dir, config)
+        found = run_lines(run_dir, config)
+        refuse_rejected(found.rejected, f"{run_dir} holds lines that cannot be counted")
         if first_config is None:
-            first_config = config
-        _check_comparable(run_dir, config, Path(run_dirs[0]), first_config)
+            first_config, first_lines = config, found.lines
+        # The rule --vs and train compare apply: runs that record no data are told by their
+        # samples' answers (`datarecords.other_data`).
+        why = other_data(config, first_config, (found.lines, first_lines))
+        if why is not None:
+            raise RunMismatchError(
+                f"{run_dir} was played on other data than {run_dirs[0]} ({why}): a filter "
+                "counts runs of one data set"
+            )
         model = str(config.get("model"))
         who = dumps([model, config.get("model_settings")], sort_keys=True)
         if who in owners:
@@ -158,7 +169,7 @@ def compute_filter(
                 "once in the pool; leave one out"
             )
         owners[who] = run_dir
-        runs.append(PoolRun(run_dir.resolve(), model, _first_turns(run_dir, config)))
+        runs.append(PoolRun(run_dir.resolve(), model, _first_turns(found.lines)))
     samples = _common_samples(runs)
     right = {s: sum(r.right_first[s] for r in runs) for s in samples}
     kept: dict[str, list[int]] = {}
@@ -255,16 +266,8 @@ def _refuse_other_file(out: Path) -> None:
         ) from None
 
 
-def _check_comparable(
-    run_dir: Path, config: dict[str, Any], first_dir: Path, first: dict[str, Any]
-) -> None:
-    """Refuse a run of other data than the first run's, or of any setting but plain MCQA."""
-    why = other_data(config, first)
-    if why is not None:
-        raise RunMismatchError(
-            f"{run_dir} was played on other data than {first_dir} ({why}): a filter counts "
-            "runs of one data set"
-        )
+def _refuse_not_plain(run_dir: Path, config: dict[str, Any]) -> None:
+    """Refuse a run of any setting but plain MCQA."""
     settings = config.get("settings")
     differs = _not_plain(settings if isinstance(settings, dict) else {})
     if differs:
@@ -286,14 +289,12 @@ def _not_plain(recorded: dict[str, Any]) -> list[str]:
     ]
 
 
-def _first_turns(run_dir: Path, config: dict[str, Any]) -> dict[Sample, bool]:
-    """Each finished episode of the run: whether its first turn's verdict was "correct". An
-    episode that ended in an error has no first turn to count (a rerun of its eval retries
-    it); a line that is not the run's stops the count, named."""
-    found = run_lines(run_dir, config)
-    refuse_rejected(found.rejected, f"{run_dir} holds lines that cannot be counted")
+def _first_turns(lines: list[dict[str, Any]]) -> dict[Sample, bool]:
+    """Each finished episode of the run's counted lines: whether its first turn's verdict was
+    "correct". An episode that ended in an error has no first turn to count (a rerun of its
+    eval retries it)."""
     first: dict[Sample, bool] = {}
-    for line in found.lines:
+    for line in lines:
         trace = line.get("trace")
         if line.get("error") or not isinstance(trace, list) or not trace:
             continue

@@ -302,7 +302,11 @@ def unscored(run: Run) -> str | None:
     return (
         f"{run.run_dir}: {scored_all} of the {selected_all} episodes it selected hold a score "
         f"({'; '.join(short)})"
-        + ("" if imported(run) else ": the same command again plays the rest")
+        + (
+            ""
+            if imported(run)
+            else f": eval with its options and --out {run.run_dir} plays the rest"
+        )
     )
 
 

@@ -676,3 +676,32 @@ def test_a_line_json_cannot_hold_is_refused_before_anything_is_written(
     assert f"{path}: sample {sample.id!r}: bonus.x is inf" in flat and "nothing imported" in flat
     assert not run.exists()
     assert run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)[0] == 0
+
+
+def test_an_imported_run_records_the_decoding_inspect_asked_with(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`inspect eval --temperature 1.0` overrides the task's decoding: the import recorded the
+    protocol's (the task's declaration) in run.json and every line, so the card, `data
+    filter` and `report --paper` read a sampled run as decoded by the protocol."""
+    from proactivebench.report.comparable import decoding_apart
+    from proactivebench.report.runs import load_run
+
+    played = scripts(data)
+    model = get_model("mockllm/model", custom_outputs=mock_outputs(played))
+    (log,) = inspect_eval(
+        proactivebench(data=str(data), limit=1, scenarios="ROD"),
+        model=model,
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        temperature=1.0,
+    )
+    run = tmp_path / "imported"
+    code, text = run_cli(["import-inspect", str(log.location), "--out", str(run)], capsys)
+    assert code == 0, text
+    decoding = json.loads((run / "run.json").read_text())["settings"]["decoding"]
+    assert decoding["temperature"] == 1.0
+    lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert {x["settings"]["decoding"]["temperature"] for x in lines} == {1.0}
+    assert "temperature" in (decoding_apart(load_run(run)) or "")

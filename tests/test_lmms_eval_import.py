@@ -345,3 +345,17 @@ def test_a_document_naming_its_sample_as_text_is_told_by_type(
         f"{log}:1: its result line is {line['scenario']} sample {episode} (int), its document "
         f"{line['scenario']} sample {str(episode)!r} (str)" in flat
     ), flat
+
+
+def test_the_decoding_a_harness_asked_with_is_the_one_recorded() -> None:
+    """Inspect's `--temperature` and lmms-eval's `--gen_kwargs` override the task's decoding:
+    the imported run recorded the protocol's. One rule for both (`decoded_as_asked`)."""
+    from proactivebench.adapters.imported import decoded_as_asked
+
+    protocol = {"max_tokens": 50, "temperature": 0.0}
+    lmms = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
+    yaml = {"max_new_tokens": 50, "temperature": 0, "do_sample": False, "until": ["\n"]}
+    assert decoded_as_asked(protocol, yaml, lmms) == protocol  # 0 is 0.0: as declared
+    sampled = decoded_as_asked(protocol, {**yaml, "temperature": 1.0, "top_p": 0.9}, lmms)
+    assert sampled == {"max_tokens": 50, "temperature": 1.0, "top_p": 0.9}
+    assert decoded_as_asked(protocol, {"temperature": True}, lmms) == protocol  # not a number

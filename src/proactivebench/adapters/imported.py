@@ -161,6 +161,22 @@ def _non_finite(value: Any) -> tuple[str, float] | None:
     return None
 
 
+def decoded_as_asked(
+    declared: Mapping[str, Any], asked: Mapping[str, Any], names: Mapping[str, str]
+) -> dict[str, Any]:
+    """The decoding a harness asked the model with: the run's declared decoding (run.json's
+    `settings.decoding`) with what the harness's own settings override (`asked`: Inspect's
+    GenerateConfig, lmms-eval's generation_kwargs, whose keys `names` maps to ours). The one
+    rule of both importers: a run recorded as decoded by the protocol when the harness's
+    command line sampled would be read as such by every reader."""
+    played = dict(declared)
+    for theirs, ours in names.items():
+        value = asked.get(theirs)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            played[ours] = value
+    return played if played != dict(declared) else dict(declared)
+
+
 def left_out_text(left_out: Counter[str], source: str) -> str | None:
     """One line on what an import left out of `source` (`left_out`: how many of each kind, by
     what they are); None when it left out nothing."""

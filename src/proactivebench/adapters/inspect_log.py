@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proactivebench.adapters.imported import refuse_twice, score_problem, write_imported
+from proactivebench.adapters.imported import (
+    decoded_as_asked,
+    refuse_twice,
+    score_problem,
+    write_imported,
+)
 from proactivebench.benchmark.metrics import Summary, headline_metrics
 from proactivebench.benchmark.registry import lookup
 from proactivebench.benchmark.results import EpisodeResult, OEGResult, is_oeg_line, result_key
@@ -90,6 +95,7 @@ def import_inspect_log(
     later = len(log.samples or []) - len(samples)
     # Lines come from the log's metadata, text from outside: made storable as it enters.
     lines = [storable_json(_line(sample, settings, log_path)) for sample in samples]
+    settings, lines = _decoded_as_played(log, settings, lines)
     # A line no reader could count (damaged, another run's settings, an unknown scenario) is
     # refused before anything is written: the run directory stays free for a good log.
     for sample, line in zip(samples, lines, strict=True):
@@ -139,6 +145,30 @@ def import_inspect_log(
             later
         )
     return outcome
+
+
+#: The keys of Inspect's GenerateConfig that are a decoding of ours (`Decoding`): the same.
+_DECODING_KEYS = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
+
+
+def _decoded_as_played(
+    log: Any, settings: Any, lines: list[dict[str, Any]]
+) -> tuple[Any, list[dict[str, Any]]]:
+    """The task's settings and lines with the decoding Inspect asked the model with: the
+    task records the decoding it declared, but `inspect eval --temperature 1.0` (or
+    `--max-tokens`) overrides it, and a run recorded as decoded by the protocol would be read
+    as such by every reader (the card, `data filter`, `report --paper`)."""
+    if not isinstance(settings, dict) or not isinstance(settings.get("decoding"), dict):
+        return settings, lines
+    declared = settings["decoding"]
+    config = log.plan.config.model_dump(mode="json", exclude_none=True)
+    played = decoded_as_asked(declared, config, _DECODING_KEYS)
+    if played == declared:
+        return settings, lines
+    for line in lines:
+        if isinstance(line.get("settings"), dict) and line["settings"].get("decoding") == declared:
+            line["settings"] = {**line["settings"], "decoding": played}
+    return {**settings, "decoding": played}, lines
 
 
 def _foreign(log: Any, sample: Any, line: dict[str, Any]) -> str | None:

@@ -41,6 +41,7 @@ import datasets
 from lmms_eval.api.task import ConfigurableTask
 from PIL import Image
 
+from proactivebench.adapters.imported import decoded_as_asked
 from proactivebench.benchmark.metrics import (
     Metric,
     episode_scores,
@@ -352,6 +353,10 @@ def aggregate_ps_rate(entries: list[dict[str, Any]]) -> float | None:
 # ----- the task class --------------------------------------------------------------------------
 
 
+#: lmms-eval's generation_kwargs that are a decoding of ours (`models.base.Decoding`).
+GENERATION_KWARGS = {"max_new_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p"}
+
+
 class ProactiveBenchTask(ConfigurableTask):
     """lmms-eval's configurable task with our episodes as its documents.
 
@@ -361,6 +366,20 @@ class ProactiveBenchTask(ConfigurableTask):
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config={k: v for k, v in config.items() if k != "class"})
+
+    def process_results(self, doc: dict[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+        """`process_results`, the line recording the decoding lmms-eval asked with: its
+        `--gen_kwargs` override the task's generation_kwargs, and a line saying the protocol's
+        decoding would be read as such by every reader of the imported run."""
+        entries = process_results(doc, results)
+        asked = getattr(self.config, "generation_kwargs", None) or {}
+        for entry in entries.values():
+            line = entry[RESULT_KEY]
+            settings = line.get("settings")
+            if isinstance(settings, dict) and isinstance(settings.get("decoding"), dict):
+                played = decoded_as_asked(settings["decoding"], asked, GENERATION_KWARGS)
+                line["settings"] = {**settings, "decoding": played}
+        return entries
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None) -> None:
         docs = datasets.Dataset.from_list(episode_docs(str(self.config.dataset_name)))

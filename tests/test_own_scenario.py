@@ -39,7 +39,8 @@ from proactivebench.data.synth.common import Sample
 from proactivebench.report.plots import scenario_marker
 
 SHORT = "DIM"
-LAMP = "Turn up the brightness of the lamp."
+#: Its intervention names its own action (DIMMER), by its own keyword.
+LAMP = "Turn the lamp's dimmer up."
 CATEGORIES = ("cat", "chair", "lamp post", "teapot")
 STRINGS = ScenarioStrings(
     short=SHORT,
@@ -66,18 +67,20 @@ class DimRecord(Record):
 
 
 class DimEpisode(Episode):
-    """BRIGHTNESS shows the next exposure; the darkest one takes no category, the last one
-    only the category."""
+    """DIMMER shows the next exposure; the darkest one takes no category, the last one only
+    the category."""
 
     scenario = SHORT
     record_type = DimRecord
+    # Its own keyword: the protocol's table knows no dimmer.
+    keywords = (("dimmer", "DIMMER"),)
 
     @classmethod
     def strings(cls) -> ScenarioStrings:
         return STRINGS
 
     def action_space(self) -> tuple[str, ...]:
-        return ("BRIGHTNESS",)
+        return ("DIMMER",)
 
     def _actions_allowed(self) -> bool:
         return not self.is_last_turn
@@ -124,8 +127,8 @@ def dim() -> Iterator[ScenarioInfo]:
             DimEpisode,
             generate=make_dim_sample,
             marker="*",
-            recognise=lambda cues: cues.mention("lamp"),
-            recognise_rank=0,  # before IN-C, whose keyword "brightness" its option shares
+            recognise=lambda cues: "DIMMER" in cues.actions,  # its own keyword's action
+            recognise_rank=0,
         )
     )
     try:

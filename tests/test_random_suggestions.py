@@ -302,7 +302,9 @@ def test_verifiers_pays_no_intervention_reward_for_a_suggestion(data: Path) -> N
 def test_a_scenario_registered_from_outside_offers_its_own_texts() -> None:
     """Its `interventions` join the other scenarios' pools, and the keyword rule applies to
     them too: the toy's lamp "brightness" is IN-C's BRIGHTNESS, so IN-C never shows it."""
-    from test_own_scenario import LAMP, DimEpisode
+    from test_own_scenario import DimEpisode
+
+    LAMP = "Turn up the brightness of the lamp."
 
     class LitEpisode(DimEpisode):
         interventions = (LAMP,)

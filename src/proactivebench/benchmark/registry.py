@@ -54,7 +54,8 @@ class OptionCues:
     @classmethod
     def of(cls, options: Iterable[str], prompt: str = "") -> OptionCues:
         texts = tuple(o.lower() for o in options if not is_abstention(o))
-        actions = frozenset(a for o in texts for keyword, a in action_keywords() if keyword in o)
+        table = (*action_keywords(), *(k for i in _REGISTRY.values() for k in i.episode.keywords))
+        actions = frozenset(a for o in texts for keyword, a in table if keyword in o)
         return cls(texts, actions, prompt.lower())
 
     def mention(self, word: str) -> bool:

@@ -72,10 +72,10 @@ def suggested_option(
     space = episode.action_space()
     by_action = {}
     for option in valid:
-        action, _ = action_of(option, space)
+        action, _ = action_of(option, space, episode.keywords)
         if action is not None:
             by_action.setdefault(action, option)
-    named, _ = action_of(generation, by_action)
+    named, _ = action_of(generation, by_action, episode.keywords)
     if named is not None:
         return by_action[named], False, None
     rng = mapping_rng(seed, episode.scenario, episode.record.id, obs.turn)

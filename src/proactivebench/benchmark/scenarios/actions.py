@@ -1,4 +1,5 @@
-"""Mapping an accepted option's text to an action with the protocol's keyword table."""
+"""Mapping an accepted option's text to an action with the protocol's keyword table (and the
+keywords a scenario of one's own adds)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,25 @@ def is_abstention(option: str) -> bool:
     return any(marker in lowered for marker in abstain_markers())
 
 
-def names_action(option: str, action_space: Iterable[str]) -> bool:
-    """Whether the keyword table reads `option` as asking for an action of `action_space`
-    (one keyword of it is enough): such a text is no invalid suggestion there."""
+#: (keyword, ACTION) pairs a scenario adds to the protocol's table (`Episode.keywords`).
+Keywords = tuple[tuple[str, str], ...]
+
+
+def names_action(option: str, action_space: Iterable[str], keywords: Keywords = ()) -> bool:
+    """Whether the keyword table (the protocol's, and the scenario's own `keywords`) reads
+    `option` as asking for an action of `action_space` (one keyword of it is enough): such a
+    text is no invalid suggestion there."""
     space = set(action_space)
     lowered = option.lower()
-    return any(action in space and keyword in lowered for keyword, action in action_keywords())
+    table = (*action_keywords(), *keywords)
+    return any(action in space and keyword in lowered for keyword, action in table)
 
 
-def action_of(option: str, action_space: Iterable[str]) -> tuple[str | None, str]:
-    """The action `option` asks for, restricted to `action_space`, or None and the reason.
+def action_of(
+    option: str, action_space: Iterable[str], keywords: Keywords = ()
+) -> tuple[str | None, str]:
+    """The action `option` asks for, restricted to `action_space`, or None and the reason;
+    read with the protocol's keyword table and the scenario's own `keywords`.
 
     Keywords that all name one action give that action (the reference package instead crashes
     on, e.g., "details" together with "drawing"); no keyword, or keywords of different actions,
@@ -33,9 +43,8 @@ def action_of(option: str, action_space: Iterable[str]) -> tuple[str | None, str
     """
     space = set(action_space)
     lowered = option.lower()
-    found = {
-        action for keyword, action in action_keywords() if action in space and keyword in lowered
-    }
+    table = (*action_keywords(), *keywords)
+    found = {action for keyword, action in table if action in space and keyword in lowered}
     if len(found) == 1:
         return next(iter(found)), ""
     if not found:

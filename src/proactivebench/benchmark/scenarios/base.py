@@ -23,7 +23,12 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 from proactivebench.benchmark.protocol import ScenarioStrings, oeg_strings, scenario_strings
 from proactivebench.benchmark.records import Record
-from proactivebench.benchmark.scenarios.actions import action_of, is_abstention, names_action
+from proactivebench.benchmark.scenarios.actions import (
+    Keywords,
+    action_of,
+    is_abstention,
+    names_action,
+)
 from proactivebench.benchmark.scenarios.answers import (
     Choice,
     normalize_full,
@@ -175,6 +180,10 @@ class Episode:
     #: suggestions ablation shows in *other* scenarios (`registry.foreign_interventions`). A
     #: scenario registered from outside names its own, or offers none.
     interventions: ClassVar[tuple[str, ...]] = ()
+    #: (keyword, ACTION) pairs the scenario adds to the protocol's keyword table, by which an
+    #: accepted option's text names its action: the seven's are the authors' (spec/
+    #: protocol.json); a scenario registered from outside names its own here.
+    keywords: ClassVar[Keywords] = ()
 
     @classmethod
     def strings(cls) -> ScenarioStrings:
@@ -336,7 +345,12 @@ class Episode:
         kept: dict[str, str] = {}
         for text in pool:
             key = normalize_full(text)
-            if key in own or key in kept or is_abstention(text) or names_action(text, space):
+            if (
+                key in own
+                or key in kept
+                or is_abstention(text)
+                or names_action(text, space, self.keywords)
+            ):
                 continue
             kept[key] = text
         needed = sum(not is_abstention(o) for o in self.record.options)
@@ -368,7 +382,7 @@ class Episode:
         if self.random_actions:
             action: str | None = self.rng.choice(space)
         else:
-            action, reason = action_of(option, space)
+            action, reason = action_of(option, space, self.keywords)
             if action is None:
                 info["reason"] = reason
                 self.done = True

@@ -200,7 +200,7 @@ class RunEngine:
                 models[0],
                 play_one,
                 results,
-                episodes_in_flight=self.options.episodes_in_flight,
+                concurrency=self.options.concurrency,
                 on_result=on_result,
             )
             await scheduler.run(items)

@@ -1,7 +1,7 @@
 """Scheduling a run: many episodes in flight, batched requests, finished episodes committed.
 
-Episodes are independent and their turns sequential, so up to `episodes_in_flight` workers
-each play one episode at a time; a model that accepts batches gets the turns that are ready together
+Episodes are independent and their turns sequential, so up to `concurrency` workers each play
+one episode at a time; a model that accepts batches gets the turns that are ready together
 (`Batcher`). Finished episodes go to one writer, which appends them to `results.jsonl` and
 fsyncs what finished meanwhile together (group commit), so a crash loses at most the episodes
 in flight and the disk never throttles the others.
@@ -65,7 +65,7 @@ class Batcher:
 
 
 class Scheduler(Generic[Item]):
-    """Plays episodes (or other items) with `episodes_in_flight` workers and commits each
+    """Plays episodes (or other items) with `concurrency` workers and commits each
     result as it ends.
 
     A write error or a bug in a worker ends the run at once; on any end (done, error, Ctrl-C)
@@ -79,13 +79,13 @@ class Scheduler(Generic[Item]):
         play_one: PlayOne[Item],
         results: ResultsFile,
         *,
-        episodes_in_flight: int,
+        concurrency: int,
         on_result: Callable[[Result], None] = lambda result: None,
     ) -> None:
         self.batcher = Batcher(model)
         self.play_one = play_one
         self.results = results
-        self.episodes_in_flight = episodes_in_flight
+        self.concurrency = concurrency
         self.on_result = on_result
         self.finished: asyncio.Queue[Result] = asyncio.Queue()
 
@@ -96,7 +96,7 @@ class Scheduler(Generic[Item]):
         committer = asyncio.create_task(self._writer())
         # No more workers than items: the bound is on episodes in flight, and a worker per
         # unit of a huge --concurrency (10,000,000) took minutes and gigabytes to start.
-        count = min(self.episodes_in_flight, len(items))
+        count = min(self.concurrency, len(items))
         workers = [asyncio.create_task(self._worker(pending)) for _ in range(count)]
         joiner: asyncio.Future[Any] | None = None
         try:

@@ -601,11 +601,6 @@ class RunOptions(CheckedSettings):
         ),
     )
 
-    @property
-    def episodes_in_flight(self) -> int:
-        """What `concurrency` bounds: episodes (or lines to judge) played at once."""
-        return self.concurrency
-
 
 def run_options(options: RunOptions | None, concurrency: int | None = None) -> RunOptions:
     """The options a job runs by: `options`, or `concurrency` alone (the keyword `evaluate`

@@ -194,3 +194,23 @@ def test_table_3_rows_over_part_of_a_run_say_so(
     said = "the base and tuned rows are over the episodes both runs played (7 episode(s)"
     assert said in flat, text
     assert "avg covers" not in flat  # all seven scenarios
+
+
+def test_runs_of_settings_table_3_does_not_have_are_said_not_comparable(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Table 3 evaluates as Table 1 does (plain multiple choice, the official test set): runs
+    with a hint (Table 7's), shuffled options or ICL (no table's) were set in its columns
+    with no note; only generated data, partial runs and decoding were said."""
+    from proactivebench.train.compare import not_comparable_notes
+
+    base = tmp_path / "base"
+    tuned = tmp_path / "tuned"
+    eval_run(test_data, base, "baseline:random", capsys, "--scenarios", "QD", "--hint")
+    shuffled = ("--option-order", "shuffled")
+    eval_run(test_data, tuned, "baseline:random", capsys, "--scenarios", "QD", *shuffled)
+    notes = " | ".join(not_comparable_notes(compare_runs(base, tuned, holdout="QD")))
+    assert f"base run {base} is not comparable with Table 3's rows:" in notes
+    assert "its settings are Table 7's, where Table 3 evaluates as Table 1 does" in notes
+    assert f"tuned run {tuned} is not comparable with Table 3's rows:" in notes
+    assert "its settings are no table's of the paper" in notes

@@ -327,6 +327,11 @@ def beside_paper(comparison: Comparison) -> tuple[list[str], list[ScoreRow]]:
     return columns, rows
 
 
+#: The table whose setting Table 3's rows were evaluated in: plain multiple choice on the
+#: official test set.
+TABLE3_SETTING = "table1_mcqa"
+
+
 def not_comparable_notes(comparison: Comparison) -> list[str]:
     """Why the rows set beside Table 3 are not comparable with its rows, one line each: a run
     that is not (generated data, partial, settings the table does not have: `report.comparable`,
@@ -335,12 +340,23 @@ def not_comparable_notes(comparison: Comparison) -> list[str]:
     other scenarios than Table 3's seven."""
     from proactivebench.benchmark.registry import paper_scenarios
     from proactivebench.report.comparable import not_comparable
+    from proactivebench.report.published import counterpart, table_number
     from proactivebench.report.runs import load_run
 
     assert comparison.runs is not None, "a Comparison of compare_runs"
     notes = []
     for role, run in zip(("base", "tuned"), comparison.runs, strict=True):
-        reasons = not_comparable(load_run(run.path, RunLines(run.lines, run.rejected)))
+        loaded = load_run(run.path, RunLines(run.lines, run.rejected))
+        reasons = not_comparable(loaded)
+        # Table 3 evaluates as Table 1 does: plain multiple choice on the official test set,
+        # the rule report --paper places runs by (`report.published.counterpart`).
+        placed = counterpart(loaded)
+        if placed != TABLE3_SETTING:
+            where = f"{table_number(placed)}'s" if placed else "no table's of the paper"
+            reasons.append(
+                f"settings the table does not have: its settings are {where}, where Table 3 "
+                f"evaluates as {table_number(TABLE3_SETTING)} does"
+            )
         if reasons:
             notes.append(
                 f"{role} run {run.path} is not comparable with Table 3's rows: "

@@ -680,6 +680,35 @@ def test_a_suites_experiments_of_two_judges_say_so_on_the_card(
     assert card.count(told) == 2, card
 
 
+def test_the_card_says_which_table_of_the_paper_a_runs_settings_are(
+    hub: UploadHub, runs: Path, tmp_path: Path
+) -> None:
+    """An --all-samples run's card read like a plain run's (run.json records the selection,
+    not the setting), and a run of shuffled options said nothing of its settings being no
+    table's of the paper: a reader set both beside Table 1."""
+    data = shutil.copytree(runs / "data", tmp_path / "data")
+    (data / "synth_manifest.json").unlink()  # as the paper's data: the official filter applies
+    made = []
+    for name, extra in (("every", "--all-samples"), ("shuffled", "--option-order=shuffled")):
+        args = ["eval", "--data", str(data), "--model", "baseline:random"]
+        done = subprocess.run(
+            [sys.executable, "-m", "proactivebench", *args, extra, "--out", str(tmp_path / name)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        made.append(tmp_path / name)
+    pushed = push(hub.endpoint, tmp_path / "hf", *made, "--repo", REPO)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    card = " ".join(hub.repos[REPO].files["README.md"].decode().split())
+    every = card.split("## `runs/every`")[1].split("## ")[0]
+    assert "its settings are Table 4's: its numbers compare with that table's rows" in every
+    shuffled = card.split("## `runs/shuffled`")[1].split("## ")[0]
+    assert "not comparable with the paper's published numbers: " in shuffled
+    assert "its settings are no table's of the paper" in shuffled
+
+
 def test_refused_token_is_one_line(hub: UploadHub, runs: Path, tmp_path: Path) -> None:
     done = push(hub.endpoint, tmp_path / "hf", runs / "run-a", "--repo", REPO, token="hf_wrong")
     assert_one_line_failure(done, "HTTP 401", REPO, "hf auth login", "HF_TOKEN")

@@ -240,13 +240,30 @@ def cautions(run_dir: Path, found: RunLines | None = None) -> list[str]:
     generated data, partial, settings the table does not have), and its average when that
     covers other scenarios than the paper's (`average_apart`). `found`: the run's lines as
     `run_lines` already gave them, not read again."""
-    from proactivebench.report.comparable import average_apart, not_comparable
+    from proactivebench.report.comparable import (
+        COUNTERPARTS,
+        average_apart,
+        not_comparable,
+        run_mode,
+    )
     from proactivebench.report.measures import run_warnings_and_intervals
+    from proactivebench.report.published import counterpart, table_number
     from proactivebench.report.runs import load_run
 
     run = load_run(run_dir, found)  # read once: for the warnings and the comparability
     warnings, _ = run_warnings_and_intervals(run_dir, run)
     reasons = not_comparable(run)
+    # The table of its settings, as report --paper places it: none (history, shuffled
+    # options...), or another than its mode's plain one (--all-samples is Table 4's).
+    placed = counterpart(run)
+    if placed is None:
+        reasons.append("its settings are no table's of the paper")
+    elif placed != COUNTERPARTS.get((run_mode(run), None)):  # a plain run's table
+        warnings = [
+            *warnings,
+            f"its settings are {table_number(placed)}'s: its numbers compare with that "
+            "table's rows",
+        ]
     if reasons:
         warnings = [
             *warnings,

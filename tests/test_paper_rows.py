@@ -1115,3 +1115,26 @@ def test_an_open_ended_run_of_other_samples_than_the_paper_s_subset_is_not_ranke
         "paper's subset of 100 (--subset 100)"
     )
     assert "samples, not the paper's subset of 100 per scenario" in (recorded({}, extra=12) or "")
+
+
+def test_only_a_history_run_at_224_px_stands_beside_fig_8(tmp_path: Path) -> None:
+    """Fig. 8's runs were all played at a 224 px short edge (App. E): a history run at full
+    size, or at 64 px, was set beside its averages with no note; a suite naming fig8_history
+    for one was accepted."""
+    from proactivebench.core.errors import SuiteFileError
+    from proactivebench.jobs.suite import read_suite
+    from proactivebench.report.published_figures import figure_of
+
+    assert figure_of({"history": True, "resize_short_edge": 224}, all_samples=False) == (
+        "fig8_history",
+        "",
+    )
+    assert figure_of({"history": True}, all_samples=False) is None
+    assert figure_of({"history": True, "resize_short_edge": 64}, all_samples=False) is None
+    suite = tmp_path / "s.toml"
+    suite.write_text(
+        '[[experiment]]\nid = "h"\nhistory = true\nresize_short_edge = 64\n'
+        'published = "fig8_history"\n'
+    )
+    with pytest.raises(SuiteFileError, match="stand beside no table or figure of the paper"):
+        read_suite(suite)

@@ -1053,11 +1053,11 @@ def test_a_suites_experiment_the_paper_has_no_table_for_is_named_in_its_report(
     """A custom suite's experiment whose settings no table or figure of the paper holds
     (`reference` with `hint`; round-2 tryout finding 8) vanished from the paper's tables
     without a word. The experiments table names it, by the rule that places runs there: a
-    `history` run (the paper's Fig. 8) and the plain run are placed, so not named."""
+    `history` run at 224 px (the paper's Fig. 8) and the plain run are placed, so not named."""
     mine, out = tmp_path / "mine.toml", tmp_path / "o"
     mine.write_text(
         '[[experiment]]\nid = "a"\n[[experiment]]\nid = "rh"\nreference = true\nhint = true\n'
-        '[[experiment]]\nid = "h"\nhistory = true\n'
+        '[[experiment]]\nid = "h"\nhistory = true\nresize_short_edge = 224\n'
     )
     args = ["suite", str(mine), "--data", str(data), "--model", "baseline:oracle"]
     code, text = run_cli([*args, "--out", str(out), "--limit", "1"], capsys)

@@ -37,6 +37,9 @@ from proactivebench.report.tables import MISSING, Cell, Table
 #: The settings a figure's runs may have besides the one that defines them: the paper resized
 #: every history run to a short edge of 224 px (App. E) and reduced Phi-4's demonstrations.
 _ALLOWED = {"history": {"resize_short_edge"}, "icl": {"icl_reduced"}}
+#: What a figure's runs must have: Fig. 8's were all played at a 224 px short edge (App. E);
+#: a history run at full size, or another size, is another measurement, placed nowhere.
+_REQUIRED = {"history": {"resize_short_edge": 224}}
 #: The figure of each setting, and which of its printed rows a run's value of it reads.
 _FIGURES = {"history": "fig8_history", "icl": "fig9_icl"}
 #: Fig. 9's panels by number of demonstrations.
@@ -63,6 +66,9 @@ def figure_of(settings: Mapping[str, Any], *, all_samples: bool) -> tuple[str, s
     marks = [k for k in labelled(settings) if k != "mode"]
     for setting, figure in _FIGURES.items():
         if setting in marks and set(marks) - {setting} <= _ALLOWED[setting]:
+            required = _REQUIRED.get(setting, {})
+            if any(settings.get(name) != value for name, value in required.items()):
+                return None
             if setting == "icl":
                 panel = _ICL_PANELS.get(int(settings.get("icl") or 0))
                 return (figure, panel) if panel is not None else None

@@ -240,6 +240,7 @@ def cautions(run_dir: Path, found: RunLines | None = None) -> list[str]:
     generated data, partial, settings the table does not have), and its average when that
     covers other scenarios than the paper's (`average_apart`). `found`: the run's lines as
     `run_lines` already gave them, not read again."""
+    from proactivebench.benchmark.paper_results import paper_table
     from proactivebench.report.comparable import (
         COUNTERPARTS,
         average_apart,
@@ -247,17 +248,34 @@ def cautions(run_dir: Path, found: RunLines | None = None) -> list[str]:
         run_mode,
     )
     from proactivebench.report.measures import run_warnings_and_intervals
-    from proactivebench.report.published import counterpart, table_number
+    from proactivebench.report.published import (
+        PAPER_AVERAGE,
+        counterpart,
+        figure_name,
+        table_number,
+    )
+    from proactivebench.report.published_figures import figure_counterpart
     from proactivebench.report.runs import load_run
 
     run = load_run(run_dir, found)  # read once: for the warnings and the comparability
     warnings, _ = run_warnings_and_intervals(run_dir, run)
     reasons = not_comparable(run)
-    # The table of its settings, as report --paper places it: none (history, shuffled
-    # options...), or another than its mode's plain one (--all-samples is Table 4's).
+    # The table or figure of its settings, as report --paper places it: none (shuffled
+    # options, CoT...), or another than its mode's plain table (--all-samples is Table 4's,
+    # a history run at 224 px Fig. 8's), whose scenarios its average is compared over.
     placed = counterpart(run)
-    if placed is None:
-        reasons.append("its settings are no table's of the paper")
+    figure = figure_counterpart(run) if placed is None else None
+    columns: list[str] | None = None
+    if placed is None and figure is None:
+        reasons.append("its settings are no table's or figure's of the paper")
+    elif figure is not None:
+        printed = list(paper_table(figure[0])["columns"])
+        columns = printed[:-1] if printed[-1] == PAPER_AVERAGE else []
+        warnings = [
+            *warnings,
+            f"its settings are {figure_name(figure[0])}'s: its numbers compare with that "
+            "figure's averages over ten models",
+        ]
     elif placed != COUNTERPARTS.get((run_mode(run), None)):  # a plain run's table
         warnings = [
             *warnings,
@@ -269,7 +287,8 @@ def cautions(run_dir: Path, found: RunLines | None = None) -> list[str]:
             *warnings,
             "not comparable with the paper's published numbers: " + "; ".join(reasons),
         ]
-    apart = average_apart(run)  # as report --paper sets the average apart
+    # As report --paper sets the average apart (Fig. 9 prints none: nothing to compare).
+    apart = average_apart(run, columns) if columns != [] else None
     if apart is not None:
         warnings = [*warnings, f"the average is not comparable with the paper's: {apart}"]
     return warnings

@@ -1138,3 +1138,15 @@ def test_only_a_history_run_at_224_px_stands_beside_fig_8(tmp_path: Path) -> Non
     )
     with pytest.raises(SuiteFileError, match="stand beside no table or figure of the paper"):
         read_suite(suite)
+
+
+def test_a_suite_may_name_table_8_for_an_open_ended_experiment(tmp_path: Path) -> None:
+    """Table 8 prints the aggregate that Table 2's runs also give (the report shows both for
+    such a run): a suite naming table8_oeg_agg for an open-ended experiment was refused as
+    'stand beside table2_oeg'."""
+    from proactivebench.jobs.suite import read_suite
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('[[experiment]]\nid = "o"\nmode = "oeg"\npublished = "table8_oeg_agg"\n')
+    (experiment,) = read_suite(suite).experiments
+    assert experiment.published == "table8_oeg_agg"

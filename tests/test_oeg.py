@@ -622,6 +622,10 @@ def test_an_interrupted_judge_goes_on_from_the_lines_it_judged(
     so_far = read_results(run / "results.judging.jsonl")
     assert 1 <= len(so_far) < 15
     assert len({(x["scenario"], x["sample_id"]) for x in so_far}) == len(so_far)
+    # The report says a judging waits there (it said nothing: tryout 12).
+    code, text = run_cli(["report", str(run), "--out", str(tmp_path / "rep")], capsys)
+    told = " ".join(text.split())
+    assert code == 0 and "a judging of this run was stopped before its end" in told, text
     asked = len(calls.read_text().splitlines())
     code, text = run_cli(args, capsys)
     assert code == 0, text

@@ -509,7 +509,7 @@ def judge_command(
 def tell_discarded(discarded: Counter[str], out_dir: Path) -> None:
     """Say, one line a judge, which verdicts of an interrupted judging by another judge this
     judging did not take: they were in the journal it removed."""
-    from proactivebench.jobs.rejudge import JUDGED_SO_FAR
+    from proactivebench.run.rundir import JUDGED_SO_FAR
 
     for judge, count in sorted(discarded.items()):
         out.print(

@@ -34,6 +34,7 @@ from proactivebench.run.oeg_multiturn import (
 )
 from proactivebench.run.play_episode import Result
 from proactivebench.run.rundir import (
+    JUDGED_SO_FAR,
     RESULTS,
     RUN_CONFIG,
     ResultsFile,
@@ -55,10 +56,6 @@ from proactivebench.run.settings import RunOptions, run_options
 
 #: The results file that `rejudge` replaced, kept beside the new one (one generation back).
 PREVIOUS_RESULTS = "results.previous.jsonl"
-#: The lines an unfinished `rejudge` judged so far (appended and fsynced as they are judged):
-#: after Ctrl-C or a crash, the rerun takes them instead of asking the judge again; removed
-#: once the results file holds them. `eval` and `report` never read it.
-JUDGED_SO_FAR = "results.judging.jsonl"
 
 
 @dataclass

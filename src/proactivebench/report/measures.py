@@ -47,7 +47,7 @@ from proactivebench.report.runs import (
     load_runs,
     unrecorded_verdicts,
 )
-from proactivebench.run.rundir import FinishedRun, RunLock
+from proactivebench.run.rundir import JUDGED_SO_FAR, FinishedRun, RunLock
 
 Line = dict[str, Any]
 
@@ -540,6 +540,13 @@ def run_warnings(measures: RunMeasures, named: bool = False) -> list[str]:
     short = unscored(run) if run.lines else None
     if short is not None:
         warnings.append(short)
+    waiting = run.run_dir / JUDGED_SO_FAR
+    if waiting.is_file():
+        warnings.append(
+            f"{waiting}: a judging of this run was stopped before its end; the lines it judged "
+            "wait there, not counted: the rates are those of the judge run.json names, and the "
+            "same judge command finishes it"
+        )
     prefix = f"{run.label}: " if named else ""
     return warnings + [prefix + w for w in unreadable_warnings(measures)]
 
@@ -590,7 +597,8 @@ def run_warnings_and_intervals(
     remembered in the note of a complete run (`rundir.FinishedRun`), so that a rerun of it
     reads no line and resamples nothing. `run`: the run directory as its caller already read
     it (`load_runs`), not read again."""
-    note = FinishedRun.read(run_dir)
+    # A judging stopped midway left its lines beside the results the note was written of.
+    note = None if (run_dir / JUDGED_SO_FAR).is_file() else FinishedRun.read(run_dir)
     if note is not None:
         warnings = note.outcome.get("warnings")
         intervals = checked_intervals(note.outcome.get("intervals"))

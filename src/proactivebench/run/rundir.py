@@ -62,6 +62,10 @@ from proactivebench.run.selection_record import SELECTION, Selection, selection_
 log = logging.getLogger(__name__)
 
 RESULTS = "results.jsonl"
+#: The lines an unfinished `judge` judged so far (appended and fsynced as they are judged):
+#: after Ctrl-C or a crash, the rerun takes them instead of asking the judge again; removed
+#: once the results file holds them. No reader counts them; `report` says they wait there.
+JUDGED_SO_FAR = "results.judging.jsonl"
 SUMMARY = "summary.json"
 #: The run.json key of a sharded run: {"index": I, "count": N}.
 SHARD = "shard"

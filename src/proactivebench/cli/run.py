@@ -632,7 +632,9 @@ def _decoding_options(
 @click.option(
     "--partial",
     is_flag=True,
-    help="Merge even when shards are missing or given twice (says which).",
+    help="Merge even when shards are missing or given twice (says which). A shard that "
+    "stopped before its end merges without it: the merged run is partial, said, and `eval "
+    "--out MERGED` plays the rest.",
 )
 def merge_command(run_dirs: tuple[Path, ...], out_dir: Path, partial: bool) -> None:
     """Join the run directories of the shards of one run (every shard, once)."""

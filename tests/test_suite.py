@@ -166,7 +166,7 @@ def test_paper_suite_is_the_papers_list() -> None:
         ),
         (
             '[[experiment]]\nid = "a"\nmode = "oeg"\npublished = "table10_multiturn_oeg"\n',
-            "(--mode oeg) stand beside table2_oeg, not there",
+            "(--mode oeg) stand beside table2_oeg or table8_oeg_agg, not there",
         ),
         (
             '[[experiment]]\nid = "a"\nhistory = true\nhint = true\npublished = "fig8_history"\n',

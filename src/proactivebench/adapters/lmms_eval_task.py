@@ -4,7 +4,8 @@ proactivebench.tasks)" --tasks proactivebench --model qwen2_5_vl ...` (docs/lmms
 A thin adapter, as the Inspect task is. The task's YAML files (`proactivebench/tasks/`: one
 subtask per scenario and the `proactivebench` group) name the functions below; each lmms-eval
 document is one of our episodes, and the episode is played by the same loop as `proactivebench
-eval` (`play.play`). lmms-eval's multi-round generation (`generate_until_multi_round`) drives it:
+eval` (`play_episode.play`). lmms-eval's multi-round generation (`generate_until_multi_round`)
+drives it:
 the model wrapper asks for round 0 (`doc_to_visual`, `doc_to_text`), and after each answer
 calls `doc_to_text` again with every answer so far; we replay the episode with those answers
 (`replay`: the episode, the conversation builder and the answer reader stay ours) and return
@@ -197,8 +198,9 @@ class _Wanted:
 def replay(
     doc: dict[str, Any], answers: Sequence[str], the_plan: Plan | None = None
 ) -> Turn | Result:
-    """The document's episode played by `play.play` with `answers` as the model's answers, in
-    order: the next turn it shows (a `Turn`) or, once it has ended, its result line."""
+    """The document's episode played by `play_episode.play` with `answers` as the model's
+    answers, in order: the next turn it shows (a `Turn`) or, once it has ended, its result
+    line."""
     p = the_plan or plan()
     record = p.records.get((str(doc.get("scenario")), doc.get("sample_id")))  # type: ignore[arg-type]
     if record is None:

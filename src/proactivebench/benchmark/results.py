@@ -389,8 +389,9 @@ END_REASONS: tuple[str, ...] = typing.get_args(EndReason)
 
 def _mcqa_contradiction(line: dict[str, Any]) -> str | None:
     """Fields of one multiple-choice line that contradict each other as no writer writes them
-    (`play.play_episode`, `oeg_multiturn`): each is read by its own rate, so a line that says
-    correct and abstained, or five turns in a one-turn trace, gives a table that cannot be."""
+    (`play_episode.play_episode`, `oeg_multiturn`): each is read by its own rate, so a line that
+    says correct and abstained, or five turns in a one-turn trace, gives a table that cannot
+    be."""
     trace = line.get("trace", [])
     for number, turn in enumerate(trace, 1):
         verdict = turn.get("verdict")

@@ -1,7 +1,7 @@
 """A person plays the benchmark in the browser, through the same engine as a model.
 
 `play_in_browser` locks the run directory, starts the web app (`humanplay.app`) and runs
-`runner.aevaluate` with the `human:NAME` backend (`models.human`) behind it: one episode at a
+`evaluate.aevaluate` with the `human:NAME` backend (`models.human`) behind it: one episode at a
 time, no response cache (a person's answers are never replayed from it). The run directory is
 an ordinary run, so resume, `report --vs`, `show` and `merge` work on it unchanged. An episode
 left half-played when the server stops is not in `results.jsonl` (the engine writes finished

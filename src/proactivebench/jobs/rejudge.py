@@ -1,6 +1,6 @@
 """`rejudge`: a finished open-ended run judged again, without asking the tested model.
 
-A job beside `runner.evaluate`, run by the same engine (`engine.RunEngine`): its items are the
+A job beside `evaluate.evaluate`, run by the same engine (`engine.RunEngine`): its items are the
 run's result lines that need the new judge's verdict, and one is played by `oeg.rejudge_line`
 (a failed judge call never replaces a verdict). Each judged line is journalled as it ends, so
 that an interrupted re-judging goes on where it stopped.

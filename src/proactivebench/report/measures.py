@@ -426,7 +426,7 @@ def size_correlations(
     """Spearman's rho between parameter count and each average rate, one point per model
     (`sized_models`); None with fewer than two models of known size. With `with_paper`
     (`report --paper`), `with_published` adds each rate's rho over the runs and the paper's
-    models of published size (`paper.published_sizes`), and it needs one run only."""
+    models of published size (`paper_results.published_sizes`), and it needs one run only."""
     sized, _ = sized_models(all_measures)
     if len(sized) < (1 if with_paper else 2):
         return None

@@ -563,7 +563,7 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
     are named under the plots. Runs of one size and rate share one label.
 
     With `with_paper` (`report --paper`) the paper's models of published size are drawn too
-    (grey crosses, unlabelled, `paper.published_sizes`) and rho covers them: one run is then
+    (grey crosses, unlabelled, `paper_results.published_sizes`) and rho covers them: one run is then
     enough. A run not comparable with them (`comparable`) is drawn, named under the plots, and
     joins no rho with them; with none left, each plot gives the runs' own rho."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator

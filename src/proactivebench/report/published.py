@@ -5,10 +5,10 @@ Table 7; `--reference`: Table 6; `--all-samples`: Table 4; OEG: Table 2, with `-
 Table 9; multi-turn OEG: Table 10) is placed among the paper's rows of that table, one table
 per metric: every row sorted by its average (best first, by the metric's
 `higher_is_better`), the run's rank per column among the published rows, and, when the run's
-model is one of the paper's (`paper.recognise_model`, or `--paper-model`), whether the
+model is one of the paper's (`paper_results.recognise_model`, or `--paper-model`), whether the
 paper's value lies inside the run's 95 % interval.
 
-The published numbers come from `paper.paper_table` as transcribed; nothing is retyped here.
+The published numbers come from `paper_results.paper_table` as transcribed; nothing is retyped here.
 """
 
 from __future__ import annotations
@@ -128,8 +128,9 @@ class PaperComparison:
     #: The paper's rows as transcribed: (model, {column: value}).
     published: list[tuple[str, dict[str, float | None]]]
     placed: list[Placed]
-    #: The mean of the published rows a figure prints (`paper.FIGURE_AVERAGES`): the figure's
-    #: key, its models and the mean per column; None where no figure averages this table.
+    #: The mean of the published rows a figure prints (`paper_results.FIGURE_AVERAGES`): the
+    #: figure's key, its models and the mean per column; None where no figure averages this
+    #: table.
     figure: tuple[str, list[str], dict[str, float]] | None = None
 
     @property

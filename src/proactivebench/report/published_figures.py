@@ -1,7 +1,7 @@
 """History and ICL runs beside the paper's Figs. 8 and 9 (`report --paper`).
 
 The paper gives no per-model table of these experiments, only averages over ten models
-(`paper.FIGURE_SUBSETS`): what Fig. 8 (conversation history) and Fig. 9 (1 or 3 in-context
+(`paper_results.FIGURE_SUBSETS`): what Fig. 8 (conversation history) and Fig. 9 (1 or 3 in-context
 demonstrations, ROD and MVP-N) print, and the zero-shot mean of the same ten models from
 Table 1. A run is shown beside them, with its interval; there is no rank (the rows are means
 of models, not models).

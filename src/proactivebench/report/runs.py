@@ -92,7 +92,7 @@ class Run:
     @functools.cached_property
     def selection(self) -> Selection | None:
         """What the run selected (run.json's `selection`, read by the readers' one rule:
-        `selected.selection_of`), or None for a run recorded before it was. Read once: every
+        `selection_record.selection_of`), or None for a run recorded before it was. Read once: every
         surface that asks `report.comparable` about the run asks for it."""
         return selection_of(self.config, self.run_dir / "run.json")
 

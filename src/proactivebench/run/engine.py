@@ -1,6 +1,6 @@
 """The run engine: what every job does around the items it plays.
 
-A job (`runner.aevaluate` plays episodes, `rejudge.rejudge` judges result lines again) says
+A job (`evaluate.aevaluate` plays episodes, `rejudge.rejudge` judges result lines again) says
 which items it plays and how one is played; the engine does the rest, the same way for each:
 
 - the run directory's lock (`claim`), held from the first read to the last write;

@@ -239,8 +239,8 @@ def run_lines(
     """The counted and the rejected lines of `run_dir`'s results (see `RunLines`), given its
     `run.json` (`config`). `known(scenario, sample_id)` says whether the data holds an
     episode; with the data at hand or not, an episode the selection `config` records
-    (`selected.Selection`) did not choose is refused (a run.json without one: only a scenario
-    the benchmark does not have).
+    (`selection_record.Selection`) did not choose is refused (a run.json without one: only a
+    scenario the benchmark does not have).
 
     Every reader that counts (eval's resume and table, judge, report, merge) takes its lines from
     here, so that a line pasted from another run or hand-edited is left out by all of them
@@ -556,7 +556,7 @@ def check_run_dir(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | N
 #: What `suite.run_suite` records in its OUT of the experiments it played there (`report OUT`
 #: reads it); here, below the suite and its report, which both name it.
 SUITE_RECORD = "suite.json"
-#: The keys of a run's identity (`runner.run_identity`) that every experiment of one suite's
+#: The keys of a run's identity (`evaluate.run_identity`) that every experiment of one suite's
 #: output shares: the data and the model (with its request settings); the rest are the
 #: experiment's own settings.
 ONE_SUITE_KEYS = ("data_dir", "model", "model_settings")
@@ -648,9 +648,9 @@ def write_run_config(
     selection: Selection | None = None,
     data: Mapping[str, str] | None = None,
 ) -> None:
-    """Write `run.json`: the identity, then what the run selected (`selected.Selection`), the
-    digests of the records it played (`datarecords`) and what is recorded about each
-    invocation."""
+    """Write `run.json`: the identity, then what the run selected
+    (`selection_record.Selection`), the digests of the records it played (`datarecords`) and
+    what is recorded about each invocation."""
     config = dict(identity)
     if selection is not None:
         config[SELECTION] = selection.to_json()

@@ -138,7 +138,7 @@ def choose_episodes(
 def recorded_selection(
     root: Path, chosen: Chosen, shard: tuple[int, int] | None = None
 ) -> Selection:
-    """What `chosen` selected, for run.json (`selected.Selection`): per loaded scenario, the
+    """What `chosen` selected, for run.json (`selection_record.Selection`): per loaded scenario, the
     samples the data offers under the scenario and filter choice (before `--limit` and the
     shard's slice) and the ids of the episodes chosen."""
     ids: dict[str, set[int]] = {name: set() for name in chosen.dataset.records}

@@ -28,16 +28,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from proactivebench.benchmark.prompting import is_image_part
-from proactivebench.core.errors import ModelSpecError
 from proactivebench.core.ranges import Range
 from proactivebench.core.texts import dumps, loads
 from proactivebench.models.base import ChatRequest, Decoding, usage_counts
 from proactivebench.models.http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    EXTRA_BODY_REFUSED,
     SLOT,
     Failure,
     HTTPBackend,
     Response,
+    checked_extra_body,
     encode_body,
     parse_spec,
     split_data_url,
@@ -59,12 +60,8 @@ USAGE = {
 #: a seed.
 UNSENT_DECODING = ("seed",)
 #: Keys of the body that `extra_body` may not set, and why: what the request is.
-_OWN_KEYS = {
-    "model": "the spec names the model",
-    "messages": "the episode makes the messages",
-    "system": "the episode's system prompt goes there",
-    "stream": "the answer is read as one JSON body",
-}
+#: What `extra_body` may not set: the body's own keys, and the system prompt the episode sets.
+_REFUSED = {**EXTRA_BODY_REFUSED, "system": "the episode's system prompt goes there"}
 
 
 def anthropic_messages(
@@ -109,6 +106,8 @@ class AnthropicMessages(HTTPBackend):
     default_url = DEFAULT_BASE_URL
     key_header = "x-api-key"
 
+    # Each option spelled out, as openai's: `load_model` checks a user's options against
+    # this signature (type, range, unknown names), not HTTPBackend's.
     def __init__(
         self,
         model: str,
@@ -140,7 +139,7 @@ class AnthropicMessages(HTTPBackend):
             cache_scope=cache_scope,
             max_response_bytes=max_response_bytes,
         )
-        self.extra_body = _extra_body(extra_body)
+        self.extra_body = checked_extra_body(extra_body, self.kind, _REFUSED)
 
     @classmethod
     def from_spec(cls, rest: str, **options: Any) -> AnthropicMessages:
@@ -248,14 +247,3 @@ def _error_code(response: Response) -> str | None:
     details = error.get("details") if isinstance(error, dict) else None
     code = details.get("error_code") if isinstance(details, dict) else None
     return code if isinstance(code, str) else None
-
-
-def _extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
-    """`extra_body`, merged over each request's body (`thinking`, `top_k`, `stop_sequences`):
-    refused where it would name another model, replace the episode's messages or system
-    prompt, or make the answer a stream of events."""
-    extra = dict(extra_body or {})
-    for key, why in _OWN_KEYS.items():
-        if key in extra:
-            raise ModelSpecError(f"anthropic option extra_body may not set {key!r}: {why}")
-    return extra

@@ -551,6 +551,27 @@ def error_detail(response: Response, limit: int = 300) -> str:
 # ----- the backend --------------------------------------------------------------------------
 
 
+#: What no backend's `extra_body` may set, and why: the body's own keys.
+EXTRA_BODY_REFUSED = {
+    "model": "the spec names the model",
+    "messages": "the episode makes the messages",
+    "stream": "the answer is read as one JSON body",
+}
+
+
+def checked_extra_body(
+    extra_body: dict[str, Any] | None, kind: str, refused: Mapping[str, str] = EXTRA_BODY_REFUSED
+) -> dict[str, Any]:
+    """`extra_body`, merged over each request's body by a backend of `kind`: refused where it
+    would send the request to another model than run.json names, replace what the episode
+    makes (`refused`, the wire format's own keys), or make the answer a stream of events."""
+    extra = dict(extra_body or {})
+    for key, why in refused.items():
+        if key in extra:
+            raise ModelSpecError(f"{kind} option extra_body may not set {key!r}: {why}")
+    return extra
+
+
 class HTTPBackend(Model):
     """A chat model behind one or more HTTP endpoints that speak one wire format.
 

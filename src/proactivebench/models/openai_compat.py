@@ -24,7 +24,6 @@ from typing import Any
 
 from proactivebench.benchmark.prompting import map_image_parts
 from proactivebench.benchmark.scenarios import View
-from proactivebench.core.errors import ModelSpecError
 from proactivebench.core.ranges import Range
 from proactivebench.core.texts import dumps
 from proactivebench.models.base import ChatRequest, Decoding, usage_counts
@@ -33,6 +32,7 @@ from proactivebench.models.http import (
     SLOT,
     Failure,
     HTTPBackend,
+    checked_extra_body,
     encode_body,
     parse_spec,
     positive,
@@ -107,7 +107,7 @@ class OpenAICompatible(HTTPBackend):
             cache_scope=cache_scope,
             max_response_bytes=max_response_bytes,
         )
-        self.extra_body = _extra_body(extra_body)
+        self.extra_body = checked_extra_body(extra_body, self.kind)
         #: A reasoning model (OpenAI's o-series, GPT-5) takes `max_completion_tokens` and only
         #: its default temperature, and spends hidden tokens before it answers.
         self.reasoning = is_reasoning_model(model) if reasoning is None else bool(reasoning)
@@ -239,19 +239,3 @@ def _content(data: Any) -> str | Failure:
 
 
 #: Keys of the body that `extra_body` may not set, and why: what the request is.
-_OWN_KEYS = {
-    "model": "the spec names the model",
-    "messages": "the episode makes the messages",
-    "stream": "the answer is read as one JSON body",
-}
-
-
-def _extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
-    """`extra_body`, merged over each request's body: refused where it would send the
-    request to another model than run.json names, replace the episode's messages, or make
-    the answer a stream of events."""
-    extra = dict(extra_body or {})
-    for key, why in _OWN_KEYS.items():
-        if key in extra:
-            raise ModelSpecError(f"openai option extra_body may not set {key!r}: {why}")
-    return extra

@@ -220,16 +220,14 @@ def test_vs_a_reference_of_other_episodes_says_what_each_delta_is_over(
     args = ["report", str(tmp_path / "all"), "--vs", str(tmp_path / "one")]
     code, text = run_cli([*args, "--out", str(tmp_path / "vs")], capsys)
     told = " ".join(text.split())
-    assert (
-        code == 0
-        and "and the reference scored other episodes (4 and 1 in 1 scenario(s), 1 both)" in told
-    )
+    said = "scored 4 episodes and the reference (baseline:random (--vs)) 1 in the same 1 "
+    assert code == 0 and said + "scenario(s), 1 of them both" in told
     report = json.loads((tmp_path / "vs" / "report.json").read_text())
-    assert any("scored other episodes" in w for w in report["warnings"])
+    assert any("of them both" in w for w in report["warnings"])
     # The same episodes: nothing to say.
     assert (
         _eval(data, tmp_path / "same", "baseline:random", capsys, "--limit", "1", "--hint")[0] == 0
     )
     args = ["report", str(tmp_path / "same"), "--vs", str(tmp_path / "one")]
     code, text = run_cli([*args, "--out", str(tmp_path / "vs2")], capsys)
-    assert code == 0 and "scored other episodes" not in text
+    assert code == 0 and "of them both" not in text

@@ -500,10 +500,10 @@ def unpaired_warning(
     if pairs == mine == theirs:
         return None
     return (
-        f"--vs {comparison.base.run_dir}: {comparison.run.label} and the reference scored other "
-        f"episodes ({mine} and {theirs} in {len(shown)} scenario(s), {pairs} both): its Δ "
-        "accuracy and ps are over those pairs, its Δ action distribution compares each run's "
-        "own episodes"
+        f"--vs {comparison.base.run_dir}: {comparison.run.label} scored {mine} episodes and the "
+        f"reference ({comparison.base.label}) {theirs} in the same {len(shown)} scenario(s), "
+        f"{pairs} of them both: its Δ accuracy and ps are over those {pairs} pairs, its Δ "
+        "action distribution compares each run's own episodes"
     )
 
 

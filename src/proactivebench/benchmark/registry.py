@@ -3,8 +3,9 @@
 A registration (`ScenarioInfo`) names what a scenario brings: its episode class (its rules,
 and through it its short name, record type and protocol strings), its synthetic generator,
 its plot marker, how training recognises its official rows, and whether the official test
-filter applies. The paper's seven are registered below, in the paper's order; a scenario of
-one's own is registered from outside the package with `register_scenario` and is then
+filter applies. Each of the paper's seven declares its own at the end of its module
+(`benchmark/scenarios/*.py`); they are registered below, in the paper's order. A scenario
+of one's own is registered from outside the package with `register_scenario` and is then
 loaded, played, generated, reported and trained on like them.
 
 Tables derived from here, and nowhere else: the known names (`scenario_names`), their one
@@ -16,104 +17,31 @@ episode of a record (`make_episode`), the texts the random-suggestions ablation 
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
-from proactivebench.benchmark.protocol import ScenarioStrings, action_keywords, official_filter_ids
 from proactivebench.benchmark.records import Record
-from proactivebench.benchmark.scenarios.actions import is_abstention
+from proactivebench.benchmark.scenarios import cit, coco, inc, mvpn, qd, rod, vsod
 from proactivebench.benchmark.scenarios.base import Episode
-from proactivebench.benchmark.scenarios.cit import CITEpisode
-from proactivebench.benchmark.scenarios.coco import COCOEpisode
-from proactivebench.benchmark.scenarios.inc import INCEpisode
-from proactivebench.benchmark.scenarios.mvpn import MVPNEpisode
-from proactivebench.benchmark.scenarios.qd import QDEpisode
-from proactivebench.benchmark.scenarios.rod import RODEpisode
-from proactivebench.benchmark.scenarios.vsod import VSODEpisode
+from proactivebench.benchmark.scenarios.registration import Builder, OptionCues, ScenarioInfo
 
-if TYPE_CHECKING:
-    import numpy as np
-
-#: A synthetic sample builder: (its own random stream, sample index, balanced-cycle slot) →
-#: a `data.synth.common.Sample` (the record's JSON object and its images; the generator
-#: builds on the registry, not the other way round).
-Builder = Callable[["np.random.Generator", int, int], Any]
-
-
-@dataclass(frozen=True)
-class OptionCues:
-    """What an official training row shows of its scenario: the options' texts (lower case,
-    abstentions left out), the actions their keywords name, and the prompt (lower case)."""
-
-    texts: tuple[str, ...]
-    actions: frozenset[str]
-    prompt: str
-
-    @classmethod
-    def of(cls, options: Iterable[str], prompt: str = "") -> OptionCues:
-        texts = tuple(o.lower() for o in options if not is_abstention(o))
-        table = (*action_keywords(), *(k for i in _REGISTRY.values() for k in i.episode.keywords))
-        actions = frozenset(a for o in texts for keyword, a in table if keyword in o)
-        return cls(texts, actions, prompt.lower())
-
-    def mention(self, word: str) -> bool:
-        return any(word in text for text in self.texts)
-
-
-@dataclass(frozen=True)
-class ScenarioInfo:
-    """One scenario's registration.
-
-    `recognise` tells training which scenario an official row without a scenario column
-    belongs to; registrations are asked in `recognise_rank` order (lower first), since the
-    cues overlap (a rewind is VSOD's when the occlusion is named, else CIT's).
-    `filter_ids` gives, from the file's stem, the ids the official test set keeps (None:
-    every record is kept); a directory our generator made is never filtered.
-    """
-
-    episode: type[Episode]
-    #: The synthetic generator: a function, or where one is ("package.module:function",
-    #: imported when first used, so that knowing the scenarios costs no NumPy or Pillow).
-    generate: Builder | str | None = None
-    #: A matplotlib marker for the scenario's points in the report's scatter.
-    marker: str = "h"
-    recognise: Callable[[OptionCues], bool] | None = None
-    recognise_rank: int = 100
-    filter_ids: Callable[[str], frozenset[int]] | None = None
-    #: One of the paper's seven: the unqualified "average" covers exactly these.
-    in_paper: bool = False
-    #: Derived, not given.
-    short: str = field(init=False)
-    record_type: type[Record] = field(init=False)
-
-    def __post_init__(self) -> None:
-        short, record_type = self.episode.scenario, self.episode.record_type
-        if not short or record_type is Record:
-            raise ValueError(
-                f"{self.episode.__name__} must set `scenario` and `record_type` to register"
-            )
-        if record_type.scenario != short:
-            raise ValueError(
-                f"{self.episode.__name__} plays {short!r} but its record type "
-                f"{record_type.__name__} is {record_type.scenario!r}'s"
-            )
-        object.__setattr__(self, "short", short)
-        object.__setattr__(self, "record_type", record_type)
-
-    @property
-    def strings(self) -> ScenarioStrings:
-        return self.episode.strings()
-
-    def generator(self) -> Builder | None:
-        """The synthetic generator, imported if the registration names where it is."""
-        if not isinstance(self.generate, str):
-            return self.generate
-        module, _, name = self.generate.partition(":")
-        builder: Builder = getattr(importlib.import_module(module), name)
-        return builder
-
+__all__ = [
+    "Builder",
+    "OptionCues",
+    "ScenarioInfo",
+    "by_stem",
+    "foreign_interventions",
+    "lookup",
+    "make_episode",
+    "paper_scenarios",
+    "recognise",
+    "register_scenario",
+    "scenario",
+    "scenario_names",
+    "scenario_order",
+    "scenario_rank",
+    "unregister_scenario",
+]
 
 _REGISTRY: dict[str, ScenarioInfo] = {}
 
@@ -203,81 +131,15 @@ def foreign_interventions(short: str) -> tuple[str, ...]:
 
 def recognise(options: Iterable[str], prompt: str = "") -> str | None:
     """The scenario whose interventions the options offer, or None."""
-    cues = OptionCues.of(options, prompt)
+    keywords = tuple(k for info in _REGISTRY.values() for k in info.episode.keywords)
+    cues = OptionCues.of(options, prompt, keywords)
     for info in sorted(_REGISTRY.values(), key=lambda info: info.recognise_rank):
         if info.recognise is not None and info.recognise(cues):
             return info.short
     return None
 
 
-# ----- the paper's seven ------------------------------------------------------------------------
-#
-# How their official rows are told apart (the protocol's keyword table and the wordings of
-# docs/protocol.md §6): blocks → ROD, camera or "farther" → COCO, a rotation → MVP-N, an
-# enhancement → IN-C, more details → QD, a rewind or a wait → VSOD when the occlusion is named,
-# else CIT.
-
-_INC_ACTIONS = frozenset(
-    {
-        "BRIGHTNESS",
-        "CONTRAST",
-        "SATURATE",
-        "BLUR",
-        "NOISE",
-        "JPEG_COMPRESSION",
-        "PIXELATE",
-        "ARTIFACTS",
-    }
-)
-
-
-def _moves_in_time(cues: OptionCues) -> bool:
-    return bool(cues.actions & {"REWIND", "FORWARD"})
-
-
-def _names_occlusion(cues: OptionCues) -> bool:
-    return cues.mention("occlu") or "occlu" in cues.prompt
-
-
-def _paper(
-    episode: type[Episode],
-    synth: str,
-    marker: str,
-    recognise: Callable[[OptionCues], bool],
-    rank: int,
-) -> ScenarioInfo:
-    return ScenarioInfo(
-        episode,
-        generate=f"proactivebench.data.synth.{synth}:make_sample",
-        marker=marker,
-        recognise=recognise,
-        recognise_rank=rank,
-        filter_ids=official_filter_ids,
-        in_paper=True,
-    )
-
-
-# Markers: seven shapes a reader tells apart in print and in grey (a scenario of one's own
-# gets a hexagon unless it names one).
-for _info in (
-    _paper(RODEpisode, "rod", "o", lambda c: c.mention("block"), 1),
-    _paper(
-        VSODEpisode,
-        "vsod",
-        "s",
-        lambda c: _moves_in_time(c) and _names_occlusion(c),
-        6,
-    ),
-    _paper(MVPNEpisode, "mvpn", "^", lambda c: "ROTATE" in c.actions, 3),
-    _paper(INCEpisode, "inc", "D", lambda c: bool(c.actions & _INC_ACTIONS), 4),
-    _paper(QDEpisode, "qd", "v", lambda c: "DETAILS" in c.actions, 5),
-    _paper(CITEpisode, "cit", "P", _moves_in_time, 7),
-    _paper(
-        COCOEpisode,
-        "coco",
-        "X",
-        lambda c: c.mention("camera") or "ZOOM" in c.actions,
-        2,
-    ),
-):
-    register_scenario(_info)
+# The paper's seven, in its order. Their markers are seven shapes a reader tells apart in
+# print and in grey (a scenario of one's own gets a hexagon unless it names one).
+for _module in (rod, vsod, mvpn, inc, qd, cit, coco):
+    register_scenario(_module.REGISTRATION)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space
+from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
 from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.actions import is_abstention
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+from proactivebench.benchmark.scenarios.registration import ScenarioInfo
 
 REWIND_OPTION = "Rewind the video."
 WAIT_MARKER = "Wait for the"
@@ -111,3 +112,15 @@ class CITEpisode(Episode):
         lowest = -min(record.max_steps, first // step)
         highest = min(record.max_steps, (record.num_images - 1 - first) // step)
         return [self._image_path(first + k * step) for k in range(lowest, highest + 1)]
+
+
+# An official row is CIT's when an option moves in time (asked last: VSOD's rows do too).
+REGISTRATION = ScenarioInfo(
+    CITEpisode,
+    generate="proactivebench.data.synth.cit:make_sample",
+    marker="P",
+    recognise=lambda cues: cues.offer(*fixed_action_space("CIT")),
+    recognise_rank=7,
+    filter_ids=official_filter_ids,
+    in_paper=True,
+)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from proactivebench.benchmark.protocol import official_filter_ids
 from proactivebench.benchmark.records import Crop, Fields, Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt, View
+from proactivebench.benchmark.scenarios.registration import ScenarioInfo
 
 ZOOM_OPTION = "Move farther from the object."
 HORIZONTAL_OPTIONS = ("Move the camera to the left.", "Move the camera to the right.")
@@ -157,3 +159,15 @@ class COCOEpisode(Episode):
 
     def reachable_images(self) -> list[str]:
         return [self.record.image_template]
+
+
+# An official row is COCO's when an option moves the camera or steps farther.
+REGISTRATION = ScenarioInfo(
+    COCOEpisode,
+    generate="proactivebench.data.synth.coco:make_sample",
+    marker="X",
+    recognise=lambda cues: cues.mention("camera") or cues.offer("ZOOM"),
+    recognise_rank=2,
+    filter_ids=official_filter_ids,
+    in_paper=True,
+)

@@ -6,10 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space
+from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
 from proactivebench.benchmark.records import Fields, Record
 from proactivebench.benchmark.scenarios.actions import is_abstention
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+from proactivebench.benchmark.scenarios.registration import ScenarioInfo
 from proactivebench.core.errors import DataError
 
 #: The corruption levels ImageNet-C has: severities 1 to 5 (docs/protocol.md §5, IN-C).
@@ -111,3 +112,15 @@ class INCEpisode(Episode):
         record = self.record
         lowest = max(LOWEST_LEVEL, record.first_image - record.num_images + 1)
         return [self._image_path(level) for level in range(record.first_image, lowest - 1, -1)]
+
+
+# An official row is IN-C's when an option asks for an enhancement.
+REGISTRATION = ScenarioInfo(
+    INCEpisode,
+    generate="proactivebench.data.synth.inc:make_sample",
+    marker="D",
+    recognise=lambda cues: cues.offer(*fixed_action_space("IN-C")),
+    recognise_rank=4,
+    filter_ids=official_filter_ids,
+    in_paper=True,
+)

@@ -6,9 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space
+from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
 from proactivebench.benchmark.records import Fields, Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt, View
+from proactivebench.benchmark.scenarios.registration import ScenarioInfo
 from proactivebench.core.errors import DataError
 
 
@@ -77,3 +78,15 @@ class MVPNEpisode(Episode):
         views = record.valid_images[:n]  # a short list ends the episode at its end instead
         paths.update(self._path(views[t], t == n - 1) for t in range(1, len(views)))
         return sorted(paths)
+
+
+# An official row is MVP-N's when an option asks for a rotation.
+REGISTRATION = ScenarioInfo(
+    MVPNEpisode,
+    generate="proactivebench.data.synth.mvpn:make_sample",
+    marker="^",
+    recognise=lambda cues: cues.offer(*fixed_action_space("MVP-N")),
+    recognise_rank=3,
+    filter_ids=official_filter_ids,
+    in_paper=True,
+)

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space
+from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
 from proactivebench.benchmark.records import Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+from proactivebench.benchmark.scenarios.registration import ScenarioInfo
 
 
 @dataclass(frozen=True)
@@ -39,3 +40,15 @@ class QDEpisode(Episode):
     def reachable_images(self) -> Iterator[str]:
         first = self.record.first_image
         return map(self._image_path, range(first, first + self.record.num_images))
+
+
+# An official row is QD's when an option asks for more details.
+REGISTRATION = ScenarioInfo(
+    QDEpisode,
+    generate="proactivebench.data.synth.qd:make_sample",
+    marker="v",
+    recognise=lambda cues: cues.offer(*fixed_action_space("QD")),
+    recognise_rank=5,
+    filter_ids=official_filter_ids,
+    in_paper=True,
+)

@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space
+from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
 from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+from proactivebench.benchmark.scenarios.registration import ScenarioInfo
 
 #: An image of the official data that is broken; the reference swaps in its neighbours.
 _BROKEN = "natural_bluebl_greenr-banana-s6"
@@ -63,3 +64,15 @@ class RODEpisode(Episode):
                 yield path.replace("s6", "s7")
             else:
                 yield path
+
+
+# An official row is ROD's when an option names the blocks.
+REGISTRATION = ScenarioInfo(
+    RODEpisode,
+    generate="proactivebench.data.synth.rod:make_sample",
+    marker="o",
+    recognise=lambda cues: cues.mention("block"),
+    recognise_rank=1,
+    filter_ids=official_filter_ids,
+    in_paper=True,
+)

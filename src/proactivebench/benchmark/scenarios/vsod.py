@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space
+from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
 from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.base import Episode, Halt
+from proactivebench.benchmark.scenarios.registration import OptionCues, ScenarioInfo
 
 
 @dataclass(frozen=True)
@@ -54,3 +55,20 @@ class VSODEpisode(Episode):
 
     def reachable_images(self) -> Iterator[str]:
         return map(self._image_path, range(self.record.num_images))
+
+
+def _recognise(cues: OptionCues) -> bool:
+    """A rewind or a wait, with the occlusion named (else the row is CIT's, ranked after)."""
+    named = cues.mention("occlu") or "occlu" in cues.prompt
+    return cues.offer(*fixed_action_space("VSOD")) and named
+
+
+REGISTRATION = ScenarioInfo(
+    VSODEpisode,
+    generate="proactivebench.data.synth.vsod:make_sample",
+    marker="s",
+    recognise=_recognise,
+    recognise_rank=6,
+    filter_ids=official_filter_ids,
+    in_paper=True,
+)

@@ -1,4 +1,5 @@
-"""The ProactiveBench scenarios as episode state machines (`base.Episode`, one subclass each).
+"""The ProactiveBench scenarios: one module each, holding its record type, its episode state
+machine (a `base.Episode` subclass) and its registration (`registration.ScenarioInfo`).
 
 Which scenarios exist, and the episode of a record (`make_episode`), is the registry's to
 say: `proactivebench.benchmark.registry`.

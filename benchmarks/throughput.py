@@ -175,15 +175,32 @@ CATEGORIES = (
     ("response cache (key, SQLite)", ("cache.py", "sqlite3", "hashlib", "openssl_sha")),
     ("event loop (asyncio)", ("asyncio", "selectors", "contextvars", "epoll")),
     ("openai backend (and the retry wrapper)", ("openai_compat", "models/http.py", "resilient.py")),
-    ("results file (write, flush, fsync)", ("posix.fsync", "TextIOWrapper", "runner.py:write")),
+    ("results file (write, flush, fsync)", ("posix.fsync", "TextIOWrapper", "rundir.py:write")),
     (
-        "image path checks (runner, store)",
-        ("validate.py", "pathlib", "posixpath", "stat", "layout.py:resolve", "layout.py:_real"),
+        "image path checks (selection, store)",
+        (
+            "validate.py",
+            "pathlib",
+            "posixpath",
+            "stat",
+            "directory.py:resolve",
+            "directory.py:_real",
+        ),
     ),
     ("TLS context (client start-up)", ("_ssl._SSLContext",)),
     (
-        "harness (runner, episodes, prompts)",
-        ("runner.py", "scenarios", "prompting", "records", "layout", "metrics", "protocol"),
+        "harness (evaluate, engine, episodes, prompts)",
+        (
+            "evaluate.py",
+            "engine.py",
+            "play_episode.py",
+            "scenarios",
+            "prompting",
+            "records",
+            "directory.py",
+            "metrics",
+            "protocol",
+        ),
     ),
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -171,21 +172,49 @@ def test_no_file_names_a_module_by_its_earlier_path() -> None:
     DeprecationWarning; the project's own code, tests, docs and benchmarks use the new ones."""
     from proactivebench.core.moved import new_name
 
-    root = SRC.parent
     dotted = re.compile(r"(?<![\w./])proactivebench(?:\.\w+)+")
-    kept = {SRC / PACKAGE / "core" / "moved.py", Path(__file__).resolve()}
+    # The short form inside a package, quoted as code: `report.layout`, `data.layout.x`.
+    folders = "|".join(name for names in LAYERS for name in names)
+    short = re.compile(rf"`((?:{folders})(?:\.\w+)+)")
     found = []
-    for folder in ("src", "tests", "docs", "benchmarks"):
-        for path in sorted((root / folder).rglob("*")):
-            if path.suffix not in {".py", ".md", ".toml", ".yaml", ".yml"} or path in kept:
-                continue
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                found += [
-                    f"{path.relative_to(root)}:{number}: {m[0]} (now {new_name(m[0])})"
-                    for m in dotted.finditer(line)
-                    if new_name(m[0]) is not None
-                ]
+    for where, line in project_lines():
+        full = [m[0] for m in dotted.finditer(line)]
+        full += [f"{PACKAGE}.{m[1]}" for m in short.finditer(line)]
+        found += [f"{where}: {name} (now {new_name(name)})" for name in full if new_name(name)]
     assert not found, "\n".join(found)
+
+
+def test_every_file_path_named_exists() -> None:
+    """A path of ours named in a docstring, comment or doc (`data/layout.py`,
+    `proactivebench/errors.py`) names a file that is there: a module moved or renamed leaves
+    no pointer to where it was. Paths of other projects and placeholders are not ours."""
+    root = SRC.parent
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*.py") if ".ci" not in p.parts]
+    folders = {name for names in LAYERS for name in names}
+    ours = {PACKAGE, "src", "tests", "docs", "benchmarks", "scenarios", *folders}
+    path = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w-]+\.py)\b")
+    missing = [
+        f"{where}: {m[1]}"
+        for where, line in project_lines()
+        for m in path.finditer(line)
+        if m[1].split("/")[0] in ours and not any(f.endswith(m[1]) for f in files)
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def project_lines() -> Iterator[tuple[str, str]]:
+    """Each line of the project's code, tests, docs and benchmarks ("file:line", text),
+    but the alias table and this file, which name the earlier paths on purpose."""
+    root = SRC.parent
+    kept = {SRC / PACKAGE / "core" / "moved.py", Path(__file__).resolve()}
+    paths = [root / "README.md"]
+    for folder in ("src", "tests", "docs", "benchmarks"):
+        paths += sorted((root / folder).rglob("*"))
+    for path in paths:
+        if path.suffix not in {".py", ".md", ".toml", ".yaml", ".yml"} or path in kept:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            yield f"{path.relative_to(root)}:{number}", line
 
 
 def test_the_earlier_paths_import_the_same_modules_with_a_warning() -> None:

@@ -1,1 +1,2 @@
-"""The benchmark's rules: strings, scenarios, records, prompts, lines, metrics."""
+"""The benchmark's rules: its strings, the paper's numbers, records, the scenarios and their
+registry, prompts, result-line types, metrics."""

@@ -3,7 +3,8 @@
 `spec/protocol.json` and `spec/official_filter_ids.json` are the authors' data (see NOTICE);
 they are loaded here once and exposed as typed, read-only values so that no other module ever
 retypes a hint, a keyword or a filter id. Which scenarios exist, and their order, is the
-registry's (`proactivebench.benchmark.registry`), which reads the paper's seven's strings from here.
+registry's (`proactivebench.benchmark.registry`); each episode (`Episode.strings()`) reads the
+paper's seven's strings from here.
 """
 
 from __future__ import annotations

@@ -328,7 +328,7 @@ class EpisodeRate:
 def episode_progress(
     label: str, stats: Callable[[], dict[str, int]] = dict
 ) -> Iterator[tuple[Callable[..., None], Callable[..., None]]]:
-    """A progress bar fed by the runner's `on_start` / `on_result` callbacks.
+    """A progress bar fed by `evaluate`'s `on_start` / `on_result` callbacks.
 
     Shows episodes/s, episodes that ended in an error, and the backend's retries.
     """
@@ -342,7 +342,7 @@ def episode_progress(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    # Shown from `on_start` on, which the runner calls once the model answered its preflight:
+    # Shown from `on_start` on, which `evaluate` calls once the model answered its preflight:
     # a run that cannot start says so without a bar before it.
     progress = new_progress(*columns)
     task = progress.add_task(one_line(label), total=None, speed="", errors=0, retries=0)

@@ -1,10 +1,11 @@
 """The commands that make a run directory: `eval` plays and scores episodes, `judge` judges a
 finished open-ended run again, `merge` joins the shards of one run.
 
-Each parses its options, calls the runner (`proactivebench.jobs.evaluate`, `proactivebench.run.oeg`,
-`proactivebench.run.rundir`) and prints the scores (`cli.output`). `eval`'s run-setting options
-are generated from the settings' declaration (`cli.options.setting_options`).
-"""
+Each parses its options, calls its job (`eval`: `proactivebench.jobs.evaluate`, or
+`proactivebench.jobs.launch` for several processes; `judge`: `proactivebench.jobs.rejudge`;
+`merge`: `proactivebench.run.rundir.merge_runs`) and prints the scores (`cli.output`). `eval`'s
+run-setting options are generated from the settings' declaration
+(`cli.options.setting_options`)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ feed does. A bidi override in a model's answer could otherwise show `A` where th
 `B`, and a zero-width character makes two different names look alike.
 
 One rule for every place that shows such text: the terminal (`cli`), and the report formats
-(`report.text`, which escapes each format's own markup on top of it).
+(`report.inert`, which escapes each format's own markup on top of it).
 """
 
 from __future__ import annotations

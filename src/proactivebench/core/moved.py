@@ -1,11 +1,10 @@
 """The module paths of the release before the layer folders, kept for one release.
 
-The loose top-level modules moved into `core/`, `benchmark/`, `run/` and `jobs/` (and three
-renamed where names collided); a user's `import proactivebench.runner` or
-`from proactivebench.scenarios.base import Episode` still works, with a `DeprecationWarning`
-naming the new path, and gives the very module (one object under both names: a class of
-one is the class of the other). Removed in the next release.
-"""
+The loose top-level modules moved into `core/`, `benchmark/`, `run/` and `jobs/`, and seven were
+renamed where names collided (`MOVED`; three of them inside `data/` and `report/`); a user's
+`import proactivebench.runner` or `from proactivebench.scenarios.base import Episode` still
+works, with a `DeprecationWarning` naming the new path, and gives the very module (one object
+under both names: a class of one is the class of the other). Removed in the next release."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Data: loading the official layout, image views, the Hub download, the synthetic generator."""
+"""Data: loading and validating the official layout, image views and thumbnails, the Hub
+download, a user's sample filter, the synthetic generator."""

@@ -2,12 +2,11 @@
 
 The steps, each in its own module: the episodes are chosen and their images checked
 (`selection`), the run directory is claimed and locked (`rundir`), episodes not done yet are
-played (`play`, one at a time per worker) with many in flight, by the run engine (`engine`:
-cache, preflight, scheduler, provenance), and the summary of every line is written. A rerun
-of the same run skips what is already there, so a crash loses at most the episodes in
-flight; a rerun of a complete run that nothing has changed since (`rundir.FinishedRun`)
-answers from a note of its outcome, without loading anything.
-"""
+played (`run.play_episode.play`, one at a time per worker) with many in flight, by the run
+engine (`engine`: cache, preflight, scheduler, provenance), and the summary of every line is
+written. A rerun of the same run skips what is already there, so a crash loses at most the
+episodes in flight; a rerun of a complete run that nothing has changed since
+(`rundir.FinishedRun`) answers from a note of its outcome, without loading anything."""
 
 from __future__ import annotations
 

@@ -663,7 +663,7 @@ def write_suite_report(
     paper_model: str | None = None,
     if_changed: bool = True,
 ) -> ReportOutcome:
-    """The suite's report in `out_dir/report`, laid out as the paper (`report.layout`): the
+    """The suite's report in `out_dir/report`, laid out as the paper (`report.paper_layout`): the
     experiments first (with links to each one's own report, written too), then the paper's
     tables with the published rows and this model's, the action distributions and their
     changes from the plain run, then each run's tables. From `suite.json`; `outcome` (the

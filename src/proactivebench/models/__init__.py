@@ -1,4 +1,5 @@
-"""Models behind one protocol, named on the command line by URI-like specs."""
+"""Models behind one protocol (`base.Model`), named on the command line by URI-like specs:
+every spec kind is declared here (`SPEC_KINDS`), and `load_model` builds one."""
 
 from __future__ import annotations
 

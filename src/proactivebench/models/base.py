@@ -162,7 +162,7 @@ class Model(abc.ABC):
     answers_requests: bool = True
     #: How many requests one `generate` call takes at most (1: no batching).
     max_batch: int = 1
-    #: Where image parts' views are decoded and encoded; set by the runner (`bind_images`).
+    #: Where image parts' views are decoded and encoded; set by `evaluate` (`bind_images`).
     images: ImageStore | None = None
 
     @property

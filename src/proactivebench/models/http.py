@@ -432,7 +432,7 @@ class Session:
 
     aiohttp, not httpx: at 64 requests in flight against a 50 ms server with 100 KB bodies,
     httpx spent 1.4 ms of client CPU per request and aiohttp 0.5 ms (see benchmarks/README.md).
-    The pool has no limit of its own: the runner's episodes in flight (or the retry wrapper's
+    The pool has no limit of its own: the engine's episodes in flight (or the retry wrapper's
     `concurrency`) bound the connections. Connecting gets its own short timeout; the whole
     attempt is bounded by the backend's `timeout`.
     """
@@ -695,7 +695,7 @@ class HTTPBackend(Model):
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """One attempt per request; a failed one raises `ModelError` (see the module)."""
-        if len(requests) == 1:  # the runner's case (max_batch = 1): no task per request
+        if len(requests) == 1:  # the engine's case (max_batch = 1): no task per request
             return [await self._attempt(requests[0])]
         return list(await asyncio.gather(*(self._attempt(r) for r in requests)))
 

@@ -63,7 +63,7 @@ class Desk:
     """Where the engine's requests wait for a person, and what the page polls.
 
     Everything happens on the run's event loop: the engine asks (`ask`), the web app reads
-    the state and answers (`answer`), the runner reports finished episodes (`finished`).
+    the state and answers (`answer`), the engine reports finished episodes (`finished`).
     `version` counts changes, so the page can wait for the next one (`changed`, a long poll).
     """
 

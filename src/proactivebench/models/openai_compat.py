@@ -1,7 +1,7 @@
 """Any OpenAI-compatible chat-completions server: vLLM, SGLang, Ollama, LM Studio, llama.cpp,
 hosted APIs. Spec: `openai:MODEL[@BASE_URL]` (default base URL: the OpenAI API).
 
-Throughput comes from the runner's episodes in flight (`max_batch = 1`): each turn is one HTTP
+Throughput comes from the engine's episodes in flight (`max_batch = 1`): each turn is one HTTP
 request, as many at once as episodes in flight. This module keeps the OpenAI wire format: the
 request's body (`/chat/completions`, images as data URLs, a reasoning model's
 `max_completion_tokens`), the answer's text and usage, and the options of that format
@@ -9,7 +9,7 @@ request's body (`/chat/completions`, images as data URLs, a reasoning model's
 body's size limit, `Retry-After`, the API key's keeping, which failures are retryable) is
 `models.http.HTTPBackend`'s; `load_model` wraps the backend in `models.resilient.Resilient`,
 which retries, bounds the requests in flight (`concurrency`) and ends a run whose server is
-down. A request that fails for good is recorded by the runner as an error on that episode,
+down. A request that fails for good is recorded by the engine as an error on that episode,
 never as a wrong answer.
 
 The API key is read from an environment variable and only ever sent as a bearer header: it is

@@ -2,7 +2,8 @@
 `load_model(spec, **options)`), checked before anything is built.
 
 Each option is declared once, in its backend's signature (`OpenAICompatible.__init__`,
-`HFModel.__init__`, `PythonCallable.__init__`, `Resilient.__init__`): the annotation is its
+`HFModel.__init__`, `PythonCallable.__init__`, `AnthropicMessages.__init__`,
+`Resilient.__init__`): the annotation is its
 type, and `Annotated[float, Range(0, low_open=True)]` adds its range. `check_options` reads those
 annotations, so that a new option is checked as soon as it is declared, and a value from the
 command line (JSON when it parses: `timeout=NaN` is a float NaN, `max_retries=abc` the text

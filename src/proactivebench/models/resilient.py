@@ -120,7 +120,7 @@ class Resilient(ModelWrapper):
         self.retry = retry_policy(retry or DEFAULT_RETRY, max_retries, max_delay)
         if concurrency is not None and (not concurrency or concurrency <= 0):
             raise ModelSpecError(f"concurrency must be positive, got {concurrency!r}")
-        #: None: as many calls at once as the caller makes (the runner's episodes in flight).
+        #: None: as many calls at once as the caller makes (the engine's episodes in flight).
         self.concurrency = None if concurrency is None else int(concurrency)
         if max_consecutive_failures is not None and max_consecutive_failures < 0:
             raise ModelSpecError("max_consecutive_failures must be >= 0 (0: never stop the run)")

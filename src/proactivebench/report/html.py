@@ -315,7 +315,7 @@ def render_html(
     warnings: Sequence[str] = (),
 ) -> str:
     """The whole page; the tables side by side first unless `keep_order` (a report laid out
-    as the paper, `report.layout`); the `warnings` (`measures.run_warnings`) at its top,
+    as the paper, `report.paper_layout`); the `warnings` (`measures.run_warnings`) at its top,
     before any number, as eval prints them."""
 
     def e(text: str) -> str:

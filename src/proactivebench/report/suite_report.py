@@ -1,5 +1,5 @@
 """The report of a suite's experiments (`proactivebench paper`, `report OUT`), laid out as the
-paper: each experiment's run beside the paper's table it reproduces (`report.layout`).
+paper: each experiment's run beside the paper's table it reproduces (`report.paper_layout`).
 
 A suite's output holds a run directory per experiment and `suite.json` (which experiments,
 where the paper shows each, which is the plain run, the `--limit` they were played with). The

@@ -56,7 +56,7 @@ MIN_EPISODES = 100
 
 class ReportWorker:
     """At most one worker process, for one report (`write`); `close` it (or use it as a
-    context). Created idle: `start` (or `on_start`, the runner's callback, for a run of at
+    context). Created idle: `start` (or `on_start`, `evaluate`'s callback, for a run of at
     least `MIN_EPISODES` episodes to play) starts the process; without one, `write` writes
     here."""
 

@@ -2,7 +2,7 @@
 
 The model gets the first image and the open-ended question; a judge (`judge.Judge`) decides
 which of the scenario's valid answers the generation holds. An episode here is the protocol's
-logic plus two model calls; the runner supplies the calls, so that batching, caching, retries and
+logic plus two model calls; the engine supplies the calls, so that batching, caching, retries and
 the results file work as for multiple choice. `rejudge_line` judges one line of a finished run
 again (the `rejudge` job plays it), without asking the tested model anything; a failed judge
 call never replaces a verdict.

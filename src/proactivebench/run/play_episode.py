@@ -1,7 +1,7 @@
-"""Playing one episode: the one loop that `eval`, the Inspect solver and the verifiers
-environment share.
+"""Playing one episode: the one loop that `eval`, the Inspect solver, the verifiers
+environment and the lmms-eval task share.
 
-Each caller supplies how a request is answered (`ask`): the runner's batcher and response
+Each caller supplies how a request is answered (`ask`): the engine's scheduler and response
 cache, Inspect's `generate`, a verifiers chat. What a request holds (the conversation), how an
 answer is read and moved (`Episode.read`/`apply`), what the result line records, and whether
 the episode is multiple choice or open-ended and judged: all of that is decided here, once.

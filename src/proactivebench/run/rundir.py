@@ -88,7 +88,7 @@ class ResultsFile:
 
     Lines are whole writes, so a killed process leaves at most one torn last line, which the
     next open removes; `write` + `sync` let the scheduler group-commit what finished together.
-    The file is opened at the first write, after `before_first_write` (the runner writes
+    The file is opened at the first write, after `before_first_write` (`evaluate` writes
     `run.json` there): a run that never finished an episode leaves neither file behind. A write
     that fails (a full disk) is cut back to the lines before it, so no half line is left.
     """
@@ -607,7 +607,7 @@ def _report_folder_of(folder: Path) -> Path | None:
 
 
 def _record_file_in(folder: Path) -> Path | None:
-    """A scenario's record file in `folder` (`data.layout.scenario_file`): it is a data
+    """A scenario's record file in `folder` (`data.directory.scenario_file`): it is a data
     directory, or None."""
     found = (scenario_file(folder, name) for name in scenario_names())
     return next((path for path in found if path.exists()), None)

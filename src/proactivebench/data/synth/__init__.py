@@ -1,7 +1,8 @@
 """A procedural, offline and deterministic ProactiveBench: all seven scenarios, any size.
 
-One module per scenario draws a sample (`rod.make_sample`, ...: each scenario's registration
-in `proactivebench.benchmark.registry` names its own); this one writes a data directory of them.
+One module per scenario draws a sample (`rod.make_sample`, ...: each scenario's `REGISTRATION`,
+at the end of `benchmark/scenarios/<scenario>.py`, names its own); this one writes a data
+directory of them.
 
 `generate` writes a data directory in the official layout (`<stem>_preprocessed.jsonl` plus
 images) and `synth_manifest.json`, whose presence tells the loader that the official id

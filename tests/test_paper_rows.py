@@ -411,9 +411,10 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
         "(ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO)"
     )
     cells = placed["cells"]
-    # Table 1 acc, Qwen-2.5-VL 7B: ROD 0.0 is inside [0, 100] (1 of 2 right); only
-    # InternVL3 1B (61.4) is above 50.0.
-    assert cells["ROD"]["rank"] == 2 and cells["ROD"]["inside"] is True
+    # Table 1 acc, Qwen-2.5-VL 7B: ROD 0.0 is outside Wilson's [9.5, 90.5] of 1 of 2 right;
+    # VSOD's 0.0 inside [0, 79.3] of 0 of 1. Only InternVL3 1B (61.4) is above 50.0.
+    assert cells["ROD"]["rank"] == 2 and cells["ROD"]["inside"] is False
+    assert cells["VSOD"]["inside"] is True
     assert cells["VSOD"]["rank"] == 19
     avg = cells["avg"]
     assert avg["value"] == 25.0 and "rank" not in avg and "inside" not in avg and "paper" in avg
@@ -425,7 +426,7 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
     assert mine["source"] == "yours" and ranks["ROD"] == "2" and ranks["average"] == ""
     assert check["source"] == "yours vs published, Table 1" and float(check["average"]) == 9.9
     text = " ".join((tmp_path / "rep" / "report.md").read_text().split())
-    assert "| 0.0 inside | 0.0 inside | — | — | — | — | — | 9.9 not compared |" in text
+    assert "| 0.0 outside | 0.0 inside | — | — | — | — | — | 9.9 not compared |" in text
     assert (
         "openai:my-own-model@http://h:1/v1: average of other scenarios: the run's covers ROD, "
         "VSOD; the paper's covers all 7 (ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO): its average "

@@ -121,14 +121,17 @@ def fit_to_output(*consoles: Console) -> None:
             c.width = UNBOUNDED_WIDTH
 
 
-#: Under a table whose rates carry ±: what the number after it is.
-INTERVAL_CAPTION = "±: half the width of the 95 % bootstrap interval (the report gives its bounds)"
+def interval_caption() -> str:
+    """Under a table whose rates carry ±: what the number after it is."""
+    from proactivebench.benchmark.metrics import INTERVAL_NAME
+
+    return f"±: half the width of the {INTERVAL_NAME}; the report gives its bounds"
 
 
 def plus_minus(estimate: str, low: float, high: float) -> str:
     """`42.0 ± 3.1`: a rate shown as `estimate` (already formatted) with half the width of its
     95 % interval, to as many decimals as the estimate, as lmms-eval shows a standard error.
-    Half the width, because a bootstrap interval need not be symmetric around the estimate
+    Half the width, because the interval need not be symmetric around the estimate
     (the report's tables and report.json keep both bounds)."""
     decimals = len(estimate.partition(".")[2])
     return f"{estimate} ± {(high - low) / 2:.{decimals}f}"
@@ -146,7 +149,7 @@ def summary_table(
     shows_interval = any(m.key in intervals.get(AVERAGE, {}) for m in columns)
     table = Table(
         title=Text(one_line(title or summary.model)),
-        caption=INTERVAL_CAPTION if shows_interval else None,
+        caption=interval_caption() if shows_interval else None,
         caption_justify="left",
     )
     table.add_column("scenario")
@@ -403,7 +406,7 @@ def report_table(table: ReportTable) -> Table:
     intervals = not differences and any(c.low is not None for row in table.rows for c in row)
     shown = Table(
         title=Text(one_line(table.title)),
-        caption=INTERVAL_CAPTION if intervals else None,
+        caption=interval_caption() if intervals else None,
         caption_justify="left",
     )
     for index, heading in enumerate(table.columns):

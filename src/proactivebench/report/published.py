@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.benchmark.metrics import Metric, metric, number_text
+from proactivebench.benchmark.metrics import INTERVAL_NAME, Metric, metric, number_text
 from proactivebench.benchmark.paper_results import (
     FIGURE_AVERAGES,
     PAPER_SOURCE,
@@ -370,7 +370,7 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
     notes = [
         f"published: {PAPER_SOURCE}, {comparison.caption}",  # the caption names its table
         f"Rows sorted by average ({direction}); rows marked 'yours' are this report's runs, "
-        f"with their 95 % bootstrap interval; 'rank' is each run's place per column among "
+        f"with their {INTERVAL_NAME}; 'rank' is each run's place per column among "
         f"the published rows (1 = best, ties share the better place); 'vs published' gives "
         f"the paper's value for the run's model and whether it lies inside the interval "
         f"(allowing the paper's rounding of ±{ROUNDING}).",

@@ -276,6 +276,10 @@ MCQA_METRICS = (
         "ps rate",
         ps_rate_score,
         percent=False,
+        # Neither more nor less is better: a model that asks whenever it can (blind asking)
+        # has the most. It reads between baseline:oracle's (the fewest suggestions that reach
+        # the answer) and baseline:proactive's (every one it can), beside accuracy.
+        higher_is_better=None,
         headline=True,
         interval=True,
         axis_label="ps rate (suggestions / episode)",

@@ -218,6 +218,7 @@ def suite_progress(
         MofNCompleteColumn(),
         TextColumn("errors {task.fields[errors]}"),
         TimeElapsedColumn(),
+        several=True,
     )
     width = max(len(e.id) for e in experiments) if experiments else 0
     tasks = {

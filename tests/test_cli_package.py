@@ -169,6 +169,80 @@ def test_plain_progress_lines_say_how_long_the_rest_takes() -> None:
     assert [duration(s) for s in (44.6, 200, 7500)] == ["45s", "3m20s", "2h05m"]
 
 
+def test_several_tasks_off_a_terminal_give_lines_per_task_not_per_episode() -> None:
+    """Issue 47: off a terminal, `paper`'s experiments played at once wrote a line per tenth of
+    each, interleaved (with a few episodes each: a line per episode). Now: a line when each
+    starts and when it ends, and one line of every running one each 30 s of the (injected)
+    clock: 11 experiments of 200 episodes, interleaved, give 22 lines with the clock still,
+    and 22 + 2200 * 0.1 / 30 = 22 + 7 lines as it moves 0.1 s an episode."""
+    import io
+
+    from rich.console import Console
+
+    from proactivebench.cli.output import SeveralLineProgress
+
+    for step, running_lines in ((0.0, 0), (0.1, 7)):
+        clock = [0.0]
+        sink = io.StringIO()
+        progress = SeveralLineProgress(
+            console=Console(file=sink, width=200), get_time=lambda clock=clock: clock[0]
+        )
+        with progress:
+            tasks = [progress.add_task(f"exp{i}", total=200, errors=0) for i in range(11)]
+            for task in tasks:
+                progress.update(task, completed=0)
+            for _ in range(200):
+                for task in tasks:
+                    clock[0] += step
+                    progress.advance(task)
+        lines = sink.getvalue().splitlines()
+        running = [line for line in lines if line.startswith("running: ")]
+        assert len(running) == running_lines, lines
+        assert len(lines) == 22 + running_lines, lines
+        for i in range(11):
+            mine = [line for line in lines if line.startswith(f"exp{i}: ")]
+            assert [m.split(" (")[0] for m in mine] == [f"exp{i}: 0/200", f"exp{i}: 200/200"]
+        if running:  # every experiment's count in one line
+            assert all(f"exp{i} " in running[0] for i in range(11)), running[0]
+
+
+def test_paper_progress_off_a_terminal_is_bounded_by_experiments(monkeypatch) -> None:
+    """`paper`/`suite`'s progress (`suite_progress`) off a terminal: 3 experiments of 40
+    episodes, interleaved, write 2 lines each (start, end), not one per episode (the clock is
+    held still: no timed line)."""
+    import functools
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from proactivebench.cli import output, suite
+    from proactivebench.jobs.suite import Experiment
+    from proactivebench.run.settings import EvalSettings
+
+    sink = io.StringIO()
+    monkeypatch.setattr(output, "console", Console(file=sink, width=100))
+    still = functools.partial(output.SeveralLineProgress, get_time=lambda: 0.0)
+    monkeypatch.setattr(output, "SeveralLineProgress", still)
+    experiments = [Experiment(id=f"e{i}", paper="", settings=EvalSettings()) for i in range(3)]
+    with suite.suite_progress(experiments) as (on_start, on_result):
+        for e in experiments:
+            on_start(e.id, 40, 0)
+        for _ in range(40):
+            for e in experiments:
+                on_result(e.id, SimpleNamespace(error=None))
+    lines = sink.getvalue().splitlines()
+    assert len(lines) == 6, lines
+    assert sorted(line.split(":")[0].strip() for line in lines) == [
+        "e0",
+        "e0",
+        "e1",
+        "e1",
+        "e2",
+        "e2",
+    ]
+
+
 def test_plain_progress_lines_count_in_whole_numbers() -> None:
     """A count of a million or more is written whole (1234567/7000000), not in the exponent
     form of Python's `g` (1.23457e+06/7e+06), which also rounds it."""

@@ -263,6 +263,33 @@ def test_published_rows_exactly_as_in_paper_results(tmp_path: Path) -> None:
     assert "| **openai:my-own-model@http://h:1/v1** | **yours** |" in markdown
 
 
+def test_a_blind_asker_is_not_ranked_first_by_its_ps_rate(tmp_path: Path) -> None:
+    """Issue 47: a ps rate ranked "higher is better" put a model that asks blindly first. A run
+    that asks 5 times and is never right: its ps rate (5.00, above every published row) is
+    shown highest first but without a rank, with a note saying how to read it; its accuracy
+    (0.0) is still ranked: 23/23 on the average, below every published model."""
+    lines = [
+        mcqa_line(scenario, sample, False, 5)
+        for scenario in SEVEN_RIGHT
+        for sample in sample_ids(scenario, 4)
+    ]
+    run = write_run(tmp_path, "blind", lines, "openai:blind@http://h:1/v1")
+    report = _report(tmp_path, run, paper=True)
+    [psr] = report["paper"]["paper-table1-psr"]["runs"]
+    assert psr["cells"]["avg"]["value"] == 5.0
+    assert all("rank" not in cell and "of" not in cell for cell in psr["cells"].values())
+    [acc] = report["paper"]["paper-table1-acc"]["runs"]
+    assert acc["cells"]["avg"]["rank"] == 23 and acc["cells"]["avg"]["of"] == 23
+    rows = _csv(tmp_path, "paper-table1-psr")
+    assert rows[0]["source"] == "yours"  # highest first: a sort, not a ranking
+    assert not any(r["source"] == "yours: rank" for r in rows)
+    assert any(r["source"] == "yours: rank" for r in _csv(tmp_path, "paper-table1-acc"))
+    markdown = " ".join((tmp_path / "rep" / "report.md").read_text().split())
+    assert "ps rate has no rank: more is not better in itself" in markdown
+    assert "Rows sorted by average (highest first, not a ranking)" in markdown
+    assert report["metric_info"]["ps_rate"]["higher_is_better"] is None
+
+
 def test_html_sets_the_user_rows_apart(tmp_path: Path) -> None:
     _report(tmp_path, _made_up(tmp_path), paper=True)
     page = (tmp_path / "rep" / "report.html").read_text()
@@ -411,9 +438,10 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
         "(ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO)"
     )
     cells = placed["cells"]
-    # Table 1 acc, Qwen-2.5-VL 7B: ROD 0.0 is inside [0, 100] (1 of 2 right); only
-    # InternVL3 1B (61.4) is above 50.0.
-    assert cells["ROD"]["rank"] == 2 and cells["ROD"]["inside"] is True
+    # Table 1 acc, Qwen-2.5-VL 7B: ROD 0.0 is outside Wilson's [9.5, 90.5] of 1 of 2 right;
+    # VSOD's 0.0 inside [0, 79.3] of 0 of 1. Only InternVL3 1B (61.4) is above 50.0.
+    assert cells["ROD"]["rank"] == 2 and cells["ROD"]["inside"] is False
+    assert cells["VSOD"]["inside"] is True
     assert cells["VSOD"]["rank"] == 19
     avg = cells["avg"]
     assert avg["value"] == 25.0 and "rank" not in avg and "inside" not in avg and "paper" in avg
@@ -425,7 +453,7 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
     assert mine["source"] == "yours" and ranks["ROD"] == "2" and ranks["average"] == ""
     assert check["source"] == "yours vs published, Table 1" and float(check["average"]) == 9.9
     text = " ".join((tmp_path / "rep" / "report.md").read_text().split())
-    assert "| 0.0 inside | 0.0 inside | — | — | — | — | — | 9.9 not compared |" in text
+    assert "| 0.0 outside | 0.0 inside | — | — | — | — | — | 9.9 not compared |" in text
     assert (
         "openai:my-own-model@http://h:1/v1: average of other scenarios: the run's covers ROD, "
         "VSOD; the paper's covers all 7 (ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO): its average "

@@ -518,11 +518,13 @@ def test_show_and_the_viewer_name_the_rule_behind_a_surprising_verdict(
 
 
 def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, capsys) -> None:
-    """QD: one right episode (after one suggestion) and one wrong one. A resample of two
-    episodes holds 0, 1 or 2 right ones (1/4, 1/2, 1/4): of 2000 resamples about 500 have
-    a mean of 0 and 500 of 100, so the 2.5th and 97.5th percentiles are 0 and 100, and the
-    half-width is 50.0 (ps rate: 0.50). ROD: both right, no spread (± 0.0). The average of
-    the two scenarios, 75.0, resamples to 50, 75 or 100: ± 25.0."""
+    """Accuracy, a proportion, has Wilson's interval (z = 1.959964, z^2 = 3.841459): QD, 1 of
+    2 right: (0.5 + z^2/4 ± z sqrt(1/8 + z^2/16)) / (1 + z^2/2) = [0.0945, 0.9055], ± 40.5;
+    ROD, 2 of 2: [1 / (1 + z^2/2), 1] = [0.3424, 1], ± 32.9 (not a certain ± 0.0). The
+    average, 75.0, at Kish's effective size 2^2 / (1/2 + 1/2) = 4 outcomes, 3 of 4:
+    [0.3006, 0.9544], ± 32.7. The ps rate, a mean of counts, keeps the percentile bootstrap:
+    QD's two episodes, 1 and 0 suggestions, resample to 0, 0.5 or 1 (1/4, 1/2, 1/4), so the
+    2.5th and 97.5th percentiles of 2000 resamples are 0 and 1: ± 0.50; ROD's are all 0."""
     from rich.console import Console
 
     from proactivebench.benchmark.metrics import summarize
@@ -532,9 +534,9 @@ def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, 
     lines += [episode("ROD", 2, "first"), episode("ROD", 3, "first")]
     run = make_run(tmp_path, "run", lines)
     expected = {
-        "QD": "50.0 ± 50.0 │ 0.50 ± 0.50",
-        "ROD": "100.0 ± 0.0 │ 0.00 ± 0.00",
-        "average": "75.0 ± 25.0 │ 0.25 ± 0.25",
+        "QD": "50.0 ± 40.5 │ 0.50 ± 0.50",
+        "ROD": "100.0 ± 32.9 │ 0.00 ± 0.00",
+        "average": "75.0 ± 32.7 │ 0.25 ± 0.25",
     }
     console = Console(width=200, record=True, file=io.StringIO())
     loaded = load_run(run)
@@ -547,7 +549,7 @@ def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, 
         for scenario, cells in expected.items():
             row = next(x for x in text.splitlines() if x.startswith(f"│ {scenario} "))
             assert cells in row, (scenario, row)
-        assert "±: half the width of the 95 % bootstrap interval" in text
+        assert "±: half the width of the 95 % interval (Wilson's for a %" in text
     # Differences to a --vs run keep their bounds: whether they hold 0 is their point (a copy
     # of the run: the run itself is not compared with itself).
     import shutil
@@ -557,6 +559,44 @@ def test_terminal_tables_give_the_half_width_of_the_95_interval(tmp_path: Path, 
         ["report", str(run), "--vs", str(twin), "--out", str(tmp_path / "v")], capsys
     )
     assert code == 0 and "+0.0 [0.0, 0.0]" not in text and "0.0 [0.0, 0.0] p=1" in text
+
+
+def test_no_success_in_four_episodes_is_not_a_certain_zero(tmp_path: Path, capsys) -> None:
+    """Issue 47: 4 wrong episodes printed [0.0, 0.0]. Wilson's interval of 0 of 4 at
+    z = 1.959964 is [0, z^2 / (4 + z^2)] = [0, 3.8415 / 7.8415] = [0, 48.99] %, ± 24.5 in the
+    terminal; the average of this one scenario is the same (Kish: 1 / (1/4) = 4 outcomes)."""
+    run = make_run(tmp_path, "run", [episode("QD", i, "wrong") for i in range(4)])
+    code, text = run_cli(["report", str(run)], capsys)
+    assert code == 0
+    report = json.loads((run / "report" / "report.json").read_text())
+    [measured] = report["runs"]
+    for found in (measured["scenarios"]["QD"]["accuracy"], measured["average"]["accuracy"]):
+        assert found == {"value": 0.0, "low": 0.0, "high": pytest.approx(48.99, abs=0.005)}
+    row = next(x for x in text.splitlines() if x.startswith("│ QD "))
+    assert "0.0 ± 24.5" in row
+    assert "Wilson" in report["intervals"] and measured["scenarios"]["QD"]["n"] == 4
+
+
+def test_intervals_remembered_by_an_earlier_method_are_drawn_again(tmp_path: Path, capsys) -> None:
+    """A finished run's note keeps its intervals for `eval --no-report` to tell again: those
+    an earlier version remembered (bootstrap, no `interval_methods`) are not told as today's."""
+    from proactivebench.data.synth import generate
+    from proactivebench.report.measures import run_warnings_and_intervals
+
+    data = tmp_path / "data"
+    generate(data, per_scenario=4, seed=0)
+    out = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", "baseline:random", "--out", str(out)]
+    assert run_cli([*args, "--no-report", "--no-cache"], capsys)[0] == 0
+    today = intervals_of(measure_run(load_run(out)))
+    assert run_warnings_and_intervals(out)[1] == today
+    note_path = out / ".finished.json"
+    note = json.loads(note_path.read_text())
+    assert note["outcome"]["intervals"] == today
+    note["outcome"].pop("interval_methods")
+    note["outcome"]["intervals"] = {k: {"accuracy": [0.0, 0.0]} for k in today}
+    note_path.write_text(json.dumps(note))
+    assert run_warnings_and_intervals(out)[1] == today
 
 
 def test_eval_prints_the_reports_intervals(tmp_path: Path, capsys) -> None:

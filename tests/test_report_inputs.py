@@ -340,7 +340,10 @@ def test_every_plot_axis_is_labelled_and_rates_start_at_zero(
             assert ax.get_xlabel() or shared_below
     bars = figures[0].axes
     assert [ax.get_ylim()[0] for ax in bars] == [0.0, 0.0]
-    assert bars[1].get_xlabel() == "scenario" and bars[0].get_ylim()[1] == 100.0
+    # Accuracy: 0 of 2 per scenario, whose Wilson interval reaches z^2 / (2 + z^2) = 65.8 %,
+    # drawn; the ps rate, all 0 with no spread, shows 0..1.
+    assert bars[1].get_xlabel() == "scenario" and 65.8 <= bars[0].get_ylim()[1] <= 100.0
+    assert bars[1].get_ylim()[1] == 1.0
     labels = [t.get_text() for t in figures[3].axes[0].texts]
     assert "org/B-7B$" in labels  # the name as written, not TeX
 

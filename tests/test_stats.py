@@ -17,6 +17,8 @@ from proactivebench.core.stats import (
     paired_bootstrap_difference,
     percentile,
     spearman_rho,
+    wilson_interval,
+    wilson_mean_of_proportions,
 )
 
 
@@ -24,6 +26,63 @@ def test_all_correct_and_all_wrong_have_degenerate_intervals():
     assert bootstrap_mean([1.0] * 50) == Interval(1.0, 1.0, 1.0)
     assert bootstrap_mean([0.0] * 50) == Interval(0.0, 0.0, 0.0)
     assert bootstrap_mean([]) is None
+
+
+Z95 = 1.959964  # the normal quantile of 0.975
+
+
+def wilson_by_quadratic(k: int, n: int) -> tuple[float, float]:
+    """Wilson's bounds written independently: the p with (k/n - p)^2 = z^2 p (1 - p) / n,
+    i.e. the roots of (1 + z^2/n) p^2 - (2k/n + z^2/n) p + (k/n)^2 = 0."""
+    phat, c = k / n, Z95 * Z95 / n
+    a, b, const = 1 + c, -(2 * phat + c), phat * phat
+    root = math.sqrt(b * b - 4 * a * const)
+    return (-b - root) / (2 * a), (-b + root) / (2 * a)
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [
+        (0, 4, 0.0, 0.4899),  # no success in 4: up to 49 %, not a certain 0
+        (4, 4, 0.5101, 1.0),
+        (1, 2, 0.0945, 0.9055),
+        (3, 10, 0.1078, 0.6032),
+        (0, 1, 0.0, 0.7935),  # z^2 / (1 + z^2)
+    ],
+)
+def test_wilson_interval_of_hand_computed_cases(k: int, n: int, low: float, high: float):
+    found = wilson_interval(k, n)
+    assert found == pytest.approx((low, high), abs=1e-4)
+    assert found == pytest.approx(wilson_by_quadratic(k, n), abs=1e-6)
+    # At k = 0 the upper bound is z^2 / (n + z^2): 3.8415 / 7.8415 for n = 4.
+    if k == 0:
+        assert found[1] == pytest.approx(Z95**2 / (n + Z95**2), abs=1e-7)
+    try:  # a third, outside opinion where SciPy is installed
+        from scipy.stats import binomtest
+    except ImportError:
+        return
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert found == pytest.approx((ci.low, ci.high), abs=1e-9)
+
+
+def test_wilson_interval_of_nothing_is_none():
+    assert wilson_interval(0, 0) is None
+
+
+def test_wilson_mean_of_proportions_at_kishs_effective_size():
+    # Seven scenarios of 0 of 4: the mean of equal sizes is the pooled 0 of 28, [0, z^2/(28+z^2)].
+    none = wilson_mean_of_proportions([(0.0, 4)] * 7)
+    assert none == Interval(0.0, 0.0, pytest.approx(Z95**2 / (28 + Z95**2)))
+    assert none.high == pytest.approx(0.1206, abs=1e-4)
+    # 1 of 2 and 6 of 6: the mean 0.75 at K^2 / sum(1/n) = 4 / (1/2 + 1/6) = 6 outcomes,
+    # 4.5 of 6; a scenario without outcomes is left out.
+    mixed = wilson_mean_of_proportions([(0.5, 2), (1.0, 6), (0.0, 0)])
+    phat, c = 0.75, Z95 * Z95 / 6
+    root = math.sqrt((2 * phat + c) ** 2 - 4 * (1 + c) * phat * phat)
+    low, high = ((2 * phat + c) - root) / (2 * (1 + c)), ((2 * phat + c) + root) / (2 * (1 + c))
+    assert mixed == Interval(0.75, pytest.approx(low), pytest.approx(high))
+    assert (mixed.low, mixed.high) == pytest.approx((0.3648, 0.9400), abs=1e-4)
+    assert wilson_mean_of_proportions([(0.0, 0)]) is None
 
 
 def test_interval_is_reproducible_by_seed_and_moves_with_it():

@@ -284,7 +284,7 @@ def test_paper_runs_every_experiment_and_a_rerun_asks_nothing(
         listed = (out / "report" / "report.md").read_text()
         ends = [line.rsplit("/", 1)[-1] for line in listed.splitlines() if line.startswith("- **")]
         assert ends[:11] == [e.id for e in paper_suite().experiments]
-        assert "open-ended rows: cp (%) and ps (%) of the judge's verdicts" in text
+        assert "cp % and ps %: open-ended rows, the answers the judge found" in text
         asked, saved = saved_line(text)
         assert saved > 0  # unfiltered plays mcqa's episodes (synthetic data has no filter)
         assert asked >= first  # the judge's requests are asked too, not of the server
@@ -1295,6 +1295,61 @@ def test_the_terminal_experiments_table_counts_scored_episodes_and_names_a_parti
     assert [c.strip() for c in row.strip("│ ").split("│")][1:3] == ["18", "50.0"], row
     caption = " ".join(text.split("┘")[-1].split())
     assert caption == "mcqa: (avg) is the average of 6 (ROD, VSOD, MVP-N, IN-C, QD, COCO; no CIT)"
+
+
+def test_open_ended_rows_of_the_experiments_table_have_their_own_columns(
+    tmp_path: Path,
+) -> None:
+    """Issue 47: an open-ended row put cp and ps under "accuracy (avg)" and "ps rate (avg)".
+    Seven scenarios of cp 20 / ps 40 (OEG) and of accuracy 50 / ps rate 0.5 (MCQA): each
+    rate in its own column, "—" where a row has none; a table of MCQA rows alone keeps its
+    five columns."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from proactivebench.benchmark.metrics import ScenarioScore, Summary
+    from proactivebench.cli.suite import experiments_table
+    from proactivebench.jobs.evaluate import RunOutcome
+    from proactivebench.jobs.suite import Experiment, ExperimentOutcome
+    from proactivebench.run.settings import EvalSettings
+
+    def entry(ident: str, **rates: float) -> ExperimentOutcome:
+        summary = Summary(model="m")
+        for name in ("ROD", "VSOD", "MVP-N", "IN-C", "QD", "CIT", "COCO"):
+            summary.scenarios[name] = ScenarioScore(n=2, **rates)
+        outcome = RunOutcome(summary=summary, out_dir=tmp_path, resumed=0)
+        return ExperimentOutcome(
+            Experiment(id=ident, paper="", settings=EvalSettings()), tmp_path, "done", outcome
+        )
+
+    mcqa = entry("mcqa", accuracy=50.0, ps_rate=0.5)
+    oeg = entry("oeg", cp=20.0, ps=40.0, aggregate=50.0, unjudged=0)
+
+    def rows(entries: list[ExperimentOutcome]) -> dict[str, list[str]]:
+        sink = StringIO()
+        Console(file=sink, width=300).print(experiments_table(entries))
+        text = sink.getvalue()
+        found = {}
+        for line in text.splitlines():
+            cells = [c.strip() for c in line.strip("│┃ ").split("│" if "│" in line else "┃")]
+            found[cells[0]] = cells
+        return found
+
+    both = rows([mcqa, oeg])
+    assert both["experiment"] == [
+        "experiment",
+        "episodes scored",
+        "accuracy (avg)",
+        "ps rate (avg)",
+        "cp % (avg)",
+        "ps % (avg)",
+        "status",
+    ]
+    assert both["mcqa"][1:6] == ["14", "50.0", "0.50", "—", "—"]
+    assert both["oeg"][1:6] == ["14", "—", "—", "20.0", "40.0"]
+    alone = rows([mcqa])
+    assert alone["experiment"][2:] == ["accuracy (avg)", "ps rate (avg)", "status"]
 
 
 def test_experiments_skipped_or_failed_before_they_start_are_not_recorded(

@@ -180,10 +180,12 @@ def test_every_metric_is_declared_with_its_direction(data: Path, tmp_path: Path)
         "higher_is_better": True,
         "headline": True,
         "doc": report["metrics"]["accuracy"],
+        "interval": "wilson",
     }
     assert info["unreadable"]["higher_is_better"] is False
     assert info["asked"]["higher_is_better"] is None
     assert info["ps_rate"]["heading"] == "ps rate" and info["ps_rate"]["percent"] is False
+    assert info["ps_rate"]["interval"] == "bootstrap" and info["asked"]["interval"] is None
 
 
 def test_a_declared_metric_is_in_summary_json_without_a_field_added_by_hand(

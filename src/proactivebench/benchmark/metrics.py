@@ -199,8 +199,11 @@ class Metric:
     #: One of the benchmark's rates: in summary.json and the terminal table (the others
     #: explain behaviour, in the report only).
     headline: bool = False
-    #: Whether the report gives its bootstrap interval.
+    #: Whether the report gives its 95 % interval: Wilson's for a `proportion`, else the
+    #: bootstrap's (`report.measures.rate_interval`).
     interval: bool = False
+    #: Each episode's value is 0 or 100: the rate is a proportion (its interval, Wilson's).
+    proportion: bool = False
     #: An axis label, where the heading is too terse for a plot.
     axis_label: str = ""
     doc: str = ""
@@ -236,12 +239,25 @@ class Metric:
             "higher_is_better": self.higher_is_better,
             "headline": self.headline,
             "doc": self.doc,
+            "interval": self.interval_method,
         }
+
+    @property
+    def interval_method(self) -> str | None:
+        """How the report's interval of the rate is drawn: "wilson" (a proportion),
+        "bootstrap" (a mean of counts) or None (no interval)."""
+        if not self.interval:
+            return None
+        return "wilson" if self.proportion else "bootstrap"
 
 
 def number_text(value: float, percent: bool) -> str:
     """A rate as every table shows it: one decimal for a percentage, two for a count."""
     return f"{value:.1f}" if percent else f"{value:.2f}"
+
+
+#: The rates' intervals in words, for every table's note (`report.measures.rate_interval`).
+INTERVAL_NAME = "95 % interval (Wilson's for a %, percentile bootstrap for the ps rate)"
 
 
 MCQA_METRICS = (
@@ -251,6 +267,7 @@ MCQA_METRICS = (
         accuracy_score,
         headline=True,
         interval=True,
+        proportion=True,
         reads=("correct",),
         doc="episodes that ended on the correct category",
     ),
@@ -259,6 +276,10 @@ MCQA_METRICS = (
         "ps rate",
         ps_rate_score,
         percent=False,
+        # Neither more nor less is better: a model that asks whenever it can (blind asking)
+        # has the most. It reads between baseline:oracle's (the fewest suggestions that reach
+        # the answer) and baseline:proactive's (every one it can), beside accuracy.
+        higher_is_better=None,
         headline=True,
         interval=True,
         axis_label="ps rate (suggestions / episode)",
@@ -348,6 +369,7 @@ OEG_METRICS = (
         ps_score,
         headline=True,
         interval=True,
+        proportion=True,
         reads=("proactive_suggestion",),
         doc="answers the judge found to hold a proactive suggestion",
     ),
@@ -357,6 +379,7 @@ OEG_METRICS = (
         cp_score,
         headline=True,
         interval=True,
+        proportion=True,
         reads=("category_prediction",),
         doc="answers the judge found to name the correct category",
     ),
@@ -366,6 +389,7 @@ OEG_METRICS = (
         aggregate_score,
         headline=True,
         interval=True,
+        proportion=True,
         reads=("aggregate",),
         doc="answers with either",
     ),

@@ -24,6 +24,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
@@ -121,14 +122,17 @@ def fit_to_output(*consoles: Console) -> None:
             c.width = UNBOUNDED_WIDTH
 
 
-#: Under a table whose rates carry ±: what the number after it is.
-INTERVAL_CAPTION = "±: half the width of the 95 % bootstrap interval (the report gives its bounds)"
+def interval_caption() -> str:
+    """Under a table whose rates carry ±: what the number after it is."""
+    from proactivebench.benchmark.metrics import INTERVAL_NAME
+
+    return f"±: half the width of the {INTERVAL_NAME}; the report gives its bounds"
 
 
 def plus_minus(estimate: str, low: float, high: float) -> str:
     """`42.0 ± 3.1`: a rate shown as `estimate` (already formatted) with half the width of its
     95 % interval, to as many decimals as the estimate, as lmms-eval shows a standard error.
-    Half the width, because a bootstrap interval need not be symmetric around the estimate
+    Half the width, because the interval need not be symmetric around the estimate
     (the report's tables and report.json keep both bounds)."""
     decimals = len(estimate.partition(".")[2])
     return f"{estimate} ± {(high - low) / 2:.{decimals}f}"
@@ -146,7 +150,7 @@ def summary_table(
     shows_interval = any(m.key in intervals.get(AVERAGE, {}) for m in columns)
     table = Table(
         title=Text(one_line(title or summary.model)),
-        caption=INTERVAL_CAPTION if shows_interval else None,
+        caption=interval_caption() if shows_interval else None,
         caption_justify="left",
     )
     table.add_column("scenario")
@@ -255,14 +259,68 @@ class LineProgress(Progress):
             if not (new_tenth or now - when >= 60 or (final and done != last)):
                 return
         self._reported[task_id] = (done, now)
+        self._say(self._line(task))
+
+    @staticmethod
+    def _line(task: Task) -> str:
+        """`NAME: done/total (p%), field value..., elapsed, about ETA left`."""
+        total, done = task.total or 0, task.completed
         fields = "".join(f", {name} {value}" for name, value in task.fields.items())
         remaining = task.time_remaining
         eta = f", about {duration(remaining)} left" if remaining and done < total else ""
-        line = (
+        return (
             f"{task.description}: {_count(done)}/{_count(total)} "
             f"({100 * done / total:.0f}%){fields}, {task.elapsed or 0:.0f}s{eta}"
         )
+
+    def _say(self, line: str) -> None:
         self.console.print(printable(line), markup=False, highlight=False)
+
+
+class SeveralLineProgress(LineProgress):
+    """Progress off a terminal of several tasks played at once (a suite's experiments): a
+    task's line when it starts and when it ends, and, every `every` seconds, one line of every
+    running task's count. A tenth of each task, told as it came, interleaved the experiments
+    line by line and grew with them; these lines grow with the time taken and the number of
+    experiments, not with their episodes."""
+
+    def __init__(
+        self,
+        *columns: Any,
+        console: Console,
+        get_time: Callable[[], float] | None = None,
+        every: float = 30.0,
+    ) -> None:
+        super().__init__(*columns, console=console, get_time=get_time)
+        self.every = every
+        #: When the line of every running task was last told (or the first task started).
+        self._told_all: float | None = None
+
+    def _report(self, task_id: TaskID, final: bool = False) -> None:
+        task = self._tasks[task_id]
+        total, done, now = task.total, task.completed, self.get_time()
+        if not total:
+            return
+        last = self._reported.get(task_id)
+        ended = done >= total and (last is None or last[0] != done)
+        if last is None or ended or (final and done != last[0]):
+            self._reported[task_id] = (done, now)
+            self._say(self._line(task))
+            if self._told_all is None:
+                self._told_all = now
+            return
+        if self._told_all is not None and now - self._told_all >= self.every:
+            self._told_all = now
+            running = [
+                t
+                for t in self._tasks.values()
+                if t.total and t.id in self._reported and t.completed < t.total
+            ]
+            counts = (
+                f"{t.description.strip()} {_count(t.completed)}/{_count(t.total or 0)}"
+                for t in running
+            )
+            self._say(f"running: {'; '.join(counts)}")
 
 
 def _count(value: float) -> str:
@@ -297,10 +355,13 @@ def description_column() -> TextColumn:
     return TextColumn("{task.description}", style="bold", markup=False)
 
 
-def new_progress(*columns: Any) -> Progress:
-    """A rich progress bar on a terminal, plain periodic lines anywhere else."""
+def new_progress(*columns: Any, several: bool = False) -> Progress:
+    """A rich progress bar on a terminal, plain periodic lines anywhere else (`several`
+    tasks played at once: `SeveralLineProgress`)."""
     if console.is_terminal:
         return Progress(*columns, console=console)
+    if several:
+        return SeveralLineProgress(*columns, console=console)
     return LineProgress(*columns, console=console)
 
 
@@ -403,7 +464,7 @@ def report_table(table: ReportTable) -> Table:
     intervals = not differences and any(c.low is not None for row in table.rows for c in row)
     shown = Table(
         title=Text(one_line(table.title)),
-        caption=INTERVAL_CAPTION if intervals else None,
+        caption=interval_caption() if intervals else None,
         caption_justify="left",
     )
     for index, heading in enumerate(table.columns):

@@ -218,6 +218,7 @@ def suite_progress(
         MofNCompleteColumn(),
         TextColumn("errors {task.fields[errors]}"),
         TimeElapsedColumn(),
+        several=True,
     )
     width = max(len(e.id) for e in experiments) if experiments else 0
     tasks = {
@@ -299,30 +300,43 @@ def experiment_warnings(played: list[ExperimentOutcome]) -> list[str]:
     return warnings
 
 
+#: The caption under `experiments_table` when it has open-ended rows.
+OEG_COLUMNS_CAPTION = (
+    "cp % and ps %: open-ended rows, the answers the judge found to name the correct category "
+    "and to hold a proactive suggestion"
+)
+
+
 def experiments_table(entries: list[ExperimentOutcome]) -> Table:
     """Experiment, its scored episodes (as the suite report's experiments table counts them:
-    those that ended in an error are left out), the average accuracy and ps rate (open-ended:
-    the average cp and ps, in %, which a caption says when such a row holds them), and how it
-    ended. An average over fewer than the seven scenarios is named in the caption as eval's
-    table names it (`Summary.average_label`), never shown as a plain average."""
+    those that ended in an error are left out), the average accuracy and ps rate of an MCQA
+    row, and, when any row is open-ended, the average cp and ps (%) in their own columns (not
+    under MCQA's headings: a ps % is no ps rate), and how it ended. An average over fewer than
+    the seven scenarios is named in the caption as eval's table names it
+    (`Summary.average_label`), never shown as a plain average."""
     oeg = any(e.outcome is not None and e.outcome.summary.oeg for e in entries)
-    captions = ["open-ended rows: cp (%) and ps (%) of the judge's verdicts"] if oeg else []
+    captions = [OEG_COLUMNS_CAPTION] if oeg else []
+    rates = ["accuracy (avg)", "ps rate (avg)"]
+    if oeg:
+        rates += ["cp % (avg)", "ps % (avg)"]
     table = Table(title="experiments", caption_justify="left")
-    for heading in ("experiment", "episodes scored", "accuracy (avg)", "ps rate (avg)", "status"):
+    for heading in ("experiment", "episodes scored", *rates, "status"):
         table.add_column(
             heading, justify="left" if heading in ("experiment", "status") else "right"
         )
     for entry in entries:
-        cells = ["—", "—", "—"]
+        cells = ["—"] * (1 + len(rates))
         if entry.outcome is not None:
             summary = entry.outcome.summary
             average = summary.average
             cells[0] = str(sum(s.n for s in summary.scenarios.values()))
             if average is not None:
-                first = average.cp if summary.oeg else average.accuracy
-                second = average.ps if summary.oeg else average.ps_rate
-                cells[1] = "—" if first is None else f"{first:.1f}"
-                cells[2] = "—" if second is None else f"{second:.{1 if summary.oeg else 2}f}"
+                # An open-ended row's cp and ps in their columns, after MCQA's two.
+                at, keys = (3, ("cp", "ps")) if summary.oeg else (1, ("accuracy", "ps_rate"))
+                for offset, key in enumerate(keys):
+                    value = getattr(average, key)
+                    decimals = 2 if key == "ps_rate" else 1
+                    cells[at + offset] = "—" if value is None else f"{value:.{decimals}f}"
                 captions += _average_caption(entry.experiment.id, summary.average_label)
         status = entry.status if entry.reason is None else f"{entry.status}: {entry.reason}"
         table.add_row(escape(entry.experiment.id), *cells, escape(_short(status)))

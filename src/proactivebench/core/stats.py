@@ -1,15 +1,18 @@
-"""Uncertainty for the benchmark's comparisons: bootstrap intervals, paired differences,
-McNemar's test and Spearman's rank correlation; agreement between annotators (Cohen's and
-Fleiss' kappa).
+"""Uncertainty for the benchmark's comparisons: Wilson and bootstrap intervals, paired
+differences, McNemar's test and Spearman's rank correlation; agreement between annotators
+(Cohen's and Fleiss' kappa).
 
 Pure functions of plain numbers (NumPy only), so that they can be tested against textbook
 cases and reused by any report. Every resampling takes a seed: the same results and seed give
 the same interval, so a report can be rebuilt and cited.
 
-Why the bootstrap: a scenario's accuracy is a mean of 0/1 outcomes and its ps rate a mean of
-counts; the percentile bootstrap gives an interval for both without assuming a distribution,
-and the paired bootstrap resamples *samples* (not each run on its own), so the variation shared
-by two runs over the same samples cancels out of their difference.
+Why Wilson for a proportion (accuracy, open-ended ps, cp, aggregate: a mean of 0/1
+outcomes): a percentile bootstrap of 4 failures resamples nothing but failures and gives
+[0, 0], which reads as certainty; the Wilson score interval keeps its coverage at small n and
+at 0 or 1 (0 of 4: [0, 0.49]). Why the bootstrap elsewhere: the ps rate is a mean of counts,
+which no binomial describes, and the paired bootstrap resamples *samples* (not each run on its
+own), so the variation shared by two runs over the same samples cancels out of their
+difference.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -75,6 +79,46 @@ def bootstrap_mean(
         return Interval(estimate, estimate, estimate)
     draws = _resample_means(data[:, None], n_resamples, seed)[:, 0]
     return Interval(estimate, *_bounds(draws, level))
+
+
+def wilson_interval(
+    successes: float, n: float, *, level: float = DEFAULT_LEVEL
+) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion, `successes` of `n` (both may be fractional:
+    an effective count, `wilson_mean_of_proportions`), on the 0-1 scale; None for n <= 0.
+
+    (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n), p = successes / n, z the normal
+    quantile of the level (1.959964 at 95 %)."""
+    if n <= 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    p = min(1.0, max(0.0, successes / n))
+    z2n = z * z / n
+    centre = p + z2n / 2.0
+    spread = z * math.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n))
+    # Clamped: at p = 0 (or 1) the bound is 0 (or 1) up to rounding.
+    low = max(0.0, (centre - spread) / (1.0 + z2n))
+    high = min(1.0, (centre + spread) / (1.0 + z2n))
+    return (0.0 if p == 0.0 else low), (1.0 if p == 1.0 else high)
+
+
+def wilson_mean_of_proportions(
+    groups: Sequence[tuple[float, int]], *, level: float = DEFAULT_LEVEL
+) -> Interval | None:
+    """The unweighted mean of several proportions (the paper's average over scenarios), each
+    given as (proportion on the 0-1 scale, its number of outcomes), with a Wilson interval at
+    Kish's effective size K² / sum(1/n_i): the size whose binomial variance p(1-p)/n equals
+    that of the mean of K proportions sharing one p. With equal sizes it is the total (the
+    mean is then the pooled proportion); it needs no resampling, so 0 of 4 in each of seven
+    scenarios is not [0, 0]. Groups without outcomes are left out; None when all are."""
+    kept = [(p, n) for p, n in groups if n > 0]
+    if not kept:
+        return None
+    estimate = sum(p for p, _ in kept) / len(kept)
+    effective = len(kept) ** 2 / sum(1.0 / n for _, n in kept)
+    bounds = wilson_interval(estimate * effective, effective, level=level)
+    assert bounds is not None  # effective > 0
+    return Interval(estimate, *bounds)
 
 
 def paired_bootstrap_difference(

@@ -51,6 +51,7 @@ from proactivebench.report.comparable import (
 from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.inert import markdown as md
 from proactivebench.report.measures import (
+    INTERVAL_METHODS,
     Comparison,
     Intervals,
     RunMeasures,
@@ -94,7 +95,8 @@ from proactivebench.run.rundir import (
 #: The report's format: raise it when the same runs give other report files, so that reports
 #: written before are rewritten by the next `eval` rather than left alone as up to date.
 #: 3: no size-plot note for runs of one model or of people; CSV text cells kept from formulas.
-REPORT_FORMAT = 3
+#: 4: Wilson intervals for proportions (`measures.rate_interval`).
+REPORT_FORMAT = 4
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
 
@@ -810,8 +812,7 @@ def _json(
     return {
         "metrics": {m.key: m.doc for m in declared},
         "metric_info": {m.key: m.describe() for m in declared},
-        "intervals": "95 % percentile bootstrap (averages: stratified by scenario); "
-        "comparisons: paired bootstrap over shared samples and McNemar's test",
+        "intervals": INTERVAL_METHODS,
         "runs": [
             {
                 "label": m.run.label,

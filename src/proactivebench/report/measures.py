@@ -38,6 +38,8 @@ from proactivebench.core.stats import (
     paired_bootstrap_difference,
     percentile,
     spearman_rho,
+    wilson_interval,
+    wilson_mean_of_proportions,
 )
 from proactivebench.report.comparable import average_not_comparable, unscored
 from proactivebench.report.runs import (
@@ -69,8 +71,8 @@ class ScenarioMeasures:
     #: scored).
     covers: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-    #: The metrics whose `low`/`high` are bootstrap bounds; the others are plain means, and
-    #: report.json gives them no bounds rather than a zero-width interval.
+    #: The metrics whose `low`/`high` are interval bounds (`rate_interval`); the others are
+    #: plain means, and report.json gives them no bounds rather than a zero-width interval.
     bootstrapped: set[str] = field(default_factory=set)
 
     def as_dict(self) -> dict[str, Any]:
@@ -96,7 +98,7 @@ class RunMeasures:
     usage: dict[str, Any]
 
 
-#: Each bootstrapped rate's 95 % interval, `[low, high]`, per scenario and for the average
+#: Each rate's 95 % interval (`rate_interval`), `[low, high]`, per scenario and for the average
 #: (under `AVERAGE`): what a terminal table shows as ±, kept as plain JSON data so that a
 #: report left alone as up to date, or a finished run, can tell it without reading a line.
 Intervals = dict[str, dict[str, list[float]]]
@@ -141,7 +143,7 @@ def _scored(lines: Sequence[Line]) -> list[Line]:
 
 def episode_values(run: Run, keys: Sequence[str]) -> dict[str, dict[str, list[float]]]:
     """Per scenario, each scored episode's value of the metrics named `keys` (those
-    `measure_run` averages and bootstraps), for callers that pool several runs themselves,
+    `measure_run` averages and gives intervals), for callers that pool several runs themselves,
     e.g. seeds of one experiment."""
     metrics = [m for m in metrics_of(run) if m.key in keys]
     return {
@@ -153,8 +155,8 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
     """Every metric of every scenario of `run`, and their average over scenarios.
 
     The values are the metrics' own (`rate_of` their `values_by_metric`, `average_rate`: what
-    summary.json and the terminal show); the bootstrap adds the bounds of those that have an
-    interval."""
+    summary.json and the terminal show); `rate_interval` and `average_interval` add the bounds
+    of those that have an interval."""
     metrics = metrics_of(run)
     scenarios: dict[str, ScenarioMeasures] = {}
     per_metric: dict[str, list[list[float]]] = {m.key: [] for m in metrics}
@@ -167,7 +169,7 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
             per_metric[metric.key].append(values)
             estimate = rate_of(metric, values)
             if metric.interval:
-                bounds = bootstrap_mean(values, seed=seed + index, n_resamples=n_resamples)
+                bounds = rate_interval(metric, values, seed=seed + index, n_resamples=n_resamples)
                 measures.values[metric.key] = _with(estimate, bounds)
                 measures.bootstrapped.add(metric.key)
             else:
@@ -185,8 +187,8 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
         rates = [_estimate(scenarios[s].values.get(metric.key)) for s in covers]
         estimate = average_rate(metric, rates)
         if metric.interval:
-            bounds = bootstrap_mean_of_means(
-                per_metric[metric.key], seed=seed, n_resamples=n_resamples
+            bounds = average_interval(
+                metric, per_metric[metric.key], seed=seed, n_resamples=n_resamples
             )
             average.values[metric.key] = _with(estimate, bounds)
             average.bootstrapped.add(metric.key)
@@ -195,8 +197,50 @@ def measure_run(run: Run, *, seed: int = 0, n_resamples: int = 2000) -> RunMeasu
     return RunMeasures(run, scenarios, average, usage_stats(run))
 
 
+def rate_interval(
+    metric: Metric, values: Sequence[float], *, seed: int = 0, n_resamples: int = 2000
+) -> Interval | None:
+    """A scenario's rate with its 95 % interval, the one every table, report.json and the
+    terminal's ± give: Wilson's for a proportion (`Metric.proportion`, values 0 or 100; no
+    resampling, and 0 of 4 is [0, 49.0], not a certain [0, 0]), the percentile bootstrap's
+    for a mean of counts (the ps rate). None for no values."""
+    if metric.proportion:
+        if not values:
+            return None
+        bounds = wilson_interval(sum(values) / 100.0, len(values))
+        assert bounds is not None
+        return Interval(sum(values) / len(values), 100.0 * bounds[0], 100.0 * bounds[1])
+    return bootstrap_mean(values, seed=seed, n_resamples=n_resamples)
+
+
+def average_interval(
+    metric: Metric, groups: Sequence[Sequence[float]], *, seed: int = 0, n_resamples: int = 2000
+) -> Interval | None:
+    """The unweighted mean of the scenarios' rates with its 95 % interval: Wilson's at Kish's
+    effective size for a proportion (`stats.wilson_mean_of_proportions`), the stratified
+    bootstrap's for a mean of counts. Empty groups are left out."""
+    if metric.proportion:
+        found = wilson_mean_of_proportions(
+            [(sum(g) / len(g) / 100.0, len(g)) for g in groups if len(g)]
+        )
+        if found is None:
+            return None
+        return Interval(100.0 * found.estimate, 100.0 * found.low, 100.0 * found.high)
+    return bootstrap_mean_of_means(groups, seed=seed, n_resamples=n_resamples)
+
+
+#: What report.json's "intervals" says of them (`rate_interval`, `average_interval`,
+#: `compare_runs`).
+INTERVAL_METHODS = (
+    "95 %: Wilson score interval for a proportion (accuracy, ps, cp, aggregate; averages: "
+    "Wilson at Kish's effective size, K^2 / sum(1/n_i)), percentile bootstrap for the ps rate "
+    "(averages: stratified by scenario); comparisons: paired bootstrap over shared samples and "
+    "McNemar's test"
+)
+
+
 def _with(estimate: float | None, bounds: Interval | None) -> Interval | None:
-    """The metric's value with the bootstrap's bounds (none: a plain mean, low = high)."""
+    """The metric's value with its interval's bounds (none: a plain mean, low = high)."""
     if estimate is None:
         return None
     if bounds is None:
@@ -602,7 +646,10 @@ def run_warnings_and_intervals(
     if note is not None:
         warnings = note.outcome.get("warnings")
         intervals = checked_intervals(note.outcome.get("intervals"))
-        if isinstance(warnings, list) and all(isinstance(w, str) for w in warnings) and intervals:
+        # Intervals remembered by an earlier version, of other methods, are drawn again.
+        same = note.outcome.get("interval_methods") == INTERVAL_METHODS
+        told = isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)
+        if told and intervals and same:
             return warnings, intervals
     measures = measure_run(run if run is not None else load_runs([run_dir])[0])
     warnings, intervals = run_warnings(measures), intervals_of(measures)
@@ -610,4 +657,5 @@ def run_warnings_and_intervals(
         with contextlib.suppress(ProactiveBenchError), RunLock(run_dir):  # held: not remembered
             note.remember(run_dir, "warnings", warnings)
             note.remember(run_dir, "intervals", intervals)
+            note.remember(run_dir, "interval_methods", INTERVAL_METHODS)
     return warnings, intervals

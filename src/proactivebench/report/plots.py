@@ -208,7 +208,7 @@ def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(range(len(scenarios)), [_label(s) for s in scenarios])
     axes[1].set_xlabel("scenario")
-    title = figure.suptitle("Per scenario, with 95 % bootstrap intervals", fontsize="medium")
+    title = figure.suptitle("Per scenario, with 95 % intervals", fontsize="medium")
     handles, labels = axes[0].get_legend_handles_labels()
     legend = _fitted_legend(figure, handles, labels)
     legend_height = _inches(figure, legend)[1] if legend is not None else 0.0

@@ -4,7 +4,8 @@ Each run whose settings have a counterpart in the paper (plain MCQA: Table 1; `-
 Table 7; `--reference`: Table 6; `--all-samples`: Table 4; OEG: Table 2, with `--hint`
 Table 9; multi-turn OEG: Table 10) is placed among the paper's rows of that table, one table
 per metric: every row sorted by its average (best first, by the metric's
-`higher_is_better`), the run's rank per column among the published rows, and, when the run's
+`higher_is_better`), the run's rank per column among the published rows (none for the ps rate,
+which has no better direction: `UNRANKED_RATE_NOTE`), and, when the run's
 model is one of the paper's (`paper_results.recognise_model`, or `--paper-model`), whether the
 paper's value lies inside the run's 95 % interval.
 
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from proactivebench.benchmark.metrics import Metric, metric, number_text
+from proactivebench.benchmark.metrics import INTERVAL_NAME, Metric, metric, number_text
 from proactivebench.benchmark.paper_results import (
     FIGURE_AVERAGES,
     PAPER_SOURCE,
@@ -174,6 +175,20 @@ class PaperComparison:
         }
 
 
+#: Under a table of a rate with no better direction (the ps rate): why its runs have no rank.
+UNRANKED_RATE_NOTE = (
+    "{heading} has no rank: more is not better in itself (a model that asks whenever it can, "
+    "blindly, has the most; one that never asks, 0). Read it between baseline:oracle's (the "
+    "fewest suggestions that reach the answer) and baseline:proactive's (every suggestion it "
+    "can), beside accuracy, which is ranked."
+)
+
+
+def ranks(metric: Metric) -> bool:
+    """Whether the runs are ranked by `metric`: only a rate with a better direction."""
+    return metric.higher_is_better is not None
+
+
 def _better(metric: Metric, a: float, b: float) -> bool:
     """Whether `a` ranks above `b` (a metric with no direction ranks by higher values)."""
     return a < b if metric.higher_is_better is False else a > b
@@ -288,7 +303,7 @@ def _cell(
     if value is None:
         return {"value": None}
     cell: dict[str, Any] = {"value": value.estimate, "low": value.low, "high": value.high}
-    if ranked:
+    if ranked and ranks(ours):
         cell.update(rank=rank(ours, value.estimate, scored), of=len(scored) + 1)
     if theirs is not None:
         cell["paper"] = theirs
@@ -366,17 +381,26 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
     entries.sort(key=lambda e: (e[1] in unranked, e[0], e[1] >= 0, e[1] if e[1] >= 0 else -e[1]))
     rows = [row for entry in entries for row in entry[2]]
     kinds = [kind for entry in entries for kind in entry[3]]
-    direction = "lower is better" if metric.higher_is_better is False else "higher is better"
+    if not ranks(metric):
+        order, ranked = "highest first, not a ranking", ""
+    else:
+        direction = "lower" if metric.higher_is_better is False else "higher"
+        order = f"{direction} is better"
+        ranked = (
+            "'rank' is each run's place per column among the published rows (1 = best, ties "
+            "share the better place); "
+        )
     notes = [
         f"published: {PAPER_SOURCE}, {comparison.caption}",  # the caption names its table
-        f"Rows sorted by average ({direction}); rows marked 'yours' are this report's runs, "
-        f"with their 95 % bootstrap interval; 'rank' is each run's place per column among "
-        f"the published rows (1 = best, ties share the better place); 'vs published' gives "
+        f"Rows sorted by average ({order}); rows marked 'yours' are this report's runs, "
+        f"with their {INTERVAL_NAME}; {ranked}'vs published' gives "
         f"the paper's value for the run's model and whether it lies inside the interval "
         f"(allowing the paper's rounding of ±{ROUNDING}).",
         "The paper's average is the unweighted mean of its seven scenarios; the runs' "
         "average likewise, over the scenarios they scored.",
     ]
+    if not ranks(metric):
+        notes.insert(1, UNRANKED_RATE_NOTE.format(heading=metric.heading))
     if comparison.figure is not None:
         figure, models, _ = comparison.figure
         notes.append(
@@ -421,16 +445,16 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
     label = placed.run.label
     ranked = not placed.caveats
     mine = [Cell(label), Cell("yours")]
-    ranks = [Cell(f"{label}: rank"), Cell("yours: rank")]
+    rank_row = [Cell(f"{label}: rank"), Cell("yours: rank")]
     if not ranked:
-        ranks = [Cell(f"{label}: not ranked"), Cell("yours: not comparable")]
+        rank_row = [Cell(f"{label}: not ranked"), Cell("yours: not comparable")]
     checks = [Cell(f"{label} vs {placed.paper_model.name if placed.paper_model else ''}")]
     checks.append(Cell(f"yours vs {comparison.short_source}"))
     for column in columns:
         cell = placed.cells[column]
         if cell.get("value") is None:
             mine.append(Cell(MISSING))
-            ranks.append(Cell(MISSING))
+            rank_row.append(Cell(MISSING))
             checks.append(Cell(MISSING))
             continue
         value, low, high = cell["value"], cell["low"], cell["high"]
@@ -439,7 +463,7 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
             text += f" [{number_text(low, metric.percent)}, {number_text(high, metric.percent)}]"
         mine.append(Cell(text, value, low, high))
         # Each cell says whether it is ranked: a run's average may not be when its columns are.
-        ranks.append(
+        rank_row.append(
             Cell(f"{cell['rank']}/{cell['of']}", cell["rank"]) if "rank" in cell else Cell(MISSING)
         )
         if "paper" in cell:
@@ -448,7 +472,9 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
             checks.append(Cell(f"{cell['paper']:.1f} {mark}", cell["paper"]))
         else:
             checks.append(Cell(MISSING))
-    rows, kinds = [mine, ranks], [YOURS, RANK]
+    rows, kinds = [mine, rank_row], [YOURS, RANK]
+    if not ranks(metric):  # no rank to give (`UNRANKED_RATE_NOTE`)
+        rows, kinds = [mine], [YOURS]
     if placed.paper_model is not None:
         rows.append(checks)
         kinds.append(CHECK)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proactivebench.benchmark.metrics import Metric, metric, number_text
+from proactivebench.benchmark.metrics import INTERVAL_NAME, Metric, metric, number_text
 from proactivebench.benchmark.paper_results import (
     PAPER_SOURCE,
     figure_mean,
@@ -165,7 +165,7 @@ class FigureComparison:
             f"The paper prints only averages over {len(self.models)} models "
             f"({', '.join(self.models)}); '—' where it prints no value for a column. The "
             "zero-shot mean is Table 1's over the same models. Rows marked 'yours' are this "
-            "report's runs, with their 95 % bootstrap interval.",
+            f"report's runs, with their {INTERVAL_NAME}.",
         ]
         for run, _ in self.runs:
             caveats = not_comparable(run)

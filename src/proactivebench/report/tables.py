@@ -14,7 +14,13 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from proactivebench.benchmark.metrics import Metric, average_label, number_text, table_metrics
+from proactivebench.benchmark.metrics import (
+    INTERVAL_NAME,
+    Metric,
+    average_label,
+    number_text,
+    table_metrics,
+)
 from proactivebench.benchmark.registry import paper_scenarios, scenario_order
 from proactivebench.core.stats import Interval
 from proactivebench.report import inert as text_formats
@@ -117,8 +123,8 @@ def run_table(measures: RunMeasures, table: str = "run") -> Table:
     if table == "run":
         title = measures.run.label
         notes = [
-            "Intervals: 95 % percentile bootstrap over episodes (the average: stratified by "
-            f"scenario); {errors}"
+            f"Intervals: {INTERVAL_NAME}, over episodes (the average: Wilson's at Kish's "
+            f"effective size, the bootstrap stratified by scenario); {errors}"
         ]
     else:
         title, notes = f"{measures.run.label}: actions", [ACTIONS_NOTE, errors.capitalize()]

@@ -206,6 +206,38 @@ def test_the_fake_server_judges_in_the_format_the_judge_reads() -> None:
         assert re.fullmatch(r"[01],[01]", output.splitlines()[-1]), output
 
 
+def test_the_families_command_builds_a_family_checkpoint(tmp_path: Path) -> None:
+    """`python -m proactivebench.testing.families FAMILY OUT`, as `tiny_vlm`'s command: the
+    family's own checkpoint (Qwen2.5-VL's model type, as transformers names it), its path
+    printed."""
+    for module in ("torch", "transformers", "torchvision"):
+        pytest.importorskip(module)
+    out = tmp_path / "tiny-qwen"
+    command = [sys.executable, "-m", "proactivebench.testing.families", "qwen2.5-vl", str(out)]
+    done = subprocess.run(command, env=environment(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(out)
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["model_type"] == "qwen2_5_vl"
+    assert (out / "model.safetensors").is_file() and (out / "chat_template.jinja").is_file()
+
+
+def test_an_unknown_family_is_refused_naming_the_known_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proactivebench.testing import families
+
+    assert families.main(["qwen9", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        "error: unknown family 'qwen9'; known: llava-1.5, qwen2.5-vl, llava-onevision, "
+        "internvl3, smolvlm, gemma3\n"
+    )
+    assert set(families.FAMILIES) == {
+        "llava-1.5", "qwen2.5-vl", "llava-onevision", "internvl3", "smolvlm", "gemma3"
+    }  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
 def test_importing_the_kit_loads_neither_torch_nor_transformers() -> None:
     code = (
         "import sys, proactivebench.testing as kit; kit.FakeOpenAI; kit.build_tiny_vlm; "

@@ -22,6 +22,7 @@ Python block carries one of these markers (checked below), so none goes unchecke
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,22 @@ def test_the_runnable_commands_of_a_page_run_as_written(
             (tmp_path / block.arg).write_text(body + "\n", encoding="utf-8")
         elif block.kind == "runnable":
             run_block(block, tmp_path, timeout=300, server=fake_server)
+
+
+def test_the_readme_paper_example_scores_open_ended_rows_above_zero(tmp_path: Path) -> None:
+    """The README's offline `paper` example, run as written, judges its open-ended experiments
+    and some episodes are judged right (issue 47 item 1: they were skipped, or all 0.0 when
+    the fake server judged in a format the judge cannot read)."""
+    readme = [b for b in blocks(ROOT / "README.md") if b.kind == "runnable"]
+    upto = next(i for i, b in enumerate(readme) if "proactivebench paper" in b.body)
+    for block in readme[: upto + 1]:
+        run_block(block, tmp_path, timeout=300)
+    rates = {}
+    for experiment in ("oeg", "oeg-hint"):
+        summary = json.loads((tmp_path / f"paper-random/{experiment}/summary.json").read_text())
+        average = summary["average"]
+        assert average["n"] > 0 and average["unparsed"] == 0.0, (experiment, average)
+        rates[experiment] = (average["ps"], average["cp"])
+    assert all(ps > 0 or cp > 0 for ps, cp in rates.values()), rates
+    multiturn = json.loads((tmp_path / "paper-random/oeg-multiturn/summary.json").read_text())
+    assert multiturn["average"]["accuracy"] > 0, multiturn["average"]

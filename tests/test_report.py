@@ -171,6 +171,29 @@ def test_report_files_show_dashes_and_what_the_average_covers(run: Path) -> None
     assert (out / "plots" / "accuracy_vs_ps.png").is_file()
 
 
+def test_a_report_outcome_prints_in_one_short_line(run: Path, tmp_path: Path) -> None:
+    """`print(write_report(...))` in a notebook: where, from which runs, which files, in one
+    line (it printed every measure and table, ~135k characters); nothing is taken away."""
+    other = make_run(tmp_path, "other", [episode("ROD", 0, "first")], model="n")
+    outcome = write_report([run, other], tmp_path / "both")
+    printed = repr(outcome)
+    assert "\n" not in printed and len(printed) < 400, printed
+    top = sorted(p.name for p in (tmp_path / "both").iterdir() if p.is_file() and p.name[0] != ".")
+    inside = [p for p in outcome.files if p.parent != outcome.out_dir]
+    assert sorted(["report.html", "report.md", "report.json"]) == top
+    assert printed == (
+        f"ReportOutcome(out_dir={str(tmp_path / 'both')!r}, runs={[str(run), str(other)]!r}, "
+        f"files=['report.html', 'report.json', 'report.md', '+{len(inside)} in plots/ tables/'], "
+        f"notes={len(outcome.notes)}, warnings=1, unchanged=False)"
+    )
+    # Every field is still there: the measures and tables a script reads.
+    assert [m.run.run_dir for m in outcome.measures] == [run, other]
+    assert outcome.headline and outcome.intervals and outcome.html.is_file()
+    again = write_report([run, other], tmp_path / "both", if_changed=True)
+    assert again.unchanged and repr(again).endswith("unchanged=True)")
+    assert again.runs == [run, other]
+
+
 def test_interval_of_a_report_is_reproducible_by_seed(run: Path, tmp_path: Path) -> None:
     write_report([run], tmp_path / "a", seed=3)
     write_report([run], tmp_path / "b", seed=3)

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from docblocks import DOCS, DOCS_URL, Block, blocks, environment, run_block
+from docblocks import DOCS, DOCS_URL, ROOT, Block, blocks, environment, run_block
 
 PAGE = DOCS / "testing.md"
 #: One recipe per path of issue 33 item 3, and the server they share.
-PATHS = {"fake-server", "openai", "inspect", "hf", "train-grpo", "verifiers", "python"}
+PATHS = {"fake-server", "openai", "inspect", "hf", "train-grpo", "verifiers", "python", "judge"}
 
 
 def recipes() -> dict[str, Block]:
@@ -148,6 +149,93 @@ def test_python_recipe(tmp_path: Path) -> None:
     # Every request was answered "A": the average row of a run that always says A.
     assert "'n': 14" in output
     assert summary(tmp_path / "runs/scripted")["model"] == "openai:my-agent"
+
+
+def heredoc(text: str, name: str) -> str:
+    """The file a block writes with `cat > NAME <<'PY'`: its text as the reader sees it."""
+    return text.split(f"cat > {name} <<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+
+
+def test_judge_recipe_judges_some_answers_right(tmp_path: Path) -> None:
+    """The ten-line judge reads the protocol's judge prompt and answers in the verdict format:
+    every vote parses, and the baseline's options name a correct answer in some episodes and
+    not in others (all zero was the symptom of a judge the runner could not read)."""
+    run_recipe("judge", tmp_path)
+    average = summary(tmp_path / "runs/judged")["average"]
+    assert average["n"] == 14 and average["unparsed"] == 0.0
+    assert 0 < average["ps"] < 100 or 0 < average["cp"] < 100, average
+
+
+def test_the_readme_judge_is_the_testing_pages_judge() -> None:
+    """The README's offline `paper` example writes the judge this page shows: one judge to
+    read, kept alike by this test."""
+    readme = next(b for b in blocks(ROOT / "README.md") if "--judge python:judge.py" in b.body)
+    assert heredoc(readme.body, "judge.py") == heredoc(recipes()["judge"].body, "judge.py")
+
+
+def test_the_fake_server_judges_in_the_format_the_judge_reads() -> None:
+    """A judge's request (the protocol's prompt, `judge_messages`) gets a 0/1 per correct
+    answer that `parse_verdict` reads, by a hash of the request: the same request the same
+    verdict, different generations both verdicts; any other request still gets an option."""
+    import asyncio
+
+    from proactivebench import load_model
+    from proactivebench.benchmark import registry
+    from proactivebench.run.judge import Judge, parse_verdict
+    from proactivebench.testing import FakeOpenAI
+
+    # QD's: an intervention, then the category (the protocol's list, the category filled in).
+    shown = registry.scenario("QD").strings.oeg_answers
+    assert shown is not None
+    valid = shown.format(categories="cat")
+    generations = [f"Answer {i}: perhaps a cat" for i in range(24)]
+    with FakeOpenAI() as server:
+        judge = Judge(load_model(f"openai:fake-judge@{server.url}", max_retries=0))
+        requests = [r for g in generations for r in judge.requests("What is it?", valid, g)]
+        model = judge.model
+        outputs = [c.text for c in asyncio.run(model.generate(requests))]
+        again = [c.text for c in asyncio.run(model.generate(requests[:3]))]
+        asked = [r.body["messages"] for r in server.chat_requests]
+    assert again == outputs[:3]
+    assert asked[0][0]["content"].startswith("You are an automatic evaluation system.")
+    verdicts = [parse_verdict(valid, output, "QD") for output in outputs]
+    assert all(v.parsed for v in verdicts), outputs
+    assert {v.proactive_suggestion for v in verdicts} == {0, 1}
+    assert {v.category_prediction for v in verdicts} == {0, 1}
+    for output in outputs:  # two marks, one per correct answer, on the last line
+        assert re.fullmatch(r"[01],[01]", output.splitlines()[-1]), output
+
+
+def test_the_families_command_builds_a_family_checkpoint(tmp_path: Path) -> None:
+    """`python -m proactivebench.testing.families FAMILY OUT`, as `tiny_vlm`'s command: the
+    family's own checkpoint (Qwen2.5-VL's model type, as transformers names it), its path
+    printed."""
+    for module in ("torch", "transformers", "torchvision"):
+        pytest.importorskip(module)
+    out = tmp_path / "tiny-qwen"
+    command = [sys.executable, "-m", "proactivebench.testing.families", "qwen2.5-vl", str(out)]
+    done = subprocess.run(command, env=environment(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(out)
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["model_type"] == "qwen2_5_vl"
+    assert (out / "model.safetensors").is_file() and (out / "chat_template.jinja").is_file()
+
+
+def test_an_unknown_family_is_refused_naming_the_known_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from proactivebench.testing import families
+
+    assert families.main(["qwen9", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        "error: unknown family 'qwen9'; known: llava-1.5, qwen2.5-vl, llava-onevision, "
+        "internvl3, smolvlm, gemma3\n"
+    )
+    assert set(families.FAMILIES) == {
+        "llava-1.5", "qwen2.5-vl", "llava-onevision", "internvl3", "smolvlm", "gemma3"
+    }  # fmt: skip
+    assert not (tmp_path / "out").exists()
 
 
 def test_importing_the_kit_loads_neither_torch_nor_transformers() -> None:

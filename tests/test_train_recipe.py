@@ -276,6 +276,46 @@ def test_bad_recipe_options_end_in_one_message(
     assert code == 2 and "nope" in text
 
 
+def test_too_little_data_under_the_recipe_gets_advice_that_trains(
+    tmp_path: Path, synth_train: Path, tiny_vlm_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under --recipe paper, lowering per_device_train_batch_size (the old advice) keeps the
+    512 completions, so the check refuses it again; the advice given names what passes: the
+    `--set` flags it prints, taken as printed, get past the check on the same data."""
+    import re
+
+    from proactivebench.cli.train import parse_settings
+    from proactivebench.core.errors import TrainError
+    from proactivebench.train.grpo import check_enough_examples
+
+    base = ["train", "grpo", "--recipe", "paper", "--model", str(tiny_vlm_dir)]
+    base += ["--data", str(synth_train), "--out", str(tmp_path / "o"), "--max-steps", "1"]
+    code, text = run_cli(base, capsys)
+    assert code == 1 and "Traceback" not in text, text
+    assert "lower per_device_train_batch_size" not in text
+    examples = int(re.search(r"(\d+) training example", text)[1])
+    assert examples == len(training_data(settings_for(tiny_vlm_dir, synth_train, tmp_path, {})))
+    # The old advice, followed: the recipe raises the accumulation and the check refuses again.
+    lowered = settings_for(tiny_vlm_dir, synth_train, tmp_path, {"per_device_train_batch_size": 1})
+    with pytest.raises(TrainError, match="fewer than the 64 distinct examples"):
+        check_enough_examples(lowered, examples)
+    # The advice given, followed as printed.
+    flags = re.findall(r"--set (\S+=\S+)", text)
+    assert len(flags) == 2, text
+    followed = settings_for(tiny_vlm_dir, synth_train, tmp_path, parse_settings(tuple(flags)))
+    check_enough_examples(followed, examples)
+    assert followed.recipe["batch"]["this_run"] < followed.recipe["batch"]["paper"]
+
+
+def settings_for(
+    model: Path, data: Path, tmp_path: Path, overrides: dict[str, Any]
+) -> TrainSettings:
+    """The paper recipe's settings with `--set` values, as `train grpo` builds them."""
+    return TrainSettings.build(
+        str(model), str(data), tmp_path / "s", overrides=overrides, recipe="paper"
+    )
+
+
 def test_an_intervention_paid_above_the_category_is_warned(caplog) -> None:
     from proactivebench.train.recipe import check_proactive_reward
 

@@ -15,6 +15,7 @@ The files of a report directory:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -212,7 +213,7 @@ def write_report(
     with RunLock(holder) if holder is not None else contextlib.nullcontext():
         built = _BuiltFrom.read(out, inputs) if if_changed else None
         if built is not None:
-            return built.outcome(out)
+            return dataclasses.replace(built.outcome(out), runs=list(map(Path, run_dirs)))
         with _opened(thumb_cache) as cache:
             outcome = _write_report(
                 run_dirs,
@@ -230,6 +231,7 @@ def write_report(
             )
         built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
         built.write(out, outcome.files)
+        outcome.runs = list(map(Path, run_dirs))
         return outcome
 
 

@@ -35,7 +35,37 @@ class ReportOutcome:
     #: The report was up to date and left as it was (`if_changed`): `files`, `notes`,
     #: `warnings` and `intervals` are those of when it was written; nothing was measured.
     unchanged: bool = False
+    #: The run directories the report was built from, as the caller named them.
+    runs: list[Path] = field(default_factory=list)
 
     @property
     def html(self) -> Path:
         return self.out_dir / "report.html"
+
+    def __repr__(self) -> str:
+        """One line, not the measures and tables (`print(write_report(...))` printed ~135k
+        characters): where, from which runs, which files (those in sub-folders counted)."""
+        names = [_relative(path, self.out_dir) for path in self.files]
+        shown = sorted(name for name in names if "/" not in name)
+        inside = len(names) - len(shown)
+        if inside:
+            shown.append(f"+{inside} in {' '.join(_folders(names))}")
+        runs = [str(run) for run in self.runs]
+        return (
+            f"ReportOutcome(out_dir={str(self.out_dir)!r}, runs={runs!r}, files={shown!r}, "
+            f"notes={len(self.notes)}, warnings={len(self.warnings)}, "
+            f"unchanged={self.unchanged})"
+        )
+
+
+def _relative(path: Path, out: Path) -> str:
+    """`path` inside `out`, as the report names it (`tables/summary.csv`)."""
+    try:
+        return Path(path).relative_to(out).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _folders(names: list[str]) -> list[str]:
+    """The report's sub-folders that `names` lie in (`plots/`, `tables/`)."""
+    return sorted({name.split("/", 1)[0] + "/" for name in names if "/" in name})

@@ -11,16 +11,23 @@ The processors of Qwen2.5-VL, LLaVA-OneVision, InternVL3 and SmolVLM include a v
 which needs torchvision, and the image processors built here (all but LLaVA-1.5's) are the
 torchvision ones that checkpoints name; SmolVLM's processor also imports num2words. Both come
 with the `hf` extra (`Family.needs`: a family whose packages are missing is skipped).
+
+From a shell, `python -m proactivebench.testing.families FAMILY OUT_DIR` builds one family's
+checkpoint and prints its path, as `python -m proactivebench.testing.tiny_vlm OUT_DIR` does.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proactivebench.testing.tiny_vlm import build_tiny_vlm, byte_tokenizer
+from proactivebench.core.errors import HFBackendError, ProactiveBenchError
+from proactivebench.models.hf import EXTRA_HINT
+from proactivebench.testing.tiny_vlm import _require_hf, build_tiny_vlm, byte_tokenizer
 
 
 def _chatml(image: str) -> str:
@@ -275,7 +282,8 @@ class Family:
     """A family's tiny checkpoint builder, the token its processor repeats for an image, and
     the packages (besides torch and transformers) its processor imports."""
 
-    build: Callable[[Path], Path]
+    #: `build(out_dir, seed=0)`: the checkpoint written to `out_dir`.
+    build: Callable[..., Path]
     image_token: str
     needs: tuple[str, ...] = ("torchvision",)
 
@@ -288,3 +296,47 @@ FAMILIES: dict[str, Family] = {
     "smolvlm": Family(build_smolvlm, "<image>", needs=("torchvision", "num2words")),
     "gemma3": Family(build_gemma3, "<image_soft_token>"),
 }
+
+
+def _require(name: str, family: Family) -> None:
+    """One message naming the `hf` extra when a package the family's processor imports is
+    missing, before anything is written."""
+    _require_hf()
+    for module in family.needs:
+        try:
+            __import__(module)
+        except ImportError:
+            raise HFBackendError(f"{name} needs {module}; {EXTRA_HINT}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m proactivebench.testing.families FAMILY OUT_DIR`: build the family's tiny
+    checkpoint, print its path (`tiny_vlm`'s command, for each family of `hf:`)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m proactivebench.testing.families",
+        description="Save a tiny random checkpoint of one model family, built with its own "
+        "transformers classes, for offline tests (hf:OUT_DIR).",
+    )
+    parser.add_argument("family", help=f"the model family: {', '.join(FAMILIES)}")
+    parser.add_argument("out_dir", type=Path, help="directory to write (created)")
+    parser.add_argument("--seed", type=int, default=0, help="the weights' seed (default 0)")
+    args = parser.parse_args(argv)
+    family = FAMILIES.get(args.family.lower())
+    if family is None:
+        known = ", ".join(FAMILIES)
+        print(f"error: unknown family {args.family!r}; known: {known}", file=sys.stderr)
+        return 2
+    try:
+        _require(args.family.lower(), family)
+        print(family.build(args.out_dir, args.seed))
+    except ProactiveBenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot write {args.out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

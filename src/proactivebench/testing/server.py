@@ -6,8 +6,11 @@ without a model: `with FakeOpenAI(respond=lambda body: "A") as server:` serves o
 ends, then `server.chat_requests` holds what the client sent (headers, JSON body, the fault
 it got). `respond` scripts the answer from the request body; `answers` maps a request's
 `fingerprint(messages)` to its answer; neither given, the answer is one of the options the
-last user turn shows, picked by a hash of the model name and the messages. `ServerConfig`
-lists every knob (latency, faults, `Retry-After`, an API key to require, raw responses).
+last user turn shows, picked by a hash of the model name and the messages, and a judge's
+request (the protocol's judge system prompt, `run.judge.judge_messages`) gets a verdict in the
+format the judge parses: a 0 or 1 per correct answer, by a hash of the request, so that an
+offline open-ended run scores some episodes and not others. `ServerConfig` lists every knob
+(latency, faults, `Retry-After`, an API key to require, raw responses).
 
 Answers are a deterministic function of the request (model, message texts, image bytes), so a
 run against it is reproducible whatever the concurrency, the retries or the replica that served
@@ -25,6 +28,7 @@ in another process (`ServerProcess`, or `python -m proactivebench.testing.server
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import base64
 import contextlib
@@ -34,17 +38,20 @@ import random
 import re
 import signal
 import socket
+import string
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from proactivebench.benchmark.protocol import oeg_strings
 from proactivebench.core.texts import dumps
 
 #: Every fault the server can inject; "http400" is the only one a client must not retry.
@@ -177,6 +184,47 @@ def hashed_answer(model: str, messages: list[dict[str, Any]]) -> str:
         return "A"
     letter, text = options[int.from_bytes(digest[:4], "big") % len(options)]
     return [letter, f"{letter}. {text}", text][digest[4] % 3]
+
+
+@cache
+def _judge_request() -> tuple[str, re.Pattern[str]]:
+    """The judge's system prompt and a pattern of its user turn, both from the protocol's
+    strings (the template's literal text escaped, each `{field}` a named group)."""
+    strings = oeg_strings()
+    pattern = "".join(
+        re.escape(literal) + (f"(?P<{name}>.*?)" if name else "")
+        for literal, name, _, _ in string.Formatter().parse(strings["judge_user_template"])
+    )
+    return strings["judge_system_prompt"], re.compile(pattern, re.DOTALL)
+
+
+def judge_verdict(body: dict[str, Any]) -> str | None:
+    """A judge's answer to a judge's request (None for any other request): a 0 or 1 per
+    correct answer shown, each by a hash of the model, the messages and the seed (a vote's
+    own), on the last line as the judge parses it."""
+    messages = body.get("messages") or []
+    system, user = _judge_request()
+    if not messages or messages[0].get("role") != "system":
+        return None
+    if messages[0].get("content") != system:
+        return None
+    shown = user.fullmatch(last_user_text(messages))
+    if shown is None:
+        return None
+    try:
+        answers = ast.literal_eval(shown["correct_answers"])
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(answers, list):
+        return None
+    # As many marks as `parse_verdict` expects: an entry is empty only where its part was.
+    count = sum(1 for answer in answers if answer)
+    if not count:
+        return None
+    seen = f"{body.get('model', '')}\n{fingerprint(messages)}\n{body.get('seed')}"
+    digest = hashlib.sha256(seen.encode()).digest()
+    marks = ",".join(str(digest[i % len(digest)] & 1) for i in range(count))
+    return f"Each correct answer, by a hash of the request:\n{marks}"
 
 
 def is_reasoning_name(model: str) -> bool:
@@ -440,8 +488,10 @@ class FakeOpenAI:
         if self.config.respond is not None:
             answer = self.config.respond(body)
         else:
-            answer = self.config.answers.get(fingerprint(messages)) or hashed_answer(
-                model, messages
+            answer = (
+                self.config.answers.get(fingerprint(messages))
+                or judge_verdict(body)
+                or hashed_answer(model, messages)
             )
         prompt_tokens = len(last_user_text(messages)) // 4 + 256 * _image_count(messages)
         completion_tokens = max(1, len(answer) // 4)

@@ -45,7 +45,7 @@ from proactivebench.train.checks import (
 )
 from proactivebench.train.examples import load_examples, parse_holdout, scenario_counts
 from proactivebench.train.processes import check_same_data, process_state
-from proactivebench.train.recipe import Layered, lay_under, load_recipe
+from proactivebench.train.recipe import BATCH_FIELDS, Layered, lay_under, load_recipe
 from proactivebench.train.rewards import RewardSettings, reward_functions
 
 if TYPE_CHECKING:
@@ -704,14 +704,43 @@ def check_enough_examples(settings: TrainSettings, examples: int) -> None:
     args = grpo_config(settings, reward_weights(settings))
     needed = args.generation_batch_size // args.num_generations
     if examples < needed:
+        processes = process_state().num_processes
         raise TrainError(
             f"--data {settings.data}: {examples} training example(s), fewer than the "
             f"{needed} distinct examples one generation samples (per_device_train_batch_size "
-            f"{args.per_device_train_batch_size} x {process_state().num_processes} process(es) "
+            f"{args.per_device_train_batch_size} x {processes} process(es) "
             f"x steps_per_generation {args.steps_per_generation} / num_generations "
-            f"{args.num_generations}): no step could train; lower "
-            "per_device_train_batch_size or hold out fewer scenarios"
+            f"{args.num_generations}): no step could train; "
+            + too_few_advice(settings, examples, needed, args.num_generations, processes)
         )
+
+
+def too_few_advice(
+    settings: TrainSettings, examples: int, needed: int, generations: int, processes: int
+) -> str:
+    """What makes a run with too few examples train. A recipe that chose a batch field keeps
+    its batch whatever the other is (lowering per_device_train_batch_size raises
+    gradient_accumulation_steps), so under it only more data or a batch of the user's helps."""
+    chosen = (settings.recipe or {}).get("set", {}).get("grpo", {})
+    if not any(name in chosen for name in BATCH_FIELDS):
+        return "lower per_device_train_batch_size or hold out fewer scenarios"
+    assert settings.recipe is not None
+    name, paper = settings.recipe["name"], settings.recipe["batch"]["paper"]
+    advice = (
+        f"--recipe {name} keeps the paper's batch of {paper} completions whatever "
+        "per_device_train_batch_size is (it sets gradient_accumulation_steps to match): give "
+        f"{needed} or more examples (more data, or hold out fewer scenarios with --holdout)"
+    )
+    # Both batch fields set: the batch is the user's. One group a process and step samples
+    # processes x steps_per_generation examples (steps_per_generation if set, else 1).
+    smallest = processes * int(settings.grpo.get("steps_per_generation") or 1)
+    if examples >= smallest:
+        advice += (
+            f", or set the batch yourself for a trial: --set per_device_train_batch_size="
+            f"{generations} --set gradient_accumulation_steps=1 ({generations * processes} "
+            f"completions a step, not the paper's {paper})"
+        )
+    return advice
 
 
 def training_failed(exc: Exception, out: Path, step: int) -> TrainError:

@@ -155,10 +155,12 @@ def _digits(unit: str) -> int:
 
 
 def shown(value: float, unit: str, signed: bool = True) -> str:
-    """A value as a sentence writes it: accuracy to 0.1 point, ps rate and rho to 0.01."""
+    """A value as a sentence writes it: accuracy to 0.1 point, ps rate and rho to 0.01; a
+    value that rounds to zero without a sign."""
     digits = _digits(unit)
-    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-    return text.replace("+0.00", "0.00").replace("-0.00", "0.00").replace("+0.0 ", "0.0 ")
+    if round(value, digits) == 0:
+        return f"{0:.{digits}f}"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
 def _unit(unit: str) -> str:
@@ -182,25 +184,28 @@ def stated(stat: Statistic) -> str:
 
 
 def _paper_clause(stats: Sequence[Statistic], verb: str) -> str:
-    """'the paper's models: accuracy +8.3 points, ps rate +1.9 on average (Table 7 - Table 1,
-    21 models; this model ranks 4th of 22 on accuracy)'; '' when none has a paper figure."""
-    with_paper = [s for s in stats if s.paper is not None]
-    if not with_paper:
-        return ""
-    values = ", ".join(
-        f"{s.name} {shown(s.paper.value, s.unit, s.signed)}{_unit(s.unit)}"  # type: ignore[union-attr]
-        for s in with_paper
-    )
-    first = with_paper[0].paper
-    assert first is not None
-    many = f", {first.models} models" if first.models else ""
-    ranks = [
-        f"{_ordinal(s.paper.rank[0])} of {s.paper.rank[1]} on {s.name}"  # type: ignore[union-attr]
-        for s in with_paper
-        if s.paper.rank is not None  # type: ignore[union-attr]
-    ]
-    ranked = f"; this model ranks {', '.join(ranks)}, highest first" if ranks else ""
-    return f"the paper's models {verb} {values} on average ({first.source}{many}{ranked})"
+    """'the paper's models gained accuracy +8.3 points, ps rate +1.87 on average (Table 7 -
+    Table 1, per model, 21 models; this model ranks 4th of 22 on accuracy, highest first)',
+    one part per source; '' when no statistic has a paper figure."""
+    groups: dict[tuple[str, int], list[Statistic]] = {}
+    for s in stats:
+        if s.paper is not None:
+            groups.setdefault((s.paper.source, s.paper.models), []).append(s)
+    parts = []
+    for (source, models), group in groups.items():
+        values = ", ".join(
+            f"{s.name} {shown(s.paper.value, s.unit, s.signed)}{_unit(s.unit)}"  # type: ignore[union-attr]
+            for s in group
+        )
+        ranks = [
+            f"{_ordinal(s.paper.rank[0])} of {s.paper.rank[1]} on {s.name}"  # type: ignore[union-attr]
+            for s in group
+            if s.paper.rank is not None  # type: ignore[union-attr]
+        ]
+        many = f"{models} models, " if models else ""
+        ranked = f"; this model ranks {', '.join(ranks)}, highest first" if ranks else ""
+        parts.append(f"{values} on average ({many}{source}{ranked})")
+    return f"the paper's models {verb} {'; '.join(parts)}" if parts else ""
 
 
 def _ordinal(n: int) -> str:
@@ -213,23 +218,43 @@ def _episodes(count: int) -> str:
 
 
 def _apart(reasons: Sequence[str]) -> str:
-    return (
-        f" Not comparable with the paper's figures ({'; '.join(reasons)}): shown without a rank."
-        if reasons
-        else ""
-    )
+    """' Not comparable with the paper's figures: generated data (...) (hint, mcqa); so no
+    rank.': each reason once, with the runs it holds for (`reasons` are 'run: reason')."""
+    if not reasons:
+        return ""
+    runs: dict[str, list[str]] = {}
+    for reason in reasons:
+        run, _, why = reason.partition(": ")
+        runs.setdefault(why, []).append(run)
+    said = "; ".join(f"{why} ({', '.join(names)})" for why, names in runs.items())
+    return f" Not comparable with the paper's figures: {said}; so no rank."
 
 
 def difference_sentence(
-    lead: str, stats: Sequence[Statistic], reasons: Sequence[str], verb: str = "changed by"
+    lead: str,
+    stats: Sequence[Statistic],
+    reasons: Sequence[str],
+    verb: str = "changed by",
+    also: Sequence[str] = (),
 ) -> str:
-    """The sentence of a paired difference: 'With the hint, accuracy +3.1 points [0.4, 5.8],
-    ps rate +0.41 [0.12, 0.70] on the same 1,260 episodes; the paper's models ...'."""
-    episodes = {s.episodes for s in stats if s.value is not None}
-    said = ", ".join(stated(s) for s in stats)
-    where = f" on the same {_episodes(episodes.pop())}" if len(episodes) == 1 else ""
+    """The sentence of paired differences: 'With the hint, accuracy +3.1 points [0.4, 5.8],
+    ps rate +0.41 [0.12, 0.70] on the same 1,260 episodes; the paper's models ...', the
+    episodes named after each run of statistics over the same ones."""
+    groups: list[list[Statistic]] = []
+    for s in stats:
+        if s.value is None:
+            continue  # said by `also`
+        if groups and groups[-1][0].episodes == s.episodes:
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    said = "; ".join(
+        ", ".join(stated(s) for s in group) + f" on the same {_episodes(group[0].episodes)}"
+        for group in groups
+    )
     paper = _paper_clause(stats, verb)
-    return f"{lead}, {said}{where}" + (f"; {paper}" if paper else "") + "." + _apart(reasons)
+    told = "".join(f"; {text}" for text in also)
+    return f"{lead}, {said}{told}" + (f"; {paper}" if paper else "") + "." + _apart(reasons)
 
 
 # ----- the paper's figures ----------------------------------------------------------------------
@@ -294,9 +319,9 @@ def table_figure(
     if not found:
         return None
     values = list(found.values())
-    source = _table_name(table) + (f" - {_table_name(base)}" if base else "") + ", per model"
+    source = _table_name(table) + (f" - {_table_name(base)}" if base else "") + " per model"
     if figure:
-        source += f" (the models {_figure_name(figure)} averages)"
+        source += f", as {_figure_name(figure)} averages them"
     rank = rank_among(ours.estimate, values) if ranked and ours is not None else None
     return PaperFigure(sum(values) / len(values), len(values), source, rank)
 
@@ -751,7 +776,7 @@ def _proactive_sentence(
             )
             papers.append(
                 f"{s.name} {shown(s.paper.value, s.unit, s.signed)}{_unit(s.unit)} "
-                f"({s.paper.source}, {s.paper.models} models{rank})"
+                f"({s.paper.models} models, {s.paper.source}{rank})"
             )
     if papers:
         text += "; the paper's models: " + ", ".join(papers) + " on average"
@@ -762,6 +787,10 @@ ABLATION_CLAIM = (
     "models that keep choosing suggestions when they are random ones are not being proactive: "
     "they avoid abstaining"
 )
+
+
+#: Why the ablation's proactive share has no relative change.
+NO_SHARE = "the plain run chose no proactive option, so its proactive share has no relative change"
 
 
 def ablation_finding(
@@ -779,7 +808,7 @@ def ablation_finding(
     values = list(per_model.values())
     rank = rank_among(share.estimate, values) if share is not None and not reasons else None
     paper = PaperFigure(
-        sum(values) / len(values), len(values), "Fig. 20, per model, all scenarios", rank
+        sum(values) / len(values), len(values), "Fig. 20 per model, all scenarios", rank
     )
     compared = ("ablation", "mcqa")
     stats = (
@@ -801,13 +830,9 @@ def ablation_finding(
         ),
         Statistic("proactive share", "%", share, compared, scenarios, shared, paper),
     )
-    notes = (
-        ()
-        if share is not None
-        else ("the plain run chose no proactive option: no share to change",)
-    )
+    notes = () if share is not None else (NO_SHARE,)
     sentence = difference_sentence(
-        "With random suggestions in place of the interventions", stats, reasons
+        "With random suggestions in place of the interventions", stats, reasons, also=notes
     )
     return Finding("ablation", "i", ABLATION_CLAIM, stats, sentence, reasons, notes)
 
@@ -898,21 +923,31 @@ TRAINING_CLAIM = (
 TABLE3 = "table3_grpo"
 
 
+def table3_config(rp: float | None = None) -> str:
+    """Table 3's row name of proactive reward `rp` ("rp = 0.5"); default: the smallest the
+    paper ran (the recipe's default)."""
+    configs = sorted(
+        {
+            str(r["config"])
+            for r in paper_table(TABLE3)["rows"]
+            if str(r["config"]).startswith("rp = ")
+        },
+        key=lambda c: float(c.split("=")[1]),
+    )
+    return configs[0] if rp is None else f"rp = {rp:g}"
+
+
 def table3_changes(rp: float | None = None) -> dict[str, dict[str, float]]:
     """Table 3's change from each model's original row to its row of proactive reward `rp`
-    (default: the smallest the paper ran), averaged over its two models and over the
-    scenarios it trained on (in-domain, "seen") and those it held out ("held out"):
+    (`table3_config`), averaged over the scenarios it trained on (in-domain, "seen") and
+    those it held out ("held out"), then over its two models:
     {"seen": {"accuracy": ..., "ps rate": ...}, "held out": {...}}."""
     table = paper_table(TABLE3)
     groups = {
         "seen": table["column_groups"]["in-domain"],
         "held out": table["column_groups"]["out-of-domain"],
     }
-    configs = sorted(
-        {row["config"] for row in table["rows"] if str(row["config"]).startswith("rp = ")},
-        key=lambda c: float(c.split("=")[1]),
-    )
-    chosen = configs[0] if rp is None else f"rp = {rp:g}"
+    chosen = table3_config(rp)
     by_model: dict[str, dict[str, dict[str, Any]]] = {}
     for row in table["rows"]:
         by_model.setdefault(row["model"], {})[row["config"]] = row["cells"]
@@ -925,6 +960,8 @@ def table3_changes(rp: float | None = None) -> dict[str, dict[str, float]]:
                 for rows in by_model.values()
                 if chosen in rows and "original" in rows
             ]
+            if not changes:
+                raise KeyError(f"Table 3 has no row {chosen!r}")
             found[group][name] = sum(changes) / len(changes)
     return found
 
@@ -967,7 +1004,7 @@ def training_finding(
             figure = PaperFigure(
                 paper[group][name],
                 2,
-                f"Table 3, rp {rp if rp is not None else 'the smallest'} - original, "
+                f"Table 3, {table3_config(rp)} - original, "
                 f"{'in-domain' if group == 'seen' else 'out-of-domain'} scenarios",
             )
             stats.append(

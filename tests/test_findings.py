@@ -156,6 +156,8 @@ def test_findings_of_experiments_not_played_are_left_out(tmp_path: Path) -> None
     mcqa = run_of(tmp_path, "mcqa", plain_lines(("ROD",), 3))
     assert [f.id for f in suite_findings({"mcqa": mcqa})] == ["proactive"]
     assert suite_findings({"hint": mcqa}) == []  # no plain run: nothing to set against
+    failed = [{**line, "error": "server down"} for line in mcqa.lines]
+    assert suite_findings({"mcqa": run_of(tmp_path / "e", "mcqa", failed), "hint": mcqa}) == []
 
 
 def test_history_and_icl_stand_beside_the_figures_printed_averages(tmp_path: Path) -> None:

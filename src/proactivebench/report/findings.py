@@ -426,10 +426,6 @@ def allowed_suggestions(run: Run) -> tuple[dict[tuple[str, int], int], str | Non
     return allowed, None
 
 
-def _rows_of(values: Sequence[float]) -> np.ndarray:
-    return np.asarray(values, dtype=float)
-
-
 def proactive_share_change(
     run: Run, base: Run, *, seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES
 ) -> tuple[Interval | None, int]:
@@ -595,8 +591,8 @@ def suite_findings(
     random-suggestions ablation and multi-turn open-ended generation - mcqa. A finding whose
     experiments were not played, or share no scored episode, is left out."""
     base = runs.get("mcqa")
-    if base is None:
-        return []
+    if base is None or base.oeg or not any(map(_scored, base.by_scenario.values())):
+        return []  # nothing scored in multiple choice to set the others against
     found = [proactive_finding(base, runs.get("reference"), seed, n_resamples)]
     by_id: dict[str, Finding | None] = {}
     for paired in PAIRED:
@@ -850,8 +846,8 @@ def rho_interval(
     n_resamples: int = DEFAULT_RESAMPLES,
 ) -> Interval | None:
     """Spearman's rho of `rates` with `sizes` and a percentile interval from resampling the
-    models (a resample whose sizes or rates are all one value has no rho and is redrawn
-    nowhere: left out); None with fewer than three models or no ranking."""
+    models (a resample whose sizes or rates are all one value has no rho and is left out);
+    None with fewer than three models or no ranking."""
     estimate = spearman_rho(sizes, rates)
     if estimate is None:
         return None
@@ -1033,4 +1029,4 @@ def training_finding(
 
 def findings_dict(findings: Sequence[Finding]) -> list[dict[str, Any]]:
     """The findings as JSON data (report.json, a suite's summary), the paper named once."""
-    return [{**f.as_dict(), "paper": PAPER_SOURCE} for f in findings]
+    return [{**f.as_dict(), "paper_source": PAPER_SOURCE} for f in findings]

@@ -214,3 +214,31 @@ def test_runs_of_settings_table_3_does_not_have_are_said_not_comparable(
     assert "its settings are Table 7's, where Table 3 evaluates as Table 1 does" in notes
     assert f"tuned run {tuned} is not comparable with Table 3's rows:" in notes
     assert "its settings are no table's of the paper" in notes
+
+
+def test_the_training_finding_is_the_comparisons_gains_paired(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The paper's finding (v) on `train compare`'s runs: on the seen and on the held-out
+    scenarios, the paired differences' estimates are the comparison's mean gains (computed
+    from each run's summary of the shared episodes, another path), and the abstainer turned
+    oracle gains 100 points on every episode."""
+    from proactivebench.train.compare import training_finding
+
+    base = eval_run(test_data, tmp_path / "base", "baseline:abstain", capsys)
+    tuned = eval_run(test_data, tmp_path / "tuned", "baseline:oracle", capsys)
+    comparison = compare_runs(base, tuned, holdout="QD,MVP-N")
+    finding = training_finding(comparison)
+    assert finding is not None and finding.id == "training"
+    values = {s.name: s for s in finding.statistics}
+    for seen, group in ((True, "seen"), (False, "held out")):
+        gains = comparison.mean_gain(seen)
+        assert gains is not None
+        accuracy, ps = values[f"accuracy ({group})"], values[f"ps rate ({group})"]
+        assert accuracy.value is not None and ps.value is not None
+        assert accuracy.value.estimate == pytest.approx(gains[0]) == 100.0
+        assert ps.value.estimate == pytest.approx(gains[1])
+        assert accuracy.compared == ("tuned", "base")
+    assert values["accuracy (held out)"].scenarios == ("MVP-N", "QD")
+    assert values["accuracy (held out)"].episodes == 4
+    assert finding.not_comparable[0] == "base: generated data (data synth), not the paper's"

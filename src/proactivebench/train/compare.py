@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proactivebench.benchmark.metrics import ScenarioScore, summarize
 from proactivebench.benchmark.paper_results import paper_table
@@ -31,6 +31,9 @@ from proactivebench.run.datarecords import other_data
 from proactivebench.run.rundir import RUN_CONFIG, RunLines, identity_differences, run_lines
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
+
+if TYPE_CHECKING:
+    from proactivebench.report.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -376,3 +379,17 @@ def not_comparable_notes(comparison: Comparison) -> list[str]:
             f"({', '.join(table)}): their averages are of other terms"
         )
     return notes
+
+
+def training_finding(comparison: Comparison, rp: float | None = None) -> Finding | None:
+    """The paper's finding (v) on the comparison's two runs (`report.findings.
+    training_finding`): tuned - base, paired, on the seen and the held-out scenarios, beside
+    Table 3's change for proactive reward `rp` (default: the recipe's)."""
+    from proactivebench.report.findings import training_finding as finding_of
+    from proactivebench.report.runs import load_run
+
+    assert comparison.runs is not None, "a Comparison of compare_runs"
+    base, tuned = (load_run(run.path, RunLines(run.lines, run.rejected)) for run in comparison.runs)
+    base.label, tuned.label = "base", "tuned"
+    seen = [row.scenario for row in comparison.rows if row.seen]
+    return finding_of(base, tuned, seen, rp=rp)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -429,8 +430,8 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
     assert (
         "openai:my-own-model@http://h:1/v1: average of other scenarios: the run's covers ROD, "
         "VSOD; the paper's covers all 7 (ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO): its average "
-        "is shown last, without a rank or an inside/outside verdict; its scenario columns are "
-        "ranked" in text
+        "is not ranked nor checked against the paper's; its scenario columns are ranked and "
+        "checked" in text
     )
 
 
@@ -1150,3 +1151,22 @@ def test_a_suite_may_name_table_8_for_an_open_ended_experiment(tmp_path: Path) -
     suite.write_text('[[experiment]]\nid = "o"\nmode = "oeg"\npublished = "table8_oeg_agg"\n')
     (experiment,) = read_suite(suite).experiments
     assert experiment.published == "table8_oeg_agg"
+
+
+def test_the_page_shows_the_source_once_and_no_not_compared_in_a_cell(tmp_path: Path) -> None:
+    """Issue 47, item 2: the page's Table 1 gave its width to a source column repeating
+    "published, Table 1" 22 times, and printed "9.9 not compared" in the average cell. The
+    page shows "published" (the caption names the table; the full text is the tooltip) and
+    the paper's 9.9 alone (the notes say why it is not compared); the files keep the texts."""
+    run = _made_up(tmp_path)
+    _report(tmp_path, run, paper_model="Qwen-2.5-VL 7B")
+    page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    table = page.split('data-table="paper-table1-acc"')[1].split("</figure>")[0]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
+    assert cells.count('<span title="published, Table 1">published</span>') == 22
+    assert "not compared" not in re.sub(r"<[^>]+>", "", " ".join(cells))  # the shown text
+    assert '<span title="9.9 not compared">9.9</span>' in cells
+    assert "among the paper&#x27;s models (published: De Min et al. 2026, Table 1)" in table
+    rows = _csv(tmp_path, "paper-table1-acc")
+    assert sum(r["source"] == "published, Table 1" for r in rows) == 22
+    assert "9.9 not compared" in (tmp_path / "rep" / "report.md").read_text()

@@ -232,9 +232,11 @@ def test_size_plot_and_spearman_from_params_and_names(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "tables" / "cross-accuracy.csv").is_file()
 
 
-def test_the_average_column_of_cross_run_tables_stays_in_view(tmp_path: Path) -> None:
-    """The cross-run tables are wide; their average column is pinned (report.css), header and
-    every row, and no other column is."""
+def test_the_first_column_of_every_table_is_pinned_and_no_other(tmp_path: Path) -> None:
+    """A wide table scrolls inside its box with its first column (the run or model) pinned at
+    the left (report.css), so that a row scrolled sideways still says whose it is; no other
+    column is pinned, so that none covers another (issue 47: the average column, pinned at
+    the right, covered COCO). The average column is set apart, not pinned."""
     runs = [
         make_run(tmp_path, name, [episode(s, 0, "first") for s in ("ROD", "QD")], model=name)
         for name in ("a", "b")
@@ -243,11 +245,13 @@ def test_the_average_column_of_cross_run_tables_stays_in_view(tmp_path: Path) ->
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     cross = re.search(r'data-table="cross-accuracy".*?</figure>', page, re.S)
     assert cross is not None
-    pinned = re.findall(r"<t[hd][^>]*average-col[^>]*>([^<]*)<", cross.group(0))
-    assert pinned[0] == "average" and len(pinned) == 1 + len(runs)
-    assert all(cell.startswith("100.0") for cell in pinned[1:])
-    rule = re.search(r"th\.average-col, td\.average-col \{([^}]*)\}", page)
-    assert rule is not None and "position: sticky" in rule.group(1)
+    marked = re.findall(r"<t[hd][^>]*average-col[^>]*>(.*?)</t[hd]>", cross.group(0))
+    assert marked[0] == "average" and len(marked) == 1 + len(runs)
+    assert all(cell.startswith('<span class="v">100.0</span>') for cell in marked[1:])
+    rules = dict(re.findall(r"\n([^{}\n]+?) \{([^}]*)\}", page))
+    pinned = [selector for selector, body in rules.items() if "position: sticky" in body]
+    assert pinned == [":where(figure.table) tr > :first-child", ".controls"], pinned
+    assert "left: 0" in rules[pinned[0]]
 
 
 def test_parameter_counts() -> None:
@@ -885,3 +889,29 @@ def test_warnings_stand_at_the_top_of_report_html_and_md(tmp_path: Path, capsys)
     warned = re.findall(r'<p class="warning" role="alert">(.*?)</p>', header)
     assert len(warned) == 2 and "designate no shown option" in warned[1]
     assert "results.jsonl:" in warned[0]
+
+
+def test_a_vs_report_names_its_reference_and_the_paired_samples_at_its_head(
+    tmp_path: Path,
+) -> None:
+    """Issue 47, item 3: the head of a `--vs` report names the reference run and how many
+    samples each run shares with it per scenario (the Δ tables' pairs). By hand: the runs
+    play samples 0-3 of ROD and 0-1 of QD; the reference 1-3 of ROD (and 5, which no run
+    plays) and 0-1 of QD; so 3 ROD pairs and 2 QD pairs, for each of the two runs."""
+    base_lines = [episode("ROD", s, "first") for s in (1, 2, 3, 5)]
+    base_lines += [episode("QD", s, "wrong") for s in (0, 1)]
+    base = make_run(tmp_path, "reference", base_lines, model="the-reference-model")
+    mine = [episode("ROD", s, "first") for s in range(4)]
+    mine += [episode("QD", s, "first") for s in range(2)]
+    runs = [make_run(tmp_path, name, mine, model=name) for name in ("a", "b")]
+    write_report(runs, tmp_path / "out", vs=base, thumb_cache=None, n_resamples=100)
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    head = page.split("<header>")[1].split("</header>")[0]
+    text = " ".join(re.sub(r"<[^>]+>", " ", head).split())
+    assert f"Compared with (--vs): the-reference-model (--vs) {base}" in text, text
+    assert "Paired samples (scored by both runs) per scenario: ROD 3 · QD 2 (a, b)" in text
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    shared = {
+        c["run"]: {s: v["shared"] for s, v in c["scenarios"].items()} for c in data["comparisons"]
+    }
+    assert shared == {"a": {"ROD": 3, "QD": 2}, "b": {"ROD": 3, "QD": 2}}

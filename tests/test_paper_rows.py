@@ -576,6 +576,38 @@ def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
     assert len(rows) == 2 and all(r.endswith(" not compared** |") for r in rows), rows
 
 
+def test_the_scatter_numbers_the_published_models_and_names_them_in_a_key(
+    tmp_path: Path,
+) -> None:
+    """Issue 47, item 4: the published models' marks in the scatter carried no names (where is
+    Qwen-2.5-VL 7B?). Each is numbered beside its mark, the key under the plot names the
+    numbers: here Table 1's 22 models, each number at its model's printed averages (psr, acc)
+    in paper_results.json (Qwen-2.5-VL 7B: 0.2 and 9.9)."""
+    from matplotlib.text import Annotation
+
+    from proactivebench.report import plots
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.runs import load_run
+
+    figure = plots.accuracy_vs_ps_figure(
+        [measure_run(load_run(_seven(tmp_path)), n_resamples=50)], True
+    )
+    texts = "\n".join(t.get_text() for t in figure.texts)
+    key = texts.split("Grey marks, numbered: the published models' averages: ")[1]
+    names = dict(entry.split(" ", 1) for entry in " ".join(key.split()).rstrip(".").split(", "))
+    rows = paper_table("table1_mcqa")["rows"]
+    assert sorted(names.values()) == sorted(r["model"] for r in rows)
+    labels = [a for a in figure.axes[0].texts if isinstance(a, Annotation)]
+    placed: dict[str, tuple[float, float]] = {}
+    for label in labels:  # models at one place share a label: "3 = 7"
+        for number in label.get_text().split(" = "):
+            placed[names[number]] = tuple(label.xy)
+    assert placed == {
+        r["model"]: (r["cells"]["avg"]["psr"], r["cells"]["avg"]["acc"]) for r in rows
+    }
+    assert placed["Qwen-2.5-VL 7B"] == (0.2, 9.9)
+
+
 def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -590,7 +622,7 @@ def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     from proactivebench.report.runs import load_run
 
     tables = sorted(set(COUNTERPARTS.values()))
-    groups = [(f"published, {key}", [(0.1 * i, 10.0 * i)]) for i, key in enumerate(tables)]
+    groups = [(f"published, {key}", [(0.1 * i, 10.0 * i, "m")]) for i, key in enumerate(tables)]
     monkeypatch.setattr(plots, "published_averages", lambda *args: groups)
     figure = plots.accuracy_vs_ps_figure(
         [measure_run(load_run(_made_up(tmp_path)), n_resamples=50)], True

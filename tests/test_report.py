@@ -680,11 +680,14 @@ def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -
     assert sorted(legend_texts) == sorted([*paper_scenarios(), "a", "b", "c"])
     shown = texts_of(figure)
     assert "Identical results: a = b." in shown and "set side by side" in shown
-    # The marks at 100 %: a's and b's at ps rate 0 and 1, each pair set either side of the
-    # true x by half of 1.5 % of the x span (1): no mark hides the other.
+    # The marks at 100 %: a's and b's ROD and VSOD at ps rate 0 (four marks, two shapes), their
+    # five other scenarios at 1 (ten marks): each group set side by side, 1.5 % of the x span
+    # (1) apart, centred on the true x, so that no mark hides another, of its scenario or of
+    # another (issue 47: a run's ROD and VSOD at one point showed one mark).
     marks = [c for c in ax.collections if isinstance(c, PathCollection)]
     at_100 = sorted(float(x) for c in marks for x, y in c.get_offsets() if y == 100.0)
-    assert at_100 == pytest.approx([-0.0075] * 2 + [0.0075] * 2 + [0.9925] * 5 + [1.0075] * 5)
+    expected = [(r - 1.5) * 0.015 for r in range(4)] + [1 + (r - 4.5) * 0.015 for r in range(10)]
+    assert at_100 == pytest.approx(expected)
     alt = describe("accuracy_vs_ps", all_measures)
     assert all(scenario in alt for scenario in paper_scenarios())
 
@@ -915,3 +918,36 @@ def test_a_vs_report_names_its_reference_and_the_paired_samples_at_its_head(
         c["run"]: {s: v["shared"] for s, v in c["scenarios"].items()} for c in data["comparisons"]
     }
     assert shared == {"a": {"ROD": 3, "QD": 2}, "b": {"ROD": 3, "QD": 2}}
+
+
+def test_bar_plot_legend_names_only_the_runs_it_draws_in_their_colours(tmp_path: Path) -> None:
+    """Issue 47, item 4: an open-ended run among multiple-choice ones has no accuracy and no
+    ps rate, so no bar; it was in the legend all the same (in the first run's colour). The
+    legend names the two drawn runs, each entry in the colour of that run's bars; a note names
+    the undrawn one; the drawn runs share the places beside each scenario."""
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
+
+    from paperruns import oeg_line
+    from proactivebench.report.plots import run_colours, scenario_bars_figure
+
+    runs = {"open": [oeg_line(s, i, True, False, True) for i, s in enumerate(("ROD", "QD"))]}
+    runs |= {"a": every_scenario("asked", 2), "b": every_scenario("wrong", 5)}
+    all_measures = measured(tmp_path, runs)
+    assert all_measures[0].run.oeg and not all_measures[1].run.oeg
+    figure = scenario_bars_figure(all_measures)
+    (legend,) = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b"]
+    entries = [to_hex(h.get_facecolor()) for h in legend.legend_handles]
+    # The runs keep the colours of their place among all runs (a: C1, b: C2), as elsewhere.
+    assert entries == [to_hex(c) for c in run_colours(3)[1:]]
+    top = figure.axes[0]
+    bars = [p for p in top.patches if isinstance(p, Rectangle)]
+    by_colour: dict[str, list[float]] = {}
+    for bar in bars:
+        by_colour.setdefault(to_hex(bar.get_facecolor()), []).append(bar.get_x())
+    assert sorted(by_colour) == sorted(entries)
+    # Two runs, two places per scenario (width 0.4 each): a left of the tick, b right of it.
+    assert min(by_colour[entries[0]]) == pytest.approx(-0.4)
+    assert min(by_colour[entries[1]]) == pytest.approx(0.0)
+    assert "Not in this plot (no value on these axes): open." in texts_of(figure)

@@ -451,3 +451,31 @@ def test_the_first_screen_shows_a_number_of_a_results_table(
         legend.locator("summary").click()
         assert page.locator("dl.legend dt", has_text="accuracy %").first.is_visible()
     assert errors == []
+
+
+def test_at_400_px_each_plot_links_its_full_size_image(
+    browser: Any, paper_reports: dict[str, Path]
+) -> None:
+    """Issue 47, item 4: at 400 px the plots shrink to the window, unreadable, and were no
+    links. Each is a link to its file beside the page (plots/NAME.png), the same image at
+    full size: a tap opens it."""
+    import base64
+    from urllib.parse import unquote, urlparse
+
+    errors: list[str] = []
+    with opened(browser, paper_reports["paper-2"], 400, errors) as page:
+        plots = page.locator("img.plot")
+        assert plots.count() >= 3
+        for index in range(plots.count()):
+            plot = plots.nth(index)
+            shown = plot.evaluate("img => [img.clientWidth, img.naturalWidth]")
+            assert shown[0] <= 400 < shown[1]  # shrunk: the link is what makes it readable
+            href = plot.evaluate("img => img.closest('a').href")
+            target = Path(unquote(urlparse(href).path))
+            assert target.parent.name == "plots" and target.is_file(), href
+            embedded = plot.get_attribute("src") or ""
+            assert base64.b64decode(embedded.split(",", 1)[1]) == target.read_bytes()
+        first = plots.first.evaluate("img => img.closest('a').href")
+        plots.first.click()
+        page.wait_for_url(first)
+    assert errors == []

@@ -364,10 +364,13 @@ def render_html(
         for metric in metrics_of(measures.run):
             if metric not in metrics:
                 metrics.append(metric)
+    # Each plot links its file (plots/NAME.png, beside the page): on a phone the page shrinks
+    # it to the window, and a tap opens it at full size.
     figures = "".join(
+        f'<a class="plot" href="plots/{e(name)}.png" title="open the full-size image">'
         f'<img class="plot" data-plot="{e(name)}" alt="{e(describe(name, all_measures))}" '
         f'src="data:image/png;base64,'
-        f'{base64.b64encode(png).decode("ascii")}">'
+        f'{base64.b64encode(png).decode("ascii")}"></a>'
         for name, png in plots.items()
     )
     note_html = "".join(f'<p class="note">{e(n)}</p>' for n in notes)

@@ -299,9 +299,10 @@ def _cell(
 
 def published_averages(
     all_measures: Sequence[RunMeasures], x_key: str, y_key: str
-) -> list[tuple[str, list[tuple[float, float]]]]:
+) -> list[tuple[str, list[tuple[float, float, str]]]]:
     """Per paper table that is a counterpart of a run (in the runs' order) and prints both
-    metrics: its name and every published model's (x, y) averages, for a scatter of ours."""
+    metrics: its name and every published model's (x, y) averages with the model's name, for
+    a scatter of ours that names them."""
     keys: list[str] = []
     for measures in all_measures:
         key = counterpart(measures.run)
@@ -313,8 +314,12 @@ def published_averages(
         table = paper_table(key)
         if x not in table["metrics"] or y not in table["metrics"]:
             continue
-        averages = [row["cells"][PAPER_AVERAGE] for row in table["rows"]]
-        points = [(a[x], a[y]) for a in averages if a.get(x) is not None and a.get(y) is not None]
+        averages = [(row["cells"][PAPER_AVERAGE], row["model"]) for row in table["rows"]]
+        points = [
+            (a[x], a[y], model)
+            for a, model in averages
+            if a.get(x) is not None and a.get(y) is not None
+        ]
         found.append((f"published, {table_number(key)}", points))
     return found
 

@@ -3,7 +3,7 @@
 Generates 7 × 20 synthetic samples, plays the five built-in baselines (given made-up sizes
 with `params`, so that the size plot is drawn), writes their report with `--vs random`, opens
 it in headless Chromium (Debian's, via Playwright) at 1280 px and stacks three views of the
-page: the side-by-side tables (the average column pinned in view), the plots and the episode
+page: the side-by-side tables (the run column pinned at the left), the plots and the episode
 viewer. Run from the repository root:
 
     python docs/make_report_screenshot.py [--out docs/report.png]

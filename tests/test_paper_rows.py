@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -457,8 +458,8 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
     assert (
         "openai:my-own-model@http://h:1/v1: average of other scenarios: the run's covers ROD, "
         "VSOD; the paper's covers all 7 (ROD, VSOD, MVP-N, IN-C, QD, CIT, COCO): its average "
-        "is shown last, without a rank or an inside/outside verdict; its scenario columns are "
-        "ranked" in text
+        "is not ranked nor checked against the paper's; its scenario columns are ranked and "
+        "checked" in text
     )
 
 
@@ -603,6 +604,38 @@ def test_history_and_icl_runs_beside_figs_8_and_9(tmp_path: Path) -> None:
     assert len(rows) == 2 and all(r.endswith(" not compared** |") for r in rows), rows
 
 
+def test_the_scatter_numbers_the_published_models_and_names_them_in_a_key(
+    tmp_path: Path,
+) -> None:
+    """Issue 47, item 4: the published models' marks in the scatter carried no names (where is
+    Qwen-2.5-VL 7B?). Each is numbered beside its mark, the key under the plot names the
+    numbers: here Table 1's 22 models, each number at its model's printed averages (psr, acc)
+    in paper_results.json (Qwen-2.5-VL 7B: 0.2 and 9.9)."""
+    from matplotlib.text import Annotation
+
+    from proactivebench.report import plots
+    from proactivebench.report.measures import measure_run
+    from proactivebench.report.runs import load_run
+
+    figure = plots.accuracy_vs_ps_figure(
+        [measure_run(load_run(_seven(tmp_path)), n_resamples=50)], True
+    )
+    texts = "\n".join(t.get_text() for t in figure.texts)
+    key = texts.split("Grey marks, numbered: the published models' averages: ")[1]
+    names = dict(entry.split(" ", 1) for entry in " ".join(key.split()).rstrip(".").split(", "))
+    rows = paper_table("table1_mcqa")["rows"]
+    assert sorted(names.values()) == sorted(r["model"] for r in rows)
+    labels = [a for a in figure.axes[0].texts if isinstance(a, Annotation)]
+    placed: dict[str, tuple[float, float]] = {}
+    for label in labels:  # models at one place share a label: "3 = 7"
+        for number in label.get_text().split(" = "):
+            placed[names[number]] = tuple(label.xy)
+    assert placed == {
+        r["model"]: (r["cells"]["avg"]["psr"], r["cells"]["avg"]["acc"]) for r in rows
+    }
+    assert placed["Qwen-2.5-VL 7B"] == (0.2, 9.9)
+
+
 def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -617,7 +650,7 @@ def test_each_published_table_in_the_scatter_has_a_mark_of_its_own(
     from proactivebench.report.runs import load_run
 
     tables = sorted(set(COUNTERPARTS.values()))
-    groups = [(f"published, {key}", [(0.1 * i, 10.0 * i)]) for i, key in enumerate(tables)]
+    groups = [(f"published, {key}", [(0.1 * i, 10.0 * i, "m")]) for i, key in enumerate(tables)]
     monkeypatch.setattr(plots, "published_averages", lambda *args: groups)
     figure = plots.accuracy_vs_ps_figure(
         [measure_run(load_run(_made_up(tmp_path)), n_resamples=50)], True
@@ -1178,3 +1211,22 @@ def test_a_suite_may_name_table_8_for_an_open_ended_experiment(tmp_path: Path) -
     suite.write_text('[[experiment]]\nid = "o"\nmode = "oeg"\npublished = "table8_oeg_agg"\n')
     (experiment,) = read_suite(suite).experiments
     assert experiment.published == "table8_oeg_agg"
+
+
+def test_the_page_shows_the_source_once_and_no_not_compared_in_a_cell(tmp_path: Path) -> None:
+    """Issue 47, item 2: the page's Table 1 gave its width to a source column repeating
+    "published, Table 1" 22 times, and printed "9.9 not compared" in the average cell. The
+    page shows "published" (the caption names the table; the full text is the tooltip) and
+    the paper's 9.9 alone (the notes say why it is not compared); the files keep the texts."""
+    run = _made_up(tmp_path)
+    _report(tmp_path, run, paper_model="Qwen-2.5-VL 7B")
+    page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    table = page.split('data-table="paper-table1-acc"')[1].split("</figure>")[0]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
+    assert cells.count('<span title="published, Table 1">published</span>') == 22
+    assert "not compared" not in re.sub(r"<[^>]+>", "", " ".join(cells))  # the shown text
+    assert '<span title="9.9 not compared">9.9</span>' in cells
+    assert "among the paper&#x27;s models (published: De Min et al. 2026, Table 1)" in table
+    rows = _csv(tmp_path, "paper-table1-acc")
+    assert sum(r["source"] == "published, Table 1" for r in rows) == 22
+    assert "9.9 not compared" in (tmp_path / "rep" / "report.md").read_text()

@@ -255,9 +255,11 @@ def test_size_plot_and_spearman_from_params_and_names(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "tables" / "cross-accuracy.csv").is_file()
 
 
-def test_the_average_column_of_cross_run_tables_stays_in_view(tmp_path: Path) -> None:
-    """The cross-run tables are wide; their average column is pinned (report.css), header and
-    every row, and no other column is."""
+def test_the_first_column_of_every_table_is_pinned_and_no_other(tmp_path: Path) -> None:
+    """A wide table scrolls inside its box with its first column (the run or model) pinned at
+    the left (report.css), so that a row scrolled sideways still says whose it is; no other
+    column is pinned, so that none covers another (issue 47: the average column, pinned at
+    the right, covered COCO). The average column is set apart, not pinned."""
     runs = [
         make_run(tmp_path, name, [episode(s, 0, "first") for s in ("ROD", "QD")], model=name)
         for name in ("a", "b")
@@ -266,11 +268,13 @@ def test_the_average_column_of_cross_run_tables_stays_in_view(tmp_path: Path) ->
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     cross = re.search(r'data-table="cross-accuracy".*?</figure>', page, re.S)
     assert cross is not None
-    pinned = re.findall(r"<t[hd][^>]*average-col[^>]*>([^<]*)<", cross.group(0))
-    assert pinned[0] == "average" and len(pinned) == 1 + len(runs)
-    assert all(cell.startswith("100.0") for cell in pinned[1:])
-    rule = re.search(r"th\.average-col, td\.average-col \{([^}]*)\}", page)
-    assert rule is not None and "position: sticky" in rule.group(1)
+    marked = re.findall(r"<t[hd][^>]*average-col[^>]*>(.*?)</t[hd]>", cross.group(0))
+    assert marked[0] == "average" and len(marked) == 1 + len(runs)
+    assert all(cell.startswith('<span class="v">100.0</span>') for cell in marked[1:])
+    rules = dict(re.findall(r"\n([^{}\n]+?) \{([^}]*)\}", page))
+    pinned = [selector for selector, body in rules.items() if "position: sticky" in body]
+    assert pinned == [":where(figure.table) tr > :first-child", ".controls"], pinned
+    assert "left: 0" in rules[pinned[0]]
 
 
 def test_parameter_counts() -> None:
@@ -739,11 +743,14 @@ def test_scatter_names_every_scenario_and_shows_identical_runs(tmp_path: Path) -
     assert sorted(legend_texts) == sorted([*paper_scenarios(), "a", "b", "c"])
     shown = texts_of(figure)
     assert "Identical results: a = b." in shown and "set side by side" in shown
-    # The marks at 100 %: a's and b's at ps rate 0 and 1, each pair set either side of the
-    # true x by half of 1.5 % of the x span (1): no mark hides the other.
+    # The marks at 100 %: a's and b's ROD and VSOD at ps rate 0 (four marks, two shapes), their
+    # five other scenarios at 1 (ten marks): each group set side by side, 1.5 % of the x span
+    # (1) apart, centred on the true x, so that no mark hides another, of its scenario or of
+    # another (issue 47: a run's ROD and VSOD at one point showed one mark).
     marks = [c for c in ax.collections if isinstance(c, PathCollection)]
     at_100 = sorted(float(x) for c in marks for x, y in c.get_offsets() if y == 100.0)
-    assert at_100 == pytest.approx([-0.0075] * 2 + [0.0075] * 2 + [0.9925] * 5 + [1.0075] * 5)
+    expected = [(r - 1.5) * 0.015 for r in range(4)] + [1 + (r - 4.5) * 0.015 for r in range(10)]
+    assert at_100 == pytest.approx(expected)
     alt = describe("accuracy_vs_ps", all_measures)
     assert all(scenario in alt for scenario in paper_scenarios())
 
@@ -948,3 +955,62 @@ def test_warnings_stand_at_the_top_of_report_html_and_md(tmp_path: Path, capsys)
     warned = re.findall(r'<p class="warning" role="alert">(.*?)</p>', header)
     assert len(warned) == 2 and "designate no shown option" in warned[1]
     assert "results.jsonl:" in warned[0]
+
+
+def test_a_vs_report_names_its_reference_and_the_paired_samples_at_its_head(
+    tmp_path: Path,
+) -> None:
+    """Issue 47, item 3: the head of a `--vs` report names the reference run and how many
+    samples each run shares with it per scenario (the Δ tables' pairs). By hand: the runs
+    play samples 0-3 of ROD and 0-1 of QD; the reference 1-3 of ROD (and 5, which no run
+    plays) and 0-1 of QD; so 3 ROD pairs and 2 QD pairs, for each of the two runs."""
+    base_lines = [episode("ROD", s, "first") for s in (1, 2, 3, 5)]
+    base_lines += [episode("QD", s, "wrong") for s in (0, 1)]
+    base = make_run(tmp_path, "reference", base_lines, model="the-reference-model")
+    mine = [episode("ROD", s, "first") for s in range(4)]
+    mine += [episode("QD", s, "first") for s in range(2)]
+    runs = [make_run(tmp_path, name, mine, model=name) for name in ("a", "b")]
+    write_report(runs, tmp_path / "out", vs=base, thumb_cache=None, n_resamples=100)
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    head = page.split("<header>")[1].split("</header>")[0]
+    text = " ".join(re.sub(r"<[^>]+>", " ", head).split())
+    assert f"Compared with (--vs): the-reference-model (--vs) {base}" in text, text
+    assert "Paired samples (scored by both runs) per scenario: ROD 3 · QD 2 (a, b)" in text
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    shared = {
+        c["run"]: {s: v["shared"] for s, v in c["scenarios"].items()} for c in data["comparisons"]
+    }
+    assert shared == {"a": {"ROD": 3, "QD": 2}, "b": {"ROD": 3, "QD": 2}}
+
+
+def test_bar_plot_legend_names_only_the_runs_it_draws_in_their_colours(tmp_path: Path) -> None:
+    """Issue 47, item 4: an open-ended run among multiple-choice ones has no accuracy and no
+    ps rate, so no bar; it was in the legend all the same (in the first run's colour). The
+    legend names the two drawn runs, each entry in the colour of that run's bars; a note names
+    the undrawn one; the drawn runs share the places beside each scenario."""
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
+
+    from paperruns import oeg_line
+    from proactivebench.report.plots import run_colours, scenario_bars_figure
+
+    runs = {"open": [oeg_line(s, i, True, False, True) for i, s in enumerate(("ROD", "QD"))]}
+    runs |= {"a": every_scenario("asked", 2), "b": every_scenario("wrong", 5)}
+    all_measures = measured(tmp_path, runs)
+    assert all_measures[0].run.oeg and not all_measures[1].run.oeg
+    figure = scenario_bars_figure(all_measures)
+    (legend,) = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b"]
+    entries = [to_hex(h.get_facecolor()) for h in legend.legend_handles]
+    # The runs keep the colours of their place among all runs (a: C1, b: C2), as elsewhere.
+    assert entries == [to_hex(c) for c in run_colours(3)[1:]]
+    top = figure.axes[0]
+    bars = [p for p in top.patches if isinstance(p, Rectangle)]
+    by_colour: dict[str, list[float]] = {}
+    for bar in bars:
+        by_colour.setdefault(to_hex(bar.get_facecolor()), []).append(bar.get_x())
+    assert sorted(by_colour) == sorted(entries)
+    # Two runs, two places per scenario (width 0.4 each): a left of the tick, b right of it.
+    assert min(by_colour[entries[0]]) == pytest.approx(-0.4)
+    assert min(by_colour[entries[1]]) == pytest.approx(0.0)
+    assert "Not in this plot (no value on these axes): open." in texts_of(figure)

@@ -67,7 +67,12 @@ from proactivebench.report.measures import (
 )
 from proactivebench.report.outcome import ReportOutcome
 from proactivebench.report.paper_layout import Layout
-from proactivebench.report.published import PaperComparison, compare_with_paper, unranked_note
+from proactivebench.report.published import (
+    AVERAGE_APART,
+    PaperComparison,
+    compare_with_paper,
+    unranked_note,
+)
 from proactivebench.report.published_figures import FigureComparison, compare_with_figures
 from proactivebench.report.runs import Run, label_apart, load_runs
 from proactivebench.report.tables import (
@@ -378,10 +383,7 @@ class PaperOptions:
                     outcome.notes.append("")  # written below, once its runs are known
                 unranked[reasons][1].append(run.label)
             elif id(run) in ranked and (apart := average_apart(run)) is not None:
-                outcome.notes.append(
-                    f"--paper: {run.label}: {apart}: its average is not ranked "
-                    "nor checked against the paper's; its scenario columns are ranked and checked"
-                )
+                outcome.notes.append(f"--paper: {run.label}: {apart}: {AVERAGE_APART}")
             elif unplaced and id(run) not in placed:
                 outcome.notes.append(
                     f"--paper: {run.label} has no counterpart in the paper (its "
@@ -584,6 +586,7 @@ def _pages(
         thumbs,
         keep_order,
         warnings=outcome.warnings,
+        comparisons=comparisons,
     )
     files.write("report.html", page)
     missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())

@@ -26,7 +26,7 @@ from proactivebench.benchmark.scenarios.answers import read_group
 from proactivebench.benchmark.scenarios.base import EndReason
 from proactivebench.core.texts import NotJSONError, dumps
 from proactivebench.report.inert import visible
-from proactivebench.report.measures import RunMeasures, metrics_of
+from proactivebench.report.measures import Comparison, RunMeasures, metrics_of
 from proactivebench.report.plots import describe
 from proactivebench.report.runs import Run
 from proactivebench.report.tables import Table, to_html
@@ -291,10 +291,41 @@ def viewer_data(runs: Sequence[Run], thumbs: dict[str, Thumbnails | None]) -> st
 
 
 def legend_html(metrics: Sequence[Metric]) -> str:
+    """The columns' definitions, folded: a page opened with them showed some sixteen lines of
+    words before its first number (issue 47); one click unfolds them."""
     items = "".join(
         f"<dt>{html.escape(m.heading)}</dt><dd>{html.escape(m.doc)}</dd>" for m in metrics
     )
-    return f'<dl class="legend">{items}</dl>'
+    return (
+        f'<details class="legend"><summary>What the columns mean ({len(metrics)} terms)'
+        f'</summary><dl class="legend">{items}</dl></details>'
+    )
+
+
+def reference_html(comparisons: Sequence[Comparison]) -> str:
+    """The `--vs` reference, named at the page's head, and how many samples each run shares
+    with it per scenario (scored in both: the Δ tables' pairs), runs of the same counts on one
+    line."""
+    if not comparisons:
+        return ""
+    base = comparisons[0].base
+    lines: dict[str, list[str]] = {}
+    for comparison in comparisons:
+        order = scenario_order(list(comparison.scenarios))
+        counts = " · ".join(f"{s} {comparison.scenarios[s].shared}" for s in order)
+        lines.setdefault(counts or "none", []).append(comparison.run.label)
+    several = len(comparisons) > 1
+    paired = ""
+    for counts, labels in lines.items():
+        whose = html.escape(visible(", ".join(labels)))
+        whose = f' <span class="muted">({whose})</span>' if several else ""
+        paired += f"<li>{html.escape(visible(counts))}{whose}</li>"
+    return (
+        f'<p class="reference">Compared with (--vs): <strong>{html.escape(visible(base.label))}'
+        f'</strong> <span class="muted">{html.escape(visible(str(base.run_dir)))}</span></p>'
+        f'<p class="muted">Paired samples (scored by both runs) per scenario:</p>'
+        f'<ul class="paired">{paired}</ul>'
+    )
 
 
 def _side_by_side_first(tables: Sequence[Table]) -> list[Table]:
@@ -313,10 +344,12 @@ def render_html(
     thumbs: dict[str, Thumbnails | None],
     keep_order: bool = False,
     warnings: Sequence[str] = (),
+    comparisons: Sequence[Comparison] = (),
 ) -> str:
     """The whole page; the tables side by side first unless `keep_order` (a report laid out
     as the paper, `report.paper_layout`); the `warnings` (`measures.run_warnings`) at its top,
-    before any number, as eval prints them."""
+    before any number, as eval prints them; the `--vs` reference and its pairs
+    (`comparisons`) in the head."""
 
     def e(text: str) -> str:
         return html.escape(visible(text))
@@ -331,10 +364,13 @@ def render_html(
         for metric in metrics_of(measures.run):
             if metric not in metrics:
                 metrics.append(metric)
+    # Each plot links its file (plots/NAME.png, beside the page): on a phone the page shrinks
+    # it to the window, and a tap opens it at full size.
     figures = "".join(
+        f'<a class="plot" href="plots/{e(name)}.png" title="open the full-size image">'
         f'<img class="plot" data-plot="{e(name)}" alt="{e(describe(name, all_measures))}" '
         f'src="data:image/png;base64,'
-        f'{base64.b64encode(png).decode("ascii")}">'
+        f'{base64.b64encode(png).decode("ascii")}"></a>'
         for name, png in plots.items()
     )
     note_html = "".join(f'<p class="note">{e(n)}</p>' for n in notes)
@@ -349,7 +385,7 @@ def render_html(
 <title>{e(title)}</title><style>{_asset("report.css")}</style></head>
 <body><header><h1>{e(title)}</h1>{warning_html}
 <nav><a href="#tables">Tables</a><a href="#plots">Plots</a><a href="#episodes">Episodes</a></nav>
-<ul>{run_items}</ul>{note_html}</header>
+<ul>{run_items}</ul>{reference_html(comparisons)}{note_html}</header>
 <main><section id="tables"><h2>Tables</h2>{legend_html(metrics)}
 {"".join(to_html(t) for t in (tables if keep_order else _side_by_side_first(tables)))}</section>
 <section id="plots"><h2>Plots</h2>{figures or '<p class="note">No plots.</p>'}</section>

@@ -166,15 +166,28 @@ def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     The legend of the runs goes above the plots, in as many columns as fit the width (one
     column, and a wider figure, for very long names): the figure grows to hold it, never
     clips it."""
+    from matplotlib.patches import Patch
+
     main, main_label, second = _key(all_measures)
     scenarios = [*scenario_order([s for m in all_measures for s in m.scenarios]), "average"]
     plot_height = 5.4
     figure = _figure(max(7.0, 1.1 * len(scenarios) + 1.5), plot_height)
     axes = figure.subplots(2, 1, sharex=True)
-    width = 0.8 / max(1, len(all_measures))
     colours = run_colours(len(all_measures))
+    # The runs with a bar, which alone take a place beside the others and are in the legend.
+    drawn = [
+        index
+        for index, m in enumerate(all_measures)
+        if any(
+            s.values.get(k) is not None
+            for s in [*m.scenarios.values(), m.average]
+            for k in (main, second)
+        )
+    ]
+    width = 0.8 / max(1, len(drawn))
     for ax, key, label in ((axes[0], main, main_label), (axes[1], second, _heading(second))):
-        for index, measures in enumerate(all_measures):
+        for slot, index in enumerate(drawn):
+            measures = all_measures[index]
             xs, ys, lows, highs = [], [], [], []
             for position, scenario in enumerate(scenarios):
                 score = (
@@ -183,13 +196,12 @@ def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
                 value = score.values.get(key) if score else None
                 if value is None:
                     continue
-                xs.append(position + (index - (len(all_measures) - 1) / 2) * width)
+                xs.append(position + (slot - (len(drawn) - 1) / 2) * width)
                 ys.append(value.estimate)
                 lows.append(value.estimate - value.low)
                 highs.append(value.high - value.estimate)
-            label_of = _label(measures.run.label) if ax is axes[0] else None
             colour = colours[index]
-            ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, label=label_of, color=colour)
+            ax.bar(xs, ys, width, yerr=[lows, highs], capsize=2, color=colour)
             # A bar of height 0 draws nothing: a tick in its colour says "0", not "missing".
             zeros = [x for x, y in zip(xs, ys, strict=True) if y == 0]
             if zeros:
@@ -209,12 +221,19 @@ def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     axes[1].set_xticks(range(len(scenarios)), [_label(s) for s in scenarios])
     axes[1].set_xlabel("scenario")
     title = figure.suptitle("Per scenario, with 95 % intervals", fontsize="medium")
-    handles, labels = axes[0].get_legend_handles_labels()
+    # The legend names the runs drawn, in their colours; an open-ended run among
+    # multiple-choice ones (other rates) has no bar, and is named in a note instead (it was
+    # listed, in the first run's colour).
+    handles = [Patch(facecolor=colours[i]) for i in drawn]
+    labels = [_label(all_measures[i].run.label) for i in drawn]
     legend = _fitted_legend(figure, handles, labels)
+    absent = [_label(m.run.label) for i, m in enumerate(all_measures) if i not in drawn]
+    notes = ["Not in this plot (no value on these axes): " + ", ".join(absent) + "."]
+    note_height = _note(figure, notes if absent else [])
     legend_height = _inches(figure, legend)[1] if legend is not None else 0.0
     title_height = _inches(figure, title)[1] + 0.15
     width_in, _ = figure.get_size_inches()
-    height = plot_height + title_height + legend_height + 0.1
+    height = plot_height + title_height + legend_height + 0.1 + note_height
     figure.set_size_inches(width_in, height)
     title.set_y(1 - 0.06 / height)
     title.set_verticalalignment("top")
@@ -223,7 +242,7 @@ def scenario_bars_figure(all_measures: Sequence[RunMeasures]) -> Figure:
     figure.subplots_adjust(
         left=0.8 / width_in,
         right=1 - 0.2 / width_in,
-        bottom=0.6 / height,
+        bottom=(0.6 + note_height) / height,
         top=1 - (title_height + legend_height + 0.15) / height,
         hspace=0.08,
     )
@@ -315,13 +334,14 @@ def _points(all_measures: Sequence[RunMeasures], x_key: str, y_key: str) -> list
 
 
 def _spread_coinciding(points: list[_Point], step: float) -> bool:
-    """Marks of one scenario (or the average) at the same x and y in several runs (e.g. two
-    runs with the same results) would hide each other: each group is spread sideways by
-    `step`, centred on the true value. Returns whether any mark was moved. (Marks of
-    different scenarios differ in shape, and stay where they are.)"""
-    groups: dict[tuple[str | None, float, float], list[_Point]] = {}
+    """Small marks at the same x and y (one scenario in several runs with the same results,
+    or two scenarios of one run, e.g. both at 0 %) would hide each other, whatever their
+    shapes: each group is spread sideways by `step`, centred on the true value; so are the
+    runs' averages at one place. Returns whether any mark was moved."""
+    groups: dict[tuple[bool, float, float], list[_Point]] = {}
     for point in points:
-        key = (point.scenario, round(point.x.estimate, 9), round(point.y.estimate, 9))
+        average = point.scenario is None
+        key = (average, round(point.x.estimate, 9), round(point.y.estimate, 9))
         groups.setdefault(key, []).append(point)
     moved = False
     for group in groups.values():
@@ -414,8 +434,8 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
     published = published_averages(all_measures, x_key, y_key) if with_paper else []
     for index, (_, group) in enumerate(published):
         ax.scatter(
-            [x for x, _ in group],
-            [y for _, y in group],
+            [x for x, _, _ in group],
+            [y for _, y, _ in group],
             marker=_PUBLISHED_MARKS[index % len(_PUBLISHED_MARKS)],
             s=42,
             facecolors="none",
@@ -494,8 +514,20 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
     notes = []
     if moved:
         notes.append(
-            "Marks of one scenario with equal values in several runs are set side by side "
-            "(their true x is the middle)."
+            "Marks with equal values (of several runs, or of several scenarios) are set side "
+            "by side (their true x is the middle)."
+        )
+    # The published models' marks are numbered (names would cover each other), the key here;
+    # a model in several tables keeps its number.
+    numbers: dict[str, int] = {}
+    for _, group in published:
+        for _, _, model in group:
+            numbers.setdefault(model, len(numbers) + 1)
+    if numbers:
+        notes.append(
+            "Grey marks, numbered: the published models' averages: "
+            + ", ".join(f"{n} {_label(model)}" for model, n in numbers.items())
+            + "."
         )
     for labels in identical_runs(all_measures, (x_key, y_key)):
         notes.append("Identical results: " + " = ".join(_label(x) for x in labels) + ".")
@@ -527,6 +559,9 @@ def accuracy_vs_ps_figure(all_measures: Sequence[RunMeasures], with_paper: bool 
         bottom=below / height,
         top=1 - 0.35 / height,
     )
+    if numbers:  # once the axes have their final place and size
+        marks_of = [(x, y, str(numbers[model])) for _, group in published for x, y, model in group]
+        _label_points(figure, ax, marks_of, colour="0.35")
     return figure
 
 
@@ -661,7 +696,12 @@ def size_figure(all_measures: Sequence[RunMeasures], with_paper: bool = False) -
 _LABEL_PLACES = [(dx, dy) for dy in (4, -11, 13, -20, 22, -29) for dx in (5, -5)]
 
 
-def _label_points(figure: Figure, ax: Axes, points: Sequence[tuple[float, float, str]]) -> None:
+def _label_points(
+    figure: Figure,
+    ax: Axes,
+    points: Sequence[tuple[float, float, str]],
+    colour: str | None = None,
+) -> None:
     """Name each point; runs at the same place share one label ("a = b"). Each label takes the
     first place (`_LABEL_PLACES`) where it overlaps no label placed before and stays inside
     the axes, so that neither another label nor the figure's edge hides part of it (the last
@@ -680,6 +720,8 @@ def _label_points(figure: Figure, ax: Axes, points: Sequence[tuple[float, float,
             xytext=_LABEL_PLACES[0],
             textcoords="offset points",
             fontsize="x-small",
+            color=colour,
+            zorder=5,  # over the marks
         )
         for dx, dy in _LABEL_PLACES:
             text.set_position((dx, dy))

@@ -314,9 +314,10 @@ def _cell(
 
 def published_averages(
     all_measures: Sequence[RunMeasures], x_key: str, y_key: str
-) -> list[tuple[str, list[tuple[float, float]]]]:
+) -> list[tuple[str, list[tuple[float, float, str]]]]:
     """Per paper table that is a counterpart of a run (in the runs' order) and prints both
-    metrics: its name and every published model's (x, y) averages, for a scatter of ours."""
+    metrics: its name and every published model's (x, y) averages with the model's name, for
+    a scatter of ours that names them."""
     keys: list[str] = []
     for measures in all_measures:
         key = counterpart(measures.run)
@@ -328,8 +329,12 @@ def published_averages(
         table = paper_table(key)
         if x not in table["metrics"] or y not in table["metrics"]:
             continue
-        averages = [row["cells"][PAPER_AVERAGE] for row in table["rows"]]
-        points = [(a[x], a[y]) for a in averages if a.get(x) is not None and a.get(y) is not None]
+        averages = [(row["cells"][PAPER_AVERAGE], row["model"]) for row in table["rows"]]
+        points = [
+            (a[x], a[y], model)
+            for a, model in averages
+            if a.get(x) is not None and a.get(y) is not None
+        ]
         found.append((f"published, {table_number(key)}", points))
     return found
 
@@ -358,7 +363,7 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
     columns = ["model", "source", *comparison.columns[:-1], "average"]
     entries: list[tuple[float, int, list[list[Cell]], list[str]]] = []
     for index, (model, values) in enumerate(comparison.published):
-        cells = [Cell(model), Cell(comparison.short_source)]
+        cells = [Cell(model), Cell(comparison.short_source, short=PUBLISHED)]
         cells += [_paper_cell(values[c]) for c in comparison.columns]
         average = values[PAPER_AVERAGE]
         entries.append((_sort_value(metric, average), index, [cells], [PUBLISHED]))
@@ -366,7 +371,7 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         figure, models, means = comparison.figure
         cells = [
             Cell(f"mean of {len(models)} models"),
-            Cell(f"mean of published, {figure_name(figure)}"),
+            Cell(f"mean of published, {figure_name(figure)}", short=f"mean, {figure_name(figure)}"),
         ]
         cells += [_paper_cell(means[c], 2) for c in comparison.columns]
         entries.append((_sort_value(metric, means[PAPER_AVERAGE]), len(entries), [cells], [MEAN]))
@@ -413,7 +418,16 @@ def paper_rows_table(comparison: PaperComparison) -> Table:
         if placed.average_apart is not None:
             notes.append(average_note(placed))
     title = f"{metric.heading} among the paper's models ({comparison.source})"
-    return Table(comparison.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
+    return Table(
+        comparison.key,
+        title,
+        columns,
+        rows,
+        notes,
+        average_last=False,
+        row_kinds=kinds,
+        text_columns=(1,),
+    )
 
 
 def unranked_note(label: str, caveats: list[str]) -> str:
@@ -424,15 +438,20 @@ def unranked_note(label: str, caveats: list[str]) -> str:
     )
 
 
+#: What the report says, in one wording wherever it says it (the page's head, the table's
+#: notes), of a run whose average covers other scenarios than the paper's.
+AVERAGE_APART = (
+    "its average is not ranked nor checked against the paper's; its scenario columns are "
+    "ranked and checked"
+)
+
+
 def average_note(placed: Placed) -> str:
     """What a table says of a run whose average is of other scenarios than the paper's."""
     label, apart = placed.run.label, placed.average_apart
     if placed.caveats:
         return f"{label}: {apart}"
-    return (
-        f"{label}: {apart}: its average is shown last, without a rank or an inside/outside "
-        "verdict; its scenario columns are ranked"
-    )
+    return f"{label}: {apart}: {AVERAGE_APART}"
 
 
 def _paper_cell(value: float | None, decimals: int = 1) -> Cell:
@@ -444,12 +463,18 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
     metric, columns = comparison.metric, comparison.columns
     label = placed.run.label
     ranked = not placed.caveats
+    # HTML shows the rows under the run's by what they are (`Cell.short`): its label again,
+    # and the source column's long texts, are in the files.
+    paper_name = placed.paper_model.name if placed.paper_model else ""
     mine = [Cell(label), Cell("yours")]
-    rank_row = [Cell(f"{label}: rank"), Cell("yours: rank")]
+    rank_row = [Cell(f"{label}: rank", short="↳ rank"), Cell("yours: rank", short="rank")]
     if not ranked:
-        rank_row = [Cell(f"{label}: not ranked"), Cell("yours: not comparable")]
-    checks = [Cell(f"{label} vs {placed.paper_model.name if placed.paper_model else ''}")]
-    checks.append(Cell(f"yours vs {comparison.short_source}"))
+        rank_row = [
+            Cell(f"{label}: not ranked", short="↳ not ranked"),
+            Cell("yours: not comparable", short="not comparable"),
+        ]
+    checks = [Cell(f"{label} vs {paper_name}", short=f"↳ {paper_name} as published")]
+    checks.append(Cell(f"yours vs {comparison.short_source}", short="vs published"))
     for column in columns:
         cell = placed.cells[column]
         if cell.get("value") is None:
@@ -469,7 +494,10 @@ def _run_rows(placed: Placed, comparison: PaperComparison) -> tuple[list[list[Ce
         if "paper" in cell:
             verdict = cell.get("inside")
             mark = "not compared" if verdict is None else "inside" if verdict else "outside"
-            checks.append(Cell(f"{cell['paper']:.1f} {mark}", cell["paper"]))
+            # Not compared (the run is not comparable, or its average covers other
+            # scenarios): the page shows the paper's value alone, its notes say why.
+            short = f"{cell['paper']:.1f}" if verdict is None else None
+            checks.append(Cell(f"{cell['paper']:.1f} {mark}", cell["paper"], short=short))
         else:
             checks.append(Cell(MISSING))
     rows, kinds = [mine, rank_row], [YOURS, RANK]

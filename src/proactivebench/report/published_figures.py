@@ -129,13 +129,13 @@ class FigureComparison:
             columns = ["row", "source", *self.columns]
         rows, kinds = [], []
         for config, cells in self.printed:
-            row = [Cell(config), Cell(f"published, {name}")]
+            row = [Cell(config), Cell(f"published, {name}", short=PUBLISHED)]
             row += [_printed_cell(cells.get(c)) for c in self.columns]
             rows.append(row)
             kinds.append(PUBLISHED)
         mean = [
             Cell(f"zero-shot: mean of {len(self.models)} models"),
-            Cell("mean of published, Table 1"),
+            Cell("mean of published, Table 1", short="mean, Table 1"),
         ]
         rows.append(
             mean + [Cell(f"{self.zero_shot[c]:.2f}", self.zero_shot[c]) for c in self.columns]
@@ -155,9 +155,10 @@ class FigureComparison:
                 text = number_text(value, percent)
                 if low is not None and high is not None and low != high:
                     text += f" [{number_text(low, percent)}, {number_text(high, percent)}]"
-                if apart and column == PAPER_AVERAGE:
-                    text += " not compared"
-                row.append(Cell(text, value, low, high))
+                short = None
+                if apart and column == PAPER_AVERAGE:  # the page: the notes say it
+                    short, text = text, text + " not compared"
+                row.append(Cell(text, value, low, high, short=short))
             rows.append(row)
             kinds.append(YOURS)
         notes = [
@@ -178,7 +179,16 @@ class FigureComparison:
                     f"({'; '.join(caveats)})"
                 )
         title = f"{self.metric.heading} beside the paper's {name} ({self.source})"
-        return Table(self.key, title, columns, rows, notes, average_last=False, row_kinds=kinds)
+        return Table(
+            self.key,
+            title,
+            columns,
+            rows,
+            notes,
+            average_last=False,
+            row_kinds=kinds,
+            text_columns=(1,),
+        )
 
 
 def _printed_cell(value: float | None) -> Cell:

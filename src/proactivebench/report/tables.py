@@ -45,6 +45,10 @@ class Cell:
     #: A link, relative to the report (an experiment's own report): HTML and Markdown show
     #: the text as a link to it.
     href: str | None = None
+    #: What HTML shows in place of `text` (which becomes its tooltip): where the full text
+    #: repeats down a column ("published, Table 1" 22 times) and the caption says it once, or
+    #: a verdict ("not compared") the table's notes give. The other formats keep `text`.
+    short: str | None = None
 
 
 @dataclass
@@ -184,6 +188,7 @@ def actions_change_table(comparisons: Sequence[Comparison]) -> Table:
         rows,
         notes,
         average_last=False,
+        text_columns=(1,),
     )
 
 
@@ -419,33 +424,46 @@ def to_latex(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _numeric(table: Table, index: int) -> bool:
+    """Whether column `index` holds numbers (aligned right, heading included)."""
+    return index > 0 and index not in table.text_columns
+
+
 def to_html(table: Table) -> str:
-    """A <table>; every string escaped (model names and settings come from files)."""
+    """A <table>; every string escaped (model names and settings come from files).
+
+    The first column (the run or model) is pinned at the left of the table's scrolling box
+    (report.css), so that a wide table scrolled sideways still says whose each row is; an
+    interval is a span of its own that wraps under its value when the columns need room."""
 
     def e(text: str) -> str:
         return html.escape(text_formats.visible(text))
 
     def shown(cell: Cell) -> str:
+        words = cell.text if cell.short is None else cell.short
+        text = e(words)
+        if cell.low is not None and " [" in words:
+            value, interval = words.split(" [", 1)
+            interval, _, p = interval.partition("] p=")
+            text = f'<span class="v">{e(value)}</span> <span class="ci">[{e(interval)}'
+            text += f'] </span><span class="ci">p={e(p)}</span>' if p else "</span>"
+        if cell.short is not None:
+            text = f'<span title="{e(cell.text)}">{text}</span>'
         if cell.href is None:
-            return e(cell.text)
-        return f'<a href="{html.escape(cell.href)}">{e(cell.text)}</a>'
+            return text
+        return f'<a href="{html.escape(cell.href)}">{text}</a>'
 
-    # The average column stays in view when a wide table scrolls (report.css): it is the
-    # number people look for first.
-    sticky = [c == "average" for c in table.columns]
-    head = "".join(
-        f'<th class="average-col">{e(c)}</th>' if pin else f"<th>{e(c)}</th>"
-        for c, pin in zip(table.columns, sticky, strict=True)
-    )
+    def classes(index: int, column: str) -> str:
+        names = ["num"] if _numeric(table, index) else []
+        names += ["average-col"] if column == "average" else []
+        return f' class="{" ".join(names)}"' if names else ""
+
+    marks = [classes(i, c) for i, c in enumerate(table.columns)]
+    head = "".join(f"<th{mark}>{e(c)}</th>" for c, mark in zip(table.columns, marks, strict=True))
     body = []
     for index, row in enumerate(table.rows):
         average = table.average_last and index == len(table.rows) - 1
-        cells = "".join(
-            f'<td class="{"num average-col" if pin else "num"}">{shown(c)}</td>'
-            if i and i not in table.text_columns
-            else f"<td>{shown(c)}</td>"
-            for i, (c, pin) in enumerate(zip(row, sticky, strict=True))
-        )
+        cells = "".join(f"<td{mark}>{shown(c)}</td>" for c, mark in zip(row, marks, strict=True))
         kind = table.row_kinds[index] if table.row_kinds else ""
         if average:
             body.append(f'<tr class="average">{cells}</tr>')
@@ -455,8 +473,7 @@ def to_html(table: Table) -> str:
             body.append(f"<tr>{cells}</tr>")
     notes = "".join(f'<p class="note">{e(n)}</p>' for n in table.notes)
     # The cue says the table scrolls: hidden until the page's script finds the table wider
-    # than its box (report.css: `figure.table.scrolls`), where the pinned average column
-    # covers the columns before it until the reader scrolls to them.
+    # than its box (report.css: `figure.table.scrolls`).
     cue = '<p class="scroll-cue">wider than the window: scroll sideways for every column →</p>'
     return (
         f'<figure class="table" data-table="{e(table.key)}"><figcaption>{e(table.title)}'

@@ -3,7 +3,7 @@
 // page at a time. Every model- or data-provided string goes through textContent, never HTML.
 "use strict";
 // A table wider than its box gets the class "scrolls", which shows its scroll cue
-// (report.css): the pinned average column covers the columns before it until one scrolls.
+// (report.css): its columns past the right edge are reached by scrolling inside its box.
 (function () {
   function mark() {
     for (const figure of document.querySelectorAll("figure.table")) {

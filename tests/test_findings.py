@@ -25,6 +25,7 @@ from proactivebench.data.synth import generate
 from proactivebench.report.findings import (
     Finding,
     Statistic,
+    finding_line,
     findings_dict,
     rank_among,
     size_finding,
@@ -32,6 +33,7 @@ from proactivebench.report.findings import (
     suite_findings,
     training_finding,
 )
+from proactivebench.report.inert import markdown as md
 from proactivebench.report.measures import measure_run
 from proactivebench.report.runs import Run, load_run, load_runs
 
@@ -259,8 +261,7 @@ def test_a_run_on_generated_data_says_so_and_is_not_ranked(tmp_path: Path) -> No
     )
     assert all(s.paper is not None and s.paper.rank is None for s in finding.statistics)
     assert finding.sentence.endswith(
-        "Not comparable with the paper's figures: generated data (data synth), not the "
-        "paper's (hint, mcqa); so no rank."
+        "Not comparable with the paper's figures: generated data (hint, mcqa); so no rank."
     )
     assert "ranks" not in finding.sentence
 
@@ -382,6 +383,55 @@ def test_a_python_agent_asking_only_with_the_hint_shows_in_the_hint_finding(
         assert "ps rate" in finding.sentence and "cannot tell from no change" in finding.sentence
     assert stat(finding, "ps rate").episodes == sum(len(v) for v in with_hint.values())
     assert finding.not_comparable[0] == "hint: generated data (data synth), not the paper's"
+
+
+def test_a_suite_report_states_the_findings_first_and_paper_ends_with_them(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """`paper` with a report: report.md, report.html and report.json hold the findings before
+    any table, and the terminal ends with them (again when the report is up to date)."""
+    path = tmp_path / "agent.py"
+    path.write_text(HINTED)
+    out = tmp_path / "out"
+    args = ["paper", "--data", str(data), "--model", f"python:{path}:answer", "--out", str(out)]
+    args += ["--only", "mcqa,hint", "--no-cache"]
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    runs = dict(zip(("mcqa", "hint"), load_runs([out / "mcqa", out / "hint"]), strict=True))
+    lines = [finding_line(f) for f in suite_findings(runs)]
+    assert [f.split(":")[0] for f in lines] == [
+        "(i) MLLMs lack proactiveness",
+        "(iii) hints give marginal gains",
+    ]
+    told = [t for t in text[text.index("The paper's findings") :].splitlines() if t[:3] == "- ("]
+    assert told == [f"- {line}" for line in lines]
+    report = out / "report"
+    markdown = (report / "report.md").read_text()
+    assert markdown.index("## Findings") < markdown.index("## Tables")
+    section = markdown[markdown.index("## Findings") : markdown.index("## What the columns")]
+    bullets = [t for t in section.splitlines() if t.startswith("- ")]
+    assert [b[: b.index(":**")] for b in bullets] == [
+        f"- **({f['finding']}) {f['claim']}" for f in document_of(report)
+    ]
+    assert all(md(f["sentence"]) in section for f in document_of(report))
+    page = (report / "report.html").read_text()
+    assert page.index('<section id="findings">') < page.index('<section id="tables">')
+    document = json.loads((report / "report.json").read_text())
+    assert next(iter(document)) == "findings"
+    assert [finding_line_of(f) for f in document["findings"]] == lines
+    code, again = run_cli(args, capsys)  # nothing changed: the report is left as it was
+    assert code == 0 and "up to date" in again
+    after = again[again.index("The paper's findings") :].splitlines()
+    assert [t for t in after if t[:3] == "- ("] == told
+
+
+def document_of(report: Path) -> list[dict[str, Any]]:
+    findings: list[dict[str, Any]] = json.loads((report / "report.json").read_text())["findings"]
+    return findings
+
+
+def finding_line_of(entry: dict[str, Any]) -> str:
+    return f"({entry['finding']}) {entry['claim']}: {entry['sentence']}"
 
 
 # ----- several models: size ---------------------------------------------------------------------

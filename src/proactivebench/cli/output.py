@@ -490,9 +490,14 @@ def _terminal_text(cell: ReportCell) -> str:
 
 
 def print_report_outcome(outcome: ReportOutcome) -> None:
-    """Where the report went, what it lacks, and the unreadable-answer warnings."""
+    """Where the report went, what it lacks, the unreadable-answer warnings, and last (a
+    suite's report) the paper's findings as its experiments answer them."""
     for note in outcome.notes:
         console.print(f"note: {escape(printable(note))}", highlight=False)
     kept = " (up to date: nothing changed since it was written)" if outcome.unchanged else ""
     out.print(f"report: {shown_path(outcome.html)}{kept}", highlight=False)
     print_warnings(outcome.warnings)
+    if outcome.findings:
+        out.print("The paper's findings, for this model (docs/paper.md):", highlight=False)
+        for finding in outcome.findings:
+            out.print(f"- {escape(printable(finding))}", highlight=False)

@@ -49,6 +49,7 @@ from proactivebench.report.comparable import (
     judges_apart,
     not_comparable,
 )
+from proactivebench.report.findings import Finding, finding_line, findings_dict, suite_findings
 from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.inert import markdown as md
 from proactivebench.report.measures import (
@@ -102,7 +103,8 @@ from proactivebench.run.rundir import (
 #: written before are rewritten by the next `eval` rather than left alone as up to date.
 #: 3: no size-plot note for runs of one model or of people; CSV text cells kept from formulas.
 #: 4: Wilson intervals for proportions (`measures.rate_interval`).
-REPORT_FORMAT = 4
+#: 5: a suite's report states the paper's findings first (`report.findings`).
+REPORT_FORMAT = 5
 #: What a report was built from (`_BuiltFrom`), in the report directory.
 BUILT_FROM = ".built-from.json"
 
@@ -234,7 +236,9 @@ def write_report(
                 layout,
                 plot_helper,
             )
-        built = _BuiltFrom(inputs, outcome.notes, outcome.warnings, outcome.intervals)
+        built = _BuiltFrom(
+            inputs, outcome.notes, outcome.warnings, outcome.intervals, outcome.findings
+        )
         built.write(out, outcome.files)
         outcome.runs = list(map(Path, run_dirs))
         return outcome
@@ -277,8 +281,10 @@ class _BuiltFrom:
         notes: list[str],
         warnings: list[str],
         intervals: Intervals,
+        findings: list[str],
     ) -> None:
         self.inputs, self.notes, self.warnings, self.intervals = inputs, notes, warnings, intervals
+        self.findings = findings
         self.files: dict[str, Any] = {}
 
     @staticmethod
@@ -304,7 +310,8 @@ class _BuiltFrom:
             intervals = checked_intervals(note["intervals"])
             if intervals is None:
                 return None
-            built = cls(inputs, list(note["notes"]), list(note["warnings"]), intervals)
+            findings = [str(f) for f in note["findings"]]
+            built = cls(inputs, list(note["notes"]), list(note["warnings"]), intervals, findings)
         except (OSError, ValueError, KeyError, TypeError):
             return None
         built.files = note["files"]
@@ -314,12 +321,19 @@ class _BuiltFrom:
         self.files = {str(path.relative_to(out)): file_stamp(path) for path in files}
         note = {"inputs": self.inputs, "files": self.files}
         note.update(notes=self.notes, warnings=self.warnings, intervals=self.intervals)
+        note.update(findings=self.findings)
         write_whole(out / BUILT_FROM, dumps(note, ensure_ascii=False) + "\n")
 
     def outcome(self, out: Path) -> ReportOutcome:
         files = [out / name for name in self.files]
         return ReportOutcome(
-            out, files, self.notes, self.warnings, intervals=self.intervals, unchanged=True
+            out,
+            files,
+            self.notes,
+            self.warnings,
+            intervals=self.intervals,
+            unchanged=True,
+            findings=self.findings,
         )
 
 
@@ -437,6 +451,11 @@ def _write_report(
     outcome.measures = all_measures
     outcome.intervals = intervals_of(all_measures[0])
     outcome.notes += [multiturn_note(r, several=len(runs) > 1) for r in runs if r.multiturn]
+    # A suite's report states first what its experiments say of the paper's findings.
+    found = []
+    if layout is not None and layout.experiments:
+        found = suite_findings(layout.by_experiment(runs), seed=seed, n_resamples=n_resamples)
+    outcome.findings = [finding_line(f) for f in found]
 
     comparisons: list[Comparison] = []
     if base is not None:
@@ -488,6 +507,7 @@ def _write_report(
                 thumbs,
                 papers,
                 keep_order=layout is not None,
+                findings=found,
             )
     _remove_stale(out, outcome.files)
     return outcome
@@ -560,8 +580,10 @@ def _pages(
     thumbs: dict[str, Thumbnails | None],
     papers: Sequence[PaperComparison | FigureComparison] = (),
     keep_order: bool = False,
+    findings: Sequence[Finding] = (),
 ) -> None:
-    """report.html, report.md and report.json (`keep_order`: the tables as given)."""
+    """report.html, report.md and report.json (`keep_order`: the tables as given), the
+    `findings` first in each."""
     outcome = files.outcome
     correlations = size_correlations(all_measures, with_paper=bool(papers))
     heading = title or ("Report: " + ", ".join(r.label for r in runs))
@@ -587,13 +609,16 @@ def _pages(
         keep_order,
         warnings=outcome.warnings,
         comparisons=comparisons,
+        findings=findings,
     )
     files.write("report.html", page)
     missing = sum(t.missing for t in {id(t): t for t in thumbs.values() if t}.values())
     if missing:
         outcome.notes.append(f"{missing} episode image(s) could not be read; shown as missing")
-    files.write("report.md", _markdown(heading, runs, tables, images, outcome))
+    files.write("report.md", _markdown(heading, runs, tables, images, outcome, findings))
     document = _json(runs, all_measures, comparisons, correlations, outcome)
+    if findings:  # a suite's report: a report of runs keeps its keys
+        document = {"findings": findings_dict(findings), **document}
     if papers:  # only with --paper: a report without it is as it was
         document["paper"] = {c.key: c.as_dict() for c in papers}
     files.write("report.json", finite_json(document, indent=2) + "\n")
@@ -781,6 +806,7 @@ def _markdown(
     tables: Sequence[Table],
     images: Mapping[str, bytes],
     outcome: ReportOutcome,
+    findings: Sequence[Finding] = (),
 ) -> str:
     lines = [f"# {md(title)}", ""]
     for run in runs:
@@ -789,6 +815,9 @@ def _markdown(
     if outcome.warnings:  # first: what must not be missed, before any number
         lines += ["", "## Warnings", ""]
         lines += [f"- **warning:** {md(w)}" for w in outcome.warnings]
+    if findings:  # then the answers to the paper's questions, before the tables
+        lines += ["", "## Findings", ""]
+        lines += [f"- **({f.number}) {md(f.claim)}:** {md(f.sentence)}" for f in findings]
     lines += ["", "## What the columns mean", ""]
     metrics = []
     for run in runs:

@@ -218,15 +218,18 @@ def _episodes(count: int) -> str:
 
 
 def _apart(reasons: Sequence[str]) -> str:
-    """' Not comparable with the paper's figures: generated data (...) (hint, mcqa); so no
-    rank.': each reason once, with the runs it holds for (`reasons` are 'run: reason')."""
+    """' Not comparable with the paper's figures: generated data (hint, mcqa); so no rank.':
+    each kind of reason once, with the runs it holds for (`reasons` are 'run: reason'; the
+    whole reasons, e.g. which scenarios are partial, are the finding's `not_comparable`)."""
     if not reasons:
         return ""
     runs: dict[str, list[str]] = {}
     for reason in reasons:
         run, _, why = reason.partition(": ")
-        runs.setdefault(why, []).append(run)
-    said = "; ".join(f"{why} ({', '.join(names)})" for why, names in runs.items())
+        kind = why.split(":")[0].split(" (")[0]
+        if run not in runs.setdefault(kind, []):
+            runs[kind].append(run)
+    said = "; ".join(f"{kind} ({', '.join(names)})" for kind, names in runs.items())
     return f" Not comparable with the paper's figures: {said}; so no rank."
 
 
@@ -1025,6 +1028,11 @@ def training_finding(
         )
     sentence = difference_sentence("After training", stats, reasons, "changed by")
     return Finding("training", "v", TRAINING_CLAIM, tuple(stats), sentence, reasons, notes)
+
+
+def finding_line(finding: Finding) -> str:
+    """A finding in one line, as a terminal states it: the paper's claim, then the sentence."""
+    return f"({finding.number}) {finding.claim}: {finding.sentence}"
 
 
 def findings_dict(findings: Sequence[Finding]) -> list[dict[str, Any]]:

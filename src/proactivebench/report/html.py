@@ -32,6 +32,9 @@ from proactivebench.report.runs import Run
 from proactivebench.report.tables import Table, to_html
 from proactivebench.report.thumbs import Thumbnails, prefetch_all, view_key
 
+if typing.TYPE_CHECKING:
+    from proactivebench.report.findings import Finding
+
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
 
@@ -328,6 +331,38 @@ def reference_html(comparisons: Sequence[Comparison]) -> str:
     )
 
 
+#: More runs, or notes, than these in a page's head are folded (`render_html`).
+FOLDED_BEYOND = 3
+NOTES_FOLDED_BEYOND = 2
+
+
+def findings_html(findings: Sequence[Finding]) -> str:
+    """The paper's findings as this model's runs answer them, first on the page: the claim,
+    the sentence, and what a reader must know beside it (not comparable, notes)."""
+    if not findings:
+        return ""
+    items = ""
+    for finding in findings:
+        aside = "".join(f'<p class="muted">{html.escape(visible(t))}</p>' for t in finding.notes)
+        if finding.not_comparable:  # the sentence names each kind; here is each in full
+            why = "".join(f"<li>{html.escape(visible(t))}</li>" for t in finding.not_comparable)
+            aside += (
+                '<details class="notes"><summary>why not comparable</summary>'
+                f'<ul class="muted">{why}</ul></details>'
+            )
+        items += (
+            f'<li data-finding="{html.escape(finding.id)}"><strong>({html.escape(finding.number)}'
+            f") {html.escape(visible(finding.claim))}.</strong> "
+            f"{html.escape(visible(finding.sentence))}{aside}</li>"
+        )
+    return (
+        '<section id="findings"><h2>Findings</h2><p class="muted">The paper\'s questions, '
+        "answered by this model's experiments: each difference paired over the episodes both "
+        "runs scored, with its 95 % interval, beside the paper's figure (docs/paper.md, "
+        f'"The findings").</p><ul class="findings">{items}</ul></section>'
+    )
+
+
 def _side_by_side_first(tables: Sequence[Table]) -> list[Table]:
     """With several runs, the tables that set them side by side come first: they are what a
     reader compares; each run's own table follows (the files keep their order)."""
@@ -345,11 +380,12 @@ def render_html(
     keep_order: bool = False,
     warnings: Sequence[str] = (),
     comparisons: Sequence[Comparison] = (),
+    findings: Sequence[Finding] = (),
 ) -> str:
     """The whole page; the tables side by side first unless `keep_order` (a report laid out
     as the paper, `report.paper_layout`); the `warnings` (`measures.run_warnings`) at its top,
     before any number, as eval prints them; the `--vs` reference and its pairs
-    (`comparisons`) in the head."""
+    (`comparisons`) in the head; a suite's `findings` first of all sections."""
 
     def e(text: str) -> str:
         return html.escape(visible(text))
@@ -378,15 +414,30 @@ def render_html(
         f'<p class="warning" role="alert"><strong>warning:</strong> {e(w)}</p>' for w in warnings
     )
     viewer_blocks = viewer_data(runs, thumbs)
+    findings_link = '<a href="#findings">Findings</a>' if findings else ""
+    # A head of many runs (a suite's eleven) and their notes filled the first screen before
+    # any number: beyond a few, they are folded, each summary saying what it holds.
+    runs_html = f"<ul>{run_items}</ul>{reference_html(comparisons)}"
+    if len(runs) > FOLDED_BEYOND:
+        against = f", compared with {e(comparisons[0].base.label)}" if comparisons else ""
+        runs_html = (
+            f'<details class="runs"><summary>{len(runs)} runs{against}</summary>'
+            f"{runs_html}</details>"
+        )
+    if len(notes) > NOTES_FOLDED_BEYOND:
+        note_html = (
+            f'<details class="notes"><summary>{len(notes)} notes</summary>{note_html}</details>'
+        )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(title)}</title><style>{_asset("report.css")}</style></head>
 <body><header><h1>{e(title)}</h1>{warning_html}
-<nav><a href="#tables">Tables</a><a href="#plots">Plots</a><a href="#episodes">Episodes</a></nav>
-<ul>{run_items}</ul>{reference_html(comparisons)}{note_html}</header>
-<main><section id="tables"><h2>Tables</h2>{legend_html(metrics)}
+<nav>{findings_link}<a href="#tables">Tables</a><a href="#plots">Plots</a>
+<a href="#episodes">Episodes</a></nav>
+{runs_html}{note_html}</header>
+<main>{findings_html(findings)}<section id="tables"><h2>Tables</h2>{legend_html(metrics)}
 {"".join(to_html(t) for t in (tables if keep_order else _side_by_side_first(tables)))}</section>
 <section id="plots"><h2>Plots</h2>{figures or '<p class="note">No plots.</p>'}</section>
 <section id="episodes"><h2>Episodes</h2>

@@ -37,6 +37,9 @@ class ReportOutcome:
     unchanged: bool = False
     #: The run directories the report was built from, as the caller named them.
     runs: list[Path] = field(default_factory=list)
+    #: The paper's findings its runs speak to, one sentence each (a suite's report:
+    #: `report.findings`), as the report states them first.
+    findings: list[str] = field(default_factory=list)
 
     @property
     def html(self) -> Path:

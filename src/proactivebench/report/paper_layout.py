@@ -44,18 +44,23 @@ class Layout:
     #: What the report must say first, of what it leaves out (a suite's experiments that
     #: suite.json lists without a run, run folders it does not list).
     warnings: tuple[str, ...] = ()
+    #: Run directory (resolved) -> its experiment's id in the suite (`mcqa`, `hint`...): the
+    #: report sets each experiment against the one it changes (`report.findings`).
+    experiments: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
     def of(
         counterparts: Mapping[str | Path, str],
         limits: Mapping[str | Path, int] | None = None,
+        experiments: Mapping[str | Path, str] | None = None,
         **rest: Any,
     ) -> Layout:
-        """A layout whose `counterparts` and `limits` are keyed by any path of each run
-        directory."""
+        """A layout whose `counterparts`, `limits` and `experiments` are keyed by any path of
+        each run directory."""
         placed = {str(Path(p).resolve()): key for p, key in counterparts.items()}
         limited = {str(Path(p).resolve()): n for p, n in (limits or {}).items()}
-        return Layout(placed, limits=limited, **rest)
+        ids = {str(Path(p).resolve()): ident for p, ident in (experiments or {}).items()}
+        return Layout(placed, limits=limited, experiments=ids, **rest)
 
     def stamp(self) -> dict[str, Any]:
         """What the report's up-to-date check compares: another layout is another report."""
@@ -68,7 +73,14 @@ class Layout:
             stamp["limits"] = dict(sorted(self.limits.items()))
         if self.warnings:
             stamp["warnings"] = list(self.warnings)
+        if self.experiments:
+            stamp["experiments"] = dict(sorted(self.experiments.items()))
         return stamp
+
+    def by_experiment(self, runs: Sequence[Run]) -> dict[str, Run]:
+        """The runs by their experiment's id (those the layout names)."""
+        named = ((self.experiments.get(str(r.run_dir.resolve())), r) for r in runs)
+        return {ident: run for ident, run in named if ident is not None}
 
     def place(self, runs: Sequence[Run]) -> None:
         """Tell each run the paper's table its caller named for it, and its `--limit`."""

@@ -105,6 +105,7 @@ def write_suite_report(
         ),
         note=partial_note(_common_limit(limits, len(entries))) if every else None,
         warnings=tuple(left_out),
+        experiments={path: ident for ident, path in runs.items()},
     )
     plain = next((runs[e["id"]] for e in entries if e.get("plain")), None)
     model = _model(next(iter(runs.values())))

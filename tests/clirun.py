@@ -85,3 +85,24 @@ def ctrl_c_here() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def as_terminal(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    """Make the CLI print as on a terminal `width` columns wide, whatever runs the tests
+    (`main` gives a console off a terminal an unbounded width)."""
+    import proactivebench.cli
+    from proactivebench.cli.output import console, out
+
+    monkeypatch.setattr(proactivebench.cli, "fit_to_output", lambda *consoles: None)
+    monkeypatch.setattr(out, "width", width)
+    monkeypatch.setattr(console, "width", width)
+
+
+#: The characters tables are drawn with (U+2500 to U+257F), set apart from what they hold.
+_BOX = {code: " " for code in range(0x2500, 0x2580)}
+
+
+def shown_tokens(text: str) -> set[str]:
+    """The words a terminal output shows, the lines of its tables taken away: what must all
+    still be there when the output is narrowed (a heading may become a label: `eval:`)."""
+    return {word.removesuffix(":") for word in text.translate(_BOX).split()}

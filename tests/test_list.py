@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import proactivebench.cli
-from clirun import run_cli
+from clirun import as_terminal, run_cli, shown_tokens
 from proactivebench.benchmark.protocol import official_filter_ids
 from proactivebench.benchmark.registry import scenario, scenario_names
 from proactivebench.cli.output import out
@@ -205,28 +204,48 @@ def test_a_folder_without_records_says_so(
     assert "scenarios" not in text  # no table, no JSON
 
 
-def test_tables_keep_each_row_on_one_line_at_any_width(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("width", [100, 80])
+def test_a_narrow_terminal_gets_every_word_and_no_longer_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
 ) -> None:
-    # A 40-column terminal: `main` leaves a terminal's width as it is.
-    monkeypatch.setattr(proactivebench.cli, "fit_to_output", lambda *consoles: None)
-    monkeypatch.setattr(out, "width", 40)
+    """Issue 47, item 7: `list` was 225 columns wide (it kept every row on one line). At 100 or
+    80 columns no line is longer; every word the wide tables show is still shown, and every
+    spec, scenario and experiment whole (as the JSON lists them, never broken mid-word)."""
+    as_terminal(monkeypatch, 250)
+    code, wide = run_cli(["list"], capsys)
+    assert code == 0, wide
+    as_terminal(monkeypatch, width)
     code, text = run_cli(["list"], capsys)
     assert code == 0, text
-    for title in (
-        "scenarios",
-        "built-in baselines",
-        "model spec kinds",
-        "the paper's experiments",
-        "optional extras",
-    ):
-        assert title in text
+    assert max(map(len, text.splitlines())) <= width
+    assert shown_tokens(wide) <= shown_tokens(text)
+    found = catalog(None).to_json()
+    whole = [s["short"] for s in found["scenarios"]] + [s["stem"] for s in found["scenarios"]]
+    whole += [b["spec"] for b in found["baselines"]] + [e["id"] for e in found["experiments"]]
+    whole += [word for k in found["model_kinds"] for word in k["form"].split()]
+    assert "baseline:oracle|proactive|random|reactive|abstain" in whole
+    assert set(whole) <= shown_tokens(text)
+    for title in ("scenarios", "built-in baselines", "model spec kinds", "optional extras"):
+        assert title in text.splitlines()
+    assert f"narrowed to {width} columns: `proactivebench list --json` gives every field" in text
+    assert out.width == width  # as it was
+
+
+def test_a_wide_terminal_gets_the_tables_as_in_a_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 250 columns every table fits: the same output as off a terminal, each row one line
+    (a spec and its description side by side)."""
+    code, piped = run_cli(["list"], capsys)
+    as_terminal(monkeypatch, 250)
+    code, text = run_cli(["list"], capsys)
+    assert code == 0 and text == piped
+    assert "narrowed" not in text
     lines = text.splitlines()
     python = next(line for line in lines if "python:MODULE:FUNCTION" in line)
     assert "python:FILE.py:FUNCTION" in python and "your own Python function" in python
     icl = next(line for line in lines if line.startswith("│ icl1"))
     assert "scenarios=ROD,MVP-N icl=1" in icl
-    assert out.width == 40  # given back as it was
 
 
 def test_an_empty_scenario_file_is_named_by_list_and_refused_by_validate(

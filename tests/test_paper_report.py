@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from clirun import run_cli
+from clirun import as_terminal, run_cli, shown_tokens
+from paperruns import SCENARIOS
 from proactivebench.benchmark.paper_results import paper_table
 from proactivebench.cli import main
 from proactivebench.data.synth import generate
@@ -205,3 +206,49 @@ def test_report_out_writes_the_report_again_even_when_nothing_changed(
     code, text = run_cli(["report", str(copy), "--no-thumb-cache"], capsys)
     assert code == 0 and "up to date" not in text, text
     assert {path: path.read_bytes() for path in altered} == written
+
+
+#: Lines that are messages, not tables: kept one line each whatever the width (a path, a note
+#: to copy or grep), as every message of the CLI; the terminal folds them.
+MESSAGES = ("note: ", "warning: ", "tables: ", "report: ")
+
+
+@pytest.mark.parametrize("width", [250, 100, 80])
+def test_the_report_fits_a_narrow_terminal_with_every_value(
+    suite_out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    """Issue 47, item 7: `report` of the suite was 198 columns wide (wider with this long
+    model name). At 250, 100 or 80 columns no table line is longer, every word of the output
+    in a file is still shown, and a published row of Table 1 holds the paper's values in the
+    paper's order across its blocks, each block repeating the model's name."""
+    code, piped = run_cli(["report", str(suite_out)], capsys)
+    assert code == 0, piped
+    assert max(len(line) for line in piped.splitlines() if not line.startswith(MESSAGES)) > 250
+    as_terminal(monkeypatch, width)
+    code, text = run_cli(["report", str(suite_out)], capsys)
+    assert code == 0, text
+    tables = [line for line in text.splitlines() if not line.startswith(MESSAGES)]
+    assert max(map(len, tables)) <= width
+    assert shown_tokens(piped) <= shown_tokens(text)
+    title = "accuracy % among the paper's models (published: De Min et al. 2026, Table 1)"
+    section = text.split(title)[1].split(" among the paper's models")[0]
+    for row in paper_table("table1_mcqa")["rows"]:
+        values = [f"{row['cells'][c]['acc']:.1f}" for c in (*SCENARIOS, "avg")]
+        lines = [line for line in section.splitlines() if line.startswith(f"│ {row['model']} ")]
+        assert len(lines) > (width < 250), row["model"]  # in every block
+        shown = [word for line in lines for word in line.split("│")[2:] if word.strip()]
+        assert [w.strip() for w in shown if w.strip() != "published, Table 1"] == values
+
+
+def test_a_terminal_as_wide_as_the_widest_table_gets_the_report_as_a_file_does(
+    suite_out: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is narrowed that fits: at the width of its widest table, the same output."""
+    code, piped = run_cli(["report", str(suite_out)], capsys)
+    widest = max(len(line) for line in piped.splitlines() if not line.startswith(MESSAGES))
+    as_terminal(monkeypatch, widest)
+    code, text = run_cli(["report", str(suite_out)], capsys)
+    assert code == 0 and text == piped
+    as_terminal(monkeypatch, widest - 1)
+    code, text = run_cli(["report", str(suite_out)], capsys)
+    assert code == 0 and text != piped

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from proactivebench.cli.output import UNBOUNDED_WIDTH, out
+from proactivebench.cli.fit import entry_blocks, fits, framed, wrapped, wrapped_cells
+from proactivebench.cli.output import out
 from proactivebench.core.texts import dumps
 
 if TYPE_CHECKING:
@@ -35,16 +37,28 @@ def list_command(data_dir: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(dumps(found.to_json(), indent=2))
         return
-    # At their natural width, whatever the terminal's: a row is never broken inside a cell
-    # (a terminal narrower than a table wraps the line itself), so a spec or a module name
-    # stays whole for the eye and for copy-paste.
     width = out.width
-    out.width = UNBOUNDED_WIDTH
-    try:
-        for table in tables(found):
-            out.print(table)
-    finally:
-        out.width = width
+    narrowed = False
+    for table in tables(found):
+        shown = fitted(table, width)
+        narrowed |= shown[0] is not table
+        for renderable in shown:
+            out.print(renderable)
+    if narrowed:
+        note = f"narrowed to {width} columns: `proactivebench list --json` gives every field"
+        out.print(Text("\n".join(wrapped(note, width)), style="dim"))
+
+
+def fitted(table: Table, width: int) -> list[RenderableType]:
+    """A section as it fits `width`: the table as it is; else its cells wrapped between words
+    (a spec or a module name is one word, never broken: whole for the eye and for
+    copy-paste); else, where even that is too wide, a block of lines per entry."""
+    if fits(out, table, width):
+        return [table]
+    narrower = wrapped_cells(out, table, width)
+    if narrower is not None:
+        return framed(out, table, width, [narrower])
+    return framed(out, table, width, entry_blocks(out, table, width))
 
 
 def tables(found: Catalog) -> list[Table]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from proactivebench.cli.fit import column_blocks
 from proactivebench.cli.output import (
     out,
     print_report_outcome,
@@ -139,7 +140,9 @@ def report_command(
             paper_model=paper_model,
         )
     for table in outcome.headline:
-        out.print(report_table(table))
+        # Narrower than the table: blocks of its columns, the model or scenario in each.
+        for shown in column_blocks(out, report_table(table), out.width):
+            out.print(shown)
     md, tables = shown_path(outcome.out_dir / "report.md"), shown_path(outcome.out_dir / "tables")
     out.print(f"tables: {md} (CSV and LaTeX in {tables})", highlight=False)
     print_report_outcome(outcome)

@@ -425,6 +425,51 @@ def test_a_suite_report_states_the_findings_first_and_paper_ends_with_them(
     assert [t for t in after if t[:3] == "- ("] == told
 
 
+#: Asks for the first shown intervention while turns remain, at most ASKS times.
+ASKING = """
+ASKS = {asks}
+
+def answer(messages, observation):
+    turn = observation.turn
+    if observation.action_options and turn <= ASKS and turn < observation.max_turns:
+        return observation.action_options[0]
+    return observation.categories[0]
+"""
+
+
+def test_a_report_of_several_models_suites_asks_whether_proactiveness_follows_size(
+    data: Path, tmp_path: Path, capsys
+) -> None:
+    """`report OUT1 OUT2 OUT3` of three models' suites: each stands by its plain run, and the
+    report states finding (ii), the rank correlation of size with the ps rate, as
+    `size_finding` gives it for those runs: here the larger asks less, rho -1."""
+    outs, params = [], []
+    for size, asks in ((1, 3), (3, 2), (9, 1)):
+        agent = tmp_path / f"m{size}b.py"
+        agent.write_text(ASKING.format(asks=asks))
+        out = tmp_path / f"suite-{size}"
+        args = ["paper", "--data", str(data), "--model", f"python:{agent}:answer"]
+        code, text = run_cli(
+            [*args, "--out", str(out), "--only", "mcqa,hint", "--no-report"], capsys
+        )
+        assert code == 0, text
+        outs.append(str(out))
+        params += ["--params", f"{load_run(out / 'mcqa').model}={size}B"]
+    report = tmp_path / "several"
+    code, text = run_cli(["report", *outs, *params, "--out", str(report)], capsys)
+    assert code == 0, text
+    runs = load_runs([Path(o) / "mcqa" for o in outs])
+    for run, size in zip(runs, (1, 3, 9), strict=True):
+        run.params_b = float(size)
+    expected = size_finding([measure_run(r) for r in runs])
+    assert expected is not None
+    assert stat(expected, "rho(size, ps rate)").value.estimate == pytest.approx(-1.0)  # type: ignore[union-attr]
+    stated = document_of(report)
+    assert [f["id"] for f in stated] == ["size"]
+    assert stated[0]["sentence"] == expected.sentence
+    assert f"- {finding_line(expected)}" in text.splitlines()
+
+
 def document_of(report: Path) -> list[dict[str, Any]]:
     findings: list[dict[str, Any]] = json.loads((report / "report.json").read_text())["findings"]
     return findings

@@ -667,15 +667,19 @@ def test_a_damaged_suite_json_is_named_not_taken_for_a_run_without_run_json(
 
 
 def test_a_suites_output_among_runs_is_named_as_a_suite(tmp_path: Path, capsys) -> None:
-    """`report OUT RUN` (or `--vs OUT`) with a suite's output OUT: told that OUT holds
-    experiments and how to report them, not that it "is not a run directory (no run.json)"."""
+    """`report OUT RUN` with a suite's output OUT stands OUT by its plain run (told when it
+    has none yet), and `--vs OUT` is told that OUT holds experiments, not that it "is not a
+    run directory (no run.json)"."""
     out, run = tmp_path / "paper", tmp_path / "run"
     out.mkdir()
     (out / "suite.json").write_text('{"experiments": [{"id": "mcqa"}, {"id": "hint"}]}')
-    told = f"error: {out} holds a suite's experiments (mcqa, hint), not one run: report it alone"
-    for args in ([str(out), str(run)], [str(run), "--vs", str(out)]):
+    told = {
+        "among": f"error: {out}: its suite has no plain multiple-choice run yet (mcqa, hint)",
+        "vs": f"error: {out} holds a suite's experiments (mcqa, hint), not one run",
+    }
+    for how, args in (("among", [str(out), str(run)]), ("vs", [str(run), "--vs", str(out)])):
         code, text = run_cli(["report", *args, "--out", str(tmp_path / "r")], capsys)
-        assert code == 1 and told in " ".join(text.split()) and "no run.json" not in text
+        assert code == 1 and told[how] in " ".join(text.split()) and "no run.json" not in text
 
 
 def test_a_report_of_runs_any_of_which_is_partial_says_so(

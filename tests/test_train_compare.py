@@ -242,3 +242,12 @@ def test_the_training_finding_is_the_comparisons_gains_paired(
     assert values["accuracy (held out)"].scenarios == ("MVP-N", "QD")
     assert values["accuracy (held out)"].episodes == 4
     assert finding.not_comparable[0] == "base: generated data (data synth), not the paper's"
+    # `train compare` ends with it, as a suite's report states its findings.
+    from proactivebench.report.findings import finding_line
+
+    args = ["train", "compare", str(base), str(tuned), "--holdout", "QD,MVP-N"]
+    code, text = run_cli(args, capsys)
+    assert code == 0, text
+    said = text[text.index("The paper's finding, for this model") :].splitlines()
+    assert said[1] == f"- {finding_line(finding)}"
+    assert "(v) RL fine-tuning teaches proactiveness" in said[1]

@@ -101,8 +101,14 @@ def report_command(
 ) -> None:
     """Write tables (Markdown, CSV, JSON, LaTeX), plots and an HTML episode viewer. The
     directory of a suite (`proactivebench paper --out OUT`) gives its report laid out as the
-    paper."""
-    from proactivebench.jobs.suite import is_suite_dir, read_suite_record, write_suite_report
+    paper; several suites' directories (several models) give the report of their plain runs,
+    with the rank correlation of size and proactiveness."""
+    from proactivebench.jobs.suite import (
+        is_suite_dir,
+        plain_run,
+        read_suite_record,
+        write_suite_report,
+    )
     from proactivebench.report import write_report
 
     if len(run_dirs) == 1 and is_suite_dir(run_dirs[0]):
@@ -120,16 +126,16 @@ def report_command(
             if_changed=False,
         )
     else:
-        for given in [*run_dirs, *([vs_dir] if vs_dir is not None else [])]:
-            if is_suite_dir(given):  # its experiments are runs; it is not one
-                ids = ", ".join(e["id"] for e in read_suite_record(given)["experiments"])
-                raise ProactiveBenchError(
-                    f"{given} holds a suite's experiments ({ids}), not one run: report it "
-                    f"alone (`report {given}`), or name its experiments' run directories "
-                    f"({Path(given) / 'ID'})"
-                )
+        if vs_dir is not None and is_suite_dir(vs_dir):  # its experiments are runs; it is not one
+            ids = ", ".join(e["id"] for e in read_suite_record(vs_dir)["experiments"])
+            raise ProactiveBenchError(
+                f"{vs_dir} holds a suite's experiments ({ids}), not one run: name one of its "
+                f"experiments' run directories ({Path(vs_dir) / 'ID'}) with --vs"
+            )
+        # Several models' suites (`report OUT1 OUT2 ...`): each stands by its plain run.
+        runs = [plain_run(given) if is_suite_dir(given) else given for given in run_dirs]
         outcome = write_report(
-            list(run_dirs),
+            runs,
             out_dir,
             vs=vs_dir,
             params=parse_params(params),

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from proactivebench.cli.options import parse_model_options, setting_options
-from proactivebench.cli.output import EXIT_INTERRUPTED, console, out
+from proactivebench.cli.output import EXIT_INTERRUPTED, console, out, printable
 from proactivebench.run.settings import EvalSettings
 from proactivebench.train.recipe import RECIPES, proactive_rewards
 
@@ -204,7 +204,13 @@ def parse_settings(pairs: tuple[str, ...]) -> dict[str, Any]:
 )
 def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper: bool) -> None:
     """Seen vs held-out scenario gains from two eval runs (base model, tuned model)."""
-    from proactivebench.train.compare import beside_paper, compare_runs, not_comparable_notes
+    from proactivebench.report.findings import finding_line
+    from proactivebench.train.compare import (
+        beside_paper,
+        compare_runs,
+        not_comparable_notes,
+        training_finding,
+    )
 
     comparison = compare_runs(base_run, tuned_run, holdout)
     for note in comparison.notes:
@@ -236,6 +242,10 @@ def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper:
         out.print(paper_table(columns, rows))
         for note in not_comparable_notes(comparison):
             console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
+    finding = training_finding(comparison)
+    if finding is not None:  # the paper's finding (v), as these two runs answer it
+        out.print("The paper's finding, for this model (docs/paper.md):", highlight=False)
+        out.print(f"- {escape(printable(finding_line(finding)))}", highlight=False)
 
 
 def paper_table(columns: list[str], rows: list[Any]) -> Table:

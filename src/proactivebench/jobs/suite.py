@@ -642,6 +642,21 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def plain_run(out_dir: str | os.PathLike[str]) -> Path:
+    """The run directory of a suite's plain multiple-choice experiment (suite.json's `plain`):
+    what stands for the suite's model beside other models' (`report OUT1 OUT2 ...`)."""
+    listed = read_suite_record(out_dir).get("experiments", [])
+    found = [Path(out_dir) / e["id"] for e in listed if e.get("plain")]
+    played = [run for run in found if (run / RUN_CONFIG).is_file()]
+    if not played:
+        raise NothingToDoError(
+            f"{out_dir}: its suite has no plain multiple-choice run yet "
+            f"({', '.join(e['id'] for e in listed) or 'no experiment'}), none to compare "
+            "with other models"
+        )
+    return played[0]
+
+
 def _plain(settings: EvalSettings) -> bool:
     """Whether an experiment is the plain multiple-choice run the others are compared with
     (the paper's Table 1: defaults, the official filter, every sample of it)."""

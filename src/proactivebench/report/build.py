@@ -49,7 +49,13 @@ from proactivebench.report.comparable import (
     judges_apart,
     not_comparable,
 )
-from proactivebench.report.findings import Finding, finding_line, findings_dict, suite_findings
+from proactivebench.report.findings import (
+    Finding,
+    finding_line,
+    findings_dict,
+    size_finding,
+    suite_findings,
+)
 from proactivebench.report.html import finite_json, legend_html, render_html
 from proactivebench.report.inert import markdown as md
 from proactivebench.report.measures import (
@@ -452,9 +458,12 @@ def _write_report(
     outcome.intervals = intervals_of(all_measures[0])
     outcome.notes += [multiturn_note(r, several=len(runs) > 1) for r in runs if r.multiturn]
     # A suite's report states first what its experiments say of the paper's findings.
-    found = []
+    found: list[Finding] = []
     if layout is not None and layout.experiments:
         found = suite_findings(layout.by_experiment(runs), seed=seed, n_resamples=n_resamples)
+    elif len(runs) > 1:  # several models: does proactiveness follow size? (`size_finding`)
+        size = size_finding(all_measures, seed=seed, n_resamples=n_resamples)
+        found = [size] if size is not None else []
     outcome.findings = [finding_line(f) for f in found]
 
     comparisons: list[Comparison] = []

@@ -47,6 +47,7 @@ from proactivebench.models.baselines import Proactive
 from proactivebench.report.comparable import average_apart, not_comparable
 from proactivebench.report.measures import RunMeasures, compare_runs, sized_models
 from proactivebench.report.runs import Run
+from proactivebench.run.settings import EvalSettings, declared
 
 Line = dict[str, Any]
 
@@ -401,11 +402,8 @@ def allowed_suggestions(run: Run) -> tuple[dict[tuple[str, int], int], str | Non
     if data is None or not data.is_dir():
         return {}, f"the data directory of {run.label or run.run_dir} is not at hand"
     settings = run.settings
-    options = {
-        key: settings[key]
-        for key in ("hint", "reference", "option_order", "resize_short_edge", "seed")
-        if key in settings
-    }
+    builds = (spec.name for spec in declared(EvalSettings) if spec.info.builds_episode)
+    options = {key: settings[key] for key in builds if key in settings}
     try:
         dataset = load_dataset(data, list(run.by_scenario), all_samples=True)
     except (OSError, ProactiveBenchError) as exc:

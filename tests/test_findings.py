@@ -403,8 +403,8 @@ def test_a_suite_report_states_the_findings_first_and_paper_ends_with_them(
         "(i) MLLMs lack proactiveness",
         "(iii) hints give marginal gains",
     ]
-    told = [t for t in text[text.index("The paper's findings") :].splitlines() if t[:3] == "- ("]
-    assert told == [f"- {line}" for line in lines]
+    told = [t for t in text.splitlines() if t.startswith("finding: ")]
+    assert told == [f"finding: {line}" for line in lines]
     report = out / "report"
     markdown = (report / "report.md").read_text()
     assert markdown.index("## Findings") < markdown.index("## Tables")
@@ -421,8 +421,7 @@ def test_a_suite_report_states_the_findings_first_and_paper_ends_with_them(
     assert [finding_line_of(f) for f in document["findings"]] == lines
     code, again = run_cli(args, capsys)  # nothing changed: the report is left as it was
     assert code == 0 and "up to date" in again
-    after = again[again.index("The paper's findings") :].splitlines()
-    assert [t for t in after if t[:3] == "- ("] == told
+    assert [t for t in again.splitlines() if t.startswith("finding: ")] == told
 
 
 #: Asks for the first shown intervention while turns remain, at most ASKS times.
@@ -467,7 +466,7 @@ def test_a_report_of_several_models_suites_asks_whether_proactiveness_follows_si
     stated = document_of(report)
     assert [f["id"] for f in stated] == ["size"]
     assert stated[0]["sentence"] == expected.sentence
-    assert f"- {finding_line(expected)}" in text.splitlines()
+    assert f"finding: {finding_line(expected)}" in text.splitlines()
 
 
 def document_of(report: Path) -> list[dict[str, Any]]:

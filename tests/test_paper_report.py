@@ -210,7 +210,7 @@ def test_report_out_writes_the_report_again_even_when_nothing_changed(
 
 #: Lines that are messages, not tables: kept one line each whatever the width (a path, a note
 #: to copy or grep), as every message of the CLI; the terminal folds them.
-MESSAGES = ("note: ", "warning: ", "tables: ", "report: ")
+MESSAGES = ("note: ", "warning: ", "tables: ", "report: ", "finding: ")
 
 
 @pytest.mark.parametrize("width", [250, 100, 80])

@@ -248,6 +248,6 @@ def test_the_training_finding_is_the_comparisons_gains_paired(
     args = ["train", "compare", str(base), str(tuned), "--holdout", "QD,MVP-N"]
     code, text = run_cli(args, capsys)
     assert code == 0, text
-    said = text[text.index("The paper's finding, for this model") :].splitlines()
-    assert said[1] == f"- {finding_line(finding)}"
-    assert "(v) RL fine-tuning teaches proactiveness" in said[1]
+    said = [line for line in text.splitlines() if line.startswith("finding: ")]
+    assert said == [f"finding: {finding_line(finding)}"]
+    assert "(v) RL fine-tuning teaches proactiveness" in said[0]

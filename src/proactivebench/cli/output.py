@@ -497,7 +497,5 @@ def print_report_outcome(outcome: ReportOutcome) -> None:
     kept = " (up to date: nothing changed since it was written)" if outcome.unchanged else ""
     out.print(f"report: {shown_path(outcome.html)}{kept}", highlight=False)
     print_warnings(outcome.warnings)
-    if outcome.findings:
-        out.print("The paper's findings, for this model (docs/paper.md):", highlight=False)
-        for finding in outcome.findings:
-            out.print(f"- {escape(printable(finding))}", highlight=False)
+    for finding in outcome.findings:  # one message each, as note: and warning: are
+        out.print(f"finding: {escape(printable(finding))}", highlight=False)

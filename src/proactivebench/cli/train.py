@@ -244,8 +244,8 @@ def compare_command(base_run: Path, tuned_run: Path, holdout: str | None, paper:
             console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
     finding = training_finding(comparison)
     if finding is not None:  # the paper's finding (v), as these two runs answer it
-        out.print("The paper's finding, for this model (docs/paper.md):", highlight=False)
-        out.print(f"- {escape(printable(finding_line(finding)))}", highlight=False)
+        told = escape(printable(finding_line(finding)))
+        out.print(f"finding: {told}", highlight=False)
 
 
 def paper_table(columns: list[str], rows: list[Any]) -> Table:

@@ -218,7 +218,7 @@ def _episodes(count: int) -> str:
     return f"{count:,} episode{'s' if count != 1 else ''}"
 
 
-def _apart(reasons: Sequence[str]) -> str:
+def _apart(reasons: Sequence[str], ranks: bool = True) -> str:
     """' Not comparable with the paper's figures: generated data (hint, mcqa); so no rank.':
     each kind of reason once, with the runs it holds for (`reasons` are 'run: reason'; the
     whole reasons, e.g. which scenarios are partial, are the finding's `not_comparable`)."""
@@ -231,7 +231,7 @@ def _apart(reasons: Sequence[str]) -> str:
         if run not in runs.setdefault(kind, []):
             runs[kind].append(run)
     said = "; ".join(f"{kind} ({', '.join(names)})" for kind, names in runs.items())
-    return f" Not comparable with the paper's figures: {said}; so no rank."
+    return f" Not comparable with the paper's figures: {said}" + ("; so no rank." if ranks else ".")
 
 
 def difference_sentence(
@@ -908,7 +908,7 @@ def size_finding(
     sentence = f"Over {models} models of known size, {said}"
     if paper:
         sentence += f"; the paper's {stats[0].paper.models} models of published size give {paper}"  # type: ignore[union-attr]
-    sentence += "." + _apart(reasons)
+    sentence += "." + _apart(reasons, ranks=False)  # a rho has no rank among the paper's models
     return Finding("size", "ii", SIZE_CLAIM, tuple(stats), sentence, reasons)
 
 

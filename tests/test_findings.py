@@ -144,7 +144,10 @@ def test_a_change_that_cancels_out_is_one_the_run_cannot_tell(tmp_path: Path) ->
             base.append(mcqa_line(s, sample, i < 5, 1 if 10 <= i < 15 else 0))
             changed.append(mcqa_line(s, sample, 5 <= i < 10, 1 if 15 <= i < 20 else 0))
     findings = suite_findings(
-        {"mcqa": run_of(tmp_path, "mcqa", base), "hint": run_of(tmp_path, "hint", changed)}
+        {
+            "mcqa": run_of(tmp_path, "mcqa", base),
+            "hint": run_of(tmp_path, "hint", changed, hint=True),
+        }
     )
     finding = by_name(findings, "hint")
     for s in finding.statistics:
@@ -160,6 +163,46 @@ def test_findings_of_experiments_not_played_are_left_out(tmp_path: Path) -> None
     assert suite_findings({"hint": mcqa}) == []  # no plain run: nothing to set against
     failed = [{**line, "error": "server down"} for line in mcqa.lines]
     assert suite_findings({"mcqa": run_of(tmp_path / "e", "mcqa", failed), "hint": mcqa}) == []
+
+
+def test_a_run_without_its_experiments_setting_or_on_other_data_is_not_paired(
+    tmp_path: Path,
+) -> None:
+    """Hostile tryout: a run put in the history folder that has the hint (no history) was
+    reported as the history's effect; an experiment played on other data than the plain run
+    (records of the same ids, other samples) was paired. Each finding says why instead."""
+    lines = plain_lines(("ROD",), 10)
+    mcqa = run_of(tmp_path, "mcqa", lines)
+    history = run_of(tmp_path, "history", lines, hint=True)
+    hint = run_of(tmp_path, "hint", lines, hint=True)
+    for run, digest in ((mcqa, "aaa"), (hint, "bbb")):
+        run.config["data_records"] = {"ROD": digest}
+    found = {f.id: f for f in suite_findings({"mcqa": mcqa, "history": history, "hint": hint})}
+    assert found["history"].statistics == ()
+    assert found["history"].sentence == (
+        "Not computed: history does not have the setting it is named for (history = true)."
+    )
+    assert found["hint"].statistics == ()
+    assert found["hint"].sentence == (
+        "Not computed: hint and mcqa were played on other data (the ROD records differ): "
+        "not paired."
+    )
+
+
+def test_what_the_episodes_allow_is_not_replayed_on_data_changed_since(tmp_path: Path) -> None:
+    """Hostile tryout: the proactive baseline was replayed on whatever data lay at the run's
+    path, though its records were no longer those the run played (run.json's digests)."""
+    data = tmp_path / "data"
+    generate(data, per_scenario=2, seed=1, scenarios=["ROD"])
+    mcqa = run_of(tmp_path, "mcqa", plain_lines(("ROD",), 2))
+    mcqa.config["data_dir"] = str(data)
+    mcqa.config["data_records"] = {"ROD": "a digest of other records"}
+    finding = by_name(suite_findings({"mcqa": mcqa}), "proactive")
+    assert [s.name for s in finding.statistics] == ["ps rate"]
+    assert finding.notes == (
+        f"what the episodes allow is not computed: the data at {data} is not what mcqa "
+        "played (the ROD records differ)",
+    )
 
 
 def test_history_and_icl_stand_beside_the_figures_printed_averages(tmp_path: Path) -> None:

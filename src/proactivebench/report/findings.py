@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,11 +42,13 @@ from proactivebench.core.stats import (
     bootstrap_mean_of_means,
     spearman_rho,
 )
+from proactivebench.core.texts import shown_json
 from proactivebench.data.directory import load_dataset
 from proactivebench.models.baselines import Proactive
 from proactivebench.report.comparable import average_apart, not_comparable
 from proactivebench.report.measures import RunMeasures, compare_runs, sized_models
 from proactivebench.report.runs import Run
+from proactivebench.run.datarecords import DATA_RECORDS, data_records, other_data
 from proactivebench.run.settings import EvalSettings, declared
 
 Line = dict[str, Any]
@@ -404,6 +406,11 @@ def allowed_suggestions(run: Run) -> tuple[dict[tuple[str, int], int], str | Non
     settings = run.settings
     builds = (spec.name for spec in declared(EvalSettings) if spec.info.builds_episode)
     options = {key: settings[key] for key in builds if key in settings}
+    now = {DATA_RECORDS: data_records(data, list(run.by_scenario))}
+    now["data_dir"] = run.config.get("data_dir")
+    changed = other_data(run.config, now)
+    if changed is not None:  # the episodes would be other episodes than those played
+        return {}, f"the data at {data} is not what {run.label or run.run_dir} played ({changed})"
     try:
         dataset = load_dataset(data, list(run.by_scenario), all_samples=True)
     except (OSError, ProactiveBenchError) as exc:
@@ -506,6 +513,34 @@ def _reasons(runs: Mapping[str, Run], average: Sequence[str] = ()) -> tuple[str,
 # ----- a suite's findings -----------------------------------------------------------------------
 
 
+def unpaired(
+    run: tuple[str, Run | None], base: tuple[str, Run], requires: Mapping[str, Any]
+) -> str | None:
+    """Why an experiment's run cannot be set against its base episode by episode, or None:
+    it was played on other data (`datarecords.other_data`, the rule `report --vs` refuses
+    by: the same ids name other samples), or it lacks a setting its experiment is named for
+    (a run put in its folder by hand speaks to another question)."""
+    (name, found), (base_name, plain) = run, base
+    if found is None:
+        return None
+    lacking = [
+        f"{key} = {shown_json(value)}"
+        for key, value in requires.items()
+        if found.settings.get(key) != value
+    ]
+    if lacking:
+        return f"{name} does not have the setting it is named for ({', '.join(lacking)})"
+    other = other_data(found.config, plain.config, (found.lines, plain.lines))
+    if other is not None:
+        return f"{name} and {base_name} were played on other data ({other}): not paired"
+    return None
+
+
+def left_out(ident: str, number: str, claim: str, why: str) -> Finding:
+    """A finding its runs cannot speak to, saying why (no statistic)."""
+    return Finding(ident, number, claim, (), f"Not computed: {why}.", notes=(why,))
+
+
 @dataclass(frozen=True)
 class Paired:
     """One experiment set against the one it changes, and where the paper shows the change."""
@@ -527,6 +562,9 @@ class Paired:
     #: The figure is an average over the paper's seven scenarios whatever the run covers.
     whole_average: bool = False
     verb: str = "changed by"
+    #: The settings (run.json's names) the experiment's run must have to be what it is named
+    #: for: a run in its place without them speaks to another question.
+    requires: Mapping[str, Any] = field(default_factory=dict)
 
 
 PAIRED: tuple[Paired, ...] = (
@@ -539,6 +577,7 @@ PAIRED: tuple[Paired, ...] = (
         "With the hint",
         tables=("table7_hint", "table1_mcqa", "fig6_hint"),
         verb="gained",
+        requires={"hint": True},
     ),
     Paired(
         "history",
@@ -550,6 +589,7 @@ PAIRED: tuple[Paired, ...] = (
         figures=lambda _: history_figures(),
         figure_source="Fig. 8's printed averages, 10 multi-image models, all seven scenarios",
         whole_average=True,
+        requires={"history": True},
     ),
     Paired(
         "icl1",
@@ -560,6 +600,7 @@ PAIRED: tuple[Paired, ...] = (
         "With one in-context example",
         figures=lambda scenarios: icl_figures(1, scenarios),
         figure_source="Fig. 9's printed averages, 10 multi-image models",
+        requires={"icl": 1},
     ),
     Paired(
         "icl3",
@@ -570,6 +611,7 @@ PAIRED: tuple[Paired, ...] = (
         "With three in-context examples",
         figures=lambda scenarios: icl_figures(3, scenarios),
         figure_source="Fig. 9's printed averages, 10 multi-image models",
+        requires={"icl": 3},
     ),
     Paired(
         "multiturn",
@@ -579,6 +621,7 @@ PAIRED: tuple[Paired, ...] = (
         "without options to choose from, models are even less proactive and less accurate",
         "In multi-turn open-ended generation against multiple choice",
         tables=("table10_multiturn_oeg", "table1_mcqa", None),
+        requires={"mode": "oeg-multiturn"},
     ),
 )
 
@@ -617,7 +660,11 @@ def paired_finding(
     paired: Paired, run: Run, base: Run, seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES
 ) -> Finding | None:
     """`paired.run` minus `paired.base` in accuracy and ps rate, paired, beside the paper's
-    mean change; None when they share no scored episode."""
+    mean change; None when they share no scored episode; a finding that says why when they
+    cannot be paired (`unpaired`)."""
+    why = unpaired((paired.run, run), (paired.base, base), paired.requires)
+    if why is not None:
+        return left_out(paired.id, paired.number, paired.claim, why)
     comparison = compare_runs(run, base, seed=seed, n_resamples=n_resamples)
     if not comparison.covers:
         return None
@@ -712,7 +759,10 @@ def proactive_finding(
                 "ps rate - allowed", "", short, ("mcqa", "baseline:proactive"), scenarios, episodes
             )
         )
-    if reference is not None:
+    apart = unpaired(("reference", reference), ("mcqa", mcqa), {"reference": True})
+    if reference is not None and apart is not None:
+        notes.append(f"accuracy - reference is not computed: {apart}")
+    elif reference is not None:
         comparison = compare_runs(mcqa, reference, seed=seed, n_resamples=n_resamples)
         if comparison.covers:
             covered = _covered(comparison.covers)
@@ -795,6 +845,9 @@ def ablation_finding(
 ) -> Finding | None:
     """The random-suggestions ablation minus the plain run: accuracy and ps rate (paired),
     and the relative change of the proactive share beside Fig. 20's per-model changes."""
+    why = unpaired(("ablation", run), ("mcqa", base), {"random_suggestions": True})
+    if why is not None:
+        return left_out("ablation", "i", ABLATION_CLAIM, why)
     comparison = compare_runs(run, base, seed=seed, n_resamples=n_resamples)
     if not comparison.covers:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -565,6 +566,22 @@ def test_size_finding_ranks_ps_rate_with_size_beside_the_papers_rho(tmp_path: Pa
     # Accuracy is the same for every model: no ranking, no rho.
     assert [s.name for s in finding.statistics] == ["rho(size, ps rate)"]
     assert size_finding(measures[:2]) is None  # two models: no rank correlation
+    # Five in perfect order: 2 of the 120 orders are as extreme (two-sided).
+    assert rho.p_value == pytest.approx(2 / 120) and rho.open_sign() is False
+    # Three in perfect order: the bootstrap says [1, 1]; chance gives it 2 times in 6.
+    three = size_finding(measures[:3])
+    assert three is not None
+    small = stat(three, "rho(size, ps rate)")
+    assert small.value == Interval(-1.0, -1.0, -1.0) and small.p_value == pytest.approx(1 / 3)
+    assert "(permutation p = 0.33), which these models cannot tell from no correlation" in (
+        three.sentence
+    )
+    assert three.as_dict()["statistics"][0]["undecided"] is True
+    # A second run of one model spec is no second model: named, not counted.
+    again = measure_run(replace(measures[0].run, label="m1 again"), n_resamples=50)
+    four = size_finding([*measures[:3], again])
+    assert four is not None and stat(four, "rho(size, ps rate)").episodes == 3
+    assert four.notes == ("m1 again is not counted: m1 stands for its model spec (model-1b)",)
 
 
 # ----- training ---------------------------------------------------------------------------------

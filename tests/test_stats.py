@@ -16,6 +16,7 @@ from proactivebench.core.stats import (
     mcnemar_p,
     paired_bootstrap_difference,
     percentile,
+    spearman_permutation_p,
     spearman_rho,
     wilson_interval,
     wilson_mean_of_proportions,
@@ -202,3 +203,36 @@ def test_fleiss_kappa_of_a_hand_computed_table():
     assert fleiss_kappa([["A", "A"], ["A", "A"]]) is None
     with pytest.raises(ValueError):
         fleiss_kappa([["A", "A"], ["A"]])
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "p"),
+    [
+        ([1, 2, 3], [1, 2, 3], 2 / 6),  # in order, or reversed: 2 of the 6 orders
+        ([1, 2, 3, 4], [4, 3, 2, 1], 2 / 24),
+        ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], 2 / 120),
+        ([1, 2, 3, 4], [1, 3, 2, 4], 8 / 24),  # |rho| >= 0.8: the two in order, six one swap off
+    ],
+)
+def test_spearman_permutation_p_counts_the_orders_as_extreme(x, y, p) -> None:
+    assert spearman_permutation_p(x, y) == pytest.approx(p)
+
+
+def test_spearman_permutation_p_beyond_exact_is_seeded_and_agrees_with_scipy() -> None:
+    x = list(range(10))
+    y = [2, 0, 1, 4, 3, 6, 5, 9, 7, 8]
+    found = spearman_permutation_p(x, y, seed=3, n_resamples=4000)
+    assert found == spearman_permutation_p(x, y, seed=3, n_resamples=4000)
+    assert found is not None and found < 0.01
+    try:
+        from scipy.stats import permutation_test, spearmanr
+    except ImportError:
+        return
+    small = [5, 1, 4, 2, 3, 7, 8]  # exact on both sides: 7! orders
+    exact = permutation_test(
+        (small,),
+        lambda yy: spearmanr(range(7), yy).statistic,
+        permutation_type="pairings",
+        alternative="two-sided",
+    ).pvalue
+    assert spearman_permutation_p(list(range(7)), small) == pytest.approx(exact)

@@ -40,6 +40,7 @@ from proactivebench.core.stats import (
     DEFAULT_RESAMPLES,
     Interval,
     bootstrap_mean_of_means,
+    spearman_permutation_p,
     spearman_rho,
 )
 from proactivebench.core.texts import shown_json
@@ -95,6 +96,18 @@ class Statistic:
     paper: PaperFigure | None = None
     #: A difference (written with its sign) or a level.
     signed: bool = True
+    #: A test's two-sided p-value, where it, not the interval, says whether the sign is
+    #: known (a rho over a few models: `core.stats.spearman_permutation_p`).
+    p_value: float | None = None
+
+    def open_sign(self) -> bool | None:
+        """Whether the statistic leaves its sign open (None for a level, which has none):
+        by its p-value where it has one (at 0.05), else by its interval holding zero."""
+        if not self.signed or self.value is None:
+            return None
+        if self.p_value is not None:
+            return self.p_value >= 0.05
+        return undecided(self.value)
 
     def as_dict(self) -> dict[str, Any]:
         value = self.value
@@ -108,7 +121,8 @@ class Statistic:
             "scenarios": list(self.scenarios),
             "episodes": self.episodes,
             "paper": None if self.paper is None else self.paper.as_dict(),
-            "undecided": None if value is None else undecided(value),
+            "p_value": self.p_value,
+            "undecided": self.open_sign(),
         }
 
 
@@ -179,7 +193,12 @@ def stated(stat: Statistic) -> str:
     digits = _digits(stat.unit)
     bounds = f"[{value.low:.{digits}f}, {value.high:.{digits}f}]"
     text = f"{stat.name} {shown(value.estimate, stat.unit, stat.signed)}{_unit(stat.unit)} {bounds}"
-    if stat.signed and undecided(value):
+    if stat.p_value is not None:
+        text += f" (permutation p = {stat.p_value:.2f})"
+        if stat.open_sign():
+            return text + ", which these models cannot tell from no correlation"
+        return text
+    if stat.open_sign():
         if value.low == value.high == 0.0:
             return text + " (no change on any episode)"
         return text + ", which this run cannot tell from no change"
@@ -926,7 +945,15 @@ def size_finding(
     the models of known size (`measures.sized_models`: one run per model), with a bootstrap
     interval over models, beside the rho of the paper's models of published size (Table 1's
     averages, `paper_results.published_sizes`); None with fewer than three such models."""
-    sized, _ = sized_models(all_measures)
+    sized, left = sized_models(all_measures)
+    # One point per model spec: a second run of the same spec is no second model, and two
+    # models behind one spec (two `hf:tuned` checkpoints) cannot be told apart; said.
+    chosen = {m.run.model: m.run.label for m in sized}
+    notes = tuple(
+        f"{m.run.label} is not counted: {chosen.get(m.run.model, 'another run')} stands for "
+        f"its model spec ({m.run.model})"
+        for m in left
+    )
     stats = []
     for name, key in (("rho(size, ps rate)", "ps_rate"), ("rho(size, accuracy)", "accuracy")):
         points = [
@@ -947,7 +974,10 @@ def size_finding(
             else PaperFigure(rho, len(published), "Table 1's averages, models of published size")
         )
         labels = tuple(m.run.label for m in sized)
-        stats.append(Statistic(name, "rho", value, labels, (), len(points), paper))
+        tested = spearman_permutation_p(
+            [p[0] for p in points], [p[1] for p in points], seed=seed, n_resamples=n_resamples
+        )
+        stats.append(Statistic(name, "rho", value, labels, (), len(points), paper, p_value=tested))
     if not stats:
         return None
     reasons = tuple(f"{m.run.label}: {reason}" for m in sized for reason in not_comparable(m.run))
@@ -962,7 +992,7 @@ def size_finding(
     if paper:
         sentence += f"; the paper's {stats[0].paper.models} models of published size give {paper}"  # type: ignore[union-attr]
     sentence += "." + _apart(reasons, ranks=False)  # a rho has no rank among the paper's models
-    return Finding("size", "ii", SIZE_CLAIM, tuple(stats), sentence, reasons)
+    return Finding("size", "ii", SIZE_CLAIM, tuple(stats), sentence, reasons, notes)
 
 
 # ----- training ---------------------------------------------------------------------------------

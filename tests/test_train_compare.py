@@ -251,3 +251,27 @@ def test_the_training_finding_is_the_comparisons_gains_paired(
     said = [line for line in text.splitlines() if line.startswith("finding: ")]
     assert said == [f"finding: {finding_line(finding)}"]
     assert "(v) RL fine-tuning teaches proactiveness" in said[0]
+
+
+def test_the_training_finding_says_other_settings_and_stands_beside_the_trained_rp(
+    test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hostile tryout: runs of other settings (the tuned one with --hint) were compared as
+    training alone, said only by the warning above the table; and the finding stood beside
+    Table 3's rp = 0.5 row whatever rp the model was trained with (train_run.json's recipe)."""
+    from proactivebench.report.findings import table3_config
+    from proactivebench.train.compare import training_finding
+
+    base = eval_run(test_data, tmp_path / "base", "baseline:abstain", capsys, "--scenarios", "QD")
+    hinted = ("--scenarios", "QD", "--hint")
+    tuned = eval_run(test_data, tmp_path / "tuned", "baseline:oracle", capsys, *hinted)
+    (tmp_path / "model").mkdir()
+    record = {"trained_on": ["QD"], "held_out": [], "recipe": {"proactive_reward": 1.0}}
+    (tmp_path / "model" / "train_run.json").write_text(json.dumps(record))
+    as_tuned(tuned, str(tmp_path / "model"))
+    finding = training_finding(compare_runs(base, tuned))
+    assert finding is not None
+    assert "tuned: other settings than base's (hint: false → true)" in finding.not_comparable
+    assert "other settings than base's (tuned)" in finding.sentence
+    assert table3_config(1.0) == "rp = 1.0"  # as the table prints it
+    assert all(s.paper is not None and "rp = 1.0 -" in s.paper.source for s in finding.statistics)

@@ -50,6 +50,7 @@ from proactivebench.report.comparable import average_apart, not_comparable
 from proactivebench.report.measures import RunMeasures, compare_runs, sized_models
 from proactivebench.report.runs import Run
 from proactivebench.run.datarecords import DATA_RECORDS, data_records, other_data
+from proactivebench.run.rundir import identity_differences
 from proactivebench.run.settings import EvalSettings, declared
 
 Line = dict[str, Any]
@@ -1014,7 +1015,10 @@ def table3_config(rp: float | None = None) -> str:
         },
         key=lambda c: float(c.split("=")[1]),
     )
-    return configs[0] if rp is None else f"rp = {rp:g}"
+    if rp is None:
+        return configs[0]
+    # By value: the table prints "rp = 1.0" beside "rp = 0.5".
+    return next((c for c in configs if float(c.split("=")[1]) == rp), f"rp = {rp:g}")
 
 
 def table3_changes(rp: float | None = None) -> dict[str, dict[str, float]]:
@@ -1061,6 +1065,9 @@ def training_finding(
     when the runs share no scored episode."""
     paper = table3_changes(rp)
     reasons = _reasons({"base": base, "tuned": tuned})
+    changed = identity_differences(base.config.get("settings"), tuned.config.get("settings"))
+    if changed:  # the difference is then the settings' as much as the training's
+        reasons += (f"tuned: other settings than base's ({'; '.join(changed)})",)
     stats = []
     for group, wanted in (
         ("seen", [s for s in tuned.by_scenario if s in seen]),

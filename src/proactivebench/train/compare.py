@@ -31,6 +31,7 @@ from proactivebench.run.datarecords import other_data
 from proactivebench.run.rundir import RUN_CONFIG, RunLines, identity_differences, run_lines
 from proactivebench.train.examples import parse_holdout
 from proactivebench.train.grpo import RUN_FILE, read_run_file
+from proactivebench.train.recipe import proactive_rewards
 
 if TYPE_CHECKING:
     from proactivebench.report.findings import Finding
@@ -384,7 +385,8 @@ def not_comparable_notes(comparison: Comparison) -> list[str]:
 def training_finding(comparison: Comparison, rp: float | None = None) -> Finding | None:
     """The paper's finding (v) on the comparison's two runs (`report.findings.
     training_finding`): tuned - base, paired, on the seen and the held-out scenarios, beside
-    Table 3's change for proactive reward `rp` (default: the recipe's)."""
+    Table 3's change for proactive reward `rp` (default: the one the tuned model's
+    train_run.json records its recipe trained with, else the recipe's default)."""
     from proactivebench.report.findings import training_finding as finding_of
     from proactivebench.report.runs import load_run
 
@@ -392,4 +394,20 @@ def training_finding(comparison: Comparison, rp: float | None = None) -> Finding
     base, tuned = (load_run(run.path, RunLines(run.lines, run.rejected)) for run in comparison.runs)
     base.label, tuned.label = "base", "tuned"
     seen = [row.scenario for row in comparison.rows if row.seen]
+    if rp is None:
+        rp = recorded_proactive_reward(comparison)
     return finding_of(base, tuned, seen, rp=rp)
+
+
+def recorded_proactive_reward(comparison: Comparison) -> float | None:
+    """The `rp` the tuned model was trained with, as its train_run.json's recipe records it
+    (None: no record, or no recipe), so that the finding stands beside Table 3's row of it."""
+    assert comparison.runs is not None, "a Comparison of compare_runs"
+    tuned = comparison.runs[1]
+    where = model_directory(tuned.model, tuned)
+    record = read_run_file(where) if where is not None else None
+    recipe = (record or {}).get("recipe")
+    value = recipe.get("proactive_reward") if isinstance(recipe, dict) else None
+    if isinstance(value, int | float) and value in proactive_rewards():
+        return float(value)
+    return None

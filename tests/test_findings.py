@@ -513,6 +513,26 @@ def test_a_report_of_several_models_suites_asks_whether_proactiveness_follows_si
     assert f"finding: {finding_line(expected)}" in text.splitlines()
 
 
+def test_a_report_without_findings_says_why(data: Path, tmp_path: Path, capsys) -> None:
+    """Hostile tryout: a suite without its plain run, and a report of three models whose
+    sizes are unknown, had no Findings section and said nothing of why."""
+    out = tmp_path / "suite"
+    args = ["paper", "--data", str(data), "--model", "baseline:random", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "hint", "--no-cache", "--limit", "1"], capsys)
+    assert code == 0, text
+    assert "note: no findings: the suite has no scored plain multiple-choice run (mcqa)" in text
+    runs = []
+    for name in ("random", "reactive", "proactive"):
+        runs.append(str(tmp_path / name))
+        args = ["eval", "--data", str(data), "--model", f"baseline:{name}", "--out", runs[-1]]
+        code, text = run_cli([*args, "--no-report", "--limit", "1"], capsys)
+        assert code == 0, text
+    code, text = run_cli(["report", *runs, "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, text
+    assert "note: no finding on size: it needs 3 models of known size" in text
+    assert "finding:" not in text
+
+
 def document_of(report: Path) -> list[dict[str, Any]]:
     findings: list[dict[str, Any]] = json.loads((report / "report.json").read_text())["findings"]
     return findings

@@ -50,6 +50,7 @@ from proactivebench.report.comparable import (
     not_comparable,
 )
 from proactivebench.report.findings import (
+    MIN_SIZED,
     Finding,
     finding_line,
     findings_dict,
@@ -461,9 +462,20 @@ def _write_report(
     found: list[Finding] = []
     if layout is not None and layout.experiments:
         found = suite_findings(layout.by_experiment(runs), seed=seed, n_resamples=n_resamples)
+        if not found:
+            outcome.notes.append(
+                "no findings: the suite has no scored plain multiple-choice run (mcqa) to set "
+                "its experiments against"
+            )
     elif len(runs) > 1:  # several models: does proactiveness follow size? (`size_finding`)
         size = size_finding(all_measures, seed=seed, n_resamples=n_resamples)
         found = [size] if size is not None else []
+        models = {r.model for r in runs if not r.oeg}
+        if size is None and len(models) >= MIN_SIZED:
+            outcome.notes.append(
+                f"no finding on size: it needs {MIN_SIZED} models of known size (from their "
+                "names, or --params NAME=7B)"
+            )
     outcome.findings = [finding_line(f) for f in found]
 
     comparisons: list[Comparison] = []

@@ -910,6 +910,8 @@ def ablation_finding(
 # ----- several models: size ---------------------------------------------------------------------
 
 SIZE_CLAIM = "proactiveness does not follow model size"
+#: Models of known size a rank correlation needs.
+MIN_SIZED = 3
 
 
 def rho_interval(

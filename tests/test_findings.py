@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -654,3 +655,20 @@ def test_a_sentence_never_calls_an_interval_holding_zero_an_effect() -> None:
     assert said(0.0, 1.0, 2.0).endswith("cannot tell from no change")  # zero at the edge
     assert said(-5.0, -3.0, -1.0) == "accuracy -3.0 points [-5.0, -1.0]"
     assert rank_among(2.0, [3.0, 2.0, 1.0]) == (2, 4)  # a tie shares the better place
+
+
+def test_paper_refuses_to_add_to_a_suite_whose_data_changed_since(tmp_path: Path, capsys) -> None:
+    """Hostile tryout: the data directory regenerated at the same path, `paper --only hint`
+    added a hint run of other samples under the same ids to a suite whose mcqa was played on
+    the earlier data (the path was all `paper` compared)."""
+    data, out = tmp_path / "data", tmp_path / "suite"
+    generate(data, per_scenario=2, seed=1, scenarios=["ROD"])
+    args = ["paper", "--data", str(data), "--model", "baseline:random", "--out", str(out)]
+    code, text = run_cli([*args, "--only", "mcqa", "--no-cache", "--no-report"], capsys)
+    assert code == 0, text
+    shutil.rmtree(data)
+    generate(data, per_scenario=2, seed=7, scenarios=["ROD"])
+    code, text = run_cli([*args, "--only", "hint", "--no-cache", "--no-report"], capsys)
+    flat = " ".join(text.split())
+    assert code == 1 and "holds experiments played on other records than" in flat, text
+    assert "the ROD records differ" in flat and not (out / "hint").exists()

@@ -46,6 +46,7 @@ from proactivebench.report.comparable import own_filter, table_of
 from proactivebench.report.published import ALSO_PRINTED
 from proactivebench.report.published_figures import figure_of
 from proactivebench.report.runs import labelled
+from proactivebench.run.datarecords import DATA_RECORDS, data_records, other_data, records_of
 from proactivebench.run.engine import RunEngine
 from proactivebench.run.judge import Judge
 from proactivebench.run.play_episode import Result
@@ -443,7 +444,9 @@ def refuse_another_model(out_dir: Path, before: dict[str, Any], ours: dict[str, 
     for entry in before.get("experiments", []):
         path = out_dir / entry[ID] / RUN_CONFIG
         if path.is_file():
-            _refuse_other(out_dir, path, read_run_config(path.parent), ours)
+            config = read_run_config(path.parent)
+            _refuse_other(out_dir, path, config, ours)
+            _refuse_changed_data(out_dir, path, config, ours)
     recorded = before.get(IDENTITY)
     if isinstance(recorded, dict):  # named by an invocation whose runs have not started yet
         _refuse_other(out_dir, out_dir / SUITE_RECORD, recorded, ours)
@@ -460,6 +463,25 @@ def _refuse_other(
             f"{out_dir} holds the experiments of another model or data set ({path}: "
             f"{changes}); a suite's output is one model's on one data set: use another "
             "--out, or the same --model and --data to resume it or add experiments"
+        )
+
+
+def _refuse_changed_data(
+    out_dir: Path, path: Path, recorded: dict[str, Any], ours: dict[str, Any]
+) -> None:
+    """Refuse an invocation whose data directory, at the same path, no longer holds the
+    records an experiment played (run.json's digests): its runs would pair samples of other
+    data under the same ids with the plain run's."""
+    played = records_of(recorded)
+    if not played or not isinstance(ours.get("data_dir"), str):
+        return
+    now = {DATA_RECORDS: data_records(Path(ours["data_dir"]), played), "data_dir": None}
+    changed = other_data({**recorded, "data_dir": None}, now)
+    if changed is not None:
+        raise RunMismatchError(
+            f"{out_dir} holds experiments played on other records than {ours['data_dir']} "
+            f"holds now ({path}: {changed}); a suite's output is one model's on one data set: "
+            "use another --out"
         )
 
 

@@ -117,3 +117,35 @@ def test_random_bytes_never_raise(scenario: str, edits: list[tuple[str, float, b
                 del content[at : at + 1 + len(data)]
         path.write_bytes(bytes(content))
         _run_everything(root)
+
+
+@pytest.mark.parametrize("scenario", ["ROD", "VSOD", "QD"])
+def test_a_record_claiming_a_billion_views_is_refused_in_bounded_memory(
+    scenario: str, tmp_path: Path
+) -> None:
+    """A fuzzed record with `num_images` 10^9 took a test worker to 23 GB and the kernel's
+    OOM killer: the check before a run listed every view an episode may show. In 4 GiB of
+    address space it is now refused at its first missing image, in one line."""
+    import resource
+    import subprocess
+    import sys
+
+    root, path, records = _fresh_dataset(str(tmp_path), scenario)
+    records[0]["num_images"] = 10**9
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+    args = ["eval", "--data", str(root), "--model", "baseline:proactive", "--no-cache"]
+    args.append("--all-samples")
+    done = subprocess.run(
+        [sys.executable, "-m", "proactivebench", *args, "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        preexec_fn=capped,
+        timeout=300,
+    )
+    told = done.stdout + done.stderr
+    assert done.returncode == 1, told
+    assert "image not found" in told and "Traceback" not in told and "MemoryError" not in told

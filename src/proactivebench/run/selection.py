@@ -8,6 +8,7 @@ within Pillow's pixel limit) before a model is asked anything.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -208,26 +209,40 @@ class DataChecks:
         where = os.path.realpath(root)
         guard = self.guard(root)
         with self._lock:
-            # What each episode may show, worked out once (formatting paths is not free).
-            shows = [(e, tuple(e.image_paths())) for e in episodes]
+            # What each episode may show, worked out once (formatting paths is not free); a
+            # record claiming more views than MAX_LISTED (a billion frames) is not listed but
+            # walked, which stops at its first missing image (`walk_images`).
+            shows = [(e, _listed(e)) for e in episodes]
             if self._passed:  # a later run of the engine: what passed is not looked at again
                 passed = self._passed
                 shows = [
                     (e, ps)
                     for e, ps in shows
-                    if any((where, max_bytes, p) not in passed for p in ps)
+                    if ps is None or any((where, max_bytes, p) not in passed for p in ps)
                 ]
             # Images that passed before, unchanged since, cost an `lstat` each; the others
             # are walked (their folders listed) and their headers read.
-            known = remembered(root, (p for _, ps in shows for p in ps), max_bytes, self.memory)
-            unknown = [e for e, ps in shows if not known.issuperset(ps)]
+            listed = [p for _, ps in shows if ps is not None for p in ps]
+            known = remembered(root, listed, max_bytes, self.memory)
+            unknown = [e for e, ps in shows if ps is None or not known.issuperset(ps)]
             walk = walk_images(unknown, guard)
             problems = walk.problems or check_image_contents(
                 walk.present, guard, max_bytes=max_bytes, memory=self.memory
             )
             if not problems:
-                self._passed.update((where, max_bytes, p) for _, ps in shows for p in ps)
+                self._passed.update((where, max_bytes, p) for p in listed)
             return problems
+
+
+#: The most views of one episode listed before its images are checked: far above any record
+#: of the paper's data, far below what a damaged record may claim (`num_images` 10^9).
+MAX_LISTED = 100_000
+
+
+def _listed(episode: Episode) -> tuple[str, ...] | None:
+    """The views `episode` may show, or None when it claims more than MAX_LISTED."""
+    paths = tuple(itertools.islice(episode.image_paths(), MAX_LISTED + 1))
+    return paths if len(paths) <= MAX_LISTED else None
 
 
 def selection_stamp(data_dir: str | os.PathLike[str], settings: EvalSettings) -> dict[str, Any]:

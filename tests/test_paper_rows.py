@@ -205,6 +205,13 @@ def _seven(
     return write_run(root, name, lines, model)
 
 
+def data_as_the_papers_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let a few handmade records stand for the paper's test set, as far as a test of other
+    things is concerned: a selection is then not measured against its 7,557 samples
+    (`comparable.paper_test_counts`, tested on its own)."""
+    monkeypatch.setattr("proactivebench.report.comparable.paper_test_counts", dict)
+
+
 def _report(tmp_path: Path, *runs: Path, out: str = "rep", **options) -> dict:
     write_report(list(runs), tmp_path / out, n_resamples=200, thumb_cache=None, **options)
     return json.loads((tmp_path / out / "report.json").read_text())
@@ -464,11 +471,14 @@ def test_an_average_of_fewer_scenarios_is_neither_ranked_nor_checked(tmp_path: P
 
 
 def test_report_paper_from_the_command_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Runs `eval` wrote (the oracle, plain and with --hint): Table 1 and Table 7."""
+    """Runs `eval` wrote (the oracle, plain and with --hint): Table 1 and Table 7. The
+    handmade data stands for the paper's whole test set (`data_as_the_papers_whole`)."""
     from clirun import eval_args
     from handmade import full_dataset
+
+    data_as_the_papers_whole(monkeypatch)
 
     data = full_dataset(tmp_path / "data")
     for name, extra in (("plain", []), ("hint", ["--hint"])):
@@ -1065,10 +1075,13 @@ def test_a_run_scored_by_two_judges_is_not_ranked(tmp_path: Path) -> None:
     assert placed["not_comparable"] == [] and placed["cells"]["avg"]["inside"] is True
 
 
-def test_a_run_without_a_selection_whose_data_is_gone_is_not_ranked(tmp_path: Path) -> None:
+def test_a_run_without_a_selection_whose_data_is_gone_is_not_ranked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A run.json of before `selection` tells generated data from the paper's only through its
     data directory (`data synth`'s manifest): when that is gone, nothing can tell, and the run
     is not ranked."""
+    data_as_the_papers_whole(monkeypatch)  # its 4 samples a scenario stand for the paper's
     run = _seven(tmp_path)
     [placed] = _report(tmp_path, run, paper=True)["paper"]["paper-table1-acc"]["runs"]
     assert placed["not_comparable"] == [] and placed["cells"]["avg"]["rank"] == 4
@@ -1230,3 +1243,43 @@ def test_the_page_shows_the_source_once_and_no_not_compared_in_a_cell(tmp_path: 
     rows = _csv(tmp_path, "paper-table1-acc")
     assert sum(r["source"] == "published, Table 1" for r in rows) == 22
     assert "9.9 not compared" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_data_holding_part_of_the_papers_test_set_is_partial(tmp_path: Path) -> None:
+    """Hostile tryout: a data directory holding part of the official set (a download cut
+    short, a copy of a few records) was taken as whole, so runs on it were ranked among the
+    paper's models. A selection is measured against the paper's test set per scenario (Fig.
+    10's post-filtering counts, read here from paper_results.json), an open-ended one against
+    the 100 samples the paper scored (all of a smaller scenario)."""
+    from proactivebench.report.comparable import not_comparable
+    from proactivebench.report.runs import load_run
+
+    counts = json.loads(
+        (
+            Path(__file__).resolve().parents[1] / "src/proactivebench/spec/paper_results.json"
+        ).read_text()
+    )["filtering"]["counts_after"]
+
+    def reasons(available: dict[str, int], mode: str = "mcqa") -> list[str]:
+        lines = [mcqa_line(s, i, True, 0) for s in available for i in sample_ids(s, 2)]
+        if mode != "mcqa":
+            lines = [{**x, "mode": mode} for x in lines]
+        name = f"{mode}-{len(list(tmp_path.iterdir()))}"
+        run = write_run(tmp_path, name, lines, "m", {"mode": mode} if mode != "mcqa" else {})
+        scenarios = {
+            s: {"available": n, "ids": id_ranges(sample_ids(s, 2))} for s, n in available.items()
+        }
+        config = json.loads((run / "run.json").read_text())
+        selection = {"scenarios": scenarios, "shard": None, "synthetic": False}
+        (run / "run.json").write_text(json.dumps({**config, "selection": selection}))
+        parts = (p for r in not_comparable(load_run(run)) for p in r.split(", "))
+        return [p.removeprefix("partial: ") for p in parts if "of the paper's" in p]
+
+    assert reasons({"ROD": 10, "VSOD": counts["VSOD"]}) == [
+        f"ROD 10 of the paper's {counts['ROD']} samples in the data"
+    ]
+    whole = {s: counts[s] for s in ("ROD", "VSOD", "MVP-N")}
+    assert reasons(whole) == []
+    # Open-ended: the paper scored 100 a scenario, all 42 of VSOD's.
+    assert reasons({"VSOD": 42, "MVP-N": 100}, mode="oeg") == []
+    assert reasons({"MVP-N": 99}, mode="oeg") == ["MVP-N 99 of the paper's 100 samples in the data"]

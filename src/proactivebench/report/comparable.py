@@ -6,8 +6,10 @@ published ones, only when nothing it recorded makes the comparison meaningless. 
 
 - **generated data**: run.json's `selection.synthetic`, or (older runs) a `synth_manifest.json`
   in the run's data directory (`data synth`): other images, other answers;
-- **partial**: fewer episodes than the data offers: `selection` records per scenario what the
-  data offered (`available`) and what the run selected (`selected`: fewer under `--limit`),
+- **partial**: data holding fewer samples than the paper's test set (Fig. 10's counts after
+  the filter; 100 a scenario for open-ended runs), or fewer episodes than the data offers:
+  `selection` records per scenario what the data offered (`available`) and what the run
+  selected (`selected`: fewer under `--limit`),
   and the shard a launched rank played; fewer scored lines than selected (a stopped run,
   episodes that ended in an error); for runs recorded before `selection`, the `--limit` a
   suite says its experiment was played with (`suite.json`) and a last invocation that run.json
@@ -39,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from proactivebench.benchmark.paper_results import paper_results
 from proactivebench.benchmark.registry import paper_scenarios
 from proactivebench.core.texts import shown_json
 from proactivebench.data.directory import is_synthetic
@@ -342,13 +345,28 @@ def stopped(config: Mapping[str, Any]) -> str | None:
     return None
 
 
+def paper_test_counts() -> dict[str, int]:
+    """The samples per scenario of the paper's test set (the official filter's, §3.3: 7,557
+    in all), from paper_results.json: data holding fewer is a part of it."""
+    counts = paper_results()["filtering"]["counts_after"]
+    return {name: int(counts[name]) for name in paper_scenarios() if name in counts}
+
+
 def _short_scenarios(run: Run, recorded: Selection) -> list[str]:
-    """Per scenario of the selection, what falls short: samples selected of those available,
-    or episodes scored of those selected."""
+    """Per scenario of the selection, what falls short: the data's samples of the paper's
+    test set (a download cut short, a subset), samples selected of those available, or
+    episodes scored of those selected."""
     found = []
     cap = PAPER_OEG_SAMPLES if run_mode(run) != "mcqa" else None
+    paper = {} if recorded.synthetic else paper_test_counts()
     for name, entry in recorded.scenarios.items():
         available, selected = entry.available, entry.selected
+        official = paper.get(name)
+        if official is not None and cap is not None:
+            official = min(official, cap)
+        if available is not None and official is not None and available < official:
+            found.append(f"{name} {available} of the paper's {official} samples in the data")
+            continue
         scored = sum(1 for line in run.by_scenario.get(name, []) if not line.get("error"))
         wanted = available if cap is None or available is None else min(available, cap)
         if wanted is not None and selected < wanted:

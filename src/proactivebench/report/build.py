@@ -458,24 +458,7 @@ def _write_report(
     outcome.measures = all_measures
     outcome.intervals = intervals_of(all_measures[0])
     outcome.notes += [multiturn_note(r, several=len(runs) > 1) for r in runs if r.multiturn]
-    # A suite's report states first what its experiments say of the paper's findings.
-    found: list[Finding] = []
-    if layout is not None and layout.experiments:
-        found = suite_findings(layout.by_experiment(runs), seed=seed, n_resamples=n_resamples)
-        if not found:
-            outcome.notes.append(
-                "no findings: the suite has no scored plain multiple-choice run (mcqa) to set "
-                "its experiments against"
-            )
-    elif len(runs) > 1:  # several models: does proactiveness follow size? (`size_finding`)
-        size = size_finding(all_measures, seed=seed, n_resamples=n_resamples)
-        found = [size] if size is not None else []
-        models = {r.model for r in runs if not r.oeg}
-        if size is None and len(models) >= MIN_SIZED:
-            outcome.notes.append(
-                f"no finding on size: it needs {MIN_SIZED} models of known size (from their "
-                "names, or --params NAME=7B)"
-            )
+    found = _findings(runs, all_measures, layout, outcome, seed, n_resamples)
     outcome.findings = [finding_line(f) for f in found]
 
     comparisons: list[Comparison] = []
@@ -532,6 +515,36 @@ def _write_report(
             )
     _remove_stale(out, outcome.files)
     return outcome
+
+
+def _findings(
+    runs: Sequence[Run],
+    all_measures: Sequence[RunMeasures],
+    layout: Layout | None,
+    outcome: ReportOutcome,
+    seed: int,
+    n_resamples: int,
+) -> list[Finding]:
+    """What the report states first (`report.findings`): a suite's experiments answer the
+    paper's findings; several models' runs, whether proactiveness follows size. Where none
+    can be stated, a note says why."""
+    if layout is not None and layout.experiments:
+        found = suite_findings(layout.by_experiment(runs), seed=seed, n_resamples=n_resamples)
+        if not found:
+            outcome.notes.append(
+                "no findings: the suite has no scored plain multiple-choice run (mcqa) to set "
+                "its experiments against"
+            )
+        return found
+    if len(runs) < 2:
+        return []
+    size = size_finding(all_measures, seed=seed, n_resamples=n_resamples)
+    if size is None and len({r.model for r in runs if not r.oeg}) >= MIN_SIZED:
+        outcome.notes.append(
+            f"no finding on size: it needs {MIN_SIZED} models of known size (from their "
+            "names, or --params NAME=7B)"
+        )
+    return [size] if size is not None else []
 
 
 def unpaired_warning(

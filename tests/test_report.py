@@ -1014,3 +1014,12 @@ def test_bar_plot_legend_names_only_the_runs_it_draws_in_their_colours(tmp_path:
     assert min(by_colour[entries[0]]) == pytest.approx(-0.4)
     assert min(by_colour[entries[1]]) == pytest.approx(0.0)
     assert "Not in this plot (no value on these axes): open." in texts_of(figure)
+
+
+def test_the_default_title_names_three_runs_and_counts_the_others() -> None:
+    """A title of every label (23 runs) filled the first screen before any number."""
+    from proactivebench.report.build import default_title
+
+    assert default_title(["a", "b"]) == "Report: a, b"
+    assert default_title(["a", "b", "c"]) == "Report: a, b, c"
+    assert default_title([str(i) for i in range(23)]) == "Report: 0, 1, 2 and 20 more"

@@ -315,17 +315,18 @@ def _paper_like_run(root: Path, name: str, model: str, seed: int) -> Path:
 
 @pytest.fixture(scope="module")
 def paper_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """`report --paper` of 1, 2 and 6 runs (Table 1: the 22 published rows and the runs',
-    the cross-run tables: 1, 2 and 6 rows), and one run `--vs` another."""
+    """`report --paper` of 1, 2, 6 and 23 runs (Table 1: the 22 published rows and the runs',
+    the cross-run tables: 1, 2, 6 and 23 rows), and one run `--vs` another."""
     from proactivebench.report import write_report
 
     root = tmp_path_factory.mktemp("paper-wide")
+    models = [*LONG_NAMES, *(f"{name}-{i}" for i in range(4) for name in LONG_NAMES)][:23]
     runs = [
         _paper_like_run(root / "runs", f"run{i}", model, seed=i + 1)
-        for i, model in enumerate(LONG_NAMES)
+        for i, model in enumerate(models)
     ]
     reports = {}
-    for count in (1, 2, 6):
+    for count in (1, 2, 6, 23):
         reports[f"paper-{count}"] = write_report(
             runs[:count], root / f"paper-{count}", paper=True, n_resamples=200, thumb_cache=None
         ).html
@@ -404,7 +405,7 @@ READABLE_CELLS = """figure => {
 
 
 @pytest.mark.parametrize("width", [1280, 400])
-@pytest.mark.parametrize("shape", ["paper-1", "paper-2", "paper-6", "vs"])
+@pytest.mark.parametrize("shape", ["paper-1", "paper-2", "paper-6", "paper-23", "vs"])
 def test_every_table_cell_readable_or_beside_its_pinned_first_column(
     browser: Any, paper_reports: dict[str, Path], shape: str, width: int
 ) -> None:
@@ -420,7 +421,8 @@ def test_every_table_cell_readable_or_beside_its_pinned_first_column(
         if shape.startswith("paper"):
             assert "paper-table1-acc" in keys, keys
             rows = page.locator('figure.table[data-table="paper-table1-acc"] tbody tr')
-            assert rows.count() >= 22 + 3 * int(shape[-1])  # published, each run's three
+            runs = int(shape.split("-")[1])
+            assert rows.count() >= 22 + 3 * runs  # published, each run's three
         problems = [
             p for f in range(figures.count()) for p in figures.nth(f).evaluate(READABLE_CELLS)
         ]
@@ -428,7 +430,7 @@ def test_every_table_cell_readable_or_beside_its_pinned_first_column(
     assert errors == []
 
 
-@pytest.mark.parametrize("shape", ["paper-1", "paper-2", "paper-6", "vs"])
+@pytest.mark.parametrize("shape", ["paper-1", "paper-2", "paper-6", "paper-23", "vs"])
 def test_the_first_screen_shows_a_number_of_a_results_table(
     browser: Any, paper_reports: dict[str, Path], shape: str
 ) -> None:

@@ -547,6 +547,18 @@ def _findings(
     return [size] if size is not None else []
 
 
+#: Runs a report's default title names; more are counted (the page's head lists them all).
+TITLE_NAMES = 3
+
+
+def default_title(labels: Sequence[str]) -> str:
+    """'Report: a, b, c', or for many runs 'Report: a, b, c and 20 more': a title of 23
+    labels filled a phone's first screen, and a wide one's, before any number."""
+    shown = ", ".join(labels[:TITLE_NAMES])
+    more = len(labels) - TITLE_NAMES
+    return f"Report: {shown}" + (f" and {more} more" if more > 0 else "")
+
+
 def unpaired_warning(
     comparison: Comparison, measures: RunMeasures, base: RunMeasures
 ) -> str | None:
@@ -620,7 +632,7 @@ def _pages(
     `findings` first in each."""
     outcome = files.outcome
     correlations = size_correlations(all_measures, with_paper=bool(papers))
-    heading = title or ("Report: " + ", ".join(r.label for r in runs))
+    heading = title or default_title([r.label for r in runs])
     unavailable = sorted(
         {
             str(r.data_dir) if r.data_dir is not None else f"{r.run_dir}/run.json names none"

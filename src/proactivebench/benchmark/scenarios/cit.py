@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
+from proactivebench.benchmark.protocol import fixed_action_space
 from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.actions import is_abstention
 from proactivebench.benchmark.scenarios.base import Episode, Halt
@@ -115,12 +115,4 @@ class CITEpisode(Episode):
 
 
 # An official row is CIT's when an option moves in time (asked last: VSOD's rows do too).
-REGISTRATION = ScenarioInfo(
-    CITEpisode,
-    generate="proactivebench.data.synth.cit:make_sample",
-    marker="P",
-    recognise=lambda cues: cues.offer(*fixed_action_space("CIT")),
-    recognise_rank=7,
-    filter_ids=official_filter_ids,
-    in_paper=True,
-)
+REGISTRATION = ScenarioInfo.paper(CITEpisode, marker="P", rank=7)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import official_filter_ids
 from proactivebench.benchmark.records import Crop, Fields, Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt, View
 from proactivebench.benchmark.scenarios.registration import ScenarioInfo
@@ -162,12 +161,9 @@ class COCOEpisode(Episode):
 
 
 # An official row is COCO's when an option moves the camera or steps farther.
-REGISTRATION = ScenarioInfo(
+REGISTRATION = ScenarioInfo.paper(
     COCOEpisode,
-    generate="proactivebench.data.synth.coco:make_sample",
     marker="X",
+    rank=2,
     recognise=lambda cues: cues.mention("camera") or cues.offer("ZOOM"),
-    recognise_rank=2,
-    filter_ids=official_filter_ids,
-    in_paper=True,
 )

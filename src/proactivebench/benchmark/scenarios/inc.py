@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
+from proactivebench.benchmark.protocol import fixed_action_space
 from proactivebench.benchmark.records import Fields, Record
 from proactivebench.benchmark.scenarios.actions import is_abstention
 from proactivebench.benchmark.scenarios.base import Episode, Halt
@@ -115,12 +115,4 @@ class INCEpisode(Episode):
 
 
 # An official row is IN-C's when an option asks for an enhancement.
-REGISTRATION = ScenarioInfo(
-    INCEpisode,
-    generate="proactivebench.data.synth.inc:make_sample",
-    marker="D",
-    recognise=lambda cues: cues.offer(*fixed_action_space("IN-C")),
-    recognise_rank=4,
-    filter_ids=official_filter_ids,
-    in_paper=True,
-)
+REGISTRATION = ScenarioInfo.paper(INCEpisode, marker="D", rank=4)

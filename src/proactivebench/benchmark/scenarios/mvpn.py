@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
+from proactivebench.benchmark.protocol import fixed_action_space
 from proactivebench.benchmark.records import Fields, Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt, View
 from proactivebench.benchmark.scenarios.registration import ScenarioInfo
@@ -81,12 +81,4 @@ class MVPNEpisode(Episode):
 
 
 # An official row is MVP-N's when an option asks for a rotation.
-REGISTRATION = ScenarioInfo(
-    MVPNEpisode,
-    generate="proactivebench.data.synth.mvpn:make_sample",
-    marker="^",
-    recognise=lambda cues: cues.offer(*fixed_action_space("MVP-N")),
-    recognise_rank=3,
-    filter_ids=official_filter_ids,
-    in_paper=True,
-)
+REGISTRATION = ScenarioInfo.paper(MVPNEpisode, marker="^", rank=3)

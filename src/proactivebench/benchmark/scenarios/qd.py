@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
+from proactivebench.benchmark.protocol import fixed_action_space
 from proactivebench.benchmark.records import Record
 from proactivebench.benchmark.scenarios.base import Episode, Halt
 from proactivebench.benchmark.scenarios.registration import ScenarioInfo
@@ -43,12 +43,4 @@ class QDEpisode(Episode):
 
 
 # An official row is QD's when an option asks for more details.
-REGISTRATION = ScenarioInfo(
-    QDEpisode,
-    generate="proactivebench.data.synth.qd:make_sample",
-    marker="v",
-    recognise=lambda cues: cues.offer(*fixed_action_space("QD")),
-    recognise_rank=5,
-    filter_ids=official_filter_ids,
-    in_paper=True,
-)
+REGISTRATION = ScenarioInfo.paper(QDEpisode, marker="v", rank=5)

@@ -12,7 +12,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proactivebench.benchmark.protocol import ScenarioStrings, action_keywords
+from proactivebench.benchmark.protocol import (
+    ScenarioStrings,
+    action_keywords,
+    fixed_action_space,
+    official_filter_ids,
+)
 from proactivebench.benchmark.records import Record
 from proactivebench.benchmark.scenarios.actions import Keywords, is_abstention
 from proactivebench.benchmark.scenarios.base import Episode
@@ -91,6 +96,31 @@ class ScenarioInfo:
             )
         object.__setattr__(self, "short", short)
         object.__setattr__(self, "record_type", record_type)
+
+    @classmethod
+    def paper(
+        cls,
+        episode: type[Episode],
+        *,
+        marker: str,
+        rank: int,
+        recognise: Callable[[OptionCues], bool] | None = None,
+    ) -> ScenarioInfo:
+        """One of the paper's seven, registered alike: its generator is `make_sample` of the
+        `data/synth` module named as its own, the authors' test filter applies, the
+        unqualified average covers it, and an official row is its own, unless `recognise`
+        says otherwise, when an option names an action of its fixed action space."""
+        module = episode.__module__.rsplit(".", 1)[-1]
+        short = episode.scenario
+        return cls(
+            episode,
+            generate=f"proactivebench.data.synth.{module}:make_sample",
+            marker=marker,
+            recognise=recognise or (lambda cues: cues.offer(*fixed_action_space(short))),
+            recognise_rank=rank,
+            filter_ids=official_filter_ids,
+            in_paper=True,
+        )
 
     @property
     def strings(self) -> ScenarioStrings:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
+from proactivebench.benchmark.protocol import fixed_action_space
 from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.base import Episode, Halt
 from proactivebench.benchmark.scenarios.registration import ScenarioInfo
@@ -67,12 +67,6 @@ class RODEpisode(Episode):
 
 
 # An official row is ROD's when an option names the blocks.
-REGISTRATION = ScenarioInfo(
-    RODEpisode,
-    generate="proactivebench.data.synth.rod:make_sample",
-    marker="o",
-    recognise=lambda cues: cues.mention("block"),
-    recognise_rank=1,
-    filter_ids=official_filter_ids,
-    in_paper=True,
+REGISTRATION = ScenarioInfo.paper(
+    RODEpisode, marker="o", rank=1, recognise=lambda cues: cues.mention("block")
 )

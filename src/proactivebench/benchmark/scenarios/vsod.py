@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from proactivebench.benchmark.protocol import fixed_action_space, official_filter_ids
+from proactivebench.benchmark.protocol import fixed_action_space
 from proactivebench.benchmark.records import Fields, Record, check_frame
 from proactivebench.benchmark.scenarios.base import Episode, Halt
 from proactivebench.benchmark.scenarios.registration import OptionCues, ScenarioInfo
@@ -63,12 +63,4 @@ def _recognise(cues: OptionCues) -> bool:
     return cues.offer(*fixed_action_space("VSOD")) and named
 
 
-REGISTRATION = ScenarioInfo(
-    VSODEpisode,
-    generate="proactivebench.data.synth.vsod:make_sample",
-    marker="s",
-    recognise=_recognise,
-    recognise_rank=6,
-    filter_ids=official_filter_ids,
-    in_paper=True,
-)
+REGISTRATION = ScenarioInfo.paper(VSODEpisode, marker="s", rank=6, recognise=_recognise)

@@ -25,9 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proactivebench.core.errors import HFBackendError, ProactiveBenchError
+from proactivebench.core.errors import HFBackendError
 from proactivebench.models.hf import EXTRA_HINT
-from proactivebench.testing.tiny_vlm import _require_hf, build_tiny_vlm, byte_tokenizer
+from proactivebench.testing.tiny_vlm import (
+    _require_hf,
+    build_tiny_vlm,
+    byte_tokenizer,
+    print_built,
+)
 
 
 def _chatml(image: str) -> str:
@@ -326,16 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(FAMILIES)
         print(f"error: unknown family {args.family!r}; known: {known}", file=sys.stderr)
         return 2
-    try:
+
+    def build() -> Path:
         _require(args.family.lower(), family)
-        print(family.build(args.out_dir, args.seed))
-    except ProactiveBenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: cannot write {args.out_dir}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    return 0
+        return family.build(args.out_dir, args.seed)
+
+    return print_built(build, args.out_dir)
 
 
 if __name__ == "__main__":

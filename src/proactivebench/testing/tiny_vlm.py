@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from proactivebench.core.errors import HFBackendError, ProactiveBenchError
@@ -190,13 +191,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     build = build_tiny_tool_vlm if args.tool_calls else build_tiny_vlm
+    return print_built(lambda: build(args.out_dir, args.seed), args.out_dir)
+
+
+def print_built(build: Callable[[], Path], out_dir: Path) -> int:
+    """The end of a checkpoint command: the path built, printed; or one line saying what
+    failed (a missing package, a folder that cannot be written) and exit status 2."""
     try:
-        print(build(args.out_dir, args.seed))
+        print(build())
     except ProactiveBenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"error: cannot write {args.out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"error: cannot write {out_dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -215,7 +215,8 @@ def test_history_and_icl_stand_beside_the_figures_printed_averages(tmp_path: Pat
     mcqa = run_of(tmp_path, "mcqa", plain_lines(("ROD",), 10))
     history = run_of(tmp_path, "history", plain_lines(("ROD",), 4), history=True)
     icl = run_of(tmp_path, "icl1", plain_lines(("ROD",), 12), icl=1)
-    findings = suite_findings({"mcqa": mcqa, "history": history, "icl1": icl})
+    icl3 = run_of(tmp_path, "icl3", plain_lines(("ROD",), 12), icl=3)
+    findings = suite_findings({"mcqa": mcqa, "history": history, "icl1": icl, "icl3": icl3})
     rows = {r["config"]: r["cells"] for r in TABLES["fig8_history"]["rows"]}
     text = next(t for t in PAPER["text_numbers"] if t["where"] == "sec. 4.3 (history)")
     expected = {
@@ -230,13 +231,12 @@ def test_history_and_icl_stand_beside_the_figures_printed_averages(tmp_path: Pat
     assert stat(history_finding, "accuracy").value.estimate == pytest.approx(-15.0)  # type: ignore[union-attr]
     assert any("all seven scenarios" in n for n in history_finding.notes)
     nine = {r["config"]: r["cells"] for r in TABLES["fig9_icl"]["rows"]}
+    for shots, panel in ((1, "(a) 1 sample"), (3, "(b) 3 samples")):
+        shot_finding = by_name(findings, f"icl{shots}")
+        for name, metric in (("accuracy", "acc"), ("ps rate", "psr")):
+            want = nine[f"{panel}, icl"]["ROD"][metric] - nine[f"{panel}, zero-shot"]["ROD"][metric]
+            assert stat(shot_finding, name).paper.value == pytest.approx(want)  # type: ignore[union-attr]
     icl_finding = by_name(findings, "icl1")
-    for name, metric in (("accuracy", "acc"), ("ps rate", "psr")):
-        want = (
-            nine["(a) 1 sample, icl"]["ROD"][metric]
-            - nine["(a) 1 sample, zero-shot"]["ROD"][metric]
-        )
-        assert stat(icl_finding, name).paper.value == pytest.approx(want)  # type: ignore[union-attr]
     assert stat(icl_finding, "accuracy").value.estimate == pytest.approx(5.0)  # type: ignore[union-attr]
     assert icl_finding.number == history_finding.number == "iv"
 

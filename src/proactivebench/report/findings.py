@@ -611,27 +611,19 @@ PAIRED: tuple[Paired, ...] = (
         whole_average=True,
         requires={"history": True},
     ),
-    Paired(
-        "icl1",
-        "icl1",
-        "mcqa",
-        "iv",
-        "in-context examples bias models the wrong way",
-        "With one in-context example",
-        figures=lambda scenarios: icl_figures(1, scenarios),
-        figure_source="Fig. 9's printed averages, 10 multi-image models",
-        requires={"icl": 1},
-    ),
-    Paired(
-        "icl3",
-        "icl3",
-        "mcqa",
-        "iv",
-        "in-context examples bias models the wrong way",
-        "With three in-context examples",
-        figures=lambda scenarios: icl_figures(3, scenarios),
-        figure_source="Fig. 9's printed averages, 10 multi-image models",
-        requires={"icl": 3},
+    *(
+        Paired(
+            f"icl{shots}",
+            f"icl{shots}",
+            "mcqa",
+            "iv",
+            "in-context examples bias models the wrong way",
+            f"With {words} in-context example{'s' if shots > 1 else ''}",
+            figures=lambda scenarios, shots=shots: icl_figures(shots, scenarios),
+            figure_source="Fig. 9's printed averages, 10 multi-image models",
+            requires={"icl": shots},
+        )
+        for shots, words in ((1, "one"), (3, "three"))
     ),
     Paired(
         "multiturn",

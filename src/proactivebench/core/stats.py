@@ -240,20 +240,20 @@ def spearman_permutation_p(
     Why: over a handful of models a bootstrap interval of rho claims certainty (three models
     in perfect order give [1, 1]), while three points in order arise by chance one time in
     three, two-sided. None where rho is undefined."""
-    observed = spearman_rho(x, y)
-    if observed is None:
+    if spearman_rho(x, y) is None:
         return None
-    target = abs(observed) - 1e-12
-    values = list(y)
-    if len(values) <= EXACT_PERMUTATIONS:
-        orders = list(itertools.permutations(values))
-        hits = sum(abs(spearman_rho(x, list(o)) or 0.0) >= target for o in orders)
-        return hits / len(orders)
+    # Twice the ranks, centred: integers, so that every order's sum of products is exact and
+    # compared without a tolerance; Spearman's denominator is the same for every order.
+    n = len(x)
+    a = 2.0 * _ranks(np.asarray(x, dtype=float)) - (n + 1)
+    b = 2.0 * _ranks(np.asarray(y, dtype=float)) - (n + 1)
+    observed = abs(float(a @ b))
+    if n <= EXACT_PERMUTATIONS:
+        orders = np.array(list(itertools.permutations(b)))
+        return float(np.count_nonzero(np.abs(orders @ a) >= observed)) / len(orders)
     rng = np.random.default_rng(seed % 2**64)
-    hits = sum(
-        abs(spearman_rho(x, list(rng.permutation(values))) or 0.0) >= target
-        for _ in range(n_resamples)
-    )
+    shuffled = np.array([rng.permutation(b) for _ in range(n_resamples)])
+    hits = int(np.count_nonzero(np.abs(shuffled @ a) >= observed))
     return (hits + 1) / (n_resamples + 1)
 
 

@@ -46,7 +46,7 @@ from proactivebench.report.comparable import own_filter, table_of
 from proactivebench.report.published import ALSO_PRINTED
 from proactivebench.report.published_figures import figure_of
 from proactivebench.report.runs import labelled
-from proactivebench.run.datarecords import DATA_RECORDS, data_records, other_data, records_of
+from proactivebench.run.datarecords import changed_since, data_records, records_of
 from proactivebench.run.engine import RunEngine
 from proactivebench.run.judge import Judge
 from proactivebench.run.play_episode import Result
@@ -441,12 +441,13 @@ def refuse_another_model(out_dir: Path, before: dict[str, Any], ours: dict[str, 
     at once both passed, and one model's runs were compared with another's as one model's.
     The runs are named first (what OUT holds), then suite.json's identity (an invocation
     whose runs have not started yet)."""
+    played = {}
     for entry in before.get("experiments", []):
         path = out_dir / entry[ID] / RUN_CONFIG
         if path.is_file():
-            config = read_run_config(path.parent)
-            _refuse_other(out_dir, path, config, ours)
-            _refuse_changed_data(out_dir, path, config, ours)
+            played[path] = read_run_config(path.parent)
+            _refuse_other(out_dir, path, played[path], ours)
+    _refuse_changed_data(out_dir, played, ours)
     recorded = before.get(IDENTITY)
     if isinstance(recorded, dict):  # named by an invocation whose runs have not started yet
         _refuse_other(out_dir, out_dir / SUITE_RECORD, recorded, ours)
@@ -467,22 +468,24 @@ def _refuse_other(
 
 
 def _refuse_changed_data(
-    out_dir: Path, path: Path, recorded: dict[str, Any], ours: dict[str, Any]
+    out_dir: Path, played: dict[Path, dict[str, Any]], ours: dict[str, Any]
 ) -> None:
     """Refuse an invocation whose data directory, at the same path, no longer holds the
-    records an experiment played (run.json's digests): its runs would pair samples of other
-    data under the same ids with the plain run's."""
-    played = records_of(recorded)
-    if not played or not isinstance(ours.get("data_dir"), str):
+    records an experiment played (each run.json's digests, `played`): its runs would pair
+    samples of other data under the same ids with the plain run's. The data's records are
+    digested once, for every experiment."""
+    scenarios = {s for config in played.values() for s in records_of(config) or {}}
+    if not scenarios or not isinstance(ours.get("data_dir"), str):
         return
-    now = {DATA_RECORDS: data_records(Path(ours["data_dir"]), played), "data_dir": None}
-    changed = other_data({**recorded, "data_dir": None}, now)
-    if changed is not None:
-        raise RunMismatchError(
-            f"{out_dir} holds experiments played on other records than {ours['data_dir']} "
-            f"holds now ({path}: {changed}); a suite's output is one model's on one data set: "
-            "use another --out"
-        )
+    now = data_records(Path(ours["data_dir"]), sorted(scenarios))
+    for path, config in played.items():
+        changed = changed_since(config, now)
+        if changed:
+            raise RunMismatchError(
+                f"{out_dir} holds experiments played on other records than "
+                f"{ours['data_dir']} holds now ({path}: the {', '.join(changed)} records "
+                "differ); a suite's output is one model's on one data set: use another --out"
+            )
 
 
 #: Seconds an invocation waits for another one updating the same `suite.json` (a moment's

@@ -49,7 +49,7 @@ from proactivebench.models.baselines import Proactive
 from proactivebench.report.comparable import average_apart, not_comparable
 from proactivebench.report.measures import RunMeasures, compare_runs, sized_models
 from proactivebench.report.runs import Run
-from proactivebench.run.datarecords import DATA_RECORDS, data_records, other_data
+from proactivebench.run.datarecords import changed_since, data_records, other_data
 from proactivebench.run.rundir import identity_differences
 from proactivebench.run.settings import EvalSettings, declared
 
@@ -426,11 +426,12 @@ def allowed_suggestions(run: Run) -> tuple[dict[tuple[str, int], int], str | Non
     settings = run.settings
     builds = (spec.name for spec in declared(EvalSettings) if spec.info.builds_episode)
     options = {key: settings[key] for key in builds if key in settings}
-    now = {DATA_RECORDS: data_records(data, list(run.by_scenario))}
-    now["data_dir"] = run.config.get("data_dir")
-    changed = other_data(run.config, now)
-    if changed is not None:  # the episodes would be other episodes than those played
-        return {}, f"the data at {data} is not what {run.label or run.run_dir} played ({changed})"
+    changed = changed_since(run.config, data_records(data, list(run.by_scenario)))
+    if changed:  # the episodes would be other episodes than those played
+        return {}, (
+            f"the data at {data} is not what {run.label or run.run_dir} played (the "
+            f"{', '.join(changed)} records differ)"
+        )
     try:
         dataset = load_dataset(data, list(run.by_scenario), all_samples=True)
     except (OSError, ProactiveBenchError) as exc:

@@ -48,6 +48,14 @@ def records_of(config: Mapping[str, Any]) -> dict[str, str] | None:
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
+def changed_since(config: Mapping[str, Any], now: Mapping[str, str]) -> list[str]:
+    """The scenarios whose records, as `now` digests them (`data_records` of the data at
+    hand), differ from those run.json's `config` says were played; none where it recorded
+    no digest (nothing to compare)."""
+    before = records_of(config) or {}
+    return sorted(s for s, digest in now.items() if before.get(s, digest) != digest)
+
+
 def joined_records(
     previous: Mapping[str, Any] | None, mine: Mapping[str, str], out: Path, data_dir: Path
 ) -> dict[str, str]:
@@ -56,7 +64,7 @@ def joined_records(
     lines and the new ones would be of two data sets under one set of ids. A run that recorded
     no digests resumes as before (nothing to compare)."""
     before = records_of(previous or {}) or {}
-    changed = sorted(s for s, digest in mine.items() if before.get(s, digest) != digest)
+    changed = changed_since(previous or {}, mine)
     if changed:
         files = ", ".join(str(scenario_file(data_dir, s)) for s in changed)
         raise RunMismatchError(

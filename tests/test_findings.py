@@ -123,8 +123,12 @@ def test_the_hint_finding_gives_the_constructed_difference_beside_table7_minus_t
         assert s.paper is not None
         assert s.paper.value == pytest.approx(sum(theirs) / len(theirs))
         assert s.paper.models == len(theirs) == 21
-        own = s.value.estimate  # type: ignore[union-attr]
-        assert s.paper.rank == (1 + sum(t > own for t in theirs), len(theirs) + 1)
+    own = accuracy.value.estimate
+    theirs = paper_differences("table7_hint", "table1_mcqa", "acc", list(scenarios), True)
+    assert accuracy.paper is not None
+    assert accuracy.paper.rank == (1 + sum(t > own for t in theirs), len(theirs) + 1)
+    # The ps rate has no better direction (a blind asker gains most): no place among them.
+    assert ps.paper is not None and ps.paper.rank is None
     assert finding.number == "iii" and not finding.not_comparable
     paper_acc = f"{stat(finding, 'accuracy').paper.value:+.1f}"  # type: ignore[union-attr]
     assert finding.sentence.startswith("With the hint, accuracy +30.0 points [")

@@ -48,6 +48,7 @@ from proactivebench.data.directory import load_dataset
 from proactivebench.models.baselines import Proactive
 from proactivebench.report.comparable import average_apart, not_comparable
 from proactivebench.report.measures import RunMeasures, compare_runs, sized_models
+from proactivebench.report.published import ranks
 from proactivebench.report.runs import Run
 from proactivebench.run.datarecords import changed_since, data_records, other_data
 from proactivebench.run.rundir import identity_differences
@@ -330,6 +331,10 @@ def rank_among(value: float, others: Sequence[float]) -> tuple[int, int]:
     return 1 + sum(1 for other in others if other > value), len(others) + 1
 
 
+#: The metric each of the paper's columns holds (its key in `benchmark.metrics`).
+COLUMN_METRICS = {"acc": "accuracy", "psr": "ps_rate"}
+
+
 def table_figure(
     table: str,
     base: str | None,
@@ -340,7 +345,9 @@ def table_figure(
     ranked: bool,
 ) -> PaperFigure | None:
     """The paper's mean of `per_model_differences`, and this model's place among them
-    (`ranked`: the run is comparable with the paper's)."""
+    (`ranked`: the run is comparable with the paper's), where its metric ranks at all: the
+    ps rate, or a change of it, has no better direction (`published.ranks`: a blind asker
+    has the most), so it is set beside the paper's mean without a place."""
     found = per_model_differences(table, base, metric_name, scenarios, figure)
     if not found:
         return None
@@ -348,6 +355,7 @@ def table_figure(
     source = _table_name(table) + (f" - {_table_name(base)}" if base else "") + " per model"
     if figure:
         source += f", as {_figure_name(figure)} averages them"
+    ranked = ranked and ranks(metric(COLUMN_METRICS[metric_name]))
     rank = rank_among(ours.estimate, values) if ranked and ours is not None else None
     return PaperFigure(sum(values) / len(values), len(values), source, rank)
 
@@ -986,7 +994,8 @@ def size_finding(
     models = stats[0].episodes
     sentence = f"Over {models} models of known size, {said}"
     if paper:
-        sentence += f"; the paper's {stats[0].paper.models} models of published size give {paper}"  # type: ignore[union-attr]
+        models = next(s.paper.models for s in stats if s.paper is not None)
+        sentence += f"; the paper's {models} models of published size give {paper}"
     sentence += "." + _apart(reasons, ranks=False)  # a rho has no rank among the paper's models
     return Finding("size", "ii", SIZE_CLAIM, tuple(stats), sentence, reasons, notes)
 
